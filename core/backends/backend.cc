@@ -1,0 +1,207 @@
+#include "core/backends/backend.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "core/status_macros.h"
+#include "core/unified_buffer.h"
+
+namespace ptoserve {
+
+namespace {
+
+constexpr uint64_t kVectorRepeatBytes = 256;
+
+std::string SupportedNames(const std::vector<DType>& dtypes) {
+  return absl::StrJoin(dtypes, ", ", [](std::string* out, DType d) {
+    out->append(DTypeName(d).data(), DTypeName(d).size());
+  });
+}
+
+// Formats rule violations with the instruction's coordinates in front.
+class RuleError {
+ public:
+  RuleError(const InstructionSig& inst, Target target)
+      : prefix_(absl::StrFormat("instruction %u (%s on %s): ", inst.index,
+                                OpcodeName(inst.opcode), TargetName(target))) {}
+
+  template <typename... Args>
+  absl::Status operator()(const absl::FormatSpec<Args...>& format,
+                          const Args&... args) const {
+    return absl::InvalidArgumentError(
+        prefix_ + absl::StrFormat(format, args...));
+  }
+
+ private:
+  std::string prefix_;
+};
+
+}  // namespace
+
+const std::vector<DType>& BitwiseDTypes() {
+  static const std::vector<DType> kTypes = {DType::kInt8,  DType::kUInt8,
+                                            DType::kInt16, DType::kUInt16,
+                                            DType::kInt32, DType::kUInt32};
+  return kTypes;
+}
+
+uint64_t VectorRepeats(size_t rows, size_t row_bytes, bool contiguous) {
+  if (contiguous) {
+    return (uint64_t{rows} * row_bytes + kVectorRepeatBytes - 1) /
+           kVectorRepeatBytes;
+  }
+  return uint64_t{rows} *
+         ((row_bytes + kVectorRepeatBytes - 1) / kVectorRepeatBytes);
+}
+
+absl::Status Backend::Check(const InstructionSig& inst) const {
+  const RuleError error(inst, rules_.target);
+  const bool tmp_checked = UsesTmp(inst.opcode);
+  if (tmp_checked && inst.tmp.desc == nullptr) {
+    return error(
+        "tmp is required on %s: it holds OR(src0, src1) in XOR = "
+        "AND(NOT(AND(src0, src1)), OR(src0, src1))",
+        TargetName(rules_.target));
+  }
+  std::vector<const Operand*> operands = {&inst.dst, &inst.src0, &inst.src1};
+  if (tmp_checked) operands.push_back(&inst.tmp);
+
+  const TileDesc& dst = *inst.dst.desc;
+  const auto& dtypes = BitwiseDTypes();
+  if (std::find(dtypes.begin(), dtypes.end(), dst.dtype) == dtypes.end()) {
+    return error("dst element type %s is not supported (supported: %s)",
+                 DTypeName(dst.dtype), SupportedNames(dtypes));
+  }
+  for (const Operand* op : operands) {
+    const TileDesc& d = *op->desc;
+    if (d.dtype != dst.dtype) {
+      return error("%s element type %s differs from dst element type %s",
+                   op->role, DTypeName(d.dtype), DTypeName(dst.dtype));
+    }
+  }
+  for (const Operand* op : operands) {
+    const TileDesc& d = *op->desc;
+    if (d.layout != Layout::kRowMajor) {
+      return error("%s \"%s\" is %s; %s needs row_major operands", op->role,
+                   op->name, LayoutName(d.layout), OpcodeName(inst.opcode));
+    }
+    if (d.location != Location::kVec) {
+      return error("%s \"%s\" is in %s; %s operates on vec tiles", op->role,
+                   op->name, LocationName(d.location),
+                   OpcodeName(inst.opcode));
+    }
+  }
+  for (const Operand* op : operands) {
+    const TileDesc& d = *op->desc;
+    if (op != &inst.dst &&
+        (d.valid_rows != dst.valid_rows || d.valid_cols != dst.valid_cols)) {
+      return error("%s valid shape %ux%u differs from dst valid shape %ux%u",
+                   op->role, d.valid_rows, d.valid_cols, dst.valid_rows,
+                   dst.valid_cols);
+    }
+  }
+  if (rules_.row_alignment_bytes > 1) {
+    for (const Operand* op : operands) {
+      const TileDesc& d = *op->desc;
+      if (d.row_bytes() % rules_.row_alignment_bytes != 0) {
+        return error(
+            "%s \"%s\" rows are %u bytes (%u %s columns); %s needs rows of a "
+            "multiple of %u bytes",
+            op->role, op->name, d.row_bytes(), d.cols, DTypeName(d.dtype),
+            TargetName(rules_.target), rules_.row_alignment_bytes);
+      }
+    }
+  }
+  if (tmp_checked) {
+    for (const Operand* op : {&inst.dst, &inst.src0, &inst.src1}) {
+      if (op->name == inst.tmp.name) {
+        return error(
+            "tmp \"%s\" is also %s; tmp must be a tile of its own because "
+            "it is written before the sources are read again",
+            inst.tmp.name, op->role);
+      }
+    }
+  }
+  if (inst.opcode == Opcode::kTxor && rules_.txor_operands_disjoint &&
+      inst.mode == Mode::kManual) {
+    for (size_t i = 0; i < operands.size(); ++i) {
+      for (size_t j = i + 1; j < operands.size(); ++j) {
+        const Operand& a = *operands[i];
+        const Operand& b = *operands[j];
+        // Reading one source tile twice (src0 == src1) is not an overlap.
+        if (&a == &inst.src0 && &b == &inst.src1 && a.name == b.name) continue;
+        const ByteRange ra = PlacedRange(*a.desc);
+        const ByteRange rb = PlacedRange(*b.desc);
+        if (ra.Overlaps(rb)) {
+          return error(
+              "%s \"%s\" %s overlaps %s \"%s\" %s; in manual mode the "
+              "regions of dst, src0, src1 and tmp must not overlap",
+              a.role, a.name, ra.ToString(), b.role, b.name, rb.ToString());
+        }
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+std::vector<OpcodeSupport> Backend::Supported() const {
+  std::vector<OpcodeSupport> out;
+  for (Opcode op : {Opcode::kTand, Opcode::kTxor}) {
+    out.push_back({op, BitwiseDTypes(), UsesTmp(op), Algorithm(op)});
+  }
+  return out;
+}
+
+void Backend::Step(absl::string_view name, BitwiseOp op,
+                   const BoundInstruction& inst, const Tile& a,
+                   absl::string_view a_role, const Tile& b,
+                   absl::string_view b_role, Tile* dst,
+                   absl::string_view dst_role, Trace* trace) {
+  const TileDesc& d = inst.dst->desc();
+  const Region region{d.valid_rows, d.valid_row_bytes()};
+  BestKernels().binary(op, region,
+                       ConstPlane{a.data(), a.desc().row_bytes()},
+                       ConstPlane{b.data(), b.desc().row_bytes()},
+                       Plane{dst->data(), dst->desc().row_bytes()});
+  const bool contiguous = a.desc().row_bytes() == region.row_bytes &&
+                          b.desc().row_bytes() == region.row_bytes &&
+                          dst->desc().row_bytes() == region.row_bytes;
+  trace->ops.push_back(
+      MicroOp{name, dst_role, {a_role, b_role},
+              VectorRepeats(region.rows, region.row_bytes, contiguous),
+              uint64_t{d.valid_rows} * d.valid_cols});
+}
+
+void Backend::InvertStep(absl::string_view name, const BoundInstruction& inst,
+                         const Tile& src, absl::string_view src_role, Tile* dst,
+                         absl::string_view dst_role, Trace* trace) {
+  const TileDesc& d = inst.dst->desc();
+  const Region region{d.valid_rows, d.valid_row_bytes()};
+  BestKernels().invert(region, ConstPlane{src.data(), src.desc().row_bytes()},
+                       Plane{dst->data(), dst->desc().row_bytes()});
+  const bool contiguous = src.desc().row_bytes() == region.row_bytes &&
+                          dst->desc().row_bytes() == region.row_bytes;
+  trace->ops.push_back(
+      MicroOp{name, dst_role, {src_role},
+              VectorRepeats(region.rows, region.row_bytes, contiguous),
+              uint64_t{d.valid_rows} * d.valid_cols});
+}
+
+BackendRegistry::BackendRegistry(uint64_t host_buffer_bytes) {
+  backends_.push_back(MakeHostBackend(host_buffer_bytes));
+  backends_.push_back(MakeA2A3Backend());
+  backends_.push_back(MakeA5Backend());
+}
+
+const Backend& BackendRegistry::Get(Target target) const {
+  return *backends_[static_cast<size_t>(target)];
+}
+
+std::vector<const Backend*> BackendRegistry::All() const {
+  std::vector<const Backend*> out;
+  for (const auto& b : backends_) out.push_back(b.get());
+  return out;
+}
+
+}  // namespace ptoserve

@@ -1,0 +1,40 @@
+// The host CPU target: the fast native path. One SIMD pass per instruction;
+// TXOR's tmp is accepted and unused.
+#include "core/backends/backend.h"
+
+namespace ptoserve {
+
+namespace {
+
+class HostBackend final : public Backend {
+ public:
+  explicit HostBackend(uint64_t buffer_bytes)
+      : Backend(TargetRules{
+            .target = Target::kHost,
+            .description = "host CPU",
+            .buffer_bytes = buffer_bytes,
+            .row_alignment_bytes = 1,
+            .txor_uses_tmp = false,
+            .txor_operands_disjoint = false,
+        }) {}
+
+  void Run(const BoundInstruction& inst, Trace* trace) const override {
+    const bool is_and = inst.opcode == Opcode::kTand;
+    Step(is_and ? "and" : "xor", is_and ? BitwiseOp::kAnd : BitwiseOp::kXor,
+         inst, *inst.src0, "src0", *inst.src1, "src1", inst.dst, "dst", trace);
+    trace->notes.push_back(std::string("host kernels: ") + BestKernels().name);
+  }
+
+ protected:
+  std::string Algorithm(Opcode opcode) const override {
+    return opcode == Opcode::kTand ? "direct and (SIMD)" : "direct xor (SIMD)";
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> MakeHostBackend(uint64_t buffer_bytes) {
+  return std::make_unique<HostBackend>(buffer_bytes);
+}
+
+}  // namespace ptoserve

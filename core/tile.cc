@@ -1,0 +1,58 @@
+#include "core/tile.h"
+
+#include <cstdlib>
+#include <cstring>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_format.h"
+
+namespace ptoserve {
+
+namespace {
+constexpr size_t kTileAlignment = 64;
+}  // namespace
+
+std::string TileDesc::ToString() const {
+  std::string s = absl::StrFormat("%ux%u %s", rows, cols, DTypeName(dtype));
+  if (valid_rows != rows || valid_cols != cols) {
+    absl::StrAppendFormat(&s, " (valid %ux%u)", valid_rows, valid_cols);
+  }
+  return s;
+}
+
+absl::StatusOr<TileDesc> ResolveTileDesc(const TileDesc& desc,
+                                         absl::string_view name,
+                                         size_t max_bytes) {
+  if (desc.rows == 0 || desc.cols == 0) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "tile \"%s\": shape %ux%u is empty; rows and cols must be > 0", name,
+        desc.rows, desc.cols));
+  }
+  TileDesc out = desc;
+  if (out.valid_rows == 0) out.valid_rows = out.rows;
+  if (out.valid_cols == 0) out.valid_cols = out.cols;
+  if (out.valid_rows > out.rows || out.valid_cols > out.cols) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "tile \"%s\": valid region %ux%u exceeds its shape %ux%u", name,
+        out.valid_rows, out.valid_cols, out.rows, out.cols));
+  }
+  if (out.bytes() > max_bytes) {
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "tile \"%s\": %s is %u bytes, over the limit of %u bytes per tile",
+        name, out.ToString(), out.bytes(), max_bytes));
+  }
+  return out;
+}
+
+void Tile::Free::operator()(uint8_t* p) const { std::free(p); }
+
+Tile::Tile(const TileDesc& desc) : desc_(desc) {
+  // aligned_alloc wants a size that is a multiple of the alignment.
+  size_t size = (desc.bytes() + kTileAlignment - 1) / kTileAlignment * kTileAlignment;
+  auto* p = static_cast<uint8_t*>(std::aligned_alloc(kTileAlignment, size));
+  if (p == nullptr) throw std::bad_alloc();
+  std::memset(p, 0, size);
+  storage_.reset(p);
+}
+
+}  // namespace ptoserve

@@ -1,0 +1,119 @@
+#include "core/tile_codec.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "absl/strings/str_format.h"
+
+namespace ptoserve {
+
+namespace {
+
+template <typename T>
+void StoreAll(absl::Span<const double> values, uint8_t* out) {
+  for (size_t i = 0; i < values.size(); ++i) {
+    T v = static_cast<T>(values[i]);
+    std::memcpy(out + i * sizeof(T), &v, sizeof(T));
+  }
+}
+
+template <typename T>
+void LoadAll(const uint8_t* in, absl::Span<double> out) {
+  for (size_t i = 0; i < out.size(); ++i) {
+    T v;
+    std::memcpy(&v, in + i * sizeof(T), sizeof(T));
+    out[i] = static_cast<double>(v);
+  }
+}
+
+// Half-precision and bfloat16 have no native C++ type here; they travel as
+// raw data only.
+bool HasValueEncoding(DType dtype) {
+  return dtype != DType::kFloat16 && dtype != DType::kBFloat16;
+}
+
+}  // namespace
+
+absl::Status CheckDataSize(const TileDesc& desc, absl::string_view name,
+                           size_t bytes) {
+  if (bytes != desc.bytes()) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "tile \"%s\": data has %u bytes, expected %u (%ux%u elements of %s, "
+        "%u bytes each)",
+        name, bytes, desc.bytes(), desc.rows, desc.cols, DTypeName(desc.dtype),
+        ElementBytes(desc.dtype)));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckValueCount(const TileDesc& desc, absl::string_view name,
+                             size_t count) {
+  if (!HasValueEncoding(desc.dtype)) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "tile \"%s\": %s elements cannot be sent as values; send data",
+        name, DTypeName(desc.dtype)));
+  }
+  if (count != desc.elements()) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "tile \"%s\": values has %u entries, expected %u (one per element of "
+        "the %ux%u tile)",
+        name, count, desc.elements(), desc.rows, desc.cols));
+  }
+  return absl::OkStatus();
+}
+
+void FillFromData(absl::string_view data, Tile* tile) {
+  std::memcpy(tile->data(), data.data(), data.size());
+}
+
+absl::Status FillFromValues(absl::Span<const double> values,
+                            absl::string_view name, Tile* tile) {
+  const DType dtype = tile->desc().dtype;
+  if (IsInteger(dtype)) {
+    const double lo = static_cast<double>(MinValue(dtype));
+    const double hi = static_cast<double>(MaxValue(dtype));
+    for (size_t i = 0; i < values.size(); ++i) {
+      const double v = values[i];
+      if (!(v >= lo && v <= hi) || v != std::trunc(v)) {
+        const uint32_t cols = tile->desc().cols;
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "tile \"%s\": values[%u] (element %u,%u) = %g is not an integer "
+            "in the %s range [%d, %d]",
+            name, i, i / cols, i % cols, v, DTypeName(dtype), MinValue(dtype),
+            MaxValue(dtype)));
+      }
+    }
+  }
+  uint8_t* out = tile->data();
+  switch (dtype) {
+    case DType::kInt8: StoreAll<int8_t>(values, out); break;
+    case DType::kUInt8: StoreAll<uint8_t>(values, out); break;
+    case DType::kInt16: StoreAll<int16_t>(values, out); break;
+    case DType::kUInt16: StoreAll<uint16_t>(values, out); break;
+    case DType::kInt32: StoreAll<int32_t>(values, out); break;
+    case DType::kUInt32: StoreAll<uint32_t>(values, out); break;
+    case DType::kFloat32: StoreAll<float>(values, out); break;
+    case DType::kFloat16:
+    case DType::kBFloat16:
+      break;  // rejected by CheckValueCount
+  }
+  return absl::OkStatus();
+}
+
+void ToValues(const Tile& tile, absl::Span<double> out) {
+  const uint8_t* in = tile.data();
+  switch (tile.desc().dtype) {
+    case DType::kInt8: LoadAll<int8_t>(in, out); break;
+    case DType::kUInt8: LoadAll<uint8_t>(in, out); break;
+    case DType::kInt16: LoadAll<int16_t>(in, out); break;
+    case DType::kUInt16: LoadAll<uint16_t>(in, out); break;
+    case DType::kInt32: LoadAll<int32_t>(in, out); break;
+    case DType::kUInt32: LoadAll<uint32_t>(in, out); break;
+    case DType::kFloat32: LoadAll<float>(in, out); break;
+    case DType::kFloat16:
+    case DType::kBFloat16:
+      break;  // such tiles are always sent and returned as data
+  }
+}
+
+}  // namespace ptoserve
