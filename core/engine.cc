@@ -33,12 +33,15 @@ std::string EventName(const Instruction& inst, size_t index) {
 }
 
 // A tile the server allocates for an operand the job did not declare: the
-// valid region of `like`, row-major, in vec.
+// element type, shape and valid region of `like`, row-major, in vec. Taking
+// the physical shape keeps a target's row alignment.
 TileDesc AllocatedLike(const TileDesc& like) {
   TileDesc d;
   d.dtype = like.dtype;
-  d.rows = d.valid_rows = like.valid_rows;
-  d.cols = d.valid_cols = like.valid_cols;
+  d.rows = like.rows;
+  d.cols = like.cols;
+  d.valid_rows = like.valid_rows;
+  d.valid_cols = like.valid_cols;
   return d;
 }
 

@@ -26,7 +26,6 @@ def cc_grpc_library(name, protos, import_dir, src_prefix = "", deps = [], **kwar
         cmd = " ".join([
             "protoc",
             "--proto_path=" + import_dir,
-            "--proto_path=$(GENDIR)/" + import_dir,
             "--cpp_out=" + out_dir,
             "--grpc_out=" + out_dir,
             "--plugin=protoc-gen-grpc=$$(command -v grpc_cpp_plugin)",

@@ -1,0 +1,199 @@
+// The ptoserve C++ SDK: a thin, typed layer over the generated gRPC stub.
+//
+//   auto client = ptoserve::Client::Connect("127.0.0.1:50051");
+//   auto r = (*client)->Tand<int16_t>({.src0 = a, .src1 = b, .rows = 16, .cols = 16});
+//   // r->elements: the 16x16 result; r->events: one record per instruction.
+#ifndef PTOSERVE_CLIENT_CLIENT_H_
+#define PTOSERVE_CLIENT_CLIENT_H_
+
+#include <grpcpp/grpcpp.h>
+
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "absl/types/span.h"
+#include "ptoserve/v1/service.grpc.pb.h"
+
+namespace ptoserve {
+
+struct ClientOptions {
+  // How long Connect waits for the server to accept a connection.
+  absl::Duration connect_timeout = absl::Seconds(5);
+  // Deadline of each call.
+  absl::Duration call_timeout = absl::Seconds(30);
+  // Largest message sent or received, in bytes.
+  int max_message_bytes = 64 << 20;
+};
+
+// The wire element type of T (int8_t ... uint32_t).
+template <typename T>
+constexpr v1::DType DTypeOf() {
+  static_assert(std::is_integral_v<T> && sizeof(T) <= 4,
+                "TAND/TXOR elements are 8-, 16- or 32-bit integers");
+  if constexpr (sizeof(T) == 1) {
+    return std::is_signed_v<T> ? v1::DTYPE_INT8 : v1::DTYPE_UINT8;
+  } else if constexpr (sizeof(T) == 2) {
+    return std::is_signed_v<T> ? v1::DTYPE_INT16 : v1::DTYPE_UINT16;
+  } else {
+    return std::is_signed_v<T> ? v1::DTYPE_INT32 : v1::DTYPE_UINT32;
+  }
+}
+
+// The operands of one TAND or TXOR on rows x cols tiles of T.
+template <typename T>
+struct BinaryArgs {
+  absl::Span<const T> src0;  // rows * cols elements, row-major
+  absl::Span<const T> src1;  // rows * cols elements, row-major
+  uint32_t rows = 0;
+  uint32_t cols = 0;
+  uint32_t valid_rows = 0;   // 0: rows
+  uint32_t valid_cols = 0;   // 0: cols
+  v1::Target target = v1::TARGET_UNSPECIFIED;  // unset: server default
+};
+
+// A result tile and the events of the job that produced it.
+template <typename T>
+struct TileResult {
+  std::vector<T> elements;  // the whole dst tile, row-major
+  uint32_t rows = 0;
+  uint32_t cols = 0;
+  uint32_t valid_rows = 0;
+  uint32_t valid_cols = 0;
+  v1::Target target = v1::TARGET_UNSPECIFIED;
+  std::vector<v1::EventRecord> events;
+};
+
+// Packs `elements` as a tile's raw little-endian data.
+template <typename T>
+void SetTileData(absl::Span<const T> elements, v1::Tile* tile) {
+  tile->set_dtype(DTypeOf<T>());
+  tile->set_data(reinterpret_cast<const char*>(elements.data()),
+                 elements.size() * sizeof(T));
+}
+
+// Reads a result tile's elements, whichever encoding it came back in.
+// INVALID_ARGUMENT if the tile is not of type T or its size is wrong.
+template <typename T>
+absl::StatusOr<std::vector<T>> TileElements(const v1::Tile& tile);
+
+class Client {
+ public:
+  // Connects to `address` (HOST:PORT, or any gRPC target name) and waits up
+  // to options.connect_timeout for the connection. UNAVAILABLE if it fails.
+  static absl::StatusOr<std::unique_ptr<Client>> Connect(
+      const std::string& address, const ClientOptions& options = {});
+
+  // Runs one job; the server's error code and message on failure.
+  absl::StatusOr<v1::JobResult> Execute(const v1::Job& job) const;
+  absl::StatusOr<v1::Capabilities> GetCapabilities() const;
+  // The grpc.health.v1 status of `service` ("" is the whole server):
+  // "SERVING", "NOT_SERVING", ...
+  absl::StatusOr<std::string> Health(const std::string& service = "") const;
+
+  // dst = src0 & src1 over the valid region.
+  template <typename T>
+  absl::StatusOr<TileResult<T>> Tand(const BinaryArgs<T>& args) const {
+    return RunBinary(v1::OPCODE_TAND, args);
+  }
+  // dst = src0 ^ src1 over the valid region (tmp allocated by the server).
+  template <typename T>
+  absl::StatusOr<TileResult<T>> Txor(const BinaryArgs<T>& args) const {
+    return RunBinary(v1::OPCODE_TXOR, args);
+  }
+
+  const std::shared_ptr<grpc::Channel>& channel() const { return channel_; }
+
+ private:
+  Client(std::shared_ptr<grpc::Channel> channel, const ClientOptions& options);
+  void SetDeadline(grpc::ClientContext* context) const;
+
+  template <typename T>
+  absl::StatusOr<TileResult<T>> RunBinary(v1::Opcode opcode,
+                                          const BinaryArgs<T>& args) const;
+
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::TileCompute::Stub> stub_;
+  ClientOptions options_;
+};
+
+// Builds the one-instruction job that Client::Tand/Txor send: tiles "src0"
+// and "src1" as data, dst "dst" and tmp "tmp" allocated by the server.
+template <typename T>
+v1::Job BinaryJob(v1::Opcode opcode, const BinaryArgs<T>& args) {
+  v1::Job job;
+  job.set_target(args.target);
+  for (auto [name, elements] : {std::pair{"src0", args.src0}, std::pair{"src1", args.src1}}) {
+    v1::Tile& tile = (*job.mutable_tiles())[name];
+    tile.set_rows(args.rows);
+    tile.set_cols(args.cols);
+    tile.set_valid_rows(args.valid_rows);
+    tile.set_valid_cols(args.valid_cols);
+    SetTileData(elements, &tile);
+  }
+  v1::Instruction* inst = job.add_instructions();
+  inst->set_opcode(opcode);
+  inst->set_dst("dst");
+  inst->set_src0("src0");
+  inst->set_src1("src1");
+  if (opcode == v1::OPCODE_TXOR) inst->set_tmp("tmp");
+  return job;
+}
+
+template <typename T>
+absl::StatusOr<std::vector<T>> TileElements(const v1::Tile& tile) {
+  if (tile.dtype() != DTypeOf<T>()) {
+    return absl::InvalidArgumentError("result tile has another element type");
+  }
+  const size_t n = size_t{tile.rows()} * tile.cols();
+  std::vector<T> out(n);
+  if (tile.values_size() > 0) {
+    if (static_cast<size_t>(tile.values_size()) != n) {
+      return absl::InvalidArgumentError("result tile has a wrong value count");
+    }
+    for (size_t i = 0; i < n; ++i) out[i] = static_cast<T>(tile.values(i));
+  } else {
+    if (tile.data().size() != n * sizeof(T)) {
+      return absl::InvalidArgumentError("result tile has a wrong data size");
+    }
+    std::memcpy(out.data(), tile.data().data(), tile.data().size());
+  }
+  return out;
+}
+
+template <typename T>
+absl::StatusOr<TileResult<T>> Client::RunBinary(v1::Opcode opcode,
+                                                const BinaryArgs<T>& args) const {
+  const size_t n = size_t{args.rows} * args.cols;
+  if (args.src0.size() != n || args.src1.size() != n) {
+    return absl::InvalidArgumentError(
+        "src0 and src1 must each hold rows * cols elements");
+  }
+  absl::StatusOr<v1::JobResult> result = Execute(BinaryJob(opcode, args));
+  if (!result.ok()) return result.status();
+  auto it = result->tiles().find("dst");
+  if (it == result->tiles().end()) {
+    return absl::InternalError("the server returned no dst tile");
+  }
+  const v1::Tile& dst = it->second;
+  absl::StatusOr<std::vector<T>> elements = TileElements<T>(dst);
+  if (!elements.ok()) return elements.status();
+  TileResult<T> out;
+  out.elements = std::move(*elements);
+  out.rows = dst.rows();
+  out.cols = dst.cols();
+  out.valid_rows = dst.valid_rows();
+  out.valid_cols = dst.valid_cols();
+  out.target = result->target();
+  out.events.assign(result->events().begin(), result->events().end());
+  return out;
+}
+
+}  // namespace ptoserve
+
+#endif  // PTOSERVE_CLIENT_CLIENT_H_

@@ -1,0 +1,379 @@
+// ptoctl: the command-line client of ptoserve.
+//
+//   ptoctl [--server=HOST:PORT] capabilities | health | tand | txor | run JOB.json
+//
+// See `ptoctl --help` and README.md for the flags of each command.
+#include <google/protobuf/util/json_util.h>
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/time.h"
+#include "client/client.h"
+
+ABSL_FLAG(std::string, server, "127.0.0.1:50051", "ptoserve address, HOST:PORT.");
+ABSL_FLAG(absl::Duration, timeout, absl::Seconds(30), "Deadline of each call.");
+ABSL_FLAG(bool, json, false, "Print the response as proto3 JSON.");
+ABSL_FLAG(std::string, dtype, "int32",
+          "tand/txor: element type: int8, uint8, int16, uint16, int32, uint32.");
+ABSL_FLAG(std::string, shape, "", "tand/txor: physical shape ROWSxCOLS, e.g. 16x16.");
+ABSL_FLAG(std::string, valid, "", "tand/txor: valid region ROWSxCOLS (default: the shape).");
+ABSL_FLAG(std::string, src0, "",
+          "tand/txor: src0 elements: comma-separated integers (one per element, "
+          "row-major, or a single value for all), or @FILE of raw little-endian bytes.");
+ABSL_FLAG(std::string, src1, "", "tand/txor: src1 elements, as --src0.");
+ABSL_FLAG(std::string, tmp, "",
+          "txor: tmp elements, as --src0 (default: the server allocates tmp).");
+ABSL_FLAG(std::string, target, "", "tand/txor: host, a2a3 or a5 (default: the server's).");
+ABSL_FLAG(std::string, service, "", "health: the service to ask about (default: the server).");
+
+namespace ptoserve {
+namespace {
+
+constexpr char kUsage[] =
+    "ptoctl: the command-line client of ptoserve.\n"
+    "\n"
+    "Usage: ptoctl [--server=HOST:PORT] [--json] COMMAND [flags]\n"
+    "  capabilities     targets, element types, limits and version\n"
+    "  health           the gRPC health status (exit 0 when SERVING)\n"
+    "  tand, txor       --dtype=int16 --shape=16x16 [--valid=RxC] --src0=V\n"
+    "                   --src1=V [--tmp=V] [--target=a2a3]\n"
+    "                   V: comma-separated integers, or @FILE of raw bytes\n"
+    "  run JOB.json     send a job written as proto3 JSON\n";
+
+
+int Fail(const absl::Status& status) {
+  std::cerr << "ptoctl: " << absl::StatusCodeToString(status.code()) << ": "
+            << status.message() << "\n";
+  return 1;
+}
+
+int UsageError(const std::string& message) {
+  std::cerr << "ptoctl: " << message << "\n(see ptoctl --help)\n";
+  return 2;
+}
+
+std::string ToJson(const google::protobuf::Message& message) {
+  google::protobuf::util::JsonPrintOptions options;
+  options.add_whitespace = true;
+  std::string out;
+  (void)google::protobuf::util::MessageToJsonString(message, &out, options);
+  return out;
+}
+
+absl::StatusOr<std::pair<uint32_t, uint32_t>> ParseShape(const std::string& flag,
+                                                         const std::string& text) {
+  std::vector<std::string> parts = absl::StrSplit(text, 'x');
+  uint32_t rows = 0, cols = 0;
+  if (parts.size() != 2 || !absl::SimpleAtoi(parts[0], &rows) ||
+      !absl::SimpleAtoi(parts[1], &cols)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", flag, "=", text, " is not of the form ROWSxCOLS"));
+  }
+  return std::make_pair(rows, cols);
+}
+
+absl::StatusOr<v1::DType> ParseDType(const std::string& name) {
+  v1::DType dtype;
+  if (!v1::DType_Parse("DTYPE_" + absl::AsciiStrToUpper(name), &dtype) ||
+      dtype == v1::DTYPE_UNSPECIFIED) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--dtype=", name, " is not an element type (int8, uint8, int16, uint16, "
+        "int32, uint32)"));
+  }
+  return dtype;
+}
+
+absl::StatusOr<v1::Target> ParseTarget(const std::string& name) {
+  if (name.empty()) return v1::TARGET_UNSPECIFIED;
+  v1::Target target;
+  if (!v1::Target_Parse("TARGET_" + absl::AsciiStrToUpper(name), &target) ||
+      target == v1::TARGET_UNSPECIFIED) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--target=", name, " is not one of host, a2a3, a5"));
+  }
+  return target;
+}
+
+// Fills `tile`'s elements from a flag value: numbers become `values`, and
+// @FILE becomes raw `data`. The server checks counts and ranges.
+absl::Status SetElements(const std::string& flag, const std::string& text,
+                         v1::Tile* tile) {
+  if (text.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("--", flag, " is required"));
+  }
+  if (text[0] == '@') {
+    std::ifstream file(text.substr(1), std::ios::binary);
+    if (!file) {
+      return absl::NotFoundError(absl::StrCat("--", flag, ": cannot read ", text.substr(1)));
+    }
+    std::stringstream bytes;
+    bytes << file.rdbuf();
+    tile->set_data(bytes.str());
+    return absl::OkStatus();
+  }
+  std::vector<double> values;
+  for (absl::string_view part : absl::StrSplit(text, ',')) {
+    int64_t v = 0;
+    if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(part), &v)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--", flag, ": \"", part, "\" is not an integer"));
+    }
+    values.push_back(static_cast<double>(v));
+  }
+  const size_t n = size_t{tile->rows()} * tile->cols();
+  if (values.size() == 1) values.assign(n, values[0]);
+  tile->mutable_values()->Add(values.begin(), values.end());
+  return absl::OkStatus();
+}
+
+// The tile's elements as integers, whichever encoding it came back in.
+absl::StatusOr<std::vector<int64_t>> Elements(const v1::Tile& tile) {
+  auto widen = [](auto elements) -> absl::StatusOr<std::vector<int64_t>> {
+    if (!elements.ok()) return elements.status();
+    return std::vector<int64_t>(elements->begin(), elements->end());
+  };
+  switch (tile.dtype()) {
+    case v1::DTYPE_INT8: return widen(TileElements<int8_t>(tile));
+    case v1::DTYPE_UINT8: return widen(TileElements<uint8_t>(tile));
+    case v1::DTYPE_INT16: return widen(TileElements<int16_t>(tile));
+    case v1::DTYPE_UINT16: return widen(TileElements<uint16_t>(tile));
+    case v1::DTYPE_INT32: return widen(TileElements<int32_t>(tile));
+    case v1::DTYPE_UINT32: return widen(TileElements<uint32_t>(tile));
+    default: break;
+  }
+  return absl::InvalidArgumentError("cannot print a tile of this element type");
+}
+
+std::string DTypeText(v1::DType dtype) {
+  return absl::AsciiStrToLower(v1::DType_Name(dtype).substr(6));
+}
+
+std::string TargetText(v1::Target target) {
+  return absl::AsciiStrToLower(v1::Target_Name(target).substr(7));
+}
+
+// The valid region as a right-aligned grid.
+void PrintTile(const std::string& name, const v1::Tile& tile) {
+  std::cout << name << ": " << tile.rows() << "x" << tile.cols() << " "
+            << DTypeText(tile.dtype());
+  const uint32_t vr = tile.valid_rows() ? tile.valid_rows() : tile.rows();
+  const uint32_t vc = tile.valid_cols() ? tile.valid_cols() : tile.cols();
+  if (vr != tile.rows() || vc != tile.cols()) std::cout << ", valid " << vr << "x" << vc;
+  std::cout << "\n";
+  absl::StatusOr<std::vector<int64_t>> elements = Elements(tile);
+  if (!elements.ok()) {
+    std::cout << "  (" << elements.status().message() << ")\n";
+    return;
+  }
+  size_t width = 1;
+  for (uint32_t r = 0; r < vr; ++r) {
+    for (uint32_t c = 0; c < vc; ++c) {
+      width = std::max(width, absl::StrCat((*elements)[size_t{r} * tile.cols() + c]).size());
+    }
+  }
+  for (uint32_t r = 0; r < vr; ++r) {
+    std::string line = " ";
+    for (uint32_t c = 0; c < vc; ++c) {
+      absl::StrAppendFormat(&line, " %*d", static_cast<int>(width),
+                            (*elements)[size_t{r} * tile.cols() + c]);
+    }
+    std::cout << line << "\n";
+  }
+}
+
+absl::Duration Between(const google::protobuf::Timestamp& a,
+                       const google::protobuf::Timestamp& b) {
+  return absl::Seconds(b.seconds() - a.seconds()) + absl::Nanoseconds(b.nanos() - a.nanos());
+}
+
+void PrintEvents(const v1::JobResult& result) {
+  std::cout << "events:\n";
+  for (const v1::EventRecord& e : result.events()) {
+    std::cout << absl::StrFormat(
+        "  %-4s instruction %u %s on %s, %s, batch %u (size %u), queued %s, ran %s",
+        e.id(), e.instruction_index(), v1::Opcode_Name(e.opcode()).substr(7),
+        TargetText(e.target()), v1::Pipe_Name(e.pipe()), e.batch_id(),
+        e.batch_size(), absl::FormatDuration(Between(e.enqueue_time(), e.start_time())),
+        absl::FormatDuration(Between(e.start_time(), e.end_time())));
+    if (e.waited_on_size() > 0) {
+      std::cout << ", waited on " << absl::StrJoin(e.waited_on(), ", ");
+    }
+    std::cout << "\n";
+    for (const v1::MicroOp& op : e.trace()) {
+      std::cout << absl::StrFormat("       %-5s %s <- %s  (%u repeats, %u elements)\n",
+                                   op.op(), op.dst(), absl::StrJoin(op.srcs(), ", "),
+                                   op.repeats(), op.elements());
+    }
+    for (const std::string& note : e.notes()) std::cout << "       note: " << note << "\n";
+  }
+}
+
+void PrintResult(const v1::JobResult& result, const std::vector<std::string>& order) {
+  if (absl::GetFlag(FLAGS_json)) {
+    std::cout << ToJson(result);
+    return;
+  }
+  for (const std::string& name : order) {
+    auto it = result.tiles().find(name);
+    if (it != result.tiles().end()) PrintTile(name, it->second);
+  }
+  PrintEvents(result);
+}
+
+absl::StatusOr<std::unique_ptr<Client>> Connect() {
+  ClientOptions options;
+  options.call_timeout = absl::GetFlag(FLAGS_timeout);
+  return Client::Connect(absl::GetFlag(FLAGS_server), options);
+}
+
+int Capabilities() {
+  auto client = Connect();
+  if (!client.ok()) return Fail(client.status());
+  absl::StatusOr<v1::Capabilities> caps = (*client)->GetCapabilities();
+  if (!caps.ok()) return Fail(caps.status());
+  if (absl::GetFlag(FLAGS_json)) {
+    std::cout << ToJson(*caps);
+    return 0;
+  }
+  std::cout << "ptoserve " << caps->server_version() << ", default target "
+            << TargetText(caps->default_target()) << "\n";
+  for (const v1::TargetInfo& t : caps->targets()) {
+    std::cout << absl::StrFormat("%-5s %s: unified buffer %u bytes, rows multiple of %u bytes\n",
+                                 TargetText(t.target()), t.description(), t.buffer_bytes(),
+                                 t.row_alignment_bytes());
+    for (const v1::OpcodeSupport& op : t.opcodes()) {
+      std::vector<std::string> dtypes;
+      for (int d : op.dtypes()) dtypes.push_back(DTypeText(static_cast<v1::DType>(d)));
+      std::cout << absl::StrFormat("      %s [%s]%s: %s\n", v1::Opcode_Name(op.opcode()).substr(7),
+                                   absl::StrJoin(dtypes, " "),
+                                   op.tmp_required() ? ", tmp required" : "", op.algorithm());
+    }
+  }
+  const v1::Limits& l = caps->limits();
+  std::cout << absl::StrFormat(
+      "limits: tile %u bytes, %u tiles and %u instructions per job, message %u bytes\n",
+      l.max_tile_bytes(), l.max_tiles_per_job(), l.max_instructions_per_job(),
+      l.max_message_bytes());
+  return 0;
+}
+
+int Health() {
+  auto client = Connect();
+  if (!client.ok()) return Fail(client.status());
+  absl::StatusOr<std::string> status = (*client)->Health(absl::GetFlag(FLAGS_service));
+  if (!status.ok()) return Fail(status.status());
+  std::cout << *status << "\n";
+  return *status == "SERVING" ? 0 : 1;
+}
+
+int Binary(v1::Opcode opcode) {
+  absl::StatusOr<v1::DType> dtype = ParseDType(absl::GetFlag(FLAGS_dtype));
+  if (!dtype.ok()) return UsageError(std::string(dtype.status().message()));
+  if (absl::GetFlag(FLAGS_shape).empty()) return UsageError("--shape is required");
+  auto shape = ParseShape("shape", absl::GetFlag(FLAGS_shape));
+  if (!shape.ok()) return UsageError(std::string(shape.status().message()));
+  std::pair<uint32_t, uint32_t> valid = {0, 0};
+  if (!absl::GetFlag(FLAGS_valid).empty()) {
+    auto parsed = ParseShape("valid", absl::GetFlag(FLAGS_valid));
+    if (!parsed.ok()) return UsageError(std::string(parsed.status().message()));
+    valid = *parsed;
+  }
+  absl::StatusOr<v1::Target> target = ParseTarget(absl::GetFlag(FLAGS_target));
+  if (!target.ok()) return UsageError(std::string(target.status().message()));
+
+  v1::Job job;
+  job.set_target(*target);
+  std::vector<std::pair<std::string, std::string>> operands = {
+      {"src0", absl::GetFlag(FLAGS_src0)}, {"src1", absl::GetFlag(FLAGS_src1)}};
+  if (!absl::GetFlag(FLAGS_tmp).empty()) {
+    if (opcode != v1::OPCODE_TXOR) return UsageError("--tmp is for txor only");
+    operands.push_back({"tmp", absl::GetFlag(FLAGS_tmp)});
+  }
+  for (const auto& [name, text] : operands) {
+    v1::Tile& tile = (*job.mutable_tiles())[name];
+    tile.set_dtype(*dtype);
+    tile.set_rows(shape->first);
+    tile.set_cols(shape->second);
+    tile.set_valid_rows(valid.first);
+    tile.set_valid_cols(valid.second);
+    absl::Status status = SetElements(name, text, &tile);
+    if (!status.ok()) return UsageError(std::string(status.message()));
+  }
+  v1::Instruction* inst = job.add_instructions();
+  inst->set_opcode(opcode);
+  inst->set_dst("dst");
+  inst->set_src0("src0");
+  inst->set_src1("src1");
+  if (opcode == v1::OPCODE_TXOR) inst->set_tmp("tmp");
+
+  auto client = Connect();
+  if (!client.ok()) return Fail(client.status());
+  absl::StatusOr<v1::JobResult> result = (*client)->Execute(job);
+  if (!result.ok()) return Fail(result.status());
+  PrintResult(*result, {"dst"});
+  return 0;
+}
+
+int RunJob(const std::string& path) {
+  std::ifstream file(path);
+  if (!file) return UsageError("cannot read " + path);
+  std::stringstream text;
+  text << file.rdbuf();
+  v1::Job job;
+  auto parsed = google::protobuf::util::JsonStringToMessage(text.str(), &job);
+  if (!parsed.ok()) {
+    return UsageError(absl::StrCat(path, " is not a ptoserve.v1.Job in proto3 JSON: ",
+                                   parsed.message().as_string()));
+  }
+  auto client = Connect();
+  if (!client.ok()) return Fail(client.status());
+  absl::StatusOr<v1::JobResult> result = (*client)->Execute(job);
+  if (!result.ok()) return Fail(result.status());
+  std::vector<std::string> order(job.outputs().begin(), job.outputs().end());
+  if (order.empty()) {
+    for (const auto& inst : job.instructions()) {
+      if (std::find(order.begin(), order.end(), inst.dst()) == order.end()) {
+        order.push_back(inst.dst());
+      }
+    }
+  }
+  PrintResult(*result, order);
+  return 0;
+}
+
+int Main(const std::vector<char*>& args) {
+  if (args.size() < 2) return UsageError("no command given");
+  const std::string command = args[1];
+  const size_t extra = args.size() - 2;
+  if (command == "run") {
+    if (extra != 1) return UsageError("run takes one JOB.json file");
+    return RunJob(args[2]);
+  }
+  if (extra != 0) return UsageError(absl::StrCat("unexpected argument: ", args[2]));
+  if (command == "capabilities") return Capabilities();
+  if (command == "health") return Health();
+  if (command == "tand") return Binary(v1::OPCODE_TAND);
+  if (command == "txor") return Binary(v1::OPCODE_TXOR);
+  return UsageError("unknown command: " + command);
+}
+
+}  // namespace
+}  // namespace ptoserve
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(ptoserve::kUsage);
+  return ptoserve::Main(absl::ParseCommandLine(argc, argv));
+}

@@ -1,0 +1,260 @@
+#include "server/codec.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_format.h"
+#include "core/status_macros.h"
+#include "core/unified_buffer.h"
+#include "core/version.h"
+
+namespace ptoserve {
+
+namespace {
+
+google::protobuf::Timestamp ToTimestamp(absl::Time t) {
+  google::protobuf::Timestamp ts;
+  const int64_t nanos = absl::ToUnixNanos(t);
+  ts.set_seconds(nanos / 1000000000);
+  ts.set_nanos(static_cast<int32_t>(nanos % 1000000000));
+  return ts;
+}
+
+absl::StatusOr<DType> FromProto(v1::DType dtype, absl::string_view tile) {
+  switch (dtype) {
+    case v1::DTYPE_INT8: return DType::kInt8;
+    case v1::DTYPE_UINT8: return DType::kUInt8;
+    case v1::DTYPE_INT16: return DType::kInt16;
+    case v1::DTYPE_UINT16: return DType::kUInt16;
+    case v1::DTYPE_INT32: return DType::kInt32;
+    case v1::DTYPE_UINT32: return DType::kUInt32;
+    case v1::DTYPE_FLOAT16: return DType::kFloat16;
+    case v1::DTYPE_BFLOAT16: return DType::kBFloat16;
+    case v1::DTYPE_FLOAT32: return DType::kFloat32;
+    case v1::DTYPE_UNSPECIFIED:
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "tile \"%s\": dtype is not set (DTYPE_INT8, DTYPE_UINT8, "
+          "DTYPE_INT16, DTYPE_UINT16, DTYPE_INT32 or DTYPE_UINT32)",
+          tile));
+    default:
+      break;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrFormat("tile \"%s\": unknown dtype %d", tile, dtype));
+}
+
+absl::StatusOr<Layout> FromProto(v1::Layout layout, absl::string_view tile) {
+  switch (layout) {
+    case v1::LAYOUT_ROW_MAJOR: return Layout::kRowMajor;
+    case v1::LAYOUT_COL_MAJOR: return Layout::kColMajor;
+    default: break;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrFormat("tile \"%s\": unknown layout %d", tile, layout));
+}
+
+absl::StatusOr<Location> FromProto(v1::Location location,
+                                   absl::string_view tile) {
+  switch (location) {
+    case v1::LOCATION_VEC: return Location::kVec;
+    case v1::LOCATION_MAT: return Location::kMat;
+    case v1::LOCATION_LEFT: return Location::kLeft;
+    case v1::LOCATION_RIGHT: return Location::kRight;
+    case v1::LOCATION_ACC: return Location::kAcc;
+    case v1::LOCATION_BIAS: return Location::kBias;
+    case v1::LOCATION_SCALING: return Location::kScaling;
+    default: break;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrFormat("tile \"%s\": unknown location %d", tile, location));
+}
+
+absl::StatusOr<Opcode> FromProto(v1::Opcode opcode, size_t index) {
+  switch (opcode) {
+    case v1::OPCODE_TAND: return Opcode::kTand;
+    case v1::OPCODE_TXOR: return Opcode::kTxor;
+    case v1::OPCODE_UNSPECIFIED:
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "instruction %u: opcode is not set (OPCODE_TAND or OPCODE_TXOR)",
+          index));
+    default:
+      break;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrFormat("instruction %u: unknown opcode %d", index, opcode));
+}
+
+absl::StatusOr<TileInput> FromProto(const std::string& name,
+                                    const v1::Tile& tile) {
+  TileInput in;
+  in.name = name;
+  PTO_ASSIGN_OR_RETURN(in.desc.dtype, FromProto(tile.dtype(), name));
+  PTO_ASSIGN_OR_RETURN(in.desc.layout, FromProto(tile.layout(), name));
+  PTO_ASSIGN_OR_RETURN(in.desc.location, FromProto(tile.location(), name));
+  in.desc.rows = tile.rows();
+  in.desc.cols = tile.cols();
+  in.desc.valid_rows = tile.valid_rows();
+  in.desc.valid_cols = tile.valid_cols();
+  if (tile.has_address()) in.desc.address = tile.address();
+  if (!tile.data().empty() && tile.values_size() > 0) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "tile \"%s\": has both data and values; send one of them", name));
+  }
+  if (!tile.data().empty()) {
+    in.encoding = Encoding::kData;
+    in.data = tile.data();
+  } else if (tile.values_size() > 0) {
+    in.encoding = Encoding::kValues;
+    in.values = absl::MakeConstSpan(tile.values().data(), tile.values_size());
+  }
+  return in;
+}
+
+void ToProto(const OutputTile& out, v1::Tile* tile) {
+  const TileDesc& d = out.tile.desc();
+  tile->set_dtype(ToProto(d.dtype));
+  tile->set_rows(d.rows);
+  tile->set_cols(d.cols);
+  tile->set_valid_rows(d.valid_rows);
+  tile->set_valid_cols(d.valid_cols);
+  tile->set_layout(d.layout == Layout::kRowMajor ? v1::LAYOUT_ROW_MAJOR
+                                                 : v1::LAYOUT_COL_MAJOR);
+  tile->set_location(static_cast<v1::Location>(d.location));
+  if (d.address.has_value()) tile->set_address(*d.address);
+  if (out.encoding == Encoding::kValues) {
+    auto* values = tile->mutable_values();
+    values->Resize(static_cast<int>(d.elements()), 0.0);
+    ToValues(out.tile, absl::MakeSpan(values->mutable_data(), d.elements()));
+  } else {
+    tile->set_data(reinterpret_cast<const char*>(out.tile.data()),
+                   out.tile.size_bytes());
+  }
+}
+
+}  // namespace
+
+v1::Target ToProto(Target target) {
+  switch (target) {
+    case Target::kHost: return v1::TARGET_HOST;
+    case Target::kA2A3: return v1::TARGET_A2A3;
+    case Target::kA5: return v1::TARGET_A5;
+  }
+  return v1::TARGET_UNSPECIFIED;
+}
+
+v1::DType ToProto(DType dtype) {
+  // The wire enum lists the types in the engine's order, from 1.
+  return static_cast<v1::DType>(static_cast<int>(dtype) + 1);
+}
+
+v1::Opcode ToProto(Opcode opcode) {
+  return opcode == Opcode::kTand ? v1::OPCODE_TAND : v1::OPCODE_TXOR;
+}
+
+absl::StatusOr<Target> FromProto(v1::Target target) {
+  switch (target) {
+    case v1::TARGET_HOST: return Target::kHost;
+    case v1::TARGET_A2A3: return Target::kA2A3;
+    case v1::TARGET_A5: return Target::kA5;
+    default: break;
+  }
+  return absl::InvalidArgumentError(absl::StrFormat(
+      "unknown target %d (TARGET_HOST, TARGET_A2A3 or TARGET_A5)", target));
+}
+
+absl::StatusOr<JobSpec> ToJobSpec(const v1::Job& job) {
+  JobSpec spec;
+  if (job.target() != v1::TARGET_UNSPECIFIED) {
+    PTO_ASSIGN_OR_RETURN(spec.target, FromProto(job.target()));
+  }
+  switch (job.mode()) {
+    case v1::MODE_AUTO: spec.mode = Mode::kAuto; break;
+    case v1::MODE_MANUAL: spec.mode = Mode::kManual; break;
+    default:
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "unknown mode %d (MODE_AUTO or MODE_MANUAL)", job.mode()));
+  }
+  spec.tiles.reserve(job.tiles_size());
+  for (const auto& [name, tile] : job.tiles()) {
+    PTO_ASSIGN_OR_RETURN(TileInput in, FromProto(name, tile));
+    spec.tiles.push_back(std::move(in));
+  }
+  // A map's order is unspecified; sort so that errors are deterministic.
+  std::sort(spec.tiles.begin(), spec.tiles.end(),
+            [](const TileInput& a, const TileInput& b) { return a.name < b.name; });
+  spec.instructions.reserve(job.instructions_size());
+  for (int i = 0; i < job.instructions_size(); ++i) {
+    const v1::Instruction& in = job.instructions(i);
+    Instruction inst;
+    PTO_ASSIGN_OR_RETURN(inst.opcode, FromProto(in.opcode(), i));
+    inst.dst = in.dst();
+    inst.src0 = in.src0();
+    inst.src1 = in.src1();
+    inst.tmp = in.tmp();
+    inst.record_event = in.record_event();
+    inst.wait_events.assign(in.wait_events().begin(), in.wait_events().end());
+    spec.instructions.push_back(std::move(inst));
+  }
+  spec.outputs.assign(job.outputs().begin(), job.outputs().end());
+  return spec;
+}
+
+void ToJobResult(const JobOutcome& outcome, v1::JobResult* out) {
+  out->set_target(ToProto(outcome.target));
+  auto* tiles = out->mutable_tiles();
+  for (const OutputTile& tile : outcome.outputs) {
+    ToProto(tile, &(*tiles)[tile.name]);
+  }
+  for (const Event& e : outcome.events) {
+    v1::EventRecord* r = out->add_events();
+    r->set_id(e.id);
+    r->set_instruction_index(e.index);
+    r->set_opcode(ToProto(e.opcode));
+    r->set_target(ToProto(e.target));
+    r->set_pipe(v1::PIPE_V);
+    for (const std::string& w : e.waited_on) r->add_waited_on(w);
+    *r->mutable_enqueue_time() = ToTimestamp(e.enqueue_time);
+    *r->mutable_start_time() = ToTimestamp(e.start_time);
+    *r->mutable_end_time() = ToTimestamp(e.end_time);
+    r->set_batch_id(e.batch_id);
+    r->set_batch_size(e.batch_size);
+    for (const MicroOp& op : e.trace.ops) {
+      v1::MicroOp* m = r->add_trace();
+      m->set_op(std::string(op.op));
+      m->set_dst(std::string(op.dst));
+      for (absl::string_view s : op.srcs) m->add_srcs(std::string(s));
+      m->set_repeats(op.repeats);
+      m->set_elements(op.elements);
+    }
+    for (const std::string& note : e.trace.notes) r->add_notes(note);
+  }
+}
+
+void ToCapabilities(const Engine& engine, const ServerLimits& limits,
+                    v1::Capabilities* out) {
+  out->set_server_version(kVersion);
+  out->set_default_target(ToProto(engine.options().default_target));
+  for (const Backend* backend : engine.backends().All()) {
+    const TargetRules& rules = backend->rules();
+    v1::TargetInfo* info = out->add_targets();
+    info->set_target(ToProto(rules.target));
+    info->set_description(std::string(rules.description));
+    info->set_buffer_bytes(rules.buffer_bytes);
+    info->set_row_alignment_bytes(rules.row_alignment_bytes);
+    info->set_address_alignment_bytes(kAddressAlignment);
+    for (const OpcodeSupport& support : backend->Supported()) {
+      v1::OpcodeSupport* s = info->add_opcodes();
+      s->set_opcode(ToProto(support.opcode));
+      for (DType d : support.dtypes) s->add_dtypes(ToProto(d));
+      s->set_tmp_required(support.tmp_required);
+      s->set_algorithm(support.algorithm);
+    }
+  }
+  const EngineLimits& engine_limits = engine.options().limits;
+  v1::Limits* l = out->mutable_limits();
+  l->set_max_tile_bytes(engine_limits.max_tile_bytes);
+  l->set_max_tiles_per_job(engine_limits.max_tiles_per_job);
+  l->set_max_instructions_per_job(engine_limits.max_instructions_per_job);
+  l->set_max_message_bytes(limits.max_message_bytes);
+}
+
+}  // namespace ptoserve

@@ -1,0 +1,37 @@
+// Translation between the wire schema (ptoserve.v1) and the engine.
+#ifndef PTOSERVE_SERVER_CODEC_H_
+#define PTOSERVE_SERVER_CODEC_H_
+
+#include "absl/status/statusor.h"
+#include "core/engine.h"
+#include "ptoserve/v1/job.pb.h"
+#include "ptoserve/v1/service.pb.h"
+
+namespace ptoserve {
+
+// The engine's view of `job`. Tile elements are borrowed from `job`, which
+// must outlive the returned spec's use. INVALID_ARGUMENT names the tile or
+// instruction whose enum fields are unset or unknown, or whose elements are
+// sent both as data and as values.
+absl::StatusOr<JobSpec> ToJobSpec(const v1::Job& job);
+
+// Fills `out` with the outcome's tiles (each in its encoding) and events.
+void ToJobResult(const JobOutcome& outcome, v1::JobResult* out);
+
+// Numbers that describe a server, beside what the engine knows.
+struct ServerLimits {
+  uint64_t max_message_bytes = 0;
+};
+
+void ToCapabilities(const Engine& engine, const ServerLimits& limits,
+                    v1::Capabilities* out);
+
+v1::Target ToProto(Target target);
+v1::DType ToProto(DType dtype);
+v1::Opcode ToProto(Opcode opcode);
+// REQUIRES: target != TARGET_UNSPECIFIED and is a known value.
+absl::StatusOr<Target> FromProto(v1::Target target);
+
+}  // namespace ptoserve
+
+#endif  // PTOSERVE_SERVER_CODEC_H_

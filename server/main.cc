@@ -1,0 +1,144 @@
+// ptoserve: the gRPC server that executes PTO tile instructions.
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
+#include <pthread.h>
+#include <signal.h>
+
+#include <cstdio>
+#include <iostream>
+#include <string>
+#include <thread>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "core/engine.h"
+#include "core/version.h"
+#include "server/codec.h"
+#include "server/service.h"
+
+ABSL_FLAG(std::string, address, "127.0.0.1:50051",
+          "Address to listen on, HOST:PORT; port 0 picks a free port (the "
+          "start-up line reports it). Use 0.0.0.0:50051 to accept remote "
+          "clients.");
+ABSL_FLAG(std::string, default_target, "host",
+          "Target for jobs that leave it unset: host, a2a3 or a5.");
+ABSL_FLAG(int, max_message_mb, 64,
+          "Largest request or response message, in MiB; larger ones get "
+          "RESOURCE_EXHAUSTED.");
+ABSL_FLAG(int, threads, 0,
+          "Most threads gRPC may use for requests; 0 leaves gRPC's default.");
+ABSL_FLAG(int, max_tile_mb, 16, "Largest tile, in MiB.");
+ABSL_FLAG(int, max_tiles_per_job, 1024, "Most tiles in one job.");
+ABSL_FLAG(int, max_instructions_per_job, 4096, "Most instructions in one job.");
+ABSL_FLAG(int, host_buffer_kb, 1024,
+          "Size of the host target's unified buffer in KiB (manual-mode "
+          "address bounds).");
+ABSL_FLAG(absl::Duration, shutdown_grace, absl::Seconds(10),
+          "On SIGINT/SIGTERM, how long in-flight calls may take to finish "
+          "before they are cancelled.");
+
+namespace ptoserve {
+namespace {
+
+absl::StatusOr<Target> ParseTarget(const std::string& name) {
+  if (name == "host") return Target::kHost;
+  if (name == "a2a3") return Target::kA2A3;
+  if (name == "a5") return Target::kA5;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--default_target=", name, " is not one of host, a2a3, a5"));
+}
+
+// "127.0.0.1:0" with port 43210 bound -> "127.0.0.1:43210".
+std::string WithPort(const std::string& address, int port) {
+  const size_t colon = address.rfind(':');
+  return absl::StrCat(address.substr(0, colon), ":", port);
+}
+
+int Run() {
+  absl::StatusOr<Target> target = ParseTarget(absl::GetFlag(FLAGS_default_target));
+  if (!target.ok()) {
+    std::cerr << "ptoserve: " << target.status().message() << "\n";
+    return 2;
+  }
+  EngineOptions options;
+  options.default_target = *target;
+  options.host_buffer_bytes = uint64_t{1024} * absl::GetFlag(FLAGS_host_buffer_kb);
+  options.limits.max_tile_bytes =
+      static_cast<size_t>(absl::GetFlag(FLAGS_max_tile_mb)) << 20;
+  options.limits.max_tiles_per_job = absl::GetFlag(FLAGS_max_tiles_per_job);
+  options.limits.max_instructions_per_job =
+      absl::GetFlag(FLAGS_max_instructions_per_job);
+  const Engine engine(options);
+
+  ServerLimits limits;
+  const int max_message_bytes = absl::GetFlag(FLAGS_max_message_mb) << 20;
+  limits.max_message_bytes = max_message_bytes;
+  TileComputeService service(&engine, limits);
+
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  int port = 0;
+  const std::string address = absl::GetFlag(FLAGS_address);
+  builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &port);
+  builder.SetMaxReceiveMessageSize(max_message_bytes);
+  builder.SetMaxSendMessageSize(max_message_bytes);
+  if (absl::GetFlag(FLAGS_threads) > 0) {
+    grpc::ResourceQuota quota("ptoserve");
+    quota.SetMaxThreads(absl::GetFlag(FLAGS_threads));
+    builder.SetResourceQuota(quota);
+  }
+  builder.RegisterService(&service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (server == nullptr || port == 0) {
+    std::cerr << "ptoserve: cannot listen on " << address << "\n";
+    return 1;
+  }
+  grpc::HealthCheckServiceInterface* health = server->GetHealthCheckService();
+  health->SetServingStatus(v1::TileCompute::service_full_name(), true);
+  health->SetServingStatus(true);
+  std::cout << "ptoserve " << kVersion << " listening on "
+            << WithPort(address, port) << " (default target "
+            << TargetName(*target) << ")" << std::endl;
+
+  // SIGINT/SIGTERM are blocked in every thread (see main) and taken here.
+  std::thread shutdown([&server, health] {
+    sigset_t signals;
+    sigemptyset(&signals);
+    sigaddset(&signals, SIGINT);
+    sigaddset(&signals, SIGTERM);
+    int signal = 0;
+    sigwait(&signals, &signal);
+    std::cout << "ptoserve: " << (signal == SIGINT ? "SIGINT" : "SIGTERM")
+              << ", draining in-flight calls" << std::endl;
+    health->SetServingStatus(false);
+    server->Shutdown(std::chrono::system_clock::now() +
+                     absl::ToChronoMicroseconds(absl::GetFlag(FLAGS_shutdown_grace)));
+  });
+  server->Wait();
+  shutdown.join();
+  std::cout << "ptoserve: stopped" << std::endl;
+  return 0;
+}
+
+}  // namespace
+}  // namespace ptoserve
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "Serves PTO tile instructions (TAND, TXOR) over gRPC.\n"
+      "Usage: ptoserve [--address=HOST:PORT] [--default_target=host|a2a3|a5]");
+  absl::ParseCommandLine(argc, argv);
+  // Block the shutdown signals before any thread starts, so that every
+  // thread inherits the mask and only the shutdown thread receives them.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  return ptoserve::Run();
+}

@@ -1,0 +1,110 @@
+#include "tests/integration/server_process.h"
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <thread>
+
+namespace ptoserve {
+
+namespace {
+
+[[noreturn]] void Die(const std::string& message) {
+  std::cerr << "ServerProcess: " << message << std::endl;
+  std::abort();
+}
+
+// Reads one line from `fd`, waiting at most `timeout_ms` in total.
+std::string ReadLine(int fd, int timeout_ms) {
+  std::string line;
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::milliseconds(timeout_ms);
+  while (std::chrono::steady_clock::now() < deadline) {
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, 100) <= 0) continue;
+    char c;
+    if (read(fd, &c, 1) != 1) break;
+    if (c == '\n') return line;
+    line += c;
+  }
+  return line;
+}
+
+}  // namespace
+
+ServerProcess::ServerProcess(const std::vector<std::string>& flags) {
+  int out[2];
+  if (pipe(out) != 0) Die("pipe failed");
+  std::vector<std::string> args = {"server/ptoserve", "--address=127.0.0.1:0"};
+  args.insert(args.end(), flags.begin(), flags.end());
+  pid_ = fork();
+  if (pid_ < 0) Die("fork failed");
+  if (pid_ == 0) {
+    dup2(out[1], STDOUT_FILENO);
+    close(out[0]);
+    close(out[1]);
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  close(out[1]);
+  // "ptoserve 0.1.0 listening on 127.0.0.1:PORT (default target host)"
+  const std::string line = ReadLine(out[0], 30000);
+  const std::string marker = "listening on ";
+  const size_t at = line.find(marker);
+  if (at == std::string::npos) Die("no start-up line; got \"" + line + "\"");
+  const size_t begin = at + marker.size();
+  address_ = line.substr(begin, line.find(' ', begin) - begin);
+  // Keep draining the server's output so it never blocks on a full pipe.
+  std::thread([fd = out[0]] {
+    char buf[4096];
+    while (read(fd, buf, sizeof buf) > 0) {
+    }
+    close(fd);
+  }).detach();
+}
+
+int ServerProcess::Terminate(int timeout_seconds) {
+  if (pid_ <= 0) return -1;
+  kill(pid_, SIGTERM);
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(timeout_seconds);
+  while (std::chrono::steady_clock::now() < deadline) {
+    int status = 0;
+    if (waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = -1;
+      return status;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return -1;
+}
+
+ServerProcess::~ServerProcess() {
+  if (pid_ > 0 && Terminate() == -1) {
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+  }
+}
+
+CommandResult RunCommand(const std::string& command) {
+  CommandResult result;
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  if (pipe == nullptr) return result;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) result.output.append(buf, n);
+  const int status = pclose(pipe);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return result;
+}
+
+}  // namespace ptoserve

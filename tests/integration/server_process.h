@@ -1,0 +1,47 @@
+// Runs the real ptoserve binary on an ephemeral loopback port for a test.
+#ifndef PTOSERVE_TESTS_INTEGRATION_SERVER_PROCESS_H_
+#define PTOSERVE_TESTS_INTEGRATION_SERVER_PROCESS_H_
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+namespace ptoserve {
+
+class ServerProcess {
+ public:
+  // Starts server/ptoserve (a data dependency of the test) with
+  // --address=127.0.0.1:0 plus `flags`, and waits for its start-up line.
+  // Aborts the test binary if the server does not come up in 30 s.
+  explicit ServerProcess(const std::vector<std::string>& flags = {});
+  // Stops the server with SIGTERM (SIGKILL after 10 s) if still running.
+  ~ServerProcess();
+
+  ServerProcess(const ServerProcess&) = delete;
+  ServerProcess& operator=(const ServerProcess&) = delete;
+
+  // "127.0.0.1:PORT".
+  const std::string& address() const { return address_; }
+  pid_t pid() const { return pid_; }
+
+  // Sends SIGTERM and returns the exit status (as from waitpid), or -1 if
+  // the server did not exit within `timeout_seconds`.
+  int Terminate(int timeout_seconds = 10);
+
+ private:
+  pid_t pid_ = -1;
+  std::string address_;
+};
+
+// Runs `command` through /bin/sh, returning its exit code and what it wrote
+// to stdout and stderr (merged).
+struct CommandResult {
+  int exit_code = -1;
+  std::string output;
+};
+CommandResult RunCommand(const std::string& command);
+
+}  // namespace ptoserve
+
+#endif  // PTOSERVE_TESTS_INTEGRATION_SERVER_PROCESS_H_

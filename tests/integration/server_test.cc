@@ -1,0 +1,386 @@
+// End to end: the real ptoserve binary on a loopback port, driven through
+// the C++ SDK, raw stubs, reflection and the health service.
+#include <google/protobuf/descriptor.h>
+#include <google/protobuf/descriptor.pb.h>
+#include <google/protobuf/dynamic_message.h>
+#include <google/protobuf/util/json_util.h>
+#include <grpcpp/generic/generic_stub.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <future>
+#include <random>
+#include <set>
+
+#include "client/client.h"
+#include "grpc/reflection/v1alpha/reflection.grpc.pb.h"
+#include "tests/integration/server_process.h"
+
+namespace ptoserve {
+namespace {
+
+using ::testing::HasSubstr;
+
+class ServerTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    server_ = new ServerProcess();
+    client_ = Client::Connect(server_->address()).value().release();
+  }
+  static void TearDownTestSuite() {
+    delete client_;
+    delete server_;
+  }
+
+  static ServerProcess* server_;
+  static Client* client_;
+};
+
+ServerProcess* ServerTest::server_ = nullptr;
+Client* ServerTest::client_ = nullptr;
+
+template <typename T>
+std::vector<T> RandomElements(size_t n, std::mt19937* rng) {
+  std::uniform_int_distribution<int64_t> dist(std::numeric_limits<T>::min(),
+                                              std::numeric_limits<T>::max());
+  std::vector<T> out(n);
+  for (T& v : out) v = static_cast<T>(dist(*rng));
+  return out;
+}
+
+// Runs TAND and TXOR through the SDK on every target and compares each
+// element with a scalar loop: the valid region computed, the rest zero
+// (the server allocated dst).
+template <typename T>
+void CheckBinaryOnEveryTarget(Client& client) {
+  std::mt19937 rng(sizeof(T) * 7 + std::is_signed_v<T>);
+  constexpr uint32_t kRows = 6, kCols = 64, kValidRows = 5, kValidCols = 61;
+  const std::vector<T> a = RandomElements<T>(kRows * kCols, &rng);
+  const std::vector<T> b = RandomElements<T>(kRows * kCols, &rng);
+  for (v1::Target target : {v1::TARGET_HOST, v1::TARGET_A2A3, v1::TARGET_A5}) {
+    for (bool is_xor : {false, true}) {
+      SCOPED_TRACE(absl::StrCat(v1::Target_Name(target), is_xor ? " TXOR " : " TAND ",
+                                v1::DType_Name(DTypeOf<T>())));
+      BinaryArgs<T> args{a, b, kRows, kCols, kValidRows, kValidCols, target};
+      absl::StatusOr<TileResult<T>> r = is_xor ? client.Txor(args) : client.Tand(args);
+      ASSERT_TRUE(r.ok()) << r.status();
+      ASSERT_EQ(r->elements.size(), a.size());
+      EXPECT_EQ(r->target, target);
+      for (uint32_t i = 0; i < kRows; ++i) {
+        for (uint32_t j = 0; j < kCols; ++j) {
+          const size_t k = i * kCols + j;
+          T want = 0;
+          if (i < kValidRows && j < kValidCols) {
+            want = static_cast<T>(is_xor ? a[k] ^ b[k] : a[k] & b[k]);
+          }
+          ASSERT_EQ(r->elements[k], want) << "element " << i << "," << j;
+        }
+      }
+      ASSERT_EQ(r->events.size(), 1u);
+      EXPECT_EQ(r->events[0].pipe(), v1::PIPE_V);
+    }
+  }
+}
+
+TEST_F(ServerTest, BinaryOpsMatchScalarReferenceForEveryTypeAndTarget) {
+  CheckBinaryOnEveryTarget<int8_t>(*client_);
+  CheckBinaryOnEveryTarget<uint8_t>(*client_);
+  CheckBinaryOnEveryTarget<int16_t>(*client_);
+  CheckBinaryOnEveryTarget<uint16_t>(*client_);
+  CheckBinaryOnEveryTarget<int32_t>(*client_);
+  CheckBinaryOnEveryTarget<uint32_t>(*client_);
+}
+
+TEST_F(ServerTest, ValuesInValuesOut) {
+  v1::Job job;
+  auto& tiles = *job.mutable_tiles();
+  for (const char* name : {"a", "b"}) {
+    tiles[name].set_dtype(v1::DTYPE_INT16);
+    tiles[name].set_rows(2);
+    tiles[name].set_cols(2);
+  }
+  for (double v : {-1.0, 2.0, 3.0, 32767.0}) tiles["a"].add_values(v);
+  for (double v : {-32768.0, 6.0, 5.0, 255.0}) tiles["b"].add_values(v);
+  v1::Instruction* inst = job.add_instructions();
+  inst->set_opcode(v1::OPCODE_TXOR);
+  inst->set_dst("c");
+  inst->set_src0("a");
+  inst->set_src1("b");
+  absl::StatusOr<v1::JobResult> r = client_->Execute(job);
+  ASSERT_TRUE(r.ok()) << r.status();
+  const v1::Tile& c = r->tiles().at("c");
+  EXPECT_TRUE(c.data().empty());
+  ASSERT_EQ(c.values_size(), 4);
+  EXPECT_EQ(c.values(0), -1 ^ -32768);
+  EXPECT_EQ(c.values(1), 2 ^ 6);
+  EXPECT_EQ(c.values(2), 3 ^ 5);
+  EXPECT_EQ(c.values(3), 32767 ^ 255);
+}
+
+TEST_F(ServerTest, A2A3TxorReportsItsFourSteps) {
+  std::vector<uint32_t> a(16 * 16, 0xF0F0F0F0u), b(16 * 16, 0xFF00FF00u);
+  absl::StatusOr<TileResult<uint32_t>> r =
+      client_->Txor<uint32_t>({a, b, 16, 16, 0, 0, v1::TARGET_A2A3});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->elements[0], 0x0FF00FF0u);
+  ASSERT_EQ(r->events.size(), 1u);
+  const auto& trace = r->events[0].trace();
+  ASSERT_EQ(trace.size(), 4);
+  const std::vector<std::pair<std::string, std::string>> steps = {
+      {"vor", "tmp"}, {"vand", "dst"}, {"vnot", "dst"}, {"vand", "dst"}};
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(trace[i].op(), steps[i].first);
+    EXPECT_EQ(trace[i].dst(), steps[i].second);
+    EXPECT_EQ(trace[i].repeats(), 4u);  // 16x16x4 bytes / 256
+  }
+}
+
+TEST_F(ServerTest, CapabilitiesDescribeEveryTarget) {
+  absl::StatusOr<v1::Capabilities> caps = client_->GetCapabilities();
+  ASSERT_TRUE(caps.ok()) << caps.status();
+  EXPECT_EQ(caps->server_version(), "0.1.0");
+  EXPECT_EQ(caps->default_target(), v1::TARGET_HOST);
+  ASSERT_EQ(caps->targets_size(), 3);
+  EXPECT_EQ(caps->targets(1).target(), v1::TARGET_A2A3);
+  EXPECT_EQ(caps->targets(1).buffer_bytes(), 192u * 1024);
+  EXPECT_TRUE(caps->targets(1).opcodes(1).tmp_required());
+  EXPECT_EQ(caps->targets(2).buffer_bytes(), 256u * 1024);
+  EXPECT_FALSE(caps->targets(2).opcodes(1).tmp_required());
+  EXPECT_EQ(caps->targets(0).opcodes(0).dtypes_size(), 6);
+  EXPECT_EQ(caps->limits().max_message_bytes(), 64u << 20);
+}
+
+TEST_F(ServerTest, HealthReportsServing) {
+  EXPECT_EQ(client_->Health().value(), "SERVING");
+  EXPECT_EQ(client_->Health("ptoserve.v1.TileCompute").value(), "SERVING");
+}
+
+// What `grpcurl list` does: ask the reflection service for the services.
+std::set<std::string> ListServices(const std::shared_ptr<grpc::Channel>& channel) {
+  using grpc::reflection::v1alpha::ServerReflection;
+  auto stub = ServerReflection::NewStub(channel);
+  grpc::ClientContext context;
+  auto stream = stub->ServerReflectionInfo(&context);
+  grpc::reflection::v1alpha::ServerReflectionRequest request;
+  request.set_list_services("");
+  stream->Write(request);
+  stream->WritesDone();
+  grpc::reflection::v1alpha::ServerReflectionResponse response;
+  std::set<std::string> names;
+  while (stream->Read(&response)) {
+    for (const auto& s : response.list_services_response().service()) {
+      names.insert(s.name());
+    }
+  }
+  EXPECT_TRUE(stream->Finish().ok());
+  return names;
+}
+
+TEST_F(ServerTest, ReflectionListsTheServices) {
+  const std::set<std::string> names = ListServices(client_->channel());
+  EXPECT_TRUE(names.count("ptoserve.v1.TileCompute")) << names.size();
+  EXPECT_TRUE(names.count("grpc.health.v1.Health"));
+}
+
+// What `grpcurl -d @ ... ptoserve.v1.TileCompute/Execute` does: learn the
+// schema through reflection alone, turn hand-written JSON into a request,
+// call the method generically and read the reply as JSON.
+TEST_F(ServerTest, JsonThroughReflectionLikeGrpcurl) {
+  using grpc::reflection::v1alpha::ServerReflection;
+  auto stub = ServerReflection::NewStub(client_->channel());
+  grpc::ClientContext context;
+  auto stream = stub->ServerReflectionInfo(&context);
+  grpc::reflection::v1alpha::ServerReflectionRequest request;
+  request.set_file_containing_symbol("ptoserve.v1.TileCompute");
+  ASSERT_TRUE(stream->Write(request));
+  stream->WritesDone();
+  google::protobuf::DescriptorPool pool;
+  grpc::reflection::v1alpha::ServerReflectionResponse response;
+  std::vector<google::protobuf::FileDescriptorProto> files;
+  while (stream->Read(&response)) {
+    for (const std::string& bytes :
+         response.file_descriptor_response().file_descriptor_proto()) {
+      files.emplace_back().ParseFromString(bytes);
+    }
+  }
+  ASSERT_TRUE(stream->Finish().ok());
+  // Build each file after the files it imports.
+  std::function<void(const std::string&)> build = [&](const std::string& name) {
+    if (pool.FindFileByName(name) != nullptr) return;
+    for (const auto& f : files) {
+      if (f.name() != name) continue;
+      for (const std::string& dep : f.dependency()) build(dep);
+      ASSERT_NE(pool.BuildFile(f), nullptr) << name;
+    }
+  };
+  for (const auto& f : files) build(f.name());
+  const auto* service = pool.FindServiceByName("ptoserve.v1.TileCompute");
+  ASSERT_NE(service, nullptr);
+  const auto* method = service->FindMethodByName("Execute");
+  ASSERT_NE(method, nullptr);
+  // `grpcurl describe` shows the comments; reflection carries them only as
+  // source info, so check the structure it describes instead.
+  ASSERT_NE(method->input_type()->FindFieldByName("tiles"), nullptr);
+
+  google::protobuf::DynamicMessageFactory factory(&pool);
+  std::unique_ptr<google::protobuf::Message> job(
+      factory.GetPrototype(method->input_type())->New());
+  const std::string json = R"({
+    "target": "TARGET_A5",
+    "tiles": {
+      "a": {"dtype": "DTYPE_UINT8", "rows": 1, "cols": 32, "values": [12, 10, 255]},
+      "b": {"dtype": "DTYPE_UINT8", "rows": 1, "cols": 32, "values": [10, 12, 15]}
+    },
+    "instructions": [{"opcode": "OPCODE_TAND", "dst": "c", "src0": "a", "src1": "b"}]
+  })";
+  // Three values for 32 elements: the server must say so.
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(json, job.get()).ok());
+  auto call = [&](const google::protobuf::Message& req, std::string* reply_json) {
+    grpc::GenericStub generic(client_->channel());
+    grpc::ClientContext ctx;
+    std::string bytes = req.SerializeAsString();
+    grpc::Slice slice(bytes);
+    grpc::ByteBuffer send(&slice, 1), recv;
+    std::promise<grpc::Status> done;
+    generic.UnaryCall(&ctx, "/ptoserve.v1.TileCompute/Execute", grpc::StubOptions(),
+                      &send, &recv, [&](grpc::Status s) { done.set_value(s); });
+    grpc::Status status = done.get_future().get();
+    if (status.ok()) {
+      std::vector<grpc::Slice> slices;
+      recv.Dump(&slices);
+      std::string out;
+      for (const auto& s : slices) out.append(reinterpret_cast<const char*>(s.begin()), s.size());
+      std::unique_ptr<google::protobuf::Message> reply(
+          factory.GetPrototype(method->output_type())->New());
+      reply->ParseFromString(out);
+      (void)google::protobuf::util::MessageToJsonString(*reply, reply_json);
+    }
+    return status;
+  };
+  std::string reply;
+  grpc::Status status = call(*job, &reply);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(status.error_message(), HasSubstr("values has 3 entries, expected 32"));
+
+  std::string fixed = json;
+  std::string values_a = "[12, 10, 255", values_b = "[10, 12, 15";
+  for (int i = 3; i < 32; ++i) {
+    values_a += ", 0";
+    values_b += ", 0";
+  }
+  fixed.replace(fixed.find("[12, 10, 255]"), 13, values_a + "]");
+  fixed.replace(fixed.find("[10, 12, 15]"), 12, values_b + "]");
+  job->Clear();
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(fixed, job.get()).ok());
+  status = call(*job, &reply);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  // Numbers in, numbers out: 12&10 = 8, 10&12 = 8, 255&15 = 15.
+  EXPECT_THAT(reply, HasSubstr("\"values\":[8,8,15,0"));
+}
+
+// Bad requests of many kinds; each must get INVALID_ARGUMENT with a message
+// naming the problem, and the server must keep answering correctly.
+TEST_F(ServerTest, ThousandMalformedRequestsThenStillCorrect) {
+  auto base = [] {
+    v1::Job job;
+    for (const char* name : {"a", "b"}) {
+      v1::Tile& t = (*job.mutable_tiles())[name];
+      t.set_dtype(v1::DTYPE_INT32);
+      t.set_rows(8);
+      t.set_cols(8);
+      t.set_data(std::string(8 * 8 * 4, '\x5a'));
+    }
+    v1::Instruction* inst = job.add_instructions();
+    inst->set_opcode(v1::OPCODE_TXOR);
+    inst->set_dst("c");
+    inst->set_src0("a");
+    inst->set_src1("b");
+    return job;
+  };
+  using Breaker = std::pair<std::function<void(v1::Job*)>, std::string>;
+  const std::vector<Breaker> breakers = {
+      {[](v1::Job* j) { (*j->mutable_tiles())["a"].set_dtype(v1::DTYPE_UNSPECIFIED); },
+       "tile \"a\": dtype is not set"},
+      {[](v1::Job* j) { (*j->mutable_tiles())["a"].set_dtype(v1::DTYPE_FLOAT32); },
+       "dst element type float32 is not supported (supported: int8, uint8"},
+      {[](v1::Job* j) {
+         v1::Tile& t = (*j->mutable_tiles())["b"];
+         t.set_dtype(v1::DTYPE_INT16);
+         t.set_data(std::string(8 * 8 * 2, '\1'));
+       },
+       "src1 element type int16 differs from dst element type int32"},
+      {[](v1::Job* j) { (*j->mutable_tiles())["b"].set_data("xyz"); },
+       "tile \"b\": data has 3 bytes, expected 256"},
+      {[](v1::Job* j) { j->mutable_instructions(0)->set_src1("nope"); },
+       "src1 \"nope\" is not a tile of the job"},
+      {[](v1::Job* j) { j->mutable_instructions(0)->set_opcode(v1::OPCODE_UNSPECIFIED); },
+       "instruction 0: opcode is not set"},
+      {[](v1::Job* j) { j->set_target(v1::TARGET_A2A3); }, "tmp is required on a2a3"},
+      {[](v1::Job* j) { (*j->mutable_tiles())["a"].set_layout(v1::LAYOUT_COL_MAJOR); },
+       "src0 \"a\" is col_major"},
+      {[](v1::Job* j) { (*j->mutable_tiles())["a"].set_valid_rows(9); },
+       "valid region 9x8 exceeds its shape 8x8"},
+      {[](v1::Job* j) { j->mutable_instructions(0)->add_wait_events("e7"); },
+       "waits on event \"e7\", which no instruction records"},
+      {[](v1::Job* j) {
+         v1::Tile& t = (*j->mutable_tiles())["a"];
+         t.clear_data();
+         for (int i = 0; i < 64; ++i) t.add_values(i == 5 ? 1e10 : 0);
+       },
+       "values[5] (element 0,5) = 1e+10 is not an integer in the int32 range"},
+      {[](v1::Job* j) { j->clear_instructions(); }, "job has no instructions"},
+      {[](v1::Job* j) { j->set_mode(v1::MODE_MANUAL); }, "manual mode needs an address"},
+      {[](v1::Job* j) { j->set_target(static_cast<v1::Target>(42)); }, "unknown target 42"},
+  };
+  for (int i = 0; i < 1000; ++i) {
+    const Breaker& breaker = breakers[i % breakers.size()];
+    v1::Job job = base();
+    breaker.first(&job);
+    absl::StatusOr<v1::JobResult> r = client_->Execute(job);
+    ASSERT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument)
+        << "request " << i << ": " << r.status();
+    ASSERT_THAT(std::string(r.status().message()), HasSubstr(breaker.second))
+        << "request " << i;
+  }
+  absl::StatusOr<v1::JobResult> r = client_->Execute(base());
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->tiles().at("c").data(), std::string(256, '\0'));  // x ^ x
+}
+
+TEST(ServerLimitsTest, OversizedMessageIsResourceExhausted) {
+  ServerProcess server({"--max_message_mb=1"});
+  ClientOptions options;
+  auto client = Client::Connect(server.address(), options).value();
+  std::vector<int32_t> big(512 * 1024, 1);  // 2 MiB per tile
+  absl::StatusOr<TileResult<int32_t>> r = client->Tand<int32_t>({big, big, 512, 1024});
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted) << r.status();
+  // And it still serves small jobs.
+  std::vector<int32_t> small(4, 3);
+  EXPECT_TRUE(client->Tand<int32_t>({small, small, 2, 2}).ok());
+}
+
+TEST(ServerLimitsTest, DefaultTargetFlagApplies) {
+  ServerProcess server({"--default_target=a2a3"});
+  auto client = Client::Connect(server.address()).value();
+  std::vector<int8_t> a(32, 5), b(32, 3);
+  absl::StatusOr<TileResult<int8_t>> r = client->Txor<int8_t>({a, b, 1, 32});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->target, v1::TARGET_A2A3);
+  EXPECT_EQ(r->events[0].trace_size(), 4);
+  EXPECT_EQ(r->elements[0], 5 ^ 3);
+}
+
+TEST(ServerShutdownTest, SigtermExitsCleanly) {
+  ServerProcess server;
+  auto client = Client::Connect(server.address()).value();
+  std::vector<uint16_t> a(4, 6), b(4, 3);
+  ASSERT_TRUE(client->Tand<uint16_t>({a, b, 2, 2}).ok());
+  const int status = server.Terminate();
+  ASSERT_NE(status, -1) << "server did not exit after SIGTERM";
+  EXPECT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+}  // namespace
+}  // namespace ptoserve

@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Builds ptoserve optimized and starts it on its defaults (127.0.0.1:50051,
+# target host). Flags are passed on: tools/serve.sh --default_target=a2a3.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+tools/setup.sh
+bazel build -c opt //server:ptoserve //client:ptoctl
+exec bazel-bin/server/ptoserve "$@"

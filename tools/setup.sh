@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs what ptoserve needs to build and test on Debian 12, as root.
+# Idempotent: when everything is present it only checks, in well under a
+# second.
+set -euo pipefail
+
+packages=(
+  g++ pkg-config
+  bazel-bootstrap bazel-platforms bazel-rules-java
+  libgrpc++-dev protobuf-compiler-grpc protobuf-compiler libprotobuf-dev
+  grpc-proto libabsl-dev libgtest-dev
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q '^install ok installed$'; then
+    missing+=("$p")
+  fi
+done
+
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}" >&2
+  if [[ $(id -u) != 0 ]]; then
+    echo "setup: run as root (apt-get install needs it)" >&2
+    exit 1
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
