@@ -24,7 +24,8 @@
 #include "client/client.h"
 
 ABSL_FLAG(std::string, server, "127.0.0.1:50051", "ptoserve address, HOST:PORT.");
-ABSL_FLAG(absl::Duration, timeout, absl::Seconds(30), "Deadline of each call.");
+ABSL_FLAG(absl::Duration, timeout, absl::Seconds(30),
+          "How long to wait for the connection, and for each call.");
 ABSL_FLAG(bool, json, false, "Print the response as proto3 JSON.");
 ABSL_FLAG(std::string, dtype, "int32",
           "tand/txor: element type: int8, uint8, int16, uint16, int32, uint32.");
@@ -235,6 +236,7 @@ void PrintResult(const v1::JobResult& result, const std::vector<std::string>& or
 
 absl::StatusOr<std::unique_ptr<Client>> Connect() {
   ClientOptions options;
+  options.connect_timeout = absl::GetFlag(FLAGS_timeout);
   options.call_timeout = absl::GetFlag(FLAGS_timeout);
   return Client::Connect(absl::GetFlag(FLAGS_server), options);
 }

@@ -36,11 +36,11 @@ class ValidationTest : public ::testing::Test {
     return engine_.Prepare(job.spec()).status();
   }
 
-  // Declares a, b and d as 16x16 tiles of `dtype` (rows of 16, 32 or 64
-  // bytes: aligned for every target) and, on a2a3, a tmp t.
+  // Declares a, b, d and a tmp t as 16x32 tiles of `dtype` (rows of 32,
+  // 64 or 128 bytes: aligned for every target), without elements.
   static void AddOperands(JobBuilder& job, DType dtype) {
     for (const char* name : {"a", "b", "d", "t"}) {
-      job.AddTile(name, Desc(dtype, 16, 16));
+      job.AddTile(name, Desc(dtype, 16, 32));
     }
   }
 
@@ -107,7 +107,7 @@ TEST_F(ValidationTest, SourceElementTypeMustMatchDst) {
 TEST_F(ValidationTest, A2A3TmpElementTypeMustMatchDst) {
   JobBuilder job(Target::kA2A3);
   AddOperands(job, DType::kInt16);
-  job.AddTile("t32", Desc(DType::kInt32, 16, 16));
+  job.AddTile("t32", Desc(DType::kInt32, 16, 32));
   job.Tand("d", "a", "b");
   job.Txor("d", "a", "b", "t");
   job.Txor("d", "a", "b", "t32");
@@ -121,7 +121,7 @@ TEST_F(ValidationTest, TmpElementTypeIsIgnoredWhereTmpIsUnused) {
   for (Target target : {Target::kHost, Target::kA5}) {
     JobBuilder job(target);
     AddOperands(job, DType::kInt16);
-    job.AddTile("t32", Desc(DType::kInt32, 16, 16));
+    job.AddTile("t32", Desc(DType::kInt32, 16, 32));
     job.Txor("d", "a", "b", "t32");
     EXPECT_TRUE(Prepare(job).ok()) << Prepare(job);
   }
@@ -172,13 +172,13 @@ TEST_F(ValidationTest, ValidShapeMustMatchDst) {
     const char* message;
   };
   for (const Case& c :
-       {Case{"a", "src0 valid shape 16x15 differs from dst valid shape 16x16"},
-        Case{"b", "src1 valid shape 16x15 differs from dst valid shape 16x16"},
-        Case{"t", "tmp valid shape 16x15 differs from dst valid shape 16x16"}}) {
+       {Case{"a", "src0 valid shape 16x31 differs from dst valid shape 16x32"},
+        Case{"b", "src1 valid shape 16x31 differs from dst valid shape 16x32"},
+        Case{"t", "tmp valid shape 16x31 differs from dst valid shape 16x32"}}) {
     JobBuilder job(Target::kA2A3);
     AddOperands(job, DType::kInt32);
     for (TileInput& tile : job.spec().tiles) {
-      if (tile.name == c.tile) tile.desc.valid_cols = 15;
+      if (tile.name == c.tile) tile.desc.valid_cols = 31;
     }
     job.Txor("d", "a", "b", "t");
     EXPECT_THAT(Prepare(job),
@@ -191,7 +191,7 @@ TEST_F(ValidationTest, ValidShapeMustMatchDst) {
   job.spec().tiles[0].desc.valid_rows = 3;  // a
   job.Tand("d", "a", "b");
   EXPECT_THAT(Prepare(job),
-              StatusIs(kInvalid, HasSubstr("src0 valid shape 3x16 differs")));
+              StatusIs(kInvalid, HasSubstr("src0 valid shape 3x32 differs")));
 }
 
 // Different physical shapes, equal valid shapes: dst 32x128, src1 32x256,
@@ -410,7 +410,7 @@ TEST_F(ValidationTest, ImpossibleShapesAreRejected) {
 TEST_F(ValidationTest, TileNamesMustBeUniqueAndNonEmpty) {
   JobBuilder twice(Target::kHost);
   AddOperands(twice, DType::kInt32);
-  twice.AddTile("a", Desc(DType::kInt32, 16, 16));
+  twice.AddTile("a", Desc(DType::kInt32, 16, 32));
   twice.Tand("d", "a", "b");
   EXPECT_THAT(Prepare(twice),
               StatusIs(kInvalid, "tile \"a\" is declared twice"));
