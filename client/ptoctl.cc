@@ -69,6 +69,7 @@ int UsageError(const std::string& message) {
 std::string ToJson(const google::protobuf::Message& message) {
   google::protobuf::util::JsonPrintOptions options;
   options.add_whitespace = true;
+  options.always_print_primitive_fields = true;
   std::string out;
   (void)google::protobuf::util::MessageToJsonString(message, &out, options);
   return out;

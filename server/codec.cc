@@ -222,8 +222,9 @@ void ToJobResult(const JobOutcome& outcome, v1::JobResult* out) {
       m->set_op(std::string(op.op));
       m->set_dst(std::string(op.dst));
       for (absl::string_view s : op.srcs) m->add_srcs(std::string(s));
-      m->set_repeats(op.repeats);
-      m->set_elements(op.elements);
+      // A tile holds at most 2^32 elements, so both fit in 32 bits.
+      m->set_repeats(static_cast<uint32_t>(op.repeats));
+      m->set_elements(static_cast<uint32_t>(op.elements));
     }
     for (const std::string& note : e.trace.notes) r->add_notes(note);
   }
