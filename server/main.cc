@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <string>
@@ -30,7 +31,10 @@ ABSL_FLAG(int, max_message_mb, 64,
           "Largest request or response message, in MiB; larger ones get "
           "RESOURCE_EXHAUSTED.");
 ABSL_FLAG(int, threads, 0,
-          "Most threads gRPC may use for requests; 0 leaves gRPC's default.");
+          "Worker threads that execute jobs; 0 means one per CPU core.");
+ABSL_FLAG(int, queue_capacity, 1024,
+          "Jobs that may wait for a worker; beyond that a call gets "
+          "RESOURCE_EXHAUSTED at once.");
 ABSL_FLAG(int, max_tile_mb, 16, "Largest tile, in MiB.");
 ABSL_FLAG(int, max_tiles_per_job, 1024, "Most tiles in one job.");
 ABSL_FLAG(int, max_instructions_per_job, 4096, "Most instructions in one job.");
@@ -77,7 +81,11 @@ int Run() {
   ServerLimits limits;
   const int max_message_bytes = absl::GetFlag(FLAGS_max_message_mb) << 20;
   limits.max_message_bytes = max_message_bytes;
-  TileComputeService service(&engine, limits);
+  const int threads = absl::GetFlag(FLAGS_threads) > 0
+                          ? absl::GetFlag(FLAGS_threads)
+                          : std::max(1u, std::thread::hardware_concurrency());
+  WorkerPool workers(threads, std::max(1, absl::GetFlag(FLAGS_queue_capacity)));
+  TileComputeService service(&engine, &workers, limits);
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -87,11 +95,6 @@ int Run() {
   builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &port);
   builder.SetMaxReceiveMessageSize(max_message_bytes);
   builder.SetMaxSendMessageSize(max_message_bytes);
-  if (absl::GetFlag(FLAGS_threads) > 0) {
-    grpc::ResourceQuota quota("ptoserve");
-    quota.SetMaxThreads(absl::GetFlag(FLAGS_threads));
-    builder.SetResourceQuota(quota);
-  }
   builder.RegisterService(&service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || port == 0) {

@@ -8,6 +8,7 @@
 #include "core/engine.h"
 #include "ptoserve/v1/service.grpc.pb.h"
 #include "server/codec.h"
+#include "server/worker_pool.h"
 
 namespace ptoserve {
 
@@ -16,8 +17,10 @@ grpc::Status ToGrpcStatus(const absl::Status& status);
 
 class TileComputeService final : public v1::TileCompute::CallbackService {
  public:
-  // `engine` must outlive the service.
-  TileComputeService(const Engine* engine, const ServerLimits& limits);
+  // `engine` and `workers` must outlive the service. Jobs run on `workers`,
+  // never on gRPC's callback threads.
+  TileComputeService(const Engine* engine, WorkerPool* workers,
+                     const ServerLimits& limits);
 
   grpc::ServerUnaryReactor* Execute(grpc::CallbackServerContext* context,
                                     const v1::Job* job,
@@ -30,6 +33,7 @@ class TileComputeService final : public v1::TileCompute::CallbackService {
 
  private:
   const Engine* engine_;
+  WorkerPool* workers_;
   v1::Capabilities capabilities_;  // fixed for the server's lifetime
 };
 
