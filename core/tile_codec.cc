@@ -77,7 +77,7 @@ absl::Status FillFromValues(absl::Span<const double> values,
       if (!(v >= lo && v <= hi) || v != std::trunc(v)) {
         const uint32_t cols = tile->desc().cols;
         return absl::InvalidArgumentError(absl::StrFormat(
-            "tile \"%s\": values[%u] (element %u,%u) = %g is not an integer "
+            "tile \"%s\": values[%u] (element %u,%u) = %.17g is not an integer "
             "in the %s range [%d, %d]",
             name, i, i / cols, i % cols, v, DTypeName(dtype), MinValue(dtype),
             MaxValue(dtype)));

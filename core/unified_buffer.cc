@@ -5,7 +5,7 @@
 namespace ptoserve {
 
 std::string ByteRange::ToString() const {
-  return absl::StrFormat("[%#x, %#x)", begin, end);
+  return absl::StrFormat("[0x%x, 0x%x)", begin, end);
 }
 
 ByteRange PlacedRange(const TileDesc& desc) {
@@ -23,7 +23,7 @@ absl::Status CheckPlacement(absl::string_view name, const TileDesc& desc,
   const uint64_t address = *desc.address;
   if (address % kAddressAlignment != 0) {
     return absl::InvalidArgumentError(absl::StrFormat(
-        "tile \"%s\": address %#x is not %u-byte aligned", name, address,
+        "tile \"%s\": address 0x%x is not %u-byte aligned", name, address,
         kAddressAlignment));
   }
   if (address > buffer_bytes || desc.bytes() > buffer_bytes - address) {

@@ -1,13 +1,12 @@
 // TAND and TXOR on each target through Engine::Execute: results against the
 // scalar reference, the a2a3 XOR decomposition, micro-op traces and vector
 // repeats, and what happens to elements outside the valid region.
-#include "core/backends/backend.h"
-
 #include <random>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_format.h"
+#include "core/backends/backend.h"
 #include "core/engine.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -35,8 +34,8 @@ using ::testing::SizeIs;
 constexpr Opcode kOpcodes[] = {Opcode::kTand, Opcode::kTxor};
 
 std::string Where(Target target, Opcode opcode, DType dtype) {
-  return absl::StrFormat("%s on %s, %s", OpcodeName(opcode),
-                         TargetName(target), DTypeName(dtype));
+  return absl::StrFormat("%s on %s, %s", OpcodeName(opcode), TargetName(target),
+                         DTypeName(dtype));
 }
 
 // Columns that make a row `bytes` long: a2a3 and a5 need rows of a multiple
@@ -72,8 +71,8 @@ TYPED_TEST(BackendsTypedTest, ResultsMatchReferenceOnEveryTarget) {
       job.AddMatrix("a", a, valid_rows, valid_cols);
       job.AddMatrix("b", b, valid_rows, valid_cols);
       job.AddMatrix("d", dst, valid_rows, valid_cols);
-      job.AddTile("t", test::Desc(DTypeOf<T>(), 8, cols, valid_rows,
-                                  valid_cols));
+      job.AddTile("t",
+                  test::Desc(DTypeOf<T>(), 8, cols, valid_rows, valid_cols));
       job.Add(opcode, "d", "a", "b", opcode == Opcode::kTxor ? "t" : "");
 
       ASSERT_OK_AND_ASSIGN(JobOutcome outcome,
@@ -384,9 +383,9 @@ TEST_F(TraceTest, DifferentPhysicalShapesAreNotContiguous) {
   job.AddMatrix("b", wide, 16, 16);
   job.Tand("d", "a", "b");
   ASSERT_OK_AND_ASSIGN(JobOutcome outcome, engine_.Execute(job.spec()));
-  EXPECT_THAT(outcome.events[0].trace.ops,
-              ElementsAre(IsMicroOp("vand", "dst", Strings{"src0", "src1"},
-                                    16)));
+  EXPECT_THAT(
+      outcome.events[0].trace.ops,
+      ElementsAre(IsMicroOp("vand", "dst", Strings{"src0", "src1"}, 16)));
   EXPECT_TRUE(SameElements(
       Reference(BitwiseOp::kAnd, a_, wide, Matrix<int32_t>(16, 16), 16, 16),
       OutputMatrix<int32_t>(outcome, "d")));

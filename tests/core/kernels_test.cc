@@ -34,8 +34,7 @@ std::string KernelChoiceName(
   return "?";
 }
 
-constexpr BitwiseOp kOps[] = {BitwiseOp::kAnd, BitwiseOp::kOr,
-                              BitwiseOp::kXor};
+constexpr BitwiseOp kOps[] = {BitwiseOp::kAnd, BitwiseOp::kOr, BitwiseOp::kXor};
 
 const char* OpName(BitwiseOp op) {
   switch (op) {
@@ -49,9 +48,9 @@ const char* OpName(BitwiseOp op) {
 // Region widths in elements: 1, odd widths, and widths whose byte length
 // (x1, x2, x4) lands on both sides of the 8-byte word, the 32-byte vector
 // and the 128-byte four-vector step.
-constexpr uint32_t kValidCols[] = {1,  2,  3,  7,  8,  9,  15,  16,  17,  31,
-                                   32, 33, 63, 64, 65, 127, 128, 129, 255, 256,
-                                   257};
+constexpr uint32_t kValidCols[] = {1,  2,   3,   7,   8,   9,   15,
+                                   16, 17,  31,  32,  33,  63,  64,
+                                   65, 127, 128, 129, 255, 256, 257};
 constexpr uint32_t kValidRows[] = {1, 2, 3, 5, 17};
 
 // Extra physical columns of each operand beyond the region. Zero everywhere
@@ -124,8 +123,7 @@ class KernelsTest : public ::testing::TestWithParam<KernelChoice> {
     SCOPED_TRACE(absl::StrFormat("invert %s %ux%u, padding src+%u dst+%u",
                                  DTypeName(DTypeOf<T>()), valid_rows,
                                  valid_cols, pad.a, pad.dst));
-    const auto src =
-        RandomMatrix<T>(valid_rows + 1, valid_cols + pad.a, &rng_);
+    const auto src = RandomMatrix<T>(valid_rows + 1, valid_cols + pad.a, &rng_);
     Matrix<T> dst(valid_rows + 1, valid_cols + pad.dst, Sentinel<T>());
     const Matrix<T> want = ReferenceInvert(src, dst, valid_rows, valid_cols);
     Matrix<T> src_after = src;

@@ -186,9 +186,8 @@ template <typename T>
       if (expected.at(i, j) == actual.at(i, j)) continue;
       if (mismatches++ < kMaxReported) {
         // Unary + prints 8-bit elements as numbers, not characters.
-        failure << "element (" << i << ", " << j << ") is "
-                << +actual.at(i, j) << ", expected " << +expected.at(i, j)
-                << "; ";
+        failure << "element (" << i << ", " << j << ") is " << +actual.at(i, j)
+                << ", expected " << +expected.at(i, j) << "; ";
       }
     }
   }
@@ -259,9 +258,8 @@ MATCHER_P2(StatusIs, code, message_matcher,
                            ::testing::DescribeMatcher<std::string>(
                                message_matcher, negation))) {
   return arg.code() == code &&
-         ::testing::ExplainMatchResult(message_matcher,
-                                       std::string(arg.message()),
-                                       result_listener);
+         ::testing::ExplainMatchResult(
+             message_matcher, std::string(arg.message()), result_listener);
 }
 
 }  // namespace test
@@ -269,9 +267,8 @@ MATCHER_P2(StatusIs, code, message_matcher,
 
 // Asserts that `expr`, an absl::StatusOr, is OK and moves its value into
 // `lhs` (a declaration or an lvalue).
-#define ASSERT_OK_AND_ASSIGN(lhs, expr)                                     \
-  ASSERT_OK_AND_ASSIGN_IMPL_(PTO_STATUS_CONCAT_(statusor_, __LINE__), lhs, \
-                             expr)
+#define ASSERT_OK_AND_ASSIGN(lhs, expr) \
+  ASSERT_OK_AND_ASSIGN_IMPL_(PTO_STATUS_CONCAT_(statusor_, __LINE__), lhs, expr)
 #define ASSERT_OK_AND_ASSIGN_IMPL_(tmp, lhs, expr) \
   auto tmp = (expr);                               \
   ASSERT_TRUE(tmp.ok()) << tmp.status();           \

@@ -20,7 +20,6 @@ namespace {
 using test::Desc;
 using test::JobBuilder;
 using test::kAllTargets;
-using test::Matrix;
 using test::OutputMatrix;
 using test::StatusIs;
 using ::testing::AllOf;
@@ -57,13 +56,13 @@ TEST_F(ValidationTest, FloatElementTypesAreRejectedWithTheSupportedList) {
         job.Add(opcode, "d", "a", "b", "t");
         EXPECT_THAT(
             Prepare(job),
-            StatusIs(kInvalid,
-                     absl::StrFormat(
-                         "instruction 0 (%s on %s): dst element type %s is "
-                         "not supported (supported: int8, uint8, int16, "
-                         "uint16, int32, uint32)",
-                         OpcodeName(opcode), TargetName(target),
-                         DTypeName(dtype))));
+            StatusIs(
+                kInvalid,
+                absl::StrFormat(
+                    "instruction 0 (%s on %s): dst element type %s is "
+                    "not supported (supported: int8, uint8, int16, "
+                    "uint16, int32, uint32)",
+                    OpcodeName(opcode), TargetName(target), DTypeName(dtype))));
       }
     }
   }
@@ -90,9 +89,10 @@ TEST_F(ValidationTest, SourceElementTypeMustMatchDst) {
   job.AddTile("d", Desc(DType::kInt32, 16, 16));
   job.Tand("d", "a", "b");
   EXPECT_THAT(Prepare(job),
-              StatusIs(kInvalid, "instruction 0 (TAND on host): src0 element "
-                                 "type int16 differs from dst element type "
-                                 "int32"));
+              StatusIs(kInvalid,
+                       "instruction 0 (TAND on host): src0 element "
+                       "type int16 differs from dst element type "
+                       "int32"));
 
   JobBuilder job1(Target::kA5);
   job1.AddTile("a", Desc(DType::kUInt8, 16, 32));
@@ -103,7 +103,7 @@ TEST_F(ValidationTest, SourceElementTypeMustMatchDst) {
                                            "from dst element type uint8")));
 }
 
-// The message the brief of TXOR's tmp rules quotes, at instruction 2.
+// The example message of backend.h's Backend::Check, at instruction 2.
 TEST_F(ValidationTest, A2A3TmpElementTypeMustMatchDst) {
   JobBuilder job(Target::kA2A3);
   AddOperands(job, DType::kInt16);
@@ -112,9 +112,10 @@ TEST_F(ValidationTest, A2A3TmpElementTypeMustMatchDst) {
   job.Txor("d", "a", "b", "t");
   job.Txor("d", "a", "b", "t32");
   EXPECT_THAT(Prepare(job),
-              StatusIs(kInvalid, "instruction 2 (TXOR on a2a3): tmp element "
-                                 "type int32 differs from dst element type "
-                                 "int16"));
+              StatusIs(kInvalid,
+                       "instruction 2 (TXOR on a2a3): tmp element "
+                       "type int32 differs from dst element type "
+                       "int16"));
 }
 
 TEST_F(ValidationTest, TmpElementTypeIsIgnoredWhereTmpIsUnused) {
@@ -145,8 +146,9 @@ TEST_F(ValidationTest, ColMajorIsRejected) {
   job.spec().tiles[3].desc.layout = Layout::kColMajor;  // t
   job.Txor("d", "a", "b", "t");
   EXPECT_THAT(Prepare(job),
-              StatusIs(kInvalid, "instruction 0 (TXOR on a2a3): tmp \"t\" is "
-                                 "col_major; TXOR needs row_major operands"));
+              StatusIs(kInvalid,
+                       "instruction 0 (TXOR on a2a3): tmp \"t\" is "
+                       "col_major; TXOR needs row_major operands"));
 }
 
 TEST_F(ValidationTest, NonVecLocationIsRejected) {
@@ -155,8 +157,9 @@ TEST_F(ValidationTest, NonVecLocationIsRejected) {
   job.spec().tiles[1].desc.location = Location::kMat;  // b
   job.Tand("d", "a", "b");
   EXPECT_THAT(Prepare(job),
-              StatusIs(kInvalid, "instruction 0 (TAND on a5): src1 \"b\" is "
-                                 "in mat; TAND operates on vec tiles"));
+              StatusIs(kInvalid,
+                       "instruction 0 (TAND on a5): src1 \"b\" is "
+                       "in mat; TAND operates on vec tiles"));
 
   JobBuilder job1(Target::kA2A3);
   AddOperands(job1, DType::kInt32);
@@ -174,7 +177,8 @@ TEST_F(ValidationTest, ValidShapeMustMatchDst) {
   for (const Case& c :
        {Case{"a", "src0 valid shape 16x31 differs from dst valid shape 16x32"},
         Case{"b", "src1 valid shape 16x31 differs from dst valid shape 16x32"},
-        Case{"t", "tmp valid shape 16x31 differs from dst valid shape 16x32"}}) {
+        Case{"t",
+             "tmp valid shape 16x31 differs from dst valid shape 16x32"}}) {
     JobBuilder job(Target::kA2A3);
     AddOperands(job, DType::kInt32);
     for (TileInput& tile : job.spec().tiles) {
@@ -209,9 +213,9 @@ TEST_F(ValidationTest, DifferentPhysicalShapesWithEqualValidShapesAreAccepted) {
     job.AddMatrix("d", d, 32, 127);
     job.Tand("d", "a", "b");
     ASSERT_OK_AND_ASSIGN(JobOutcome outcome, engine_.Execute(job.spec()));
-    EXPECT_TRUE(test::SameElements(
-        test::Reference(BitwiseOp::kAnd, a, b, d, 32, 127),
-        OutputMatrix<uint8_t>(outcome, "d")));
+    EXPECT_TRUE(
+        test::SameElements(test::Reference(BitwiseOp::kAnd, a, b, d, 32, 127),
+                           OutputMatrix<uint8_t>(outcome, "d")));
   }
 }
 
@@ -223,14 +227,14 @@ TEST_F(ValidationTest, RowsMustBeAMultipleOf32BytesOnA2A3AndA5) {
     job.AddTile("b", Desc(DType::kInt32, 16, 16, 16, 15));
     job.AddTile("d", Desc(DType::kInt32, 16, 16, 16, 15));
     job.Tand("d", "a", "b");
-    EXPECT_THAT(Prepare(job),
-                StatusIs(kInvalid,
-                         absl::StrFormat("instruction 0 (TAND on %s): src0 "
-                                         "\"a\" rows are 60 bytes (15 int32 "
-                                         "columns); %s needs rows of a "
-                                         "multiple of 32 bytes",
-                                         TargetName(target),
-                                         TargetName(target))));
+    EXPECT_THAT(
+        Prepare(job),
+        StatusIs(kInvalid,
+                 absl::StrFormat("instruction 0 (TAND on %s): src0 "
+                                 "\"a\" rows are 60 bytes (15 int32 "
+                                 "columns); %s needs rows of a "
+                                 "multiple of 32 bytes",
+                                 TargetName(target), TargetName(target))));
   }
   // The host has no alignment rule.
   JobBuilder job(Target::kHost);
@@ -279,7 +283,8 @@ TEST_F(ValidationTest, A2A3TmpMustNotAliasAnotherOperand) {
     const char* tmp;
     const char* role;
   };
-  for (const Case& c : {Case{"d", "dst"}, Case{"a", "src0"}, Case{"b", "src1"}}) {
+  for (const Case& c :
+       {Case{"d", "dst"}, Case{"a", "src0"}, Case{"b", "src1"}}) {
     JobBuilder job(Target::kA2A3);
     AddOperands(job, DType::kInt32);
     job.Txor("d", "a", "b", c.tmp);
@@ -298,9 +303,10 @@ TEST_F(ValidationTest, UnknownSourceTileIsRejected) {
   AddOperands(job, DType::kInt32);
   job.Tand("d", "a", "nope");
   EXPECT_THAT(Prepare(job),
-              StatusIs(kInvalid, "instruction 0 (TAND on host): src1 \"nope\" "
-                                 "is not a tile of the job nor the dst of an "
-                                 "earlier instruction"));
+              StatusIs(kInvalid,
+                       "instruction 0 (TAND on host): src1 \"nope\" "
+                       "is not a tile of the job nor the dst of an "
+                       "earlier instruction"));
   // ... including the dst of a later instruction.
   JobBuilder later(Target::kHost);
   AddOperands(later, DType::kInt32);
@@ -314,9 +320,9 @@ TEST_F(ValidationTest, EmptyOperandNameIsRejected) {
   JobBuilder job(Target::kHost);
   AddOperands(job, DType::kInt32);
   job.Tand("", "a", "b");
-  EXPECT_THAT(Prepare(job),
-              StatusIs(kInvalid, "instruction 0 (TAND on host): dst is not "
-                                 "set; name a tile"));
+  EXPECT_THAT(Prepare(job), StatusIs(kInvalid,
+                                     "instruction 0 (TAND on host): dst is not "
+                                     "set; name a tile"));
   JobBuilder src(Target::kHost);
   AddOperands(src, DType::kInt32);
   src.Tand("d", "", "b");
@@ -329,9 +335,10 @@ TEST_F(ValidationTest, DuplicateEventNamesAreRejected) {
   job.Tand("d", "a", "b").record_event = "x";
   job.Tand("d", "a", "b").record_event = "x";
   EXPECT_THAT(Prepare(job),
-              StatusIs(kInvalid, "instruction 1 (TAND on host): event \"x\" "
-                                 "is already recorded by instruction 0; "
-                                 "event names must be unique"));
+              StatusIs(kInvalid,
+                       "instruction 1 (TAND on host): event \"x\" "
+                       "is already recorded by instruction 0; "
+                       "event names must be unique"));
   // A chosen name may collide with a default one.
   JobBuilder clash(Target::kHost);
   AddOperands(clash, DType::kInt32);
@@ -347,27 +354,30 @@ TEST_F(ValidationTest, WaitsMustNameAnEarlierEvent) {
   AddOperands(unknown, DType::kInt32);
   unknown.Tand("d", "a", "b").wait_events = {"zz"};
   EXPECT_THAT(Prepare(unknown),
-              StatusIs(kInvalid, "instruction 0 (TAND on host): waits on "
-                                 "event \"zz\", which no instruction "
-                                 "records"));
+              StatusIs(kInvalid,
+                       "instruction 0 (TAND on host): waits on "
+                       "event \"zz\", which no instruction "
+                       "records"));
 
   JobBuilder own(Target::kHost);
   AddOperands(own, DType::kInt32);
   own.Tand("d", "a", "b");
   own.Tand("d", "a", "b").wait_events = {"e1"};
   EXPECT_THAT(Prepare(own),
-              StatusIs(kInvalid, "instruction 1 (TAND on host): waits on its "
-                                 "own event \"e1\" (a cycle)"));
+              StatusIs(kInvalid,
+                       "instruction 1 (TAND on host): waits on its "
+                       "own event \"e1\" (a cycle)"));
 
   JobBuilder forward(Target::kHost);
   AddOperands(forward, DType::kInt32);
   forward.Tand("d", "a", "b").wait_events = {"done"};
   forward.Tand("d", "a", "b").record_event = "done";
   EXPECT_THAT(Prepare(forward),
-              StatusIs(kInvalid, "instruction 0 (TAND on host): waits on "
-                                 "event \"done\", recorded by instruction 1 "
-                                 "which comes later; an instruction can only "
-                                 "wait on earlier ones"));
+              StatusIs(kInvalid,
+                       "instruction 0 (TAND on host): waits on "
+                       "event \"done\", recorded by instruction 1 "
+                       "which comes later; an instruction can only "
+                       "wait on earlier ones"));
 }
 
 TEST_F(ValidationTest, UnknownOutputIsRejected) {
@@ -375,8 +385,9 @@ TEST_F(ValidationTest, UnknownOutputIsRejected) {
   AddOperands(job, DType::kInt32);
   job.Tand("d", "a", "b");
   job.spec().outputs = {"d", "zz"};
-  EXPECT_THAT(Prepare(job), StatusIs(kInvalid, "outputs: \"zz\" is not a "
-                                               "tile of the job"));
+  EXPECT_THAT(Prepare(job), StatusIs(kInvalid,
+                                     "outputs: \"zz\" is not a "
+                                     "tile of the job"));
 }
 
 TEST_F(ValidationTest, ImpossibleShapesAreRejected) {
@@ -384,8 +395,9 @@ TEST_F(ValidationTest, ImpossibleShapesAreRejected) {
   too_big.AddTile("a", Desc(DType::kInt32, 16, 16, 17, 16));
   too_big.Tand("d", "a", "a");
   EXPECT_THAT(Prepare(too_big),
-              StatusIs(kInvalid, "tile \"a\": valid region 17x16 exceeds its "
-                                 "shape 16x16"));
+              StatusIs(kInvalid,
+                       "tile \"a\": valid region 17x16 exceeds its "
+                       "shape 16x16"));
 
   JobBuilder too_wide(Target::kHost);
   too_wide.AddTile("a", Desc(DType::kInt32, 16, 16, 0, 17));
@@ -397,8 +409,9 @@ TEST_F(ValidationTest, ImpossibleShapesAreRejected) {
   no_rows.AddTile("a", Desc(DType::kInt32, 0, 16));
   no_rows.Tand("d", "a", "a");
   EXPECT_THAT(Prepare(no_rows),
-              StatusIs(kInvalid, "tile \"a\": shape 0x16 is empty; rows and "
-                                 "cols must be > 0"));
+              StatusIs(kInvalid,
+                       "tile \"a\": shape 0x16 is empty; rows and "
+                       "cols must be > 0"));
 
   JobBuilder no_cols(Target::kHost);
   no_cols.AddTile("a", Desc(DType::kInt32, 16, 0));
@@ -418,18 +431,17 @@ TEST_F(ValidationTest, TileNamesMustBeUniqueAndNonEmpty) {
   JobBuilder unnamed(Target::kHost);
   unnamed.AddTile("", Desc(DType::kInt32, 16, 16));
   unnamed.Tand("d", "a", "b");
-  EXPECT_THAT(Prepare(unnamed),
-              StatusIs(kInvalid, "a tile has an empty name"));
+  EXPECT_THAT(Prepare(unnamed), StatusIs(kInvalid, "a tile has an empty name"));
 }
 
 TEST_F(ValidationTest, DataSizeMustMatchThePhysicalTile) {
   JobBuilder job(Target::kHost);
   job.AddData("a", Desc(DType::kInt32, 16, 16, 8, 8), std::string(10, '\0'));
   job.Tand("d", "a", "a");
-  EXPECT_THAT(Prepare(job),
-              StatusIs(kInvalid, "tile \"a\": data has 10 bytes, expected "
-                                 "1024 (16x16 elements of int32, 4 bytes "
-                                 "each)"));
+  EXPECT_THAT(Prepare(job), StatusIs(kInvalid,
+                                     "tile \"a\": data has 10 bytes, expected "
+                                     "1024 (16x16 elements of int32, 4 bytes "
+                                     "each)"));
   // The valid region does not count: the whole physical tile travels.
   JobBuilder valid_only(Target::kHost);
   valid_only.AddData("a", Desc(DType::kInt32, 16, 16, 8, 8),
@@ -445,8 +457,9 @@ TEST_F(ValidationTest, ValueCountMustMatchThePhysicalTile) {
   job.AddValues("a", Desc(DType::kInt32, 16, 16), {1, 2, 3});
   job.Tand("d", "a", "a");
   EXPECT_THAT(Prepare(job),
-              StatusIs(kInvalid, "tile \"a\": values has 3 entries, expected "
-                                 "256 (one per element of the 16x16 tile)"));
+              StatusIs(kInvalid,
+                       "tile \"a\": values has 3 entries, expected "
+                       "256 (one per element of the 16x16 tile)"));
 
   JobBuilder half(Target::kHost);
   half.AddValues("a", Desc(DType::kFloat16, 1, 2), {1, 2});
@@ -474,16 +487,20 @@ TEST_F(ValidationTest, ValuesOutOfRangeAreRejectedWithTheirIndex) {
        "tile \"a\": values[5] (element 0,5) = 300 is not an integer in the "
        "uint8 range [0, 255]"},
       {DType::kUInt8, -1, "= -1 is not an integer in the uint8 range"},
-      {DType::kInt8, 128, "= 128 is not an integer in the int8 range "
-                          "[-128, 127]"},
+      {DType::kInt8, 128,
+       "= 128 is not an integer in the int8 range "
+       "[-128, 127]"},
       {DType::kInt8, -129, "= -129 is not an integer in the int8 range"},
-      {DType::kInt16, 1.5, "values[5] (element 0,5) = 1.5 is not an integer "
-                           "in the int16 range [-32768, 32767]"},
+      {DType::kInt16, 1.5,
+       "values[5] (element 0,5) = 1.5 is not an integer "
+       "in the int16 range [-32768, 32767]"},
       {DType::kUInt16, 65536, "= 65536 is not an integer in the uint16 range"},
-      {DType::kUInt32, -1, "tile \"a\": values[5] (element 0,5) = -1 is not "
-                           "an integer in the uint32 range [0, 4294967295]"},
-      {DType::kInt32, 0.25, "= 0.25 is not an integer in the int32 range "
-                            "[-2147483648, 2147483647]"},
+      {DType::kUInt32, -1,
+       "tile \"a\": values[5] (element 0,5) = -1 is not "
+       "an integer in the uint32 range [0, 4294967295]"},
+      {DType::kInt32, 0.25,
+       "= 0.25 is not an integer in the int32 range "
+       "[-2147483648, 2147483647]"},
       {DType::kInt32, std::nan(""), "values[5]"},
   };
   for (const Case& c : cases) {
@@ -495,6 +512,17 @@ TEST_F(ValidationTest, ValuesOutOfRangeAreRejectedWithTheirIndex) {
   }
 }
 
+// The offending value is printed in full (not "4.29497e+09"), so the sender
+// can see which number was wrong.
+TEST_F(ValidationTest, OutOfRangeValueIsPrintedInFull) {
+  JobBuilder job(Target::kHost);
+  job.AddValues("a", Desc(DType::kUInt32, 1, 8), ValuesWith(5, 4294967296.0));
+  job.Tand("d", "a", "a");
+  EXPECT_THAT(Prepare(job),
+              StatusIs(kInvalid, HasSubstr("values[5] (element 0,5) = "
+                                           "4294967296 is not an integer")));
+}
+
 // The extremes of each type are accepted and arrive unchanged: x & x = x.
 TEST_F(ValidationTest, ValuesAtTheEdgesOfTheRangeAreAccepted) {
   struct Case {
@@ -502,10 +530,10 @@ TEST_F(ValidationTest, ValuesAtTheEdgesOfTheRangeAreAccepted) {
     double value;
   };
   const Case cases[] = {
-      {DType::kUInt8, 255},         {DType::kUInt8, 0},
-      {DType::kInt8, -128},         {DType::kInt8, 127},
-      {DType::kUInt16, 65535},      {DType::kInt16, -32768},
-      {DType::kInt16, 32767},       {DType::kUInt32, 4294967295.0},
+      {DType::kUInt8, 255},           {DType::kUInt8, 0},
+      {DType::kInt8, -128},           {DType::kInt8, 127},
+      {DType::kUInt16, 65535},        {DType::kInt16, -32768},
+      {DType::kInt16, 32767},         {DType::kUInt32, 4294967295.0},
       {DType::kInt32, -2147483648.0}, {DType::kInt32, 2147483647},
   };
   for (const Case& c : cases) {
@@ -548,9 +576,9 @@ TEST_F(LimitsTest, TileOverMaxBytesIsResourceExhausted) {
   JobBuilder job(Target::kHost);
   job.AddTile("a", Desc(DType::kInt32, 16, 17));
   job.Tand("d", "a", "a");
-  EXPECT_THAT(Prepare(job),
-              StatusIs(kExhausted, "tile \"a\": 16x17 int32 is 1088 bytes, "
-                                   "over the limit of 1024 bytes per tile"));
+  EXPECT_THAT(Prepare(job), StatusIs(kExhausted,
+                                     "tile \"a\": 16x17 int32 is 1088 bytes, "
+                                     "over the limit of 1024 bytes per tile"));
 }
 
 TEST_F(LimitsTest, TooManyInstructionsIsResourceExhausted) {
@@ -560,9 +588,9 @@ TEST_F(LimitsTest, TooManyInstructionsIsResourceExhausted) {
   EXPECT_TRUE(Prepare(ok).ok()) << Prepare(ok);
 
   ok.Tand("a", "a", "a");
-  EXPECT_THAT(Prepare(ok),
-              StatusIs(kExhausted, "job has 5 instructions, over the limit "
-                                   "of 4"));
+  EXPECT_THAT(Prepare(ok), StatusIs(kExhausted,
+                                    "job has 5 instructions, over the limit "
+                                    "of 4"));
 }
 
 TEST_F(LimitsTest, TooManyTilesIsResourceExhausted) {

@@ -328,7 +328,7 @@ TEST_F(ServerTest, ThousandMalformedRequestsThenStillCorrect) {
          t.clear_data();
          for (int i = 0; i < 64; ++i) t.add_values(i == 5 ? 1e10 : 0);
        },
-       "values[5] (element 0,5) = 1e+10 is not an integer in the int32 range"},
+       "values[5] (element 0,5) = 10000000000 is not an integer in the int32 range"},
       {[](v1::Job* j) { j->clear_instructions(); }, "job has no instructions"},
       {[](v1::Job* j) { j->set_mode(v1::MODE_MANUAL); }, "manual mode needs an address"},
       {[](v1::Job* j) { j->set_target(static_cast<v1::Target>(42)); }, "unknown target 42"},

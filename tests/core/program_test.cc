@@ -1,0 +1,302 @@
+// Jobs as programs: dependencies between instructions, event records,
+// in-order execution, which tiles come back and in which encoding.
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/engine.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/core/test_util.h"
+
+namespace ptoserve {
+namespace {
+
+using test::Desc;
+using test::DTypeOf;
+using test::JobBuilder;
+using test::Matrix;
+using test::OutputMatrix;
+using test::RandomMatrix;
+using test::Reference;
+using test::SameElements;
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+
+class ProgramTest : public ::testing::Test {
+ protected:
+  // Declares 4x8 int32 tiles without elements.
+  static void AddTiles(JobBuilder& job, std::vector<const char*> names) {
+    for (const char* name : names) job.AddTile(name, Desc(DType::kInt32, 4, 8));
+  }
+
+  Engine engine_{EngineOptions{}};
+};
+
+TEST_F(ProgramTest, PredecessorsFollowWaitsAndDataHazards) {
+  JobBuilder job(Target::kHost);
+  AddTiles(job, {"a", "b", "c", "d"});
+  job.Tand("t", "a", "b");                       // 0
+  job.Txor("u", "t", "c");                       // 1: reads t (RAW on 0)
+  job.Tand("a", "c", "c");                       // 2: writes a, read by 0 (WAR)
+  job.Tand("t", "c", "d");                       // 3: t written by 0, read by 1
+  job.Tand("x", "d", "d").wait_events = {"e2"};  // 4: only the wait
+  job.Tand("y", "d", "c");                       // 5: reads only
+  job.Tand("c", "y", "y");                       // 6: RAW on y; WAR on c
+
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<PreparedJob> prepared,
+                       engine_.Prepare(job.spec()));
+  ASSERT_EQ(prepared->num_instructions(), 7u);
+  EXPECT_THAT(prepared->predecessors(0), IsEmpty());
+  EXPECT_THAT(prepared->predecessors(1), ElementsAre(0));
+  EXPECT_THAT(prepared->predecessors(2), ElementsAre(0));
+  EXPECT_THAT(prepared->predecessors(3), ElementsAre(0, 1));
+  EXPECT_THAT(prepared->predecessors(4), ElementsAre(2));
+  EXPECT_THAT(prepared->predecessors(5), IsEmpty());
+  EXPECT_THAT(prepared->predecessors(6), ElementsAre(1, 2, 3, 5));
+}
+
+// An in-place instruction depends on the last writer of its tile once.
+TEST_F(ProgramTest, InPlaceChainDependsOnEachPreviousStep) {
+  JobBuilder job(Target::kHost);
+  AddTiles(job, {"a", "b"});
+  job.Tand("a", "a", "b");
+  job.Tand("a", "a", "b");
+  job.Tand("a", "a", "b").wait_events = {"e0"};
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<PreparedJob> prepared,
+                       engine_.Prepare(job.spec()));
+  EXPECT_THAT(prepared->predecessors(1), ElementsAre(0));
+  EXPECT_THAT(prepared->predecessors(2), ElementsAre(0, 1));
+}
+
+// On a2a3, TXOR writes its tmp: sharing one tmp orders the instructions.
+TEST_F(ProgramTest, A2A3TmpWritesAreHazards) {
+  JobBuilder job(Target::kA2A3);
+  AddTiles(job, {"a", "b"});
+  job.Txor("d0", "a", "b", "t");  // 0
+  job.Txor("d1", "a", "b", "t");  // 1: WAW on t
+  job.Tand("e", "t", "a");        // 2: RAW on t
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<PreparedJob> prepared,
+                       engine_.Prepare(job.spec()));
+  EXPECT_THAT(prepared->predecessors(1), ElementsAre(0));
+  EXPECT_THAT(prepared->predecessors(2), ElementsAre(1));
+
+  // Elsewhere tmp is unused, so it creates no dependency.
+  JobBuilder a5(Target::kA5);
+  AddTiles(a5, {"a", "b", "t"});
+  a5.Txor("d0", "a", "b", "t");
+  a5.Txor("d1", "a", "b", "t");
+  ASSERT_OK_AND_ASSIGN(prepared, engine_.Prepare(a5.spec()));
+  EXPECT_THAT(prepared->predecessors(1), IsEmpty());
+}
+
+TEST_F(ProgramTest, EventsRecordIdsWaitsAndTimes) {
+  JobBuilder job(Target::kA5);
+  AddTiles(job, {"a", "b"});
+  job.Tand("t", "a", "b").record_event = "first";
+  job.Txor("u", "t", "b").wait_events = {"first"};
+  job.Tand("v", "a", "b").wait_events = {"first", "e1"};
+
+  ASSERT_OK_AND_ASSIGN(JobOutcome outcome, engine_.Execute(job.spec()));
+  EXPECT_EQ(outcome.target, Target::kA5);
+  ASSERT_EQ(outcome.events.size(), 3u);
+  const Opcode opcodes[] = {Opcode::kTand, Opcode::kTxor, Opcode::kTand};
+  const char* ids[] = {"first", "e1", "e2"};
+  for (uint32_t i = 0; i < 3; ++i) {
+    const Event& e = outcome.events[i];
+    SCOPED_TRACE(e.id);
+    EXPECT_EQ(e.id, ids[i]);
+    EXPECT_EQ(e.index, i);
+    EXPECT_EQ(e.opcode, opcodes[i]);
+    EXPECT_EQ(e.target, Target::kA5);
+    EXPECT_EQ(e.batch_size, 1u);
+    EXPECT_LE(e.enqueue_time, e.start_time);
+    EXPECT_LE(e.start_time, e.end_time);
+    if (i > 0) {
+      // Execute runs one instruction per batch, in program order.
+      EXPECT_GT(e.batch_id, outcome.events[i - 1].batch_id);
+      EXPECT_LE(outcome.events[i - 1].end_time, e.start_time);
+    }
+  }
+  EXPECT_THAT(outcome.events[0].waited_on, IsEmpty());
+  EXPECT_THAT(outcome.events[1].waited_on, ElementsAre("first"));
+  EXPECT_THAT(outcome.events[2].waited_on, ElementsAre("first", "e1"));
+}
+
+// Instructions of two jobs in one RunBatch share a batch id and size.
+TEST_F(ProgramTest, RunBatchRecordsTheBatch) {
+  JobBuilder job(Target::kHost);
+  AddTiles(job, {"a", "b"});
+  job.Tand("t", "a", "b");
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<PreparedJob> first,
+                       engine_.Prepare(job.spec()));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<PreparedJob> second,
+                       engine_.Prepare(job.spec()));
+  const WorkItem batch[] = {{first.get(), 0}, {second.get(), 0}};
+  engine_.RunBatch(batch);
+  const JobOutcome one = engine_.Finish(first.get());
+  const JobOutcome two = engine_.Finish(second.get());
+  EXPECT_EQ(one.events[0].batch_size, 2u);
+  EXPECT_EQ(two.events[0].batch_size, 2u);
+  EXPECT_EQ(one.events[0].batch_id, two.events[0].batch_id);
+  EXPECT_NE(one.events[0].batch_id, 0u);
+}
+
+// dst of one instruction feeding the next gives the composed result:
+// u = (a & b) ^ c, then u = u & d in place.
+TEST_F(ProgramTest, ChainedInstructionsComposeInOrder) {
+  std::mt19937 rng(5);
+  test::ForEachBitwiseType([&](auto element) {
+    using T = decltype(element);
+    const uint32_t cols = 64 / sizeof(T);
+    const auto a = RandomMatrix<T>(4, cols, &rng);
+    const auto b = RandomMatrix<T>(4, cols, &rng);
+    const auto c = RandomMatrix<T>(4, cols, &rng);
+    const auto d = RandomMatrix<T>(4, cols, &rng);
+    Matrix<T> want = Reference(BitwiseOp::kAnd, a, b, a, 4, cols);
+    want = Reference(BitwiseOp::kXor, want, c, want, 4, cols);
+    want = Reference(BitwiseOp::kAnd, want, d, want, 4, cols);
+    for (Target target : test::kAllTargets) {
+      SCOPED_TRACE(
+          absl::StrCat(DTypeName(DTypeOf<T>()), " on ", TargetName(target)));
+      JobBuilder job(target);
+      job.AddMatrix("a", a);
+      job.AddMatrix("b", b);
+      job.AddMatrix("c", c);
+      job.AddMatrix("d", d);
+      job.Tand("t", "a", "b");
+      job.Txor("u", "t", "c", "tmp");
+      job.Tand("u", "u", "d");
+      job.spec().outputs = {"u"};
+      ASSERT_OK_AND_ASSIGN(JobOutcome outcome, engine_.Execute(job.spec()));
+      EXPECT_TRUE(SameElements(want, OutputMatrix<T>(outcome, "u")));
+    }
+  });
+}
+
+std::vector<std::string> OutputNames(const JobOutcome& outcome) {
+  std::vector<std::string> names;
+  for (const OutputTile& out : outcome.outputs) names.push_back(out.name);
+  return names;
+}
+
+TEST_F(ProgramTest, OutputsDefaultToEachDistinctDstInOrder) {
+  JobBuilder job(Target::kHost);
+  AddTiles(job, {"a", "b"});
+  job.Tand("t", "a", "b");
+  job.Tand("u", "t", "b");
+  job.Tand("t", "u", "b");
+  job.Tand("a", "a", "b");
+  ASSERT_OK_AND_ASSIGN(JobOutcome outcome, engine_.Execute(job.spec()));
+  EXPECT_THAT(OutputNames(outcome), ElementsAre("t", "u", "a"));
+}
+
+// Asked-for outputs come back in the order asked, inputs included; a tile
+// asked for twice comes back twice with equal elements.
+TEST_F(ProgramTest, ExplicitOutputsInTheirOrder) {
+  std::mt19937 rng(9);
+  const auto a = RandomMatrix<int32_t>(4, 8, &rng);
+  const auto b = RandomMatrix<int32_t>(4, 8, &rng);
+  JobBuilder job(Target::kHost);
+  job.AddMatrix("a", a);
+  job.AddMatrix("b", b);
+  job.Tand("t", "a", "b");
+  job.spec().outputs = {"b", "t", "b"};
+  ASSERT_OK_AND_ASSIGN(JobOutcome outcome, engine_.Execute(job.spec()));
+  EXPECT_THAT(OutputNames(outcome), ElementsAre("b", "t", "b"));
+  EXPECT_TRUE(
+      SameElements(b, test::ToMatrix<int32_t>(outcome.outputs[0].tile)));
+  EXPECT_TRUE(
+      SameElements(b, test::ToMatrix<int32_t>(outcome.outputs[2].tile)));
+  EXPECT_NE(outcome.outputs[0].tile.data(), outcome.outputs[2].tile.data());
+  EXPECT_TRUE(SameElements(
+      Reference(BitwiseOp::kAnd, a, b, Matrix<int32_t>(4, 8), 4, 8),
+      test::ToMatrix<int32_t>(outcome.outputs[1].tile)));
+}
+
+class EncodingTest : public ProgramTest {
+ protected:
+  // 4x8 int32 tile `name` of zeros, sent as `encoding` (kNone: not sent).
+  void Add(JobBuilder& job, const char* name, Encoding encoding) {
+    const TileDesc desc = Desc(DType::kInt32, 4, 8);
+    switch (encoding) {
+      case Encoding::kNone: job.AddTile(name, desc); break;
+      case Encoding::kData:
+        job.AddData(name, desc, std::string(128, '\0'));
+        break;
+      case Encoding::kValues:
+        job.AddValues(name, desc, std::vector<double>(32));
+        break;
+    }
+  }
+
+  // The encoding of each output of `job`, in order.
+  std::vector<Encoding> Encodings(JobBuilder& job) {
+    std::vector<Encoding> out;
+    absl::StatusOr<JobOutcome> outcome = engine_.Execute(job.spec());
+    EXPECT_TRUE(outcome.ok()) << outcome.status();
+    if (!outcome.ok()) return out;
+    for (const OutputTile& o : outcome->outputs) out.push_back(o.encoding);
+    return out;
+  }
+};
+
+TEST_F(EncodingTest, ServerAllocatedDstInheritsSrc0Encoding) {
+  for (Encoding src0 : {Encoding::kData, Encoding::kValues}) {
+    for (Encoding src1 : {Encoding::kData, Encoding::kValues}) {
+      JobBuilder job(Target::kHost);
+      Add(job, "a", src0);
+      Add(job, "b", src1);
+      job.Tand("d", "a", "b");
+      EXPECT_THAT(Encodings(job), ElementsAre(src0));
+    }
+  }
+}
+
+TEST_F(EncodingTest, DeclaredTilesKeepTheirOwnEncoding) {
+  JobBuilder job(Target::kHost);
+  Add(job, "a", Encoding::kValues);
+  Add(job, "b", Encoding::kData);
+  Add(job, "d", Encoding::kData);
+  job.Tand("d", "a", "b");
+  job.spec().outputs = {"d", "a", "b"};
+  EXPECT_THAT(Encodings(job),
+              ElementsAre(Encoding::kData, Encoding::kValues, Encoding::kData));
+}
+
+// A declared dst sent without elements comes back like its src0.
+TEST_F(EncodingTest, DeclaredDstWithoutElementsInheritsSrc0Encoding) {
+  JobBuilder job(Target::kHost);
+  Add(job, "a", Encoding::kValues);
+  Add(job, "b", Encoding::kData);
+  Add(job, "d", Encoding::kNone);
+  job.Tand("d", "a", "b");
+  EXPECT_THAT(Encodings(job), ElementsAre(Encoding::kValues));
+}
+
+TEST_F(EncodingTest, EncodingFollowsAChain) {
+  JobBuilder job(Target::kHost);
+  Add(job, "a", Encoding::kValues);
+  Add(job, "b", Encoding::kData);
+  job.Tand("t", "a", "b");
+  job.Txor("u", "t", "b");
+  job.Tand("v", "b", "u");
+  EXPECT_THAT(Encodings(job), ElementsAre(Encoding::kValues, Encoding::kValues,
+                                          Encoding::kData));
+}
+
+// Tiles that no input fed (tiles sent without elements, a server-allocated
+// tmp) come back as data.
+TEST_F(EncodingTest, TilesWithoutInputsComeBackAsData) {
+  JobBuilder job(Target::kA2A3);
+  Add(job, "a", Encoding::kValues);
+  Add(job, "b", Encoding::kValues);
+  Add(job, "z", Encoding::kNone);
+  job.Txor("d", "a", "b", "t");
+  job.spec().outputs = {"d", "t", "z"};
+  EXPECT_THAT(Encodings(job),
+              ElementsAre(Encoding::kValues, Encoding::kData, Encoding::kData));
+}
+
+}  // namespace
+}  // namespace ptoserve
