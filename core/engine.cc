@@ -15,18 +15,6 @@ namespace ptoserve {
 
 namespace {
 
-// Errors about an instruction's wiring (names, events) before the target's
-// rules apply; same prefix as the rule errors.
-template <typename... Args>
-absl::Status InstructionError(size_t index, Opcode opcode, Target target,
-                              const absl::FormatSpec<Args...>& format,
-                              const Args&... args) {
-  return absl::InvalidArgumentError(
-      absl::StrFormat("instruction %u (%s on %s): ", index, OpcodeName(opcode),
-                      TargetName(target)) +
-      absl::StrFormat(format, args...));
-}
-
 std::string EventName(const Instruction& inst, size_t index) {
   return inst.record_event.empty() ? absl::StrCat("e", index)
                                    : inst.record_event;
@@ -71,243 +59,302 @@ class HazardTracker {
   std::vector<std::vector<uint32_t>> readers_;
 };
 
+
 }  // namespace
 
-Engine::Engine(const EngineOptions& options)
-    : options_(options), backends_(options.host_buffer_bytes) {}
+namespace internal {
 
-absl::StatusOr<std::unique_ptr<PreparedJob>> Engine::Prepare(
-    const JobSpec& spec) const {
-  const EngineLimits& limits = options_.limits;
-  auto job = std::make_unique<PreparedJob>();
-  const Target target = spec.target.value_or(options_.default_target);
-  const Backend& backend = backends_.Get(target);
-  job->target_ = target;
-  job->backend_ = &backend;
-
-  if (spec.instructions.empty()) {
-    return absl::InvalidArgumentError("job has no instructions");
-  }
-  if (spec.instructions.size() > limits.max_instructions_per_job) {
-    return absl::ResourceExhaustedError(absl::StrFormat(
-        "job has %u instructions, over the limit of %u",
-        spec.instructions.size(), limits.max_instructions_per_job));
-  }
-  if (spec.tiles.size() > limits.max_tiles_per_job) {
-    return absl::ResourceExhaustedError(
-        absl::StrFormat("job has %u tiles, over the limit of %u",
-                        spec.tiles.size(), limits.max_tiles_per_job));
+// Turns a JobSpec into a PreparedJob, one stage at a time; each stage
+// returns the first problem it finds.
+class JobBinder {
+ public:
+  JobBinder(const JobSpec& spec, const EngineLimits& limits,
+            const BackendRegistry& backends, Target default_target)
+      : spec_(spec),
+        limits_(limits),
+        target_(spec.target.value_or(default_target)),
+        backend_(backends.Get(target_)),
+        job_(std::make_unique<PreparedJob>()) {
+    job_->target_ = target_;
+    job_->backend_ = &backend_;
   }
 
-  // Declared tiles.
-  std::vector<TileDesc> descs;
-  absl::flat_hash_map<absl::string_view, size_t> slot_of;
-  auto& slots = job->slots_;
-  for (const TileInput& in : spec.tiles) {
-    if (in.name.empty()) {
-      return absl::InvalidArgumentError("a tile has an empty name");
+  absl::StatusOr<std::unique_ptr<PreparedJob>> Bind() && {
+    PTO_RETURN_IF_ERROR(CheckCounts());
+    PTO_RETURN_IF_ERROR(DeclareTiles());
+    PTO_RETURN_IF_ERROR(IndexEvents());
+    for (size_t i = 0; i < spec_.instructions.size(); ++i) {
+      PTO_RETURN_IF_ERROR(BindInstruction(i));
     }
-    if (slot_of.contains(in.name)) {
-      return absl::InvalidArgumentError(
-          absl::StrFormat("tile \"%s\" is declared twice", in.name));
-    }
-    PTO_ASSIGN_OR_RETURN(TileDesc desc,
-                         ResolveTileDesc(in.desc, in.name, limits.max_tile_bytes));
-    if (in.encoding == Encoding::kData) {
-      PTO_RETURN_IF_ERROR(CheckDataSize(desc, in.name, in.data.size()));
-    } else if (in.encoding == Encoding::kValues) {
-      PTO_RETURN_IF_ERROR(CheckValueCount(desc, in.name, in.values.size()));
-    }
-    if (spec.mode == Mode::kManual) {
-      PTO_RETURN_IF_ERROR(CheckPlacement(in.name, desc, target,
-                                         backend.rules().buffer_bytes));
-    }
-    slot_of[in.name] = slots.size();
-    slots.push_back({in.name, std::nullopt, in.encoding});
-    descs.push_back(desc);
+    PTO_RETURN_IF_ERROR(ResolveOutputs());
+    DerivePredecessors();
+    PTO_RETURN_IF_ERROR(FillTiles());
+    return std::move(job_);
   }
 
-  // Every event a job records, so that waits can tell "later" from "unknown".
-  absl::flat_hash_map<std::string, size_t> recorder;
-  for (size_t i = 0; i < spec.instructions.size(); ++i) {
-    const Instruction& inst = spec.instructions[i];
-    std::string name = EventName(inst, i);
-    auto [it, inserted] = recorder.emplace(name, i);
-    if (!inserted) {
-      return InstructionError(i, inst.opcode, target,
-                              "event \"%s\" is already recorded by "
-                              "instruction %u; event names must be unique",
-                              name, it->second);
-    }
-  }
-
-  // Instructions: resolve operands (allocating new dst/tmp tiles), check the
-  // target's rules, resolve waits.
+ private:
+  // The tiles one instruction reads and writes, as slot indices.
   struct Wiring {
     size_t dst, src0, src1;
     std::optional<size_t> tmp;
   };
-  std::vector<Wiring> wiring;
-  absl::flat_hash_set<size_t> written;
-  for (size_t i = 0; i < spec.instructions.size(); ++i) {
-    const Instruction& inst = spec.instructions[i];
-    const auto fail = [&](auto&&... args) {
-      return InstructionError(i, inst.opcode, target, args...);
-    };
-    for (auto [role, name] : {std::pair<const char*, const std::string*>{"dst", &inst.dst},
-                              {"src0", &inst.src0},
-                              {"src1", &inst.src1}}) {
-      if (name->empty()) return fail("%s is not set; name a tile", role);
+
+  template <typename... Args>
+  absl::Status InstructionError(size_t index,
+                                const absl::FormatSpec<Args...>& format,
+                                const Args&... args) const {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("instruction %u (%s on %s): ", index,
+                        OpcodeName(spec_.instructions[index].opcode),
+                        TargetName(target_)) +
+        absl::StrFormat(format, args...));
+  }
+
+  absl::Status CheckCounts() const {
+    if (spec_.instructions.empty()) {
+      return absl::InvalidArgumentError("job has no instructions");
     }
-    for (auto [role, name] : {std::pair<const char*, const std::string*>{"src0", &inst.src0},
-                              {"src1", &inst.src1}}) {
-      if (!slot_of.contains(*name)) {
-        return fail(
+    if (spec_.instructions.size() > limits_.max_instructions_per_job) {
+      return absl::ResourceExhaustedError(absl::StrFormat(
+          "job has %u instructions, over the limit of %u",
+          spec_.instructions.size(), limits_.max_instructions_per_job));
+    }
+    if (spec_.tiles.size() > limits_.max_tiles_per_job) {
+      return absl::ResourceExhaustedError(
+          absl::StrFormat("job has %u tiles, over the limit of %u",
+                          spec_.tiles.size(), limits_.max_tiles_per_job));
+    }
+    return absl::OkStatus();
+  }
+
+  // Adds a slot for tile `name`; its storage comes later, in FillTiles.
+  absl::Status AddSlot(absl::string_view name, const TileDesc& desc,
+                       Encoding encoding) {
+    if (spec_.mode == Mode::kManual) {
+      PTO_RETURN_IF_ERROR(CheckPlacement(name, desc, target_,
+                                         backend_.rules().buffer_bytes));
+    }
+    if (job_->slots_.size() >= limits_.max_tiles_per_job) {
+      return absl::ResourceExhaustedError(absl::StrFormat(
+          "job needs more than %u tiles", limits_.max_tiles_per_job));
+    }
+    slot_of_[name] = job_->slots_.size();
+    job_->slots_.push_back({std::string(name), std::nullopt, encoding});
+    descs_.push_back(desc);
+    return absl::OkStatus();
+  }
+
+  absl::Status DeclareTiles() {
+    for (const TileInput& in : spec_.tiles) {
+      if (in.name.empty()) {
+        return absl::InvalidArgumentError("a tile has an empty name");
+      }
+      if (slot_of_.contains(in.name)) {
+        return absl::InvalidArgumentError(
+            absl::StrFormat("tile \"%s\" is declared twice", in.name));
+      }
+      PTO_ASSIGN_OR_RETURN(
+          TileDesc desc,
+          ResolveTileDesc(in.desc, in.name, limits_.max_tile_bytes));
+      if (in.encoding == Encoding::kData) {
+        PTO_RETURN_IF_ERROR(CheckDataSize(desc, in.name, in.data.size()));
+      } else if (in.encoding == Encoding::kValues) {
+        PTO_RETURN_IF_ERROR(CheckValueCount(desc, in.name, in.values.size()));
+      }
+      PTO_RETURN_IF_ERROR(AddSlot(in.name, desc, in.encoding));
+    }
+    return absl::OkStatus();
+  }
+
+  // Every event the job records, so that waits can tell "later" from
+  // "unknown".
+  absl::Status IndexEvents() {
+    for (size_t i = 0; i < spec_.instructions.size(); ++i) {
+      auto [it, inserted] =
+          recorder_.emplace(EventName(spec_.instructions[i], i), i);
+      if (!inserted) {
+        return InstructionError(i,
+                                "event \"%s\" is already recorded by "
+                                "instruction %u; event names must be unique",
+                                it->first, it->second);
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  // The slot of operand `name`, allocating a tile shaped like slot `like`
+  // (and encoded like it) when the job has none of that name.
+  absl::StatusOr<size_t> SlotOrNew(const std::string& name, size_t like) {
+    if (auto it = slot_of_.find(name); it != slot_of_.end()) return it->second;
+    PTO_RETURN_IF_ERROR(AddSlot(name, AllocatedLike(descs_[like]),
+                                job_->slots_[like].encoding));
+    return job_->slots_.size() - 1;
+  }
+
+  absl::Status BindInstruction(size_t i) {
+    const Instruction& inst = spec_.instructions[i];
+    using Named = std::pair<const char*, const std::string*>;
+    for (auto [role, name] : {Named{"dst", &inst.dst}, Named{"src0", &inst.src0},
+                              Named{"src1", &inst.src1}}) {
+      if (name->empty()) return InstructionError(i, "%s is not set; name a tile", role);
+    }
+    for (auto [role, name] : {Named{"src0", &inst.src0}, Named{"src1", &inst.src1}}) {
+      if (!slot_of_.contains(*name)) {
+        return InstructionError(
+            i,
             "%s \"%s\" is not a tile of the job nor the dst of an earlier "
             "instruction",
             role, *name);
       }
     }
-    Wiring w{0, slot_of[inst.src0], slot_of[inst.src1], std::nullopt};
-    // A new tile comes from the server, shaped like `like`; its output
-    // encoding follows the tile it was derived from.
-    const auto allocate = [&](const std::string& name, const TileDesc& like,
-                              Encoding encoding) -> absl::StatusOr<size_t> {
-      TileDesc desc = AllocatedLike(like);
-      if (spec.mode == Mode::kManual) {
-        PTO_RETURN_IF_ERROR(CheckPlacement(name, desc, target,
-                                           backend.rules().buffer_bytes));
-      }
-      if (slots.size() >= limits.max_tiles_per_job) {
-        return absl::ResourceExhaustedError(absl::StrFormat(
-            "job needs more than %u tiles", limits.max_tiles_per_job));
-      }
-      slot_of[name] = slots.size();
-      slots.push_back({name, std::nullopt, encoding});
-      descs.push_back(desc);
-      return slots.size() - 1;
-    };
-    if (auto it = slot_of.find(inst.dst); it != slot_of.end()) {
-      w.dst = it->second;
-    } else {
-      PTO_ASSIGN_OR_RETURN(w.dst,
-                           allocate(inst.dst, descs[w.src0], slots[w.src0].encoding));
+    Wiring w{0, slot_of_[inst.src0], slot_of_[inst.src1], std::nullopt};
+    PTO_ASSIGN_OR_RETURN(w.dst, SlotOrNew(inst.dst, w.src0));
+    // A declared dst sent without elements comes back encoded like src0.
+    Encoding& dst_encoding = job_->slots_[w.dst].encoding;
+    if (dst_encoding == Encoding::kNone) {
+      dst_encoding = job_->slots_[w.src0].encoding;
     }
-    if (slots[w.dst].encoding == Encoding::kNone) {
-      slots[w.dst].encoding = slots[w.src0].encoding;
-    }
-    const bool uses_tmp = backend.UsesTmp(inst.opcode);
+    const bool uses_tmp = backend_.UsesTmp(inst.opcode);
     if (uses_tmp && !inst.tmp.empty()) {
-      if (auto it = slot_of.find(inst.tmp); it != slot_of.end()) {
-        w.tmp = it->second;
-      } else {
-        PTO_ASSIGN_OR_RETURN(w.tmp, allocate(inst.tmp, descs[w.dst], Encoding::kNone));
-      }
+      PTO_ASSIGN_OR_RETURN(w.tmp, SlotOrNew(inst.tmp, w.dst));
     }
 
     InstructionSig sig;
     sig.index = i;
     sig.opcode = inst.opcode;
-    sig.mode = spec.mode;
-    sig.dst = {"dst", inst.dst, &descs[w.dst]};
-    sig.src0 = {"src0", inst.src0, &descs[w.src0]};
-    sig.src1 = {"src1", inst.src1, &descs[w.src1]};
-    sig.tmp = {"tmp", inst.tmp, w.tmp ? &descs[*w.tmp] : nullptr};
-    PTO_RETURN_IF_ERROR(backend.Check(sig));
+    sig.mode = spec_.mode;
+    sig.dst = {"dst", inst.dst, &descs_[w.dst]};
+    sig.src0 = {"src0", inst.src0, &descs_[w.src0]};
+    sig.src1 = {"src1", inst.src1, &descs_[w.src1]};
+    sig.tmp = {"tmp", inst.tmp, w.tmp ? &descs_[*w.tmp] : nullptr};
+    PTO_RETURN_IF_ERROR(backend_.Check(sig));
 
     Event event;
     event.id = EventName(inst, i);
     event.index = static_cast<uint32_t>(i);
     event.opcode = inst.opcode;
-    event.target = target;
+    event.target = target_;
     if (!uses_tmp && !inst.tmp.empty()) {
-      event.trace.notes.push_back(absl::StrFormat(
-          "tmp \"%s\" is accepted and unused on %s", inst.tmp,
-          TargetName(target)));
+      event.trace.notes.push_back(
+          absl::StrFormat("tmp \"%s\" is accepted and unused on %s", inst.tmp,
+                          TargetName(target_)));
     }
     for (const std::string& wait : inst.wait_events) {
-      auto it = recorder.find(wait);
-      if (it == recorder.end()) {
-        return fail("waits on event \"%s\", which no instruction records",
-                    wait);
+      auto it = recorder_.find(wait);
+      if (it == recorder_.end()) {
+        return InstructionError(
+            i, "waits on event \"%s\", which no instruction records", wait);
       }
       if (it->second == i) {
-        return fail("waits on its own event \"%s\" (a cycle)", wait);
+        return InstructionError(i, "waits on its own event \"%s\" (a cycle)",
+                                wait);
       }
       if (it->second > i) {
-        return fail(
+        return InstructionError(
+            i,
             "waits on event \"%s\", recorded by instruction %u which comes "
             "later; an instruction can only wait on earlier ones",
             wait, it->second);
       }
       event.waited_on.push_back(wait);
     }
-    job->events_.push_back(std::move(event));
-    wiring.push_back(w);
+    job_->events_.push_back(std::move(event));
+    wiring_.push_back(w);
+    return absl::OkStatus();
   }
 
-  // Outputs.
-  if (spec.outputs.empty()) {
-    absl::flat_hash_set<size_t> seen;
-    for (const Wiring& w : wiring) {
-      if (seen.insert(w.dst).second) job->outputs_.push_back(w.dst);
-    }
-  } else {
-    for (const std::string& name : spec.outputs) {
-      auto it = slot_of.find(name);
-      if (it == slot_of.end()) {
-        return absl::InvalidArgumentError(absl::StrFormat(
-            "outputs: \"%s\" is not a tile of the job", name));
+  absl::Status ResolveOutputs() {
+    if (spec_.outputs.empty()) {
+      absl::flat_hash_set<size_t> seen;
+      for (const Wiring& w : wiring_) {
+        if (seen.insert(w.dst).second) job_->outputs_.push_back(w.dst);
       }
-      job->outputs_.push_back(it->second);
+      return absl::OkStatus();
+    }
+    for (const std::string& name : spec_.outputs) {
+      auto it = slot_of_.find(name);
+      if (it == slot_of_.end()) {
+        return absl::InvalidArgumentError(
+            absl::StrFormat("outputs: \"%s\" is not a tile of the job", name));
+      }
+      job_->outputs_.push_back(it->second);
+    }
+    return absl::OkStatus();
+  }
+
+  // Explicit waits plus data hazards, so that any execution order that
+  // honours them gives the results of program order.
+  void DerivePredecessors() {
+    HazardTracker hazards(job_->slots_.size());
+    job_->predecessors_.resize(wiring_.size());
+    for (size_t i = 0; i < wiring_.size(); ++i) {
+      const Wiring& w = wiring_[i];
+      std::vector<uint32_t>& deps = job_->predecessors_[i];
+      for (const std::string& wait : spec_.instructions[i].wait_events) {
+        deps.push_back(static_cast<uint32_t>(recorder_[wait]));
+      }
+      std::vector<std::pair<size_t, bool>> touches = {
+          {w.src0, false}, {w.src1, false}, {w.dst, true}};
+      if (w.tmp) touches.push_back({*w.tmp, true});
+      for (auto [slot, writes] : touches) hazards.Add(slot, writes, &deps);
+      for (auto [slot, writes] : touches) {
+        hazards.Commit(slot, writes, static_cast<uint32_t>(i));
+      }
+      std::sort(deps.begin(), deps.end());
+      deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
     }
   }
 
-  // Dependencies: explicit waits plus data hazards, so that any execution
-  // order that honours them gives the results of program order.
-  HazardTracker hazards(slots.size());
-  job->predecessors_.resize(wiring.size());
-  for (size_t i = 0; i < wiring.size(); ++i) {
-    const Wiring& w = wiring[i];
-    auto& deps = job->predecessors_[i];
-    for (const std::string& wait : spec.instructions[i].wait_events) {
-      deps.push_back(static_cast<uint32_t>(recorder[wait]));
+  // Everything checks out: allocate the tiles, copy the elements in, and
+  // bind the instructions to them.
+  absl::Status FillTiles() {
+    auto& slots = job_->slots_;
+    for (size_t s = 0; s < slots.size(); ++s) slots[s].tile.emplace(descs_[s]);
+    // Declared tiles occupy the first slots, in spec order.
+    for (size_t s = 0; s < spec_.tiles.size(); ++s) {
+      const TileInput& in = spec_.tiles[s];
+      if (in.encoding == Encoding::kData) {
+        FillFromData(in.data, &*slots[s].tile);
+      } else if (in.encoding == Encoding::kValues) {
+        PTO_RETURN_IF_ERROR(FillFromValues(in.values, in.name, &*slots[s].tile));
+      }
     }
-    std::vector<std::pair<size_t, bool>> touches = {
-        {w.src0, false}, {w.src1, false}, {w.dst, true}};
-    if (w.tmp) touches.push_back({*w.tmp, true});
-    for (auto [slot, writes] : touches) hazards.Add(slot, writes, &deps);
-    for (auto [slot, writes] : touches) {
-      hazards.Commit(slot, writes, static_cast<uint32_t>(i));
+    const absl::Time now = absl::Now();
+    for (size_t i = 0; i < wiring_.size(); ++i) {
+      const Wiring& w = wiring_[i];
+      BoundInstruction b;
+      b.index = i;
+      b.opcode = spec_.instructions[i].opcode;
+      b.dst = &*slots[w.dst].tile;
+      b.src0 = &*slots[w.src0].tile;
+      b.src1 = &*slots[w.src1].tile;
+      b.tmp = w.tmp ? &*slots[*w.tmp].tile : nullptr;
+      job_->bound_.push_back(b);
+      job_->events_[i].enqueue_time = now;
     }
-    std::sort(deps.begin(), deps.end());
-    deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
+    return absl::OkStatus();
   }
 
-  // Everything checks out: allocate and fill the tiles.
-  for (size_t s = 0; s < slots.size(); ++s) slots[s].tile.emplace(descs[s]);
-  for (size_t s = 0; s < spec.tiles.size(); ++s) {
-    const TileInput& in = spec.tiles[s];
-    if (in.encoding == Encoding::kData) {
-      FillFromData(in.data, &*slots[s].tile);
-    } else if (in.encoding == Encoding::kValues) {
-      PTO_RETURN_IF_ERROR(FillFromValues(in.values, in.name, &*slots[s].tile));
-    }
-  }
-  const absl::Time now = absl::Now();
-  for (size_t i = 0; i < wiring.size(); ++i) {
-    const Wiring& w = wiring[i];
-    BoundInstruction b;
-    b.index = i;
-    b.opcode = spec.instructions[i].opcode;
-    b.dst = &*slots[w.dst].tile;
-    b.src0 = &*slots[w.src0].tile;
-    b.src1 = &*slots[w.src1].tile;
-    b.tmp = w.tmp ? &*slots[*w.tmp].tile : nullptr;
-    job->bound_.push_back(b);
-    job->events_[i].enqueue_time = now;
-  }
-  return job;
+  const JobSpec& spec_;
+  const EngineLimits& limits_;
+  const Target target_;
+  const Backend& backend_;
+  std::unique_ptr<PreparedJob> job_;
+  std::vector<TileDesc> descs_;  // per slot
+  absl::flat_hash_map<std::string, size_t> slot_of_;
+  absl::flat_hash_map<std::string, size_t> recorder_;  // event -> instruction
+  std::vector<Wiring> wiring_;   // per instruction
+};
+
+}  // namespace internal
+
+Engine::Engine(const EngineOptions& options)
+    : options_(options), backends_(options.host_buffer_bytes) {}
+
+absl::StatusOr<std::unique_ptr<PreparedJob>> Engine::Prepare(
+    const JobSpec& spec) const {
+  return internal::JobBinder(spec, options_.limits, backends_, options_.default_target)
+      .Bind();
 }
 
 void Engine::RunBatch(absl::Span<const WorkItem> batch) const {

@@ -86,6 +86,10 @@ struct EngineOptions {
   EngineLimits limits;
 };
 
+namespace internal {
+class JobBinder;
+}  // namespace internal
+
 // A job that passed every check, with its tiles allocated and filled.
 class PreparedJob {
  public:
@@ -100,6 +104,7 @@ class PreparedJob {
 
  private:
   friend class Engine;
+  friend class internal::JobBinder;
 
   struct Slot {
     std::string name;
