@@ -6,6 +6,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/status_macros.h"
@@ -359,14 +360,22 @@ absl::StatusOr<std::unique_ptr<PreparedJob>> Engine::Prepare(
 
 void Engine::RunBatch(absl::Span<const WorkItem> batch) const {
   const uint64_t batch_id = next_batch_id_.fetch_add(1);
+  const uint32_t size = static_cast<uint32_t>(batch.size());
+  absl::InlinedVector<const BoundInstruction*, 16> instructions;
+  absl::InlinedVector<Trace*, 16> traces;
   for (const WorkItem& item : batch) {
-    PreparedJob& job = *item.job;
-    Event& event = job.events_[item.index];
+    instructions.push_back(&item.job->bound_[item.index]);
+    traces.push_back(&item.job->events_[item.index].trace);
+  }
+  const absl::Time start = absl::Now();
+  batch[0].job->backend_->Run(instructions, traces);
+  const absl::Time end = absl::Now();
+  for (const WorkItem& item : batch) {
+    Event& event = item.job->events_[item.index];
     event.batch_id = batch_id;
-    event.batch_size = static_cast<uint32_t>(batch.size());
-    event.start_time = absl::Now();
-    job.backend_->Run(job.bound_[item.index], &event.trace);
-    event.end_time = absl::Now();
+    event.batch_size = size;
+    event.start_time = start;
+    event.end_time = end;
   }
 }
 

@@ -101,6 +101,8 @@ class PreparedJob {
   const std::vector<uint32_t>& predecessors(size_t i) const {
     return predecessors_[i];
   }
+  // Instruction `i` bound to its tiles.
+  const BoundInstruction& instruction(size_t i) const { return bound_[i]; }
 
  private:
   friend class Engine;

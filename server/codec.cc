@@ -11,6 +11,14 @@ namespace ptoserve {
 
 namespace {
 
+google::protobuf::Duration ToDuration(absl::Duration d) {
+  google::protobuf::Duration out;
+  const int64_t nanos = absl::ToInt64Nanoseconds(d);
+  out.set_seconds(nanos / 1000000000);
+  out.set_nanos(static_cast<int32_t>(nanos % 1000000000));
+  return out;
+}
+
 google::protobuf::Timestamp ToTimestamp(absl::Time t) {
   google::protobuf::Timestamp ts;
   const int64_t nanos = absl::ToUnixNanos(t);
@@ -215,6 +223,8 @@ void ToJobResult(const JobOutcome& outcome, v1::JobResult* out) {
     *r->mutable_enqueue_time() = ToTimestamp(e.enqueue_time);
     *r->mutable_start_time() = ToTimestamp(e.start_time);
     *r->mutable_end_time() = ToTimestamp(e.end_time);
+    *r->mutable_queue_time() = ToDuration(e.start_time - e.enqueue_time);
+    *r->mutable_execution_time() = ToDuration(e.end_time - e.start_time);
     r->set_batch_id(e.batch_id);
     r->set_batch_size(e.batch_size);
     for (const MicroOp& op : e.trace.ops) {
@@ -256,6 +266,9 @@ void ToCapabilities(const Engine& engine, const ServerLimits& limits,
   l->set_max_tiles_per_job(engine_limits.max_tiles_per_job);
   l->set_max_instructions_per_job(engine_limits.max_instructions_per_job);
   l->set_max_message_bytes(limits.max_message_bytes);
+  l->set_priority_levels(limits.priority_levels);
+  l->set_queue_capacity(limits.queue_capacity);
+  l->set_stream_window(limits.stream_window);
 }
 
 }  // namespace ptoserve

@@ -21,6 +21,9 @@ void ToJobResult(const JobOutcome& outcome, v1::JobResult* out);
 // Numbers that describe a server, beside what the engine knows.
 struct ServerLimits {
   uint64_t max_message_bytes = 0;
+  uint32_t priority_levels = 1;
+  uint32_t queue_capacity = 0;  // instructions
+  uint32_t stream_window = 1;   // jobs of one stream in flight
 };
 
 void ToCapabilities(const Engine& engine, const ServerLimits& limits,

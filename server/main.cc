@@ -30,11 +30,24 @@ ABSL_FLAG(std::string, default_target, "host",
 ABSL_FLAG(int, max_message_mb, 64,
           "Largest request or response message, in MiB; larger ones get "
           "RESOURCE_EXHAUSTED.");
-ABSL_FLAG(int, threads, 0,
-          "Worker threads that execute jobs; 0 means one per CPU core.");
-ABSL_FLAG(int, queue_capacity, 1024,
-          "Jobs that may wait for a worker; beyond that a call gets "
-          "RESOURCE_EXHAUSTED at once.");
+ABSL_FLAG(int, workers, 0,
+          "Scheduler threads that run batches; 0 means one per CPU core.");
+ABSL_FLAG(int, max_batch_size, 64,
+          "Most instructions of one batch key run as one backend call.");
+ABSL_FLAG(int, max_queue_delay_us, 0,
+          "How long a partial batch may wait for company, in microseconds; "
+          "0 runs whatever is queued as soon as a worker is free.");
+ABSL_FLAG(int, queue_capacity, 65536,
+          "Instructions admitted and not yet run; a job that does not fit "
+          "gets RESOURCE_EXHAUSTED at once.");
+ABSL_FLAG(int, priority_levels, 4,
+          "Job priorities are 0 (the default) to priority_levels - 1.");
+ABSL_FLAG(int, priority_aging_ms, 10,
+          "Each this many milliseconds a queued instruction waits raise it one "
+          "priority level, so that no level starves.");
+ABSL_FLAG(int, stream_window, 128,
+          "Jobs of one ExecuteStream call in flight at once; the server reads "
+          "no further while that many are unanswered.");
 ABSL_FLAG(int, max_tile_mb, 16, "Largest tile, in MiB.");
 ABSL_FLAG(int, max_tiles_per_job, 1024, "Most tiles in one job.");
 ABSL_FLAG(int, max_instructions_per_job, 4096, "Most instructions in one job.");
@@ -78,14 +91,27 @@ int Run() {
       absl::GetFlag(FLAGS_max_instructions_per_job);
   const Engine engine(options);
 
+  SchedulerOptions scheduling;
+  scheduling.workers = absl::GetFlag(FLAGS_workers) > 0
+                           ? absl::GetFlag(FLAGS_workers)
+                           : std::max(1u, std::thread::hardware_concurrency());
+  scheduling.max_batch_size = std::max(1, absl::GetFlag(FLAGS_max_batch_size));
+  scheduling.max_queue_delay =
+      absl::Microseconds(std::max(0, absl::GetFlag(FLAGS_max_queue_delay_us)));
+  scheduling.queue_capacity = std::max(1, absl::GetFlag(FLAGS_queue_capacity));
+  scheduling.priority_levels = std::max(1, absl::GetFlag(FLAGS_priority_levels));
+  scheduling.priority_aging =
+      absl::Milliseconds(std::max(1, absl::GetFlag(FLAGS_priority_aging_ms)));
+  EngineRunner runner(&engine);
+  Scheduler scheduler(scheduling, &runner);
+
   ServerLimits limits;
   const int max_message_bytes = absl::GetFlag(FLAGS_max_message_mb) << 20;
   limits.max_message_bytes = max_message_bytes;
-  const int threads = absl::GetFlag(FLAGS_threads) > 0
-                          ? absl::GetFlag(FLAGS_threads)
-                          : std::max(1u, std::thread::hardware_concurrency());
-  WorkerPool workers(threads, std::max(1, absl::GetFlag(FLAGS_queue_capacity)));
-  TileComputeService service(&engine, &workers, limits);
+  limits.priority_levels = scheduling.priority_levels;
+  limits.queue_capacity = scheduling.queue_capacity;
+  limits.stream_window = std::max(1, absl::GetFlag(FLAGS_stream_window));
+  TileComputeService service(&engine, &scheduler, limits);
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -124,6 +150,7 @@ int Run() {
   });
   server->Wait();
   shutdown.join();
+  scheduler.Shutdown();
   std::cout << "ptoserve: stopped" << std::endl;
   return 0;
 }

@@ -1,8 +1,25 @@
 #include "server/service.h"
 
+#include <chrono>
+#include <deque>
+
 #include "absl/strings/str_format.h"
+#include "absl/synchronization/mutex.h"
+#include "core/status_macros.h"
 
 namespace ptoserve {
+
+namespace {
+
+absl::Time CallDeadline(const grpc::CallbackServerContext& context) {
+  const auto deadline = context.deadline();
+  if (deadline == std::chrono::system_clock::time_point::max()) {
+    return absl::InfiniteFuture();
+  }
+  return absl::FromChrono(deadline);
+}
+
+}  // namespace
 
 grpc::Status ToGrpcStatus(const absl::Status& status) {
   if (status.ok()) return grpc::Status::OK;
@@ -11,42 +28,172 @@ grpc::Status ToGrpcStatus(const absl::Status& status) {
 }
 
 TileComputeService::TileComputeService(const Engine* engine,
-                                       WorkerPool* workers,
+                                       Scheduler* scheduler,
                                        const ServerLimits& limits)
-    : engine_(engine), workers_(workers) {
+    : engine_(engine),
+      scheduler_(scheduler),
+      stream_window_(limits.stream_window) {
   ToCapabilities(*engine, limits, &capabilities_);
+}
+
+absl::Status TileComputeService::Admit(const v1::Job& job,
+                                       grpc::CallbackServerContext* context,
+                                       Done done) {
+  const absl::Time arrival = absl::Now();
+  PTO_ASSIGN_OR_RETURN(JobSpec spec, ToJobSpec(job));
+  JobTicket ticket;
+  ticket.deadline = CallDeadline(*context);
+  if (job.has_timeout()) {
+    const absl::Duration timeout = absl::Seconds(job.timeout().seconds()) +
+                                   absl::Nanoseconds(job.timeout().nanos());
+    if (timeout <= absl::ZeroDuration()) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "timeout %s is not positive", absl::FormatDuration(timeout)));
+    }
+    ticket.deadline = std::min(ticket.deadline, arrival + timeout);
+  }
+  PTO_ASSIGN_OR_RETURN(ticket.job, engine_->Prepare(spec));
+  ticket.priority = static_cast<int>(
+      std::min<uint32_t>(job.priority(), std::numeric_limits<int>::max()));
+  ticket.cancelled = [context] { return context->IsCancelled(); };
+  ticket.done = [this, id = job.id(), done = std::move(done)](
+                    absl::StatusOr<std::unique_ptr<PreparedJob>> ran) {
+    if (!ran.ok()) {
+      done(ran.status());
+      return;
+    }
+    v1::JobResult result;
+    result.set_id(id);
+    ToJobResult(engine_->Finish(ran->get()), &result);
+    done(std::move(result));
+  };
+  return scheduler_->Submit(std::move(ticket));
 }
 
 grpc::ServerUnaryReactor* TileComputeService::Execute(
     grpc::CallbackServerContext* context, const v1::Job* job,
     v1::JobResult* result) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  auto run = [this, context, job, result, reactor] {
-    if (context->IsCancelled()) {
-      reactor->Finish(grpc::Status(grpc::StatusCode::CANCELLED,
-                                   "the call was cancelled before it ran"));
-      return;
-    }
-    absl::StatusOr<JobOutcome> outcome = [&]() -> absl::StatusOr<JobOutcome> {
-      absl::StatusOr<JobSpec> spec = ToJobSpec(*job);
-      if (!spec.ok()) return spec.status();
-      return engine_->Execute(*spec);
-    }();
-    if (!outcome.ok()) {
-      reactor->Finish(ToGrpcStatus(outcome.status()));
-      return;
-    }
-    result->set_id(job->id());
-    ToJobResult(*outcome, result);
-    reactor->Finish(grpc::Status::OK);
-  };
-  if (!workers_->TrySubmit(std::move(run))) {
-    reactor->Finish(grpc::Status(
-        grpc::StatusCode::RESOURCE_EXHAUSTED,
-        absl::StrFormat("server busy: %u jobs already wait for a worker",
-                        workers_->capacity())));
-  }
+  absl::Status admitted =
+      Admit(*job, context, [reactor, result](absl::StatusOr<v1::JobResult> r) {
+        if (!r.ok()) {
+          reactor->Finish(ToGrpcStatus(r.status()));
+          return;
+        }
+        *result = std::move(*r);
+        reactor->Finish(grpc::Status::OK);
+      });
+  if (!admitted.ok()) reactor->Finish(ToGrpcStatus(admitted));
   return reactor;
+}
+
+// One ExecuteStream call. Reads jobs while fewer than the window are
+// unanswered, writes results as they finish (one write at a time, as gRPC
+// requires), and finishes once the client is done sending and every result
+// is written. Deletes itself when gRPC is done with it.
+class TileComputeService::JobStream final
+    : public grpc::ServerBidiReactor<v1::Job, v1::JobResult> {
+ public:
+  JobStream(TileComputeService* service, grpc::CallbackServerContext* context)
+      : service_(service), context_(context) {
+    absl::MutexLock lock(&mu_);
+    reading_ = true;
+    StartRead(&job_);
+  }
+
+  void OnReadDone(bool ok) override {
+    absl::MutexLock lock(&mu_);
+    reading_ = false;
+    if (!ok) {
+      reads_done_ = true;
+      MaybeFinish();
+      return;
+    }
+    ++unanswered_;
+    const std::string id = job_.id();
+    absl::Status admitted = service_->Admit(
+        job_, context_, [this, id](absl::StatusOr<v1::JobResult> r) {
+          absl::MutexLock lock(&mu_);
+          Answer(r.ok() ? std::move(*r) : Failed(id, r.status()));
+        });
+    if (!admitted.ok()) Answer(Failed(id, admitted));
+    MaybeRead();
+  }
+
+  void OnWriteDone(bool ok) override {
+    absl::MutexLock lock(&mu_);
+    writing_ = false;
+    --unanswered_;
+    outbox_.pop_front();
+    if (!ok) broken_ = true;  // the client is gone: drop what is left
+    MaybeWrite();
+    MaybeRead();
+    MaybeFinish();
+  }
+
+  void OnDone() override { delete this; }
+
+ private:
+  static v1::JobResult Failed(const std::string& id, const absl::Status& s) {
+    v1::JobResult result;
+    result.set_id(id);
+    result.mutable_status()->set_code(static_cast<int>(s.code()));
+    result.mutable_status()->set_message(std::string(s.message()));
+    return result;
+  }
+
+  void Answer(v1::JobResult result) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    outbox_.push_back(std::move(result));
+    MaybeWrite();
+  }
+
+  void MaybeWrite() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (writing_ || finished_) return;
+    if (broken_) {
+      unanswered_ -= outbox_.size();
+      outbox_.clear();
+      MaybeFinish();
+      return;
+    }
+    if (outbox_.empty()) return;
+    writing_ = true;
+    StartWrite(&outbox_.front());
+  }
+
+  void MaybeRead() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (reading_ || reads_done_ || broken_ ||
+        unanswered_ >= service_->stream_window_) {
+      return;
+    }
+    reading_ = true;
+    StartRead(&job_);
+  }
+
+  void MaybeFinish() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (finished_ || unanswered_ > 0 || writing_ || reading_) return;
+    if (!reads_done_ && !broken_) return;
+    finished_ = true;
+    Finish(broken_ ? grpc::Status(grpc::StatusCode::CANCELLED,
+                                  "the client stopped reading results")
+                   : grpc::Status::OK);
+  }
+
+  TileComputeService* const service_;
+  grpc::CallbackServerContext* const context_;
+  absl::Mutex mu_;
+  v1::Job job_;  // the read in progress
+  std::deque<v1::JobResult> outbox_ ABSL_GUARDED_BY(mu_);  // front: writing
+  uint32_t unanswered_ ABSL_GUARDED_BY(mu_) = 0;  // read, result not written
+  bool reading_ ABSL_GUARDED_BY(mu_) = false;
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  bool reads_done_ ABSL_GUARDED_BY(mu_) = false;
+  bool broken_ ABSL_GUARDED_BY(mu_) = false;
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+grpc::ServerBidiReactor<v1::Job, v1::JobResult>*
+TileComputeService::ExecuteStream(grpc::CallbackServerContext* context) {
+  return new JobStream(this, context);
 }
 
 grpc::ServerUnaryReactor* TileComputeService::GetCapabilities(

@@ -1,30 +1,47 @@
 // The ptoserve.v1.TileCompute service: translates between protobuf and the
-// engine, nothing more.
+// engine and hands jobs to the scheduler, nothing more.
 #ifndef PTOSERVE_SERVER_SERVICE_H_
 #define PTOSERVE_SERVER_SERVICE_H_
 
 #include <grpcpp/grpcpp.h>
 
+#include <functional>
+
 #include "core/engine.h"
 #include "ptoserve/v1/service.grpc.pb.h"
 #include "server/codec.h"
-#include "server/worker_pool.h"
+#include "server/scheduler.h"
 
 namespace ptoserve {
 
 // absl::Status and grpc::Status share their canonical codes.
 grpc::Status ToGrpcStatus(const absl::Status& status);
 
+// Runs the scheduler's batches on the engine.
+class EngineRunner final : public BatchRunner {
+ public:
+  explicit EngineRunner(const Engine* engine) : engine_(engine) {}
+  void RunBatch(absl::Span<const WorkItem> batch) override {
+    engine_->RunBatch(batch);
+  }
+
+ private:
+  const Engine* engine_;
+};
+
 class TileComputeService final : public v1::TileCompute::CallbackService {
  public:
-  // `engine` and `workers` must outlive the service. Jobs run on `workers`,
-  // never on gRPC's callback threads.
-  TileComputeService(const Engine* engine, WorkerPool* workers,
+  // `engine` and `scheduler` must outlive the service. `stream_window`:
+  // jobs of one stream in flight at once.
+  TileComputeService(const Engine* engine, Scheduler* scheduler,
                      const ServerLimits& limits);
 
   grpc::ServerUnaryReactor* Execute(grpc::CallbackServerContext* context,
                                     const v1::Job* job,
                                     v1::JobResult* result) override;
+
+  grpc::ServerBidiReactor<v1::Job, v1::JobResult>* ExecuteStream(
+      grpc::CallbackServerContext* context) override;
 
   grpc::ServerUnaryReactor* GetCapabilities(
       grpc::CallbackServerContext* context,
@@ -32,8 +49,18 @@ class TileComputeService final : public v1::TileCompute::CallbackService {
       v1::Capabilities* capabilities) override;
 
  private:
+  class JobStream;
+  using Done = std::function<void(absl::StatusOr<v1::JobResult>)>;
+
+  // Decodes, checks and queues `job`; `done` then runs exactly once with
+  // its result. Returns the error instead (and never calls `done`) when the
+  // job is refused at once.
+  absl::Status Admit(const v1::Job& job, grpc::CallbackServerContext* context,
+                     Done done);
+
   const Engine* engine_;
-  WorkerPool* workers_;
+  Scheduler* scheduler_;
+  const uint32_t stream_window_;
   v1::Capabilities capabilities_;  // fixed for the server's lifetime
 };
 

@@ -23,22 +23,17 @@ class A2A3Backend final : public Backend {
             .txor_operands_disjoint = true,
         }) {}
 
-  void Run(const BoundInstruction& inst, Trace* trace) const override {
-    const Tile& a = *inst.src0;
-    const Tile& b = *inst.src1;
-    if (inst.opcode == Opcode::kTand) {
-      Step("vand", BitwiseOp::kAnd, inst, a, "src0", b, "src1", inst.dst,
-           "dst", trace);
+  void Run(Batch batch, BatchTraces traces) const override {
+    using R = Role;
+    if (batch[0]->opcode == Opcode::kTand) {
+      Step("vand", BitwiseOp::kAnd, R::kDst, R::kSrc0, R::kSrc1, batch, traces);
       return;
     }
     // tmp = OR(a,b); dst = AND(a,b); dst = NOT(dst); dst = AND(dst,tmp).
-    Step("vor", BitwiseOp::kOr, inst, a, "src0", b, "src1", inst.tmp, "tmp",
-         trace);
-    Step("vand", BitwiseOp::kAnd, inst, a, "src0", b, "src1", inst.dst, "dst",
-         trace);
-    InvertStep("vnot", inst, *inst.dst, "dst", inst.dst, "dst", trace);
-    Step("vand", BitwiseOp::kAnd, inst, *inst.dst, "dst", *inst.tmp, "tmp",
-         inst.dst, "dst", trace);
+    Step("vor", BitwiseOp::kOr, R::kTmp, R::kSrc0, R::kSrc1, batch, traces);
+    Step("vand", BitwiseOp::kAnd, R::kDst, R::kSrc0, R::kSrc1, batch, traces);
+    InvertStep("vnot", R::kDst, R::kDst, batch, traces);
+    Step("vand", BitwiseOp::kAnd, R::kDst, R::kDst, R::kTmp, batch, traces);
   }
 
  protected:

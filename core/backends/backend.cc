@@ -153,39 +153,80 @@ std::vector<OpcodeSupport> Backend::Supported() const {
   return out;
 }
 
-void Backend::Step(absl::string_view name, BitwiseOp op,
-                   const BoundInstruction& inst, const Tile& a,
-                   absl::string_view a_role, const Tile& b,
-                   absl::string_view b_role, Tile* dst,
-                   absl::string_view dst_role, Trace* trace) {
-  const TileDesc& d = inst.dst->desc();
-  const Region region{d.valid_rows, d.valid_row_bytes()};
-  BestKernels().binary(op, region,
-                       ConstPlane{a.data(), a.desc().row_bytes()},
-                       ConstPlane{b.data(), b.desc().row_bytes()},
-                       Plane{dst->data(), dst->desc().row_bytes()});
-  const bool contiguous = a.desc().row_bytes() == region.row_bytes &&
-                          b.desc().row_bytes() == region.row_bytes &&
-                          dst->desc().row_bytes() == region.row_bytes;
-  trace->ops.push_back(
-      MicroOp{name, dst_role, {a_role, b_role},
-              VectorRepeats(region.rows, region.row_bytes, contiguous),
-              uint64_t{d.valid_rows} * d.valid_cols});
+absl::string_view RoleName(Role role) {
+  switch (role) {
+    case Role::kDst: return "dst";
+    case Role::kSrc0: return "src0";
+    case Role::kSrc1: return "src1";
+    case Role::kTmp: return "tmp";
+  }
+  return "?";
 }
 
-void Backend::InvertStep(absl::string_view name, const BoundInstruction& inst,
-                         const Tile& src, absl::string_view src_role, Tile* dst,
-                         absl::string_view dst_role, Trace* trace) {
+const Tile& OperandTile(const BoundInstruction& inst, Role role) {
+  switch (role) {
+    case Role::kDst: return *inst.dst;
+    case Role::kSrc0: return *inst.src0;
+    case Role::kSrc1: return *inst.src1;
+    case Role::kTmp: return *inst.tmp;
+  }
+  return *inst.dst;
+}
+
+namespace {
+
+// Records one micro-op over `inst`'s valid region reading `ins`.
+void RecordStep(absl::string_view name, const BoundInstruction& inst, Role out,
+                std::initializer_list<Role> ins, Trace* trace) {
   const TileDesc& d = inst.dst->desc();
-  const Region region{d.valid_rows, d.valid_row_bytes()};
-  BestKernels().invert(region, ConstPlane{src.data(), src.desc().row_bytes()},
-                       Plane{dst->data(), dst->desc().row_bytes()});
-  const bool contiguous = src.desc().row_bytes() == region.row_bytes &&
-                          dst->desc().row_bytes() == region.row_bytes;
-  trace->ops.push_back(
-      MicroOp{name, dst_role, {src_role},
-              VectorRepeats(region.rows, region.row_bytes, contiguous),
-              uint64_t{d.valid_rows} * d.valid_cols});
+  const size_t row_bytes = d.valid_row_bytes();
+  bool contiguous = OperandTile(inst, out).desc().row_bytes() == row_bytes;
+  MicroOp op{name, RoleName(out), {}, 0, uint64_t{d.valid_rows} * d.valid_cols};
+  for (Role in : ins) {
+    contiguous &= OperandTile(inst, in).desc().row_bytes() == row_bytes;
+    op.srcs.push_back(RoleName(in));
+  }
+  op.repeats = VectorRepeats(d.valid_rows, row_bytes, contiguous);
+  trace->ops.push_back(std::move(op));
+}
+
+ConstPlane In(const BoundInstruction& inst, Role role) {
+  const Tile& t = OperandTile(inst, role);
+  return ConstPlane{t.data(), t.desc().row_bytes()};
+}
+
+// Only dst and tmp are ever written.
+Plane Out(const BoundInstruction& inst, Role role) {
+  Tile* t = role == Role::kTmp ? inst.tmp : inst.dst;
+  return Plane{t->data(), t->desc().row_bytes()};
+}
+
+Region ValidRegion(const BoundInstruction& inst) {
+  const TileDesc& d = inst.dst->desc();
+  return Region{d.valid_rows, d.valid_row_bytes()};
+}
+
+}  // namespace
+
+void Backend::Step(absl::string_view name, BitwiseOp op, Role out, Role a,
+                   Role b, Batch batch, BatchTraces traces) {
+  const KernelSet& kernels = BestKernels();
+  for (size_t i = 0; i < batch.size(); ++i) {
+    const BoundInstruction& inst = *batch[i];
+    kernels.binary(op, ValidRegion(inst), In(inst, a), In(inst, b),
+                   Out(inst, out));
+    RecordStep(name, inst, out, {a, b}, traces[i]);
+  }
+}
+
+void Backend::InvertStep(absl::string_view name, Role out, Role in,
+                         Batch batch, BatchTraces traces) {
+  const KernelSet& kernels = BestKernels();
+  for (size_t i = 0; i < batch.size(); ++i) {
+    const BoundInstruction& inst = *batch[i];
+    kernels.invert(ValidRegion(inst), In(inst, in), Out(inst, out));
+    RecordStep(name, inst, out, {in}, traces[i]);
+  }
 }
 
 BackendRegistry::BackendRegistry(uint64_t host_buffer_bytes) {

@@ -13,6 +13,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 #include "core/kernels.h"
 #include "core/tile.h"
 #include "core/types.h"
@@ -58,6 +59,20 @@ struct Trace {
   std::vector<MicroOp> ops;
   std::vector<std::string> notes;
 };
+
+// An operand position of an instruction.
+enum class Role : uint8_t { kDst, kSrc0, kSrc1, kTmp };
+// "dst", "src0", "src1", "tmp".
+absl::string_view RoleName(Role role);
+// The tile in position `role`. REQUIRES: present (tmp only when used).
+const Tile& OperandTile(const BoundInstruction& inst, Role role);
+
+// The instructions of one backend call. All share a target, an opcode, an
+// element type and a valid shape (the scheduler's batch key).
+using Batch = absl::Span<const BoundInstruction* const>;
+// One trace per instruction of a Batch, in the same order.
+using BatchTraces = absl::Span<Trace* const>;
+
 
 // The data that makes one target different from another.
 struct TargetRules {
@@ -110,25 +125,22 @@ class Backend {
 
   std::vector<OpcodeSupport> Supported() const;
 
-  // Executes `inst`, appending what it did to `trace`.
-  // REQUIRES: Check passed for the same operands.
-  virtual void Run(const BoundInstruction& inst, Trace* trace) const = 0;
+  // Executes every instruction of `batch`, appending what each did to its
+  // trace: each micro-op runs over the whole batch before the next.
+  // REQUIRES: Check passed for each; traces.size() == batch.size().
+  virtual void Run(Batch batch, BatchTraces traces) const = 0;
 
  protected:
   // How this target computes `opcode`, e.g. "direct vxor".
   virtual std::string Algorithm(Opcode opcode) const = 0;
 
-  // Runs dst = a op b with the best kernels and records it as micro-op
-  // `name` over `inst`'s valid region.
-  static void Step(absl::string_view name, BitwiseOp op,
-                   const BoundInstruction& inst, const Tile& a,
-                   absl::string_view a_role, const Tile& b,
-                   absl::string_view b_role, Tile* dst,
-                   absl::string_view dst_role, Trace* trace);
-  // Runs dst = ~src likewise.
-  static void InvertStep(absl::string_view name, const BoundInstruction& inst,
-                         const Tile& src, absl::string_view src_role, Tile* dst,
-                         absl::string_view dst_role, Trace* trace);
+  // For each instruction of `batch`: out = a op b over dst's valid region
+  // with the best kernels, recorded as micro-op `name`.
+  static void Step(absl::string_view name, BitwiseOp op, Role out, Role a,
+                   Role b, Batch batch, BatchTraces traces);
+  // For each instruction of `batch`: out = ~in likewise.
+  static void InvertStep(absl::string_view name, Role out, Role in,
+                         Batch batch, BatchTraces traces);
 
  private:
   TargetRules rules_;

@@ -18,11 +18,13 @@ class HostBackend final : public Backend {
             .txor_operands_disjoint = false,
         }) {}
 
-  void Run(const BoundInstruction& inst, Trace* trace) const override {
-    const bool is_and = inst.opcode == Opcode::kTand;
+  void Run(Batch batch, BatchTraces traces) const override {
+    const bool is_and = batch[0]->opcode == Opcode::kTand;
     Step(is_and ? "and" : "xor", is_and ? BitwiseOp::kAnd : BitwiseOp::kXor,
-         inst, *inst.src0, "src0", *inst.src1, "src1", inst.dst, "dst", trace);
-    trace->notes.push_back(std::string("host kernels: ") + BestKernels().name);
+         Role::kDst, Role::kSrc0, Role::kSrc1, batch, traces);
+    for (Trace* trace : traces) {
+      trace->notes.push_back(std::string("host kernels: ") + BestKernels().name);
+    }
   }
 
  protected:

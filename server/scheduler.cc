@@ -1,0 +1,313 @@
+#include "server/scheduler.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_format.h"
+
+namespace ptoserve {
+
+namespace {
+
+class RealClock final : public Clock {
+ public:
+  absl::Time Now() override { return absl::Now(); }
+};
+
+// Cancellation and deadlines of queued jobs are swept at most this often;
+// the items of a batch are also checked when it is taken.
+constexpr absl::Duration kSweepInterval = absl::Milliseconds(1);
+// An idle worker looks again at least this often, for the sweep.
+constexpr absl::Duration kIdleWait = absl::Milliseconds(5);
+
+}  // namespace
+
+Clock* Clock::Real() {
+  static RealClock clock;
+  return &clock;
+}
+
+BatchKey BatchKey::Of(const PreparedJob& job, size_t index) {
+  const BoundInstruction& inst = job.instruction(index);
+  const TileDesc& dst = inst.dst->desc();
+  return BatchKey{job.target(), inst.opcode, dst.dtype, dst.valid_rows,
+                  dst.valid_cols};
+}
+
+struct Scheduler::JobState {
+  JobTicket ticket;
+  std::vector<uint32_t> waiting;  // unfinished predecessors, per instruction
+  std::vector<std::vector<uint32_t>> successors;
+  size_t unfinished = 0;  // instructions not yet run to the end
+  size_t running = 0;     // instructions in a batch right now
+  bool dropped = false;
+  absl::Status drop_status;
+  std::list<JobState*>::iterator live;
+
+  bool Expired(absl::Time now, absl::Status* why) const {
+    if (now >= ticket.deadline) {
+      *why = absl::DeadlineExceededError(
+          "the job's deadline passed while it was queued; it was not run");
+      return true;
+    }
+    if (ticket.cancelled && ticket.cancelled()) {
+      *why = absl::CancelledError("the call was cancelled; the job was not run");
+      return true;
+    }
+    return false;
+  }
+};
+
+Scheduler::Scheduler(const SchedulerOptions& options, BatchRunner* runner,
+                     Clock* clock)
+    : options_(options),
+      runner_(runner),
+      clock_(clock),
+      queues_(std::max(1, options.priority_levels)) {
+  for (int i = 0; i < options_.workers; ++i) {
+    workers_.emplace_back([this] { Work(); });
+  }
+}
+
+Scheduler::~Scheduler() {
+  Shutdown();
+  for (std::thread& t : workers_) t.join();
+  // Without workers, finish what is left on this thread.
+  while (true) {
+    {
+      absl::MutexLock lock(&mu_);
+      if (live_.empty()) break;
+    }
+    RunOnce();
+  }
+}
+
+absl::Status Scheduler::Submit(JobTicket ticket) {
+  if (ticket.priority < 0 || ticket.priority >= options_.priority_levels) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "priority %d is out of range: this server has priority levels 0 to %d",
+        ticket.priority, options_.priority_levels - 1));
+  }
+  const PreparedJob& job = *ticket.job;
+  const size_t n = job.num_instructions();
+  auto state = std::make_unique<JobState>();
+  state->waiting.resize(n);
+  state->successors.resize(n);
+  for (uint32_t i = 0; i < n; ++i) {
+    state->waiting[i] = static_cast<uint32_t>(job.predecessors(i).size());
+    for (uint32_t p : job.predecessors(i)) state->successors[p].push_back(i);
+  }
+  state->unfinished = n;
+  state->ticket = std::move(ticket);
+
+  absl::MutexLock lock(&mu_);
+  if (stopping_) {
+    return absl::UnavailableError("the server is shutting down");
+  }
+  if (queued_ + n > options_.queue_capacity) {
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "the queue is full: %u instructions wait and this job has %u, over "
+        "the capacity of %u; retry later",
+        queued_, n, options_.queue_capacity));
+  }
+  queued_ += n;
+  JobState* raw = state.release();
+  raw->live = live_.insert(live_.end(), raw);
+  const absl::Time now = clock_->Now();
+  for (uint32_t i = 0; i < n; ++i) {
+    if (raw->waiting[i] == 0) Enqueue(raw, i, now);
+  }
+  return absl::OkStatus();
+}
+
+void Scheduler::Enqueue(JobState* job, uint32_t index, absl::Time now) {
+  const BatchKey key = BatchKey::Of(*job->ticket.job, index);
+  queues_[job->ticket.priority][key].push_back(Item{job, index, now});
+  ++arrivals_;
+}
+
+void Scheduler::Drop(JobState* job, absl::Status status,
+                     std::vector<Completion>* out) {
+  if (job->dropped) return;
+  job->dropped = true;
+  job->drop_status = std::move(status);
+  queued_ -= job->unfinished - job->running;
+  if (job->running == 0) {
+    live_.erase(job->live);
+    out->push_back({job, job->drop_status});
+  }
+}
+
+void Scheduler::SweepExpired(absl::Time now, std::vector<Completion>* out) {
+  if (now - last_sweep_ < kSweepInterval) return;
+  last_sweep_ = now;
+  std::vector<std::pair<JobState*, absl::Status>> expired;
+  for (JobState* job : live_) {
+    absl::Status why;
+    if (!job->dropped && job->Expired(now, &why)) expired.push_back({job, why});
+  }
+  for (auto& [job, why] : expired) Drop(job, std::move(why), out);
+}
+
+std::vector<Scheduler::Item> Scheduler::TakeBatch(absl::Time now,
+                                                  absl::Time* wake) {
+  Queue* best = nullptr;
+  double best_score = 0;
+  for (size_t level = 0; level < queues_.size(); ++level) {
+    auto& queues = queues_[level];
+    for (auto it = queues.begin(); it != queues.end();) {
+      Queue& q = it->second;
+      while (!q.empty() && q.front().job->dropped) q.pop_front();
+      if (q.empty()) {
+        queues.erase(it++);
+        continue;
+      }
+      const absl::Duration age = now - q.front().ready;
+      const bool due = stopping_ || q.size() >= options_.max_batch_size ||
+                       age >= options_.max_queue_delay;
+      if (!due) {
+        *wake = std::min(*wake, q.front().ready + options_.max_queue_delay);
+      } else {
+        const double score =
+            level + absl::FDivDuration(age, options_.priority_aging);
+        if (best == nullptr || score > best_score) {
+          best = &q;
+          best_score = score;
+        }
+      }
+      ++it;
+    }
+  }
+  std::vector<Item> batch;
+  if (best == nullptr) return batch;
+  while (!best->empty() && batch.size() < options_.max_batch_size) {
+    Item item = best->front();
+    best->pop_front();
+    if (item.job->dropped) continue;
+    batch.push_back(item);
+  }
+  return batch;
+}
+
+void Scheduler::Complete(const std::vector<Item>& batch, absl::Time now,
+                         std::vector<Completion>* out) {
+  for (const Item& item : batch) {
+    JobState* job = item.job;
+    --job->running;
+    --job->unfinished;
+    if (job->dropped) {
+      if (job->running == 0) {
+        live_.erase(job->live);
+        out->push_back({job, job->drop_status});
+      }
+      continue;
+    }
+    for (uint32_t next : job->successors[item.index]) {
+      if (--job->waiting[next] == 0) Enqueue(job, next, now);
+    }
+    if (job->unfinished == 0) {
+      live_.erase(job->live);
+      out->push_back({job, absl::OkStatus()});
+    }
+  }
+}
+
+void Scheduler::Deliver(std::vector<Completion>* completions) {
+  for (Completion& c : *completions) {
+    std::unique_ptr<JobState> job(c.job);
+    if (c.status.ok()) {
+      job->ticket.done(std::move(job->ticket.job));
+    } else {
+      job->ticket.done(std::move(c.status));
+    }
+  }
+  completions->clear();
+}
+
+size_t Scheduler::Step(absl::Time* wake) {
+  std::vector<Completion> completions;
+  std::vector<Item> batch;
+  {
+    absl::MutexLock lock(&mu_);
+    const absl::Time now = clock_->Now();
+    SweepExpired(now, &completions);
+    batch = TakeBatch(now, wake);
+    // A job may have expired since the last sweep: never run it.
+    std::vector<Item> live;
+    for (const Item& item : batch) {
+      absl::Status why;
+      if (!item.job->dropped && item.job->Expired(now, &why)) {
+        Drop(item.job, std::move(why), &completions);
+      }
+      if (!item.job->dropped) live.push_back(item);
+    }
+    batch = std::move(live);
+    for (const Item& item : batch) ++item.job->running;
+    queued_ -= batch.size();
+  }
+  Deliver(&completions);
+  if (batch.empty()) return 0;
+
+  std::vector<WorkItem> work;
+  work.reserve(batch.size());
+  for (const Item& item : batch) {
+    work.push_back(WorkItem{item.job->ticket.job.get(), item.index});
+  }
+  runner_->RunBatch(work);
+  {
+    absl::MutexLock lock(&mu_);
+    Complete(batch, clock_->Now(), &completions);
+  }
+  Deliver(&completions);
+  return batch.size();
+}
+
+size_t Scheduler::RunOnce() {
+  absl::Time wake = absl::InfiniteFuture();
+  return Step(&wake);
+}
+
+void Scheduler::Work() {
+  while (true) {
+    absl::Time wake = absl::InfiniteFuture();
+    uint64_t seen;
+    {
+      absl::MutexLock lock(&mu_);
+      seen = arrivals_;
+    }
+    if (Step(&wake) > 0) continue;
+    absl::MutexLock lock(&mu_);
+    if (stopping_ && live_.empty()) return;
+    // Sleep until something arrives, a partial batch falls due, or it is
+    // time to sweep.
+    std::pair<Scheduler*, uint64_t> arg(this, seen);
+    mu_.AwaitWithDeadline(
+        absl::Condition(
+            +[](std::pair<Scheduler*, uint64_t>* a)
+                 ABSL_EXCLUSIVE_LOCKS_REQUIRED(a->first->mu_) {
+              return a->first->arrivals_ != a->second ||
+                     (a->first->stopping_ && a->first->live_.empty());
+            },
+            &arg),
+        std::min(wake, absl::Now() + kIdleWait));
+  }
+}
+
+void Scheduler::Shutdown() {
+  absl::MutexLock lock(&mu_);
+  stopping_ = true;
+  ++arrivals_;
+  if (workers_.empty()) return;
+  mu_.Await(absl::Condition(
+      +[](Scheduler* s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s->mu_) {
+        return s->live_.empty();
+      },
+      this));
+}
+
+size_t Scheduler::queued() const {
+  absl::MutexLock lock(&mu_);
+  return queued_;
+}
+
+}  // namespace ptoserve

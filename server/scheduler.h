@@ -1,0 +1,177 @@
+// The scheduler: queues the ready instructions of every client's jobs by
+// batch key and runs each group as one backend call (dynamic batching in the
+// manner of Triton's dynamic batcher and TF Serving's batch scheduler).
+//
+// A job's instruction is ready once the instructions it depends on (its
+// waits and data hazards, PreparedJob::predecessors) have run; independent
+// instructions of one job may run in different batches at once. Jobs carry
+// a priority; a queue's effective priority grows with the age of its oldest
+// item, so lower levels are never starved. A job whose deadline passes, or
+// whose call is cancelled, while any of it is still queued is dropped and
+// the rest of it never runs.
+#ifndef PTOSERVE_SERVER_SCHEDULER_H_
+#define PTOSERVE_SERVER_SCHEDULER_H_
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <list>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "core/engine.h"
+
+namespace ptoserve {
+
+// Instructions with equal keys may share a backend call.
+struct BatchKey {
+  Target target;
+  Opcode opcode;
+  DType dtype;
+  uint32_t valid_rows;
+  uint32_t valid_cols;
+
+  static BatchKey Of(const PreparedJob& job, size_t index);
+
+  bool operator==(const BatchKey& o) const {
+    return target == o.target && opcode == o.opcode && dtype == o.dtype &&
+           valid_rows == o.valid_rows && valid_cols == o.valid_cols;
+  }
+  template <typename H>
+  friend H AbslHashValue(H h, const BatchKey& k) {
+    return H::combine(std::move(h), k.target, k.opcode, k.dtype, k.valid_rows,
+                      k.valid_cols);
+  }
+};
+
+// Runs one batch: the engine in the server, a fake in tests.
+class BatchRunner {
+ public:
+  virtual ~BatchRunner() = default;
+  // REQUIRES: every item has the same BatchKey.
+  virtual void RunBatch(absl::Span<const WorkItem> batch) = 0;
+};
+
+// Where the scheduler reads the time; tests substitute their own.
+class Clock {
+ public:
+  virtual ~Clock() = default;
+  virtual absl::Time Now() = 0;
+  static Clock* Real();
+};
+
+struct SchedulerOptions {
+  // Most instructions in one backend call.
+  size_t max_batch_size = 64;
+  // How long a partial batch may wait for company; zero runs whatever is
+  // queued as soon as a worker is free (batches still form under load).
+  absl::Duration max_queue_delay = absl::ZeroDuration();
+  // Most instructions admitted and not yet run; a job that does not fit is
+  // refused with RESOURCE_EXHAUSTED.
+  size_t queue_capacity = 65536;
+  // Worker threads. 0 starts none: the owner calls RunOnce (tests).
+  int workers = 1;
+  // Job priorities are 0 .. priority_levels - 1.
+  int priority_levels = 4;
+  // Each this long that a queue's oldest item waits counts as one priority
+  // level more, so that no level starves.
+  absl::Duration priority_aging = absl::Milliseconds(10);
+};
+
+// A job handed to the scheduler.
+struct JobTicket {
+  std::unique_ptr<PreparedJob> job;
+  int priority = 0;
+  absl::Time deadline = absl::InfiniteFuture();
+  // Polled while the job is queued; may be empty.
+  std::function<bool()> cancelled;
+  // Called exactly once, without the scheduler's lock held: with the job,
+  // every instruction run, or with DEADLINE_EXCEEDED, CANCELLED.
+  std::function<void(absl::StatusOr<std::unique_ptr<PreparedJob>>)> done;
+};
+
+class Scheduler {
+ public:
+  // `runner` and `clock` must outlive the scheduler.
+  Scheduler(const SchedulerOptions& options, BatchRunner* runner,
+            Clock* clock = Clock::Real());
+  // Shuts down (see Shutdown) and joins the workers.
+  ~Scheduler();
+
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  // Admits `ticket`, whose done callback then runs exactly once later; or
+  // refuses it at once, without calling done: INVALID_ARGUMENT for a
+  // priority out of range, RESOURCE_EXHAUSTED when the queue cannot hold
+  // the job, UNAVAILABLE once shutting down.
+  absl::Status Submit(JobTicket ticket);
+
+  // Refuses new jobs, lets the workers run everything admitted (partial
+  // batches no longer wait), and returns when every admitted job has been
+  // answered. Without workers it only refuses new jobs.
+  void Shutdown();
+
+  // Runs at most one batch that is due at the clock's time, on the calling
+  // thread; returns how many instructions it held (0: none due). Also drops
+  // jobs whose deadline passed or whose call was cancelled.
+  size_t RunOnce();
+
+  // Instructions admitted and not yet run.
+  size_t queued() const;
+  const SchedulerOptions& options() const { return options_; }
+
+ private:
+  struct JobState;
+  struct Item {
+    JobState* job;
+    uint32_t index;
+    absl::Time ready;  // when it became ready
+  };
+  using Queue = std::deque<Item>;
+  struct Completion {
+    JobState* job;  // owned; deleted after `done` ran
+    absl::Status status;
+  };
+
+  void Work();
+  // Takes a due batch from the queues, or returns an empty one and sets
+  // `*wake` to when the next partial batch falls due.
+  std::vector<Item> TakeBatch(absl::Time now, absl::Time* wake)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Enqueue(JobState* job, uint32_t index, absl::Time now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Drop(JobState* job, absl::Status status, std::vector<Completion>* out)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void SweepExpired(absl::Time now, std::vector<Completion>* out)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Complete(const std::vector<Item>& batch, absl::Time now,
+                std::vector<Completion>* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Runs one due batch if any and returns its size (0: none was due).
+  size_t Step(absl::Time* wake) ABSL_LOCKS_EXCLUDED(mu_);
+  static void Deliver(std::vector<Completion>* completions);
+
+  const SchedulerOptions options_;
+  BatchRunner* const runner_;
+  Clock* const clock_;
+
+  mutable absl::Mutex mu_;
+  // queues_[priority][key]
+  std::vector<absl::flat_hash_map<BatchKey, Queue>> queues_ ABSL_GUARDED_BY(mu_);
+  std::list<JobState*> live_ ABSL_GUARDED_BY(mu_);  // admitted, unanswered
+  size_t queued_ ABSL_GUARDED_BY(mu_) = 0;          // instructions not run
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  uint64_t arrivals_ ABSL_GUARDED_BY(mu_) = 0;      // wakes idle workers
+  absl::Time last_sweep_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  std::vector<std::thread> workers_;
+};
+
+}  // namespace ptoserve
+
+#endif  // PTOSERVE_SERVER_SCHEDULER_H_
