@@ -132,10 +132,14 @@ void Scheduler::Drop(JobState* job, absl::Status status,
   job->dropped = true;
   job->drop_status = std::move(status);
   queued_ -= job->unfinished - job->running;
-  if (job->running == 0) {
-    live_.erase(job->live);
-    out->push_back({job, job->drop_status});
-  }
+  if (job->running == 0) Retire(job, job->drop_status, out);
+}
+
+void Scheduler::Retire(JobState* job, absl::Status status,
+                       std::vector<Completion>* out) {
+  live_.erase(job->live);
+  ++undelivered_;
+  out->push_back({job, std::move(status)});
 }
 
 void Scheduler::SweepExpired(absl::Time now, std::vector<Completion>* out) {
@@ -196,23 +200,19 @@ void Scheduler::Complete(const std::vector<Item>& batch, absl::Time now,
     --job->running;
     --job->unfinished;
     if (job->dropped) {
-      if (job->running == 0) {
-        live_.erase(job->live);
-        out->push_back({job, job->drop_status});
-      }
+      if (job->running == 0) Retire(job, job->drop_status, out);
       continue;
     }
     for (uint32_t next : job->successors[item.index]) {
       if (--job->waiting[next] == 0) Enqueue(job, next, now);
     }
-    if (job->unfinished == 0) {
-      live_.erase(job->live);
-      out->push_back({job, absl::OkStatus()});
-    }
+    if (job->unfinished == 0) Retire(job, absl::OkStatus(), out);
   }
 }
 
 void Scheduler::Deliver(std::vector<Completion>* completions) {
+  if (completions->empty()) return;
+  const size_t n = completions->size();
   for (Completion& c : *completions) {
     std::unique_ptr<JobState> job(c.job);
     if (c.status.ok()) {
@@ -222,6 +222,8 @@ void Scheduler::Deliver(std::vector<Completion>* completions) {
     }
   }
   completions->clear();
+  absl::MutexLock lock(&mu_);
+  undelivered_ -= n;
 }
 
 size_t Scheduler::Step(absl::Time* wake) {
@@ -277,7 +279,7 @@ void Scheduler::Work() {
     }
     if (Step(&wake) > 0) continue;
     absl::MutexLock lock(&mu_);
-    if (stopping_ && live_.empty()) return;
+    if (Drained()) return;
     // Sleep until something arrives, a partial batch falls due, or it is
     // time to sweep.
     std::pair<Scheduler*, uint64_t> arg(this, seen);
@@ -286,7 +288,7 @@ void Scheduler::Work() {
             +[](std::pair<Scheduler*, uint64_t>* a)
                  ABSL_EXCLUSIVE_LOCKS_REQUIRED(a->first->mu_) {
               return a->first->arrivals_ != a->second ||
-                     (a->first->stopping_ && a->first->live_.empty());
+                     a->first->Drained();
             },
             &arg),
         std::min(wake, absl::Now() + kIdleWait));
@@ -300,7 +302,7 @@ void Scheduler::Shutdown() {
   if (workers_.empty()) return;
   mu_.Await(absl::Condition(
       +[](Scheduler* s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s->mu_) {
-        return s->live_.empty();
+        return s->Drained();
       },
       this));
 }

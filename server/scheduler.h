@@ -155,7 +155,15 @@ class Scheduler {
                 std::vector<Completion>* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Runs one due batch if any and returns its size (0: none was due).
   size_t Step(absl::Time* wake) ABSL_LOCKS_EXCLUDED(mu_);
-  static void Deliver(std::vector<Completion>* completions);
+  // Takes `job` out of the live set; its done runs in Deliver.
+  void Retire(JobState* job, absl::Status status, std::vector<Completion>* out)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Runs the done callbacks; call without the lock.
+  void Deliver(std::vector<Completion>* completions) ABSL_LOCKS_EXCLUDED(mu_);
+  // Shutting down, and every admitted job answered.
+  bool Drained() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return stopping_ && live_.empty() && undelivered_ == 0;
+  }
 
   const SchedulerOptions options_;
   BatchRunner* const runner_;
@@ -166,6 +174,7 @@ class Scheduler {
   std::vector<absl::flat_hash_map<BatchKey, Queue>> queues_ ABSL_GUARDED_BY(mu_);
   std::list<JobState*> live_ ABSL_GUARDED_BY(mu_);  // admitted, unanswered
   size_t queued_ ABSL_GUARDED_BY(mu_) = 0;          // instructions not run
+  size_t undelivered_ ABSL_GUARDED_BY(mu_) = 0;     // retired, done not run
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   uint64_t arrivals_ ABSL_GUARDED_BY(mu_) = 0;      // wakes idle workers
   absl::Time last_sweep_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();

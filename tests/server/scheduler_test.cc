@@ -1,0 +1,348 @@
+// The scheduler driven by a fake clock and a recording runner (RunOnce on
+// the test thread), plus a few runs with real worker threads.
+#include "server/scheduler.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+
+#include "absl/synchronization/mutex.h"
+#include "tests/core/test_util.h"
+
+namespace ptoserve {
+namespace {
+
+using test::Desc;
+using test::JobBuilder;
+using ::testing::ElementsAre;
+
+class FakeClock final : public Clock {
+ public:
+  absl::Time Now() override {
+    absl::MutexLock lock(&mu_);
+    return now_;
+  }
+  void Advance(absl::Duration d) {
+    absl::MutexLock lock(&mu_);
+    now_ += d;
+  }
+
+ private:
+  absl::Mutex mu_;
+  absl::Time now_ = absl::FromUnixSeconds(1000);
+};
+
+// Runs batches on a real engine and remembers their keys and sizes; fails
+// the test if a batch ever mixes keys.
+class RecordingRunner final : public BatchRunner {
+ public:
+  explicit RecordingRunner(const Engine* engine) : engine_(engine) {}
+
+  void RunBatch(absl::Span<const WorkItem> batch) override {
+    const BatchKey key = BatchKey::Of(*batch[0].job, batch[0].index);
+    for (const WorkItem& item : batch) {
+      EXPECT_TRUE(BatchKey::Of(*item.job, item.index) == key) << "keys mixed";
+    }
+    engine_->RunBatch(batch);
+    absl::MutexLock lock(&mu_);
+    sizes_.push_back(batch.size());
+    keys_.push_back(key);
+    for (const WorkItem& item : batch) ran_.push_back(item.job);
+  }
+
+  std::vector<size_t> sizes() {
+    absl::MutexLock lock(&mu_);
+    return sizes_;
+  }
+  std::vector<BatchKey> keys() {
+    absl::MutexLock lock(&mu_);
+    return keys_;
+  }
+  std::vector<const PreparedJob*> ran() {
+    absl::MutexLock lock(&mu_);
+    return ran_;
+  }
+
+ private:
+  const Engine* engine_;
+  absl::Mutex mu_;
+  std::vector<size_t> sizes_;
+  std::vector<BatchKey> keys_;
+  std::vector<const PreparedJob*> ran_;
+};
+
+// Counts answers; each job's done must run once.
+struct Answers {
+  absl::Mutex mu;
+  std::vector<absl::StatusCode> codes;
+  std::vector<std::unique_ptr<PreparedJob>> jobs;
+
+  std::function<void(absl::StatusOr<std::unique_ptr<PreparedJob>>)> Callback() {
+    return [this](absl::StatusOr<std::unique_ptr<PreparedJob>> r) {
+      absl::MutexLock lock(&mu);
+      codes.push_back(r.status().code());
+      if (r.ok()) jobs.push_back(std::move(*r));
+    };
+  }
+  size_t size() {
+    absl::MutexLock lock(&mu);
+    return codes.size();
+  }
+};
+
+class SchedulerTest : public ::testing::Test {
+ protected:
+  // A one-instruction job: `opcode` on rows x cols tiles of `dtype`.
+  std::unique_ptr<PreparedJob> OneOp(Opcode opcode = Opcode::kTand,
+                                     DType dtype = DType::kInt32,
+                                     uint32_t rows = 4, uint32_t cols = 8,
+                                     Target target = Target::kHost) {
+    JobBuilder job(target);
+    job.AddTile("a", Desc(dtype, rows, cols));
+    job.AddTile("b", Desc(dtype, rows, cols));
+    job.Add(opcode, "d", "a", "b", "t");
+    return engine_.Prepare(job.spec()).value();
+  }
+
+  JobTicket Ticket(std::unique_ptr<PreparedJob> job, int priority = 0) {
+    JobTicket t;
+    t.job = std::move(job);
+    t.priority = priority;
+    t.done = answers_.Callback();
+    return t;
+  }
+
+  SchedulerOptions Manual(size_t max_batch, absl::Duration delay) {
+    SchedulerOptions o;
+    o.workers = 0;
+    o.max_batch_size = max_batch;
+    o.max_queue_delay = delay;
+    return o;
+  }
+
+  Engine engine_{EngineOptions{}};
+  RecordingRunner runner_{&engine_};
+  FakeClock clock_;
+  Answers answers_;
+};
+
+TEST_F(SchedulerTest, BatchesFillToTheMaximumAndPartialOnesWaitForTheDelay) {
+  Scheduler s(Manual(4, absl::Milliseconds(2)), &runner_, &clock_);
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(s.Submit(Ticket(OneOp())).ok());
+  EXPECT_EQ(s.RunOnce(), 4u);
+  EXPECT_EQ(s.RunOnce(), 4u);
+  EXPECT_EQ(s.RunOnce(), 0u);  // 2 left: a partial batch, not yet due
+  clock_.Advance(absl::Microseconds(1999));
+  EXPECT_EQ(s.RunOnce(), 0u);
+  clock_.Advance(absl::Microseconds(1));
+  EXPECT_EQ(s.RunOnce(), 2u);  // the delay passed
+  EXPECT_THAT(runner_.sizes(), ElementsAre(4, 4, 2));
+  EXPECT_EQ(answers_.size(), 10u);
+  // The events report the batch each instruction ran in.
+  absl::MutexLock lock(&answers_.mu);
+  for (const auto& job : answers_.jobs) {
+    JobOutcome outcome = engine_.Finish(job.get());
+    EXPECT_GE(outcome.events[0].batch_size, 2u);
+    EXPECT_GT(outcome.events[0].batch_id, 0u);
+  }
+}
+
+TEST_F(SchedulerTest, ZeroDelayRunsWhateverIsQueued) {
+  Scheduler s(Manual(64, absl::ZeroDuration()), &runner_, &clock_);
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(s.Submit(Ticket(OneOp())).ok());
+  EXPECT_EQ(s.RunOnce(), 3u);
+}
+
+TEST_F(SchedulerTest, KeysNeverMix) {
+  Scheduler s(Manual(64, absl::ZeroDuration()), &runner_, &clock_);
+  ASSERT_TRUE(s.Submit(Ticket(OneOp(Opcode::kTand))).ok());
+  ASSERT_TRUE(s.Submit(Ticket(OneOp(Opcode::kTxor))).ok());
+  ASSERT_TRUE(s.Submit(Ticket(OneOp(Opcode::kTand, DType::kInt16))).ok());
+  ASSERT_TRUE(s.Submit(Ticket(OneOp(Opcode::kTand, DType::kInt32, 4, 16))).ok());
+  ASSERT_TRUE(s.Submit(Ticket(OneOp(Opcode::kTand, DType::kInt32, 4, 8, Target::kA5))).ok());
+  ASSERT_TRUE(s.Submit(Ticket(OneOp(Opcode::kTand))).ok());  // joins the first
+  size_t batches = 0;
+  while (s.RunOnce() > 0) ++batches;
+  EXPECT_EQ(batches, 5u);
+  EXPECT_EQ(answers_.size(), 6u);
+  std::vector<size_t> sizes = runner_.sizes();
+  std::sort(sizes.begin(), sizes.end());
+  EXPECT_THAT(sizes, ElementsAre(1, 1, 1, 1, 2));
+}
+
+TEST_F(SchedulerTest, HigherPriorityRunsFirst) {
+  SchedulerOptions o = Manual(64, absl::ZeroDuration());
+  o.priority_levels = 3;
+  Scheduler s(o, &runner_, &clock_);
+  auto low = OneOp(Opcode::kTand);
+  auto high = OneOp(Opcode::kTxor);
+  const PreparedJob* high_ptr = high.get();
+  ASSERT_TRUE(s.Submit(Ticket(std::move(low), 0)).ok());
+  ASSERT_TRUE(s.Submit(Ticket(std::move(high), 2)).ok());
+  EXPECT_EQ(s.RunOnce(), 1u);
+  EXPECT_EQ(runner_.ran().front(), high_ptr);
+}
+
+TEST_F(SchedulerTest, PriorityOutOfRangeIsRefused) {
+  SchedulerOptions o = Manual(64, absl::ZeroDuration());
+  o.priority_levels = 2;
+  Scheduler s(o, &runner_, &clock_);
+  absl::Status st = s.Submit(Ticket(OneOp(), 2));
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(st.message()), ::testing::HasSubstr("priority levels 0 to 1"));
+  EXPECT_EQ(answers_.size(), 0u);
+}
+
+TEST_F(SchedulerTest, LowerLevelsAreNeverStarved) {
+  SchedulerOptions o = Manual(1, absl::ZeroDuration());
+  o.priority_levels = 4;
+  o.priority_aging = absl::Milliseconds(10);
+  Scheduler s(o, &runner_, &clock_);
+  auto low = OneOp(Opcode::kTxor);
+  const PreparedJob* low_ptr = low.get();
+  ASSERT_TRUE(s.Submit(Ticket(std::move(low), 0)).ok());
+  // A steady stream of top-priority work, one new job per millisecond.
+  int steps = 0;
+  for (; steps < 1000; ++steps) {
+    ASSERT_TRUE(s.Submit(Ticket(OneOp(Opcode::kTand), 3)).ok());
+    clock_.Advance(absl::Milliseconds(1));
+    s.RunOnce();
+    const auto ran = runner_.ran();
+    if (std::find(ran.begin(), ran.end(), low_ptr) != ran.end()) break;
+  }
+  // Aged past 3 levels (30 ms) it outranks fresh top-priority work.
+  EXPECT_GE(steps, 25);
+  EXPECT_LE(steps, 40);
+}
+
+TEST_F(SchedulerTest, DeadlinePassedWhileQueuedIsDroppedAndNeverRun) {
+  Scheduler s(Manual(4, absl::Seconds(1)), &runner_, &clock_);
+  JobTicket t = Ticket(OneOp());
+  t.deadline = clock_.Now() + absl::Milliseconds(5);
+  ASSERT_TRUE(s.Submit(std::move(t)).ok());
+  EXPECT_EQ(s.queued(), 1u);
+  clock_.Advance(absl::Milliseconds(6));
+  EXPECT_EQ(s.RunOnce(), 0u);
+  ASSERT_EQ(answers_.size(), 1u);
+  EXPECT_EQ(answers_.codes[0], absl::StatusCode::kDeadlineExceeded);
+  EXPECT_TRUE(runner_.ran().empty());
+  EXPECT_EQ(s.queued(), 0u);
+}
+
+TEST_F(SchedulerTest, DeadlineIsCheckedWhenTheBatchIsTaken) {
+  // Due at once (full batch) but already past its deadline: never run.
+  Scheduler s(Manual(1, absl::ZeroDuration()), &runner_, &clock_);
+  JobTicket t = Ticket(OneOp());
+  t.deadline = clock_.Now();
+  ASSERT_TRUE(s.Submit(std::move(t)).ok());
+  EXPECT_EQ(s.RunOnce(), 0u);
+  ASSERT_EQ(answers_.size(), 1u);
+  EXPECT_EQ(answers_.codes[0], absl::StatusCode::kDeadlineExceeded);
+  EXPECT_TRUE(runner_.ran().empty());
+}
+
+TEST_F(SchedulerTest, CancelledCallIsDroppedAndNeverRun) {
+  Scheduler s(Manual(4, absl::Seconds(1)), &runner_, &clock_);
+  auto cancelled = std::make_shared<std::atomic<bool>>(false);
+  JobTicket t = Ticket(OneOp());
+  t.cancelled = [cancelled] { return cancelled->load(); };
+  ASSERT_TRUE(s.Submit(std::move(t)).ok());
+  ASSERT_TRUE(s.Submit(Ticket(OneOp())).ok());
+  *cancelled = true;
+  clock_.Advance(absl::Seconds(1));
+  EXPECT_EQ(s.RunOnce(), 1u);  // only the other job ran
+  ASSERT_EQ(answers_.size(), 2u);
+  EXPECT_THAT(answers_.codes,
+              ::testing::UnorderedElementsAre(absl::StatusCode::kCancelled,
+                                              absl::StatusCode::kOk));
+}
+
+TEST_F(SchedulerTest, FullQueueRefusesAtOnce) {
+  SchedulerOptions o = Manual(64, absl::Seconds(1));
+  o.queue_capacity = 3;
+  Scheduler s(o, &runner_, &clock_);
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(s.Submit(Ticket(OneOp())).ok());
+  absl::Status st = s.Submit(Ticket(OneOp()));
+  EXPECT_EQ(st.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(st.message()), ::testing::HasSubstr("queue is full"));
+  EXPECT_EQ(answers_.size(), 0u);
+  clock_.Advance(absl::Seconds(1));
+  EXPECT_EQ(s.RunOnce(), 3u);
+  EXPECT_TRUE(s.Submit(Ticket(OneOp())).ok());  // room again
+}
+
+TEST_F(SchedulerTest, DependentInstructionsWaitAndIndependentOnesBatch) {
+  Scheduler s(Manual(64, absl::ZeroDuration()), &runner_, &clock_);
+  JobBuilder job(Target::kHost);
+  job.AddValues("a", Desc(DType::kInt32, 1, 4), {1, 2, 3, 4});
+  job.AddValues("b", Desc(DType::kInt32, 1, 4), {3, 3, 3, 3});
+  job.Tand("c", "a", "b");                            // 0
+  job.Tand("e", "b", "b");                            // 1: independent of 0
+  job.Txor("d", "c", "a").wait_events = {"e0"};       // 2: after 0
+  ASSERT_TRUE(s.Submit(Ticket(engine_.Prepare(job.spec()).value())).ok());
+  EXPECT_EQ(s.RunOnce(), 2u);  // 0 and 1 together
+  EXPECT_EQ(answers_.size(), 0u);
+  EXPECT_EQ(s.RunOnce(), 1u);  // then 2
+  ASSERT_EQ(answers_.size(), 1u);
+  absl::MutexLock lock(&answers_.mu);
+  JobOutcome outcome = engine_.Finish(answers_.jobs[0].get());
+  EXPECT_EQ(outcome.events[0].batch_id, outcome.events[1].batch_id);
+  EXPECT_EQ(outcome.events[0].batch_size, 2u);
+  EXPECT_LT(outcome.events[0].batch_id, outcome.events[2].batch_id);
+  // d = (a & b) ^ a.
+  std::vector<double> d(4);
+  for (const OutputTile& t : outcome.outputs) {
+    if (t.name == "d") ToValues(t.tile, absl::MakeSpan(d));
+  }
+  EXPECT_THAT(d, ElementsAre(0, 0, 0, 4));
+}
+
+TEST_F(SchedulerTest, ShutdownRefusesNewJobs) {
+  Scheduler s(Manual(64, absl::ZeroDuration()), &runner_, &clock_);
+  s.Shutdown();
+  EXPECT_EQ(s.Submit(Ticket(OneOp())).code(), absl::StatusCode::kUnavailable);
+}
+
+TEST_F(SchedulerTest, WorkersDrainEverythingAcceptedOnShutdown) {
+  SchedulerOptions o;
+  o.workers = 2;
+  o.max_batch_size = 16;
+  o.max_queue_delay = absl::Milliseconds(1);
+  std::atomic<int> answered{0}, ok{0};
+  {
+    Scheduler s(o, &runner_);
+    std::vector<std::thread> clients;
+    std::atomic<int> accepted{0};
+    for (int c = 0; c < 4; ++c) {
+      clients.emplace_back([&] {
+        for (int i = 0; i < 250; ++i) {
+          JobTicket t;
+          t.job = OneOp(i % 2 ? Opcode::kTand : Opcode::kTxor);
+          t.done = [&](absl::StatusOr<std::unique_ptr<PreparedJob>> r) {
+            ++answered;
+            if (r.ok()) ++ok;
+          };
+          if (s.Submit(std::move(t)).ok()) ++accepted;
+        }
+      });
+    }
+    for (auto& c : clients) c.join();
+    s.Shutdown();
+    EXPECT_EQ(accepted.load(), 1000);
+    EXPECT_EQ(answered.load(), 1000);  // every accepted job, before Shutdown returned
+  }
+  EXPECT_EQ(answered.load(), 1000);  // and none twice
+  EXPECT_EQ(ok.load(), 1000);
+  size_t ran = 0, batched = 0;
+  for (size_t n : runner_.sizes()) {
+    ran += n;
+    batched = std::max(batched, n);
+  }
+  EXPECT_EQ(ran, 1000u);
+  EXPECT_GT(batched, 1u);
+}
+
+}  // namespace
+}  // namespace ptoserve
