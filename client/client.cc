@@ -1,5 +1,7 @@
 #include "client/client.h"
 
+#include <thread>
+
 #include "grpc/health/v1/health.grpc.pb.h"
 
 namespace ptoserve {
@@ -46,6 +48,26 @@ absl::StatusOr<v1::JobResult> Client::Execute(const v1::Job& job) const {
   grpc::Status status = stub_->Execute(&context, job, &result);
   if (!status.ok()) return FromGrpc(status);
   return result;
+}
+
+absl::Status Client::ExecuteStream(
+    absl::Span<const v1::Job> jobs,
+    const std::function<void(v1::JobResult)>& on_result) const {
+  grpc::ClientContext context;
+  SetDeadline(&context);
+  auto stream = stub_->ExecuteStream(&context);
+  // Writes block while the server's window is full, so they run beside the
+  // reads rather than before them.
+  std::thread writer([&] {
+    for (const v1::Job& job : jobs) {
+      if (!stream->Write(job)) break;
+    }
+    stream->WritesDone();
+  });
+  v1::JobResult result;
+  while (stream->Read(&result)) on_result(std::move(result));
+  writer.join();
+  return FromGrpc(stream->Finish());
 }
 
 absl::StatusOr<v1::Capabilities> Client::GetCapabilities() const {

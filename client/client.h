@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -91,6 +92,14 @@ class Client {
 
   // Runs one job; the server's error code and message on failure.
   absl::StatusOr<v1::JobResult> Execute(const v1::Job& job) const;
+
+  // Runs `jobs` over one ExecuteStream call. `on_result` sees each result as
+  // it arrives (in the order jobs finish, each with its job's id and
+  // status; a job's error does not end the stream). The call's deadline is
+  // options.call_timeout for the whole stream. Returns the stream's status.
+  absl::Status ExecuteStream(
+      absl::Span<const v1::Job> jobs,
+      const std::function<void(v1::JobResult)>& on_result) const;
   absl::StatusOr<v1::Capabilities> GetCapabilities() const;
   // The grpc.health.v1 status of `service` ("" is the whole server):
   // "SERVING", "NOT_SERVING", ...

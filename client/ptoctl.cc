@@ -1,6 +1,7 @@
 // ptoctl: the command-line client of ptoserve.
 //
-//   ptoctl [--server=HOST:PORT] capabilities | health | tand | txor | run JOB.json
+//   ptoctl [--server=HOST:PORT] capabilities | health | tand | txor |
+//          run JOB.json | stream JOBS.jsonl
 //
 // See `ptoctl --help` and README.md for the flags of each command.
 #include <google/protobuf/util/json_util.h>
@@ -52,7 +53,9 @@ constexpr char kUsage[] =
     "  tand, txor       --dtype=int16 --shape=16x16 [--valid=RxC] --src0=V\n"
     "                   --src1=V [--tmp=V] [--target=a2a3]\n"
     "                   V: comma-separated integers, or @FILE of raw bytes\n"
-    "  run JOB.json     send a job written as proto3 JSON\n";
+    "  run JOB.json     send a job written as proto3 JSON\n"
+    "  stream JOBS.jsonl  send one job per line over one stream; results print\n"
+    "                   as jobs finish (a job without an id gets its line number)\n";
 
 
 int Fail(const absl::Status& status) {
@@ -357,6 +360,50 @@ int RunJob(const std::string& path) {
   return 0;
 }
 
+int StreamJobs(const std::string& path) {
+  std::ifstream file(path);
+  if (!file) return UsageError("cannot read " + path);
+  std::vector<v1::Job> jobs;
+  std::string line;
+  for (int number = 1; std::getline(file, line); ++number) {
+    if (absl::StripAsciiWhitespace(line).empty()) continue;
+    v1::Job& job = jobs.emplace_back();
+    auto parsed = google::protobuf::util::JsonStringToMessage(line, &job);
+    if (!parsed.ok()) {
+      return UsageError(absl::StrCat(path, ":", number, " is not a ptoserve.v1.Job in proto3 JSON: ",
+                                     parsed.message().as_string()));
+    }
+    if (job.id().empty()) job.set_id(absl::StrCat(number));
+  }
+  auto client = Connect();
+  if (!client.ok()) return Fail(client.status());
+  int failed = 0;
+  absl::Status status = (*client)->ExecuteStream(jobs, [&](v1::JobResult result) {
+    if (absl::GetFlag(FLAGS_json)) {
+      google::protobuf::util::JsonPrintOptions options;
+      std::string out;
+      (void)google::protobuf::util::MessageToJsonString(result, &out, options);
+      std::cout << out << "\n";
+      if (result.status().code() != 0) ++failed;
+      return;
+    }
+    if (result.status().code() != 0) {
+      ++failed;
+      std::cout << "job " << result.id() << ": "
+                << absl::StatusCodeToString(static_cast<absl::StatusCode>(result.status().code()))
+                << ": " << result.status().message() << "\n";
+      return;
+    }
+    std::cout << "job " << result.id() << ": OK\n";
+    std::vector<std::string> names;
+    for (const auto& [name, tile] : result.tiles()) names.push_back(name);
+    std::sort(names.begin(), names.end());
+    for (const std::string& name : names) PrintTile(name, result.tiles().at(name));
+  });
+  if (!status.ok()) return Fail(status);
+  return failed == 0 ? 0 : 1;
+}
+
 int Main(const std::vector<char*>& args) {
   if (args.size() < 2) return UsageError("no command given");
   const std::string command = args[1];
@@ -364,6 +411,10 @@ int Main(const std::vector<char*>& args) {
   if (command == "run") {
     if (extra != 1) return UsageError("run takes one JOB.json file");
     return RunJob(args[2]);
+  }
+  if (command == "stream") {
+    if (extra != 1) return UsageError("stream takes one JOBS.jsonl file");
+    return StreamJobs(args[2]);
   }
   if (extra != 0) return UsageError(absl::StrCat("unexpected argument: ", args[2]));
   if (command == "capabilities") return Capabilities();

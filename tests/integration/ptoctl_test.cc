@@ -103,6 +103,23 @@ TEST_F(PtoctlTest, RunSendsAJsonJobWithWaits) {
   EXPECT_THAT(r.output, HasSubstr("note: tmp \"t\" is accepted and unused on a5"));
 }
 
+TEST_F(PtoctlTest, StreamSendsOneJobPerLine) {
+  const std::string jobs = WriteFile("jobs.jsonl",
+      R"({"tiles": {"a": {"dtype": "DTYPE_UINT8", "rows": 1, "cols": 2, "values": [12, 10]}}, )"
+      R"("instructions": [{"opcode": "OPCODE_TAND", "dst": "c", "src0": "a", "src1": "a"}]})" "\n"
+      "\n"
+      R"({"id": "broken", "tiles": {}, "instructions": [{"opcode": "OPCODE_TAND", "dst": "c", )"
+      R"("src0": "x", "src1": "x"}]})" "\n"
+      R"({"tiles": {"a": {"dtype": "DTYPE_UINT8", "rows": 1, "cols": 2, "values": [12, 10]}}, )"
+      R"("instructions": [{"opcode": "OPCODE_TXOR", "dst": "c", "src0": "a", "src1": "a"}]})" "\n");
+  CommandResult r = Ptoctl("stream " + jobs);
+  EXPECT_EQ(r.exit_code, 1) << r.output;  // one job failed
+  EXPECT_THAT(r.output, HasSubstr("job 1: OK\nc: 1x2 uint8\n  12 10\n"));
+  EXPECT_THAT(r.output, HasSubstr("job 4: OK\nc: 1x2 uint8\n  0 0\n"));
+  EXPECT_THAT(r.output, HasSubstr("job broken: INVALID_ARGUMENT: instruction 0 (TAND on host): "
+                                  "src0 \"x\" is not a tile of the job"));
+}
+
 TEST_F(PtoctlTest, ServerErrorsExitNonZeroWithCodeAndMessage) {
   CommandResult r = Ptoctl("txor --dtype=int8 --shape=1x16 --src0=1 --src1=2 --target=a2a3");
   EXPECT_EQ(r.exit_code, 1);

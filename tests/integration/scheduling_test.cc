@@ -1,0 +1,184 @@
+// The scheduler and streaming end to end: many clients on a real server.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <atomic>
+#include <random>
+#include <thread>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "client/client.h"
+#include "tests/integration/server_process.h"
+
+namespace ptoserve {
+namespace {
+
+using ::testing::HasSubstr;
+
+v1::Job TandJob(const std::vector<int32_t>& a, const std::vector<int32_t>& b,
+                uint32_t rows, uint32_t cols) {
+  return BinaryJob<int32_t>(v1::OPCODE_TAND, BinaryArgs<int32_t>{a, b, rows, cols});
+}
+
+TEST(SchedulingTest, SixtyFourConcurrentClientsAreBatched) {
+  // A short delay lets partial batches gather company.
+  ServerProcess server({"--max_queue_delay_us=2000", "--max_batch_size=64"});
+  std::atomic<uint32_t> largest_batch{0};
+  std::atomic<int> correct{0};
+  std::vector<std::thread> clients;
+  for (int c = 0; c < 64; ++c) {
+    clients.emplace_back([&, c] {
+      auto client = Client::Connect(server.address()).value();
+      std::mt19937 rng(c);
+      for (int i = 0; i < 20; ++i) {
+        std::vector<int32_t> a(16 * 16), b(16 * 16);
+        for (auto& v : a) v = static_cast<int32_t>(rng());
+        for (auto& v : b) v = static_cast<int32_t>(rng());
+        absl::StatusOr<TileResult<int32_t>> r =
+            client->Tand<int32_t>({a, b, 16, 16});
+        ASSERT_TRUE(r.ok()) << r.status();
+        for (size_t k = 0; k < a.size(); ++k) {
+          ASSERT_EQ(r->elements[k], a[k] & b[k]);
+        }
+        ++correct;
+        uint32_t size = r->events[0].batch_size();
+        uint32_t seen = largest_batch.load();
+        while (size > seen && !largest_batch.compare_exchange_weak(seen, size)) {
+        }
+      }
+    });
+  }
+  for (auto& t : clients) t.join();
+  EXPECT_EQ(correct.load(), 64 * 20);
+  EXPECT_GT(largest_batch.load(), 1u);
+}
+
+TEST(SchedulingTest, TenThousandStreamedJobsAreEachAnsweredOnce) {
+  ServerProcess server;
+  auto client = Client::Connect(server.address()).value();
+  std::vector<v1::Job> jobs;
+  std::vector<int32_t> a(4 * 8), b(4 * 8);
+  for (int i = 0; i < 10000; ++i) {
+    for (size_t k = 0; k < a.size(); ++k) {
+      a[k] = i + static_cast<int>(k);
+      b[k] = 0x5555;
+    }
+    v1::Job job = TandJob(a, b, 4, 8);
+    job.set_id(absl::StrCat(i));
+    // Every 100th job is broken: its error must come back in its result.
+    if (i % 100 == 99) job.mutable_instructions(0)->set_src1("missing");
+    jobs.push_back(std::move(job));
+  }
+  absl::flat_hash_map<std::string, int> answers;
+  int errors = 0;
+  absl::Status status = client->ExecuteStream(jobs, [&](v1::JobResult r) {
+    ++answers[r.id()];
+    const int i = std::stoi(r.id());
+    if (i % 100 == 99) {
+      EXPECT_EQ(r.status().code(), static_cast<int>(absl::StatusCode::kInvalidArgument));
+      EXPECT_THAT(r.status().message(), HasSubstr("src1 \"missing\""));
+      ++errors;
+      return;
+    }
+    ASSERT_EQ(r.status().code(), 0) << r.status().message();
+    auto elements = TileElements<int32_t>(r.tiles().at("dst")).value();
+    EXPECT_EQ(elements[5], (i + 5) & 0x5555);
+  });
+  ASSERT_TRUE(status.ok()) << status;
+  EXPECT_EQ(answers.size(), 10000u);
+  for (const auto& [id, count] : answers) ASSERT_EQ(count, 1) << "job " << id;
+  EXPECT_EQ(errors, 100);
+}
+
+TEST(SchedulingTest, JobTimeoutDropsAQueuedJob) {
+  // A lone job waits a second for company; its 50 ms timeout passes first.
+  ServerProcess server({"--max_queue_delay_us=1000000"});
+  auto client = Client::Connect(server.address()).value();
+  std::vector<int32_t> a(4, 1);
+  v1::Job job = TandJob(a, a, 2, 2);
+  job.mutable_timeout()->set_nanos(50 * 1000 * 1000);
+  absl::StatusOr<v1::JobResult> r = client->Execute(job);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kDeadlineExceeded) << r.status();
+  job.mutable_timeout()->set_seconds(-1);
+  r = client->Execute(job);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << r.status();
+}
+
+TEST(SchedulingTest, CallDeadlineDropsAQueuedJob) {
+  ServerProcess server({"--max_queue_delay_us=1000000"});
+  ClientOptions options;
+  options.call_timeout = absl::Milliseconds(100);
+  auto client = Client::Connect(server.address(), options).value();
+  std::vector<int32_t> a(4, 1);
+  absl::StatusOr<v1::JobResult> r = client->Execute(TandJob(a, a, 2, 2));
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kDeadlineExceeded) << r.status();
+  // The server is still healthy and answers the next job (it waits out the
+  // batch delay: give it time).
+  ClientOptions patient;
+  auto client2 = Client::Connect(server.address(), patient).value();
+  EXPECT_TRUE(client2->Execute(TandJob(a, a, 2, 2)).ok());
+}
+
+TEST(SchedulingTest, FullQueueIsResourceExhausted) {
+  // One instruction of room, and a long batch delay keeps it occupied.
+  ServerProcess server({"--queue_capacity=1", "--max_queue_delay_us=500000"});
+  auto client = Client::Connect(server.address()).value();
+  std::vector<int32_t> a(4, 1);
+  std::thread first([&] { EXPECT_TRUE(client->Execute(TandJob(a, a, 2, 2)).ok()); });
+  absl::SleepFor(absl::Milliseconds(100));
+  absl::StatusOr<v1::JobResult> r = client->Execute(TandJob(a, a, 2, 2));
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted) << r.status();
+  EXPECT_THAT(std::string(r.status().message()), HasSubstr("queue is full"));
+  first.join();
+}
+
+TEST(SchedulingTest, PriorityOutOfRangeIsInvalid) {
+  ServerProcess server({"--priority_levels=2"});
+  auto client = Client::Connect(server.address()).value();
+  std::vector<int32_t> a(4, 1);
+  v1::Job job = TandJob(a, a, 2, 2);
+  job.set_priority(1);
+  EXPECT_TRUE(client->Execute(job).ok());
+  job.set_priority(2);
+  absl::StatusOr<v1::JobResult> r = client->Execute(job);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(r.status().message()), HasSubstr("priority 2 is out of range"));
+}
+
+TEST(SchedulingTest, SigtermAnswersEveryAcceptedCallAndExitsZero) {
+  ServerProcess server({"--max_queue_delay_us=20000"});
+  std::atomic<int> ok{0}, unavailable{0}, other{0};
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> clients;
+  for (int c = 0; c < 16; ++c) {
+    clients.emplace_back([&] {
+      auto client = Client::Connect(server.address());
+      if (!client.ok()) return;
+      std::vector<int32_t> a(64, 7);
+      for (int i = 0; i < 200 && !stop; ++i) {
+        absl::StatusOr<v1::JobResult> r = (*client)->Execute(TandJob(a, a, 8, 8));
+        if (r.ok()) {
+          ++ok;
+        } else if (r.status().code() == absl::StatusCode::kUnavailable) {
+          ++unavailable;
+          return;
+        } else {
+          ++other;
+        }
+      }
+    });
+  }
+  absl::SleepFor(absl::Milliseconds(300));
+  const int status = server.Terminate();
+  stop = true;
+  for (auto& t : clients) t.join();
+  ASSERT_NE(status, -1);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  EXPECT_GT(ok.load(), 0);
+  EXPECT_EQ(other.load(), 0);  // every call: a result, or UNAVAILABLE once closed
+}
+
+}  // namespace
+}  // namespace ptoserve
