@@ -4,6 +4,7 @@
 #include <immintrin.h>
 #endif
 
+#include <algorithm>
 #include <cstring>
 
 namespace ptoserve {
@@ -149,6 +150,86 @@ __attribute__((target("avx2"))) void Avx2Invert(Region r, ConstPlane s,
   }
 }
 
+template <BitwiseOp kOp>
+__attribute__((target("avx512f"))) inline __m512i ApplyAvx512(__m512i a,
+                                                              __m512i b) {
+  if constexpr (kOp == BitwiseOp::kAnd) return _mm512_and_si512(a, b);
+  if constexpr (kOp == BitwiseOp::kOr) return _mm512_or_si512(a, b);
+  return _mm512_xor_si512(a, b);
+}
+
+// Regions larger than this are written with non-temporal stores: they will
+// not fit in the caches anyway, and streaming stores skip reading each
+// destination line before overwriting it.
+constexpr size_t kStreamingBytes = size_t{8} << 20;
+
+template <BitwiseOp kOp>
+__attribute__((target("avx512f"))) void Avx512BinaryOp(Region r, ConstPlane a,
+                                                       ConstPlane b, Plane d) {
+  r = Flatten(r, a, b, d);
+  const size_t n = r.row_bytes;
+  const bool streaming = r.rows * n >= kStreamingBytes;
+  for (size_t y = 0; y < r.rows; ++y) {
+    const uint8_t* pa = a.data + y * a.stride;
+    const uint8_t* pb = b.data + y * b.stride;
+    uint8_t* pd = d.data + y * d.stride;
+    size_t x = 0;
+    if (streaming) {
+      // Bytes up to the first 64-byte boundary of dst, then whole lines.
+      const size_t head =
+          std::min(n, (64 - reinterpret_cast<uintptr_t>(pd) % 64) % 64);
+      BinaryTail<kOp>(0, head, pa, pb, pd);
+      for (x = head; x + 64 <= n; x += 64) {
+        _mm512_stream_si512(reinterpret_cast<__m512i*>(pd + x),
+                            ApplyAvx512<kOp>(_mm512_loadu_si512(pa + x),
+                                             _mm512_loadu_si512(pb + x)));
+      }
+      BinaryTail<kOp>(x, n, pa, pb, pd);
+      continue;
+    }
+    for (; x + 256 <= n; x += 256) {
+      __m512i v[4];
+      for (int k = 0; k < 4; ++k) {
+        v[k] = ApplyAvx512<kOp>(_mm512_loadu_si512(pa + x + 64 * k),
+                                _mm512_loadu_si512(pb + x + 64 * k));
+      }
+      for (int k = 0; k < 4; ++k) _mm512_storeu_si512(pd + x + 64 * k, v[k]);
+    }
+    for (; x + 64 <= n; x += 64) {
+      _mm512_storeu_si512(pd + x, ApplyAvx512<kOp>(_mm512_loadu_si512(pa + x),
+                                                   _mm512_loadu_si512(pb + x)));
+    }
+    BinaryTail<kOp>(x, n, pa, pb, pd);
+  }
+  // Streaming stores are weakly ordered: make them visible before returning.
+  if (streaming) _mm_sfence();
+}
+
+void Avx512Binary(BitwiseOp op, Region r, ConstPlane a, ConstPlane b,
+                  Plane d) {
+  switch (op) {
+    case BitwiseOp::kAnd: return Avx512BinaryOp<BitwiseOp::kAnd>(r, a, b, d);
+    case BitwiseOp::kOr: return Avx512BinaryOp<BitwiseOp::kOr>(r, a, b, d);
+    case BitwiseOp::kXor: return Avx512BinaryOp<BitwiseOp::kXor>(r, a, b, d);
+  }
+}
+
+__attribute__((target("avx512f"))) void Avx512Invert(Region r, ConstPlane s,
+                                                     Plane d) {
+  r = Flatten(r, s, d);
+  const size_t n = r.row_bytes;
+  const __m512i ones = _mm512_set1_epi32(-1);
+  for (size_t y = 0; y < r.rows; ++y) {
+    const uint8_t* ps = s.data + y * s.stride;
+    uint8_t* pd = d.data + y * d.stride;
+    size_t x = 0;
+    for (; x + 64 <= n; x += 64) {
+      _mm512_storeu_si512(pd + x, _mm512_xor_si512(_mm512_loadu_si512(ps + x), ones));
+    }
+    InvertTail(x, n, ps, pd);
+  }
+}
+
 #endif  // __x86_64__
 
 }  // namespace
@@ -168,9 +249,20 @@ const KernelSet* Avx2Kernels() {
 #endif
 }
 
+const KernelSet* Avx512Kernels() {
+#if defined(__x86_64__)
+  static const KernelSet kSet{"avx512", &Avx512Binary, &Avx512Invert};
+  static const bool kSupported = __builtin_cpu_supports("avx512f");
+  return kSupported ? &kSet : nullptr;
+#else
+  return nullptr;
+#endif
+}
+
 const KernelSet& BestKernels() {
-  static const KernelSet& kBest =
-      Avx2Kernels() != nullptr ? *Avx2Kernels() : PortableKernels();
+  static const KernelSet& kBest = Avx512Kernels() != nullptr ? *Avx512Kernels()
+                                  : Avx2Kernels() != nullptr ? *Avx2Kernels()
+                                                             : PortableKernels();
   return kBest;
 }
 

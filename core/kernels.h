@@ -35,7 +35,7 @@ struct Plane {
 // A set of kernels for one instruction-set level. Operands may be the same
 // plane (in-place, src0 == src1) but must not partially overlap.
 struct KernelSet {
-  const char* name;  // "portable", "avx2"
+  const char* name;  // "portable", "avx2", "avx512"
   // dst = a op b over `region`.
   void (*binary)(BitwiseOp op, Region region, ConstPlane a, ConstPlane b,
                  Plane dst);
@@ -47,6 +47,8 @@ struct KernelSet {
 const KernelSet& PortableKernels();
 // AVX2 (256-bit) kernels, or nullptr when this CPU lacks AVX2.
 const KernelSet* Avx2Kernels();
+// AVX-512 (512-bit) kernels, or nullptr when this CPU lacks AVX-512F.
+const KernelSet* Avx512Kernels();
 // The fastest set this CPU supports, chosen once at run time.
 const KernelSet& BestKernels();
 

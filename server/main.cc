@@ -1,10 +1,4 @@
 // ptoserve: the gRPC server that executes PTO tile instructions.
-#include <grpcpp/ext/proto_server_reflection_plugin.h>
-#include <grpcpp/grpcpp.h>
-#include <grpcpp/health_check_service_interface.h>
-#include <pthread.h>
-#include <signal.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
@@ -19,6 +13,7 @@
 #include "core/engine.h"
 #include "core/version.h"
 #include "server/codec.h"
+#include "server/grpc_server.h"
 #include "server/service.h"
 
 ABSL_FLAG(std::string, address, "127.0.0.1:50051",
@@ -69,12 +64,6 @@ absl::StatusOr<Target> ParseTarget(const std::string& name) {
       "--default_target=", name, " is not one of host, a2a3, a5"));
 }
 
-// "127.0.0.1:0" with port 43210 bound -> "127.0.0.1:43210".
-std::string WithPort(const std::string& address, int port) {
-  const size_t colon = address.rfind(':');
-  return absl::StrCat(address.substr(0, colon), ":", port);
-}
-
 int Run() {
   absl::StatusOr<Target> target = ParseTarget(absl::GetFlag(FLAGS_default_target));
   if (!target.ok()) {
@@ -113,43 +102,19 @@ int Run() {
   limits.stream_window = std::max(1, absl::GetFlag(FLAGS_stream_window));
   TileComputeService service(&engine, &scheduler, limits);
 
-  grpc::EnableDefaultHealthCheckService(true);
-  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
-  grpc::ServerBuilder builder;
-  int port = 0;
-  const std::string address = absl::GetFlag(FLAGS_address);
-  builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &port);
-  builder.SetMaxReceiveMessageSize(max_message_bytes);
-  builder.SetMaxSendMessageSize(max_message_bytes);
-  builder.RegisterService(&service);
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  if (server == nullptr || port == 0) {
-    std::cerr << "ptoserve: cannot listen on " << address << "\n";
+  absl::StatusOr<RunningServer> running = StartGrpcServer(
+      {absl::GetFlag(FLAGS_address), max_message_bytes}, {&service});
+  if (!running.ok()) {
+    std::cerr << "ptoserve: " << running.status().message() << "\n";
     return 1;
   }
-  grpc::HealthCheckServiceInterface* health = server->GetHealthCheckService();
-  health->SetServingStatus(v1::TileCompute::service_full_name(), true);
-  health->SetServingStatus(true);
-  std::cout << "ptoserve " << kVersion << " listening on "
-            << WithPort(address, port) << " (default target "
-            << TargetName(*target) << ")" << std::endl;
-
-  // SIGINT/SIGTERM are blocked in every thread (see main) and taken here.
-  std::thread shutdown([&server, health] {
-    sigset_t signals;
-    sigemptyset(&signals);
-    sigaddset(&signals, SIGINT);
-    sigaddset(&signals, SIGTERM);
-    int signal = 0;
-    sigwait(&signals, &signal);
-    std::cout << "ptoserve: " << (signal == SIGINT ? "SIGINT" : "SIGTERM")
-              << ", draining in-flight calls" << std::endl;
-    health->SetServingStatus(false);
-    server->Shutdown(std::chrono::system_clock::now() +
-                     absl::ToChronoMicroseconds(absl::GetFlag(FLAGS_shutdown_grace)));
-  });
-  server->Wait();
-  shutdown.join();
+  // The health service knows a service only once its status has been set.
+  running->server->GetHealthCheckService()->SetServingStatus(
+      v1::TileCompute::service_full_name(), true);
+  std::cout << "ptoserve " << kVersion << " listening on " << running->address
+            << " (default target " << TargetName(*target) << ")" << std::endl;
+  ServeUntilSignalled(running->server.get(),
+                      absl::GetFlag(FLAGS_shutdown_grace), "ptoserve");
   scheduler.Shutdown();
   std::cout << "ptoserve: stopped" << std::endl;
   return 0;
@@ -163,12 +128,7 @@ int main(int argc, char** argv) {
       "Serves PTO tile instructions (TAND, TXOR) over gRPC.\n"
       "Usage: ptoserve [--address=HOST:PORT] [--default_target=host|a2a3|a5]");
   absl::ParseCommandLine(argc, argv);
-  // Block the shutdown signals before any thread starts, so that every
-  // thread inherits the mask and only the shutdown thread receives them.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  // Before any thread starts, so that only the shutdown thread sees them.
+  ptoserve::BlockShutdownSignals();
   return ptoserve::Run();
 }

@@ -22,14 +22,12 @@ class HostBackend final : public Backend {
     const bool is_and = batch[0]->opcode == Opcode::kTand;
     Step(is_and ? "and" : "xor", is_and ? BitwiseOp::kAnd : BitwiseOp::kXor,
          Role::kDst, Role::kSrc0, Role::kSrc1, batch, traces);
-    for (Trace* trace : traces) {
-      trace->notes.push_back(std::string("host kernels: ") + BestKernels().name);
-    }
   }
 
  protected:
   std::string Algorithm(Opcode opcode) const override {
-    return opcode == Opcode::kTand ? "direct and (SIMD)" : "direct xor (SIMD)";
+    return std::string(opcode == Opcode::kTand ? "direct and" : "direct xor") +
+           " (" + BestKernels().name + " kernels)";
   }
 };
 

@@ -22,13 +22,14 @@ using test::ReferenceInvert;
 using test::SameElements;
 using test::Sentinel;
 
-enum class KernelChoice { kPortable, kAvx2, kBest };
+enum class KernelChoice { kPortable, kAvx2, kAvx512, kBest };
 
 std::string KernelChoiceName(
     const ::testing::TestParamInfo<KernelChoice>& info) {
   switch (info.param) {
     case KernelChoice::kPortable: return "Portable";
     case KernelChoice::kAvx2: return "Avx2";
+    case KernelChoice::kAvx512: return "Avx512";
     case KernelChoice::kBest: return "Best";
   }
   return "?";
@@ -85,9 +86,10 @@ class KernelsTest : public ::testing::TestWithParam<KernelChoice> {
     switch (GetParam()) {
       case KernelChoice::kPortable: kernels_ = &PortableKernels(); break;
       case KernelChoice::kAvx2: kernels_ = Avx2Kernels(); break;
+      case KernelChoice::kAvx512: kernels_ = Avx512Kernels(); break;
       case KernelChoice::kBest: kernels_ = &BestKernels(); break;
     }
-    if (kernels_ == nullptr) GTEST_SKIP() << "this CPU has no AVX2";
+    if (kernels_ == nullptr) GTEST_SKIP() << "this CPU lacks the instructions";
   }
 
   // Runs a op b over a valid_rows x valid_cols region of operands padded as
@@ -261,16 +263,27 @@ TEST_P(KernelsTest, HandComputedBytes) {
   EXPECT_EQ(dst.elements, (std::vector<uint8_t>{0x0F, 0x00, 0xFF, 0x5A}));
 }
 
+// Regions of 8 MiB and more take the streaming-store path: rows whose dst
+// starts off a 64-byte boundary, tails, and padding must all come out right.
+TEST_P(KernelsTest, LargeStridedRegion) {
+  CheckBinary<uint8_t>(BitwiseOp::kXor, 2100, 4099, Padding{3, 1, 5});
+  CheckBinary<uint32_t>(BitwiseOp::kAnd, 1030, 2049, Padding{0, 0, 0});
+}
+
 INSTANTIATE_TEST_SUITE_P(AllKernelSets, KernelsTest,
                          ::testing::Values(KernelChoice::kPortable,
                                            KernelChoice::kAvx2,
+                                           KernelChoice::kAvx512,
                                            KernelChoice::kBest),
                          KernelChoiceName);
 
 TEST(KernelSetsTest, NamesAndChoice) {
   EXPECT_STREQ(PortableKernels().name, "portable");
-  if (Avx2Kernels() != nullptr) {
-    EXPECT_STREQ(Avx2Kernels()->name, "avx2");
+  if (Avx2Kernels() != nullptr) EXPECT_STREQ(Avx2Kernels()->name, "avx2");
+  if (Avx512Kernels() != nullptr) {
+    EXPECT_STREQ(Avx512Kernels()->name, "avx512");
+    EXPECT_EQ(&BestKernels(), Avx512Kernels());
+  } else if (Avx2Kernels() != nullptr) {
     EXPECT_EQ(&BestKernels(), Avx2Kernels());
   } else {
     EXPECT_EQ(&BestKernels(), &PortableKernels());

@@ -1,0 +1,45 @@
+// The gRPC plumbing every ptoserve server binary shares (ptoserve itself
+// and the echo baseline in bench/), so that both run with the same settings.
+#ifndef PTOSERVE_SERVER_GRPC_SERVER_H_
+#define PTOSERVE_SERVER_GRPC_SERVER_H_
+
+#include <grpcpp/grpcpp.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+
+namespace ptoserve {
+
+struct GrpcSettings {
+  std::string address;    // HOST:PORT; port 0 picks a free one
+  int max_message_bytes;  // largest request or response
+};
+
+struct RunningServer {
+  std::unique_ptr<grpc::Server> server;
+  std::string address;  // with the port actually bound
+};
+
+// Starts a callback-API server for `services` with the standard health
+// service (SERVING for the server and each service) and reflection.
+// UNAVAILABLE if it cannot listen.
+absl::StatusOr<RunningServer> StartGrpcServer(
+    const GrpcSettings& settings, const std::vector<grpc::Service*>& services);
+
+// Blocks SIGINT and SIGTERM in the calling thread and every thread it starts
+// later. Call first thing in main.
+void BlockShutdownSignals();
+
+// Waits for SIGINT or SIGTERM, then reports NOT_SERVING, stops accepting
+// calls, lets in-flight ones finish for up to `grace`, and returns once the
+// server has stopped. REQUIRES: BlockShutdownSignals() ran before any thread.
+void ServeUntilSignalled(grpc::Server* server, absl::Duration grace,
+                         const std::string& name);
+
+}  // namespace ptoserve
+
+#endif  // PTOSERVE_SERVER_GRPC_SERVER_H_
