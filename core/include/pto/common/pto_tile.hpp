@@ -42,11 +42,12 @@ constexpr int DYNAMIC = -1;
 namespace detail {
 
 // Reports a violated run-time precondition of the built-in API and aborts,
-// as an assertion in PTO-ISA's own implementation does.
-[[noreturn]] inline void Fail(const char* what, const char* message, int a,
-                              int b, int c, int d) {
+// as an assertion in PTO-ISA's own implementation does. `format` takes
+// `args` as printf does.
+template <typename... Args>
+[[noreturn]] void Fail(const char* what, const char* format, Args... args) {
   std::fprintf(stderr, "pto: %s: ", what);
-  std::fprintf(stderr, message, a, b, c, d);
+  std::fprintf(stderr, format, args...);
   std::fprintf(stderr, "\n");
   std::abort();
 }
