@@ -88,6 +88,6 @@ int main(int argc, char** argv) {
   }
   std::cout << "echo_server listening on " << running->address << std::endl;
   ptoserve::ServeUntilSignalled(running->server.get(), absl::Seconds(5),
-                                "echo_server");
+                                absl::ZeroDuration(), "echo_server");
   return 0;
 }

@@ -306,18 +306,31 @@ class JobBinder {
     }
   }
 
-  // Everything checks out: allocate the tiles, copy the elements in, and
-  // bind the instructions to them.
+  // Everything checks out: make the tiles and bind the instructions to
+  // them. An input sent as data that no instruction writes is borrowed, not
+  // copied; every other tile owns its bytes.
   absl::Status FillTiles() {
+    absl::flat_hash_set<size_t> written;
+    for (const Wiring& w : wiring_) {
+      written.insert(w.dst);
+      if (w.tmp) written.insert(*w.tmp);
+    }
     auto& slots = job_->slots_;
-    for (size_t s = 0; s < slots.size(); ++s) slots[s].tile.emplace(descs_[s]);
-    // Declared tiles occupy the first slots, in spec order.
-    for (size_t s = 0; s < spec_.tiles.size(); ++s) {
-      const TileInput& in = spec_.tiles[s];
-      if (in.encoding == Encoding::kData) {
-        FillFromData(in.data, &*slots[s].tile);
-      } else if (in.encoding == Encoding::kValues) {
-        PTO_RETURN_IF_ERROR(FillFromValues(in.values, in.name, &*slots[s].tile));
+    for (size_t s = 0; s < slots.size(); ++s) {
+      // Declared tiles occupy the first slots, in spec order.
+      const TileInput* in = s < spec_.tiles.size() ? &spec_.tiles[s] : nullptr;
+      if (in != nullptr && in->encoding == Encoding::kData &&
+          !written.contains(s)) {
+        slots[s].tile.emplace(Tile::Borrow(
+            descs_[s], reinterpret_cast<const uint8_t*>(in->data.data())));
+        continue;
+      }
+      slots[s].tile.emplace(descs_[s]);
+      if (in == nullptr) continue;
+      if (in->encoding == Encoding::kData) {
+        FillFromData(in->data, &*slots[s].tile);
+      } else if (in->encoding == Encoding::kValues) {
+        PTO_RETURN_IF_ERROR(FillFromValues(in->values, in->name, &*slots[s].tile));
       }
     }
     const absl::Time now = absl::Now();
@@ -379,6 +392,16 @@ void Engine::RunBatch(absl::Span<const WorkItem> batch) const {
   }
 }
 
+namespace {
+
+Tile OwnedCopy(const Tile& tile) {
+  Tile copy(tile.desc());
+  std::memcpy(copy.data(), tile.data(), copy.size_bytes());
+  return copy;
+}
+
+}  // namespace
+
 JobOutcome Engine::Finish(PreparedJob* job) const {
   JobOutcome out;
   out.target = job->target_;
@@ -387,18 +410,18 @@ JobOutcome Engine::Finish(PreparedJob* job) const {
     PreparedJob::Slot& s = job->slots_[slot];
     const Encoding encoding =
         s.encoding == Encoding::kNone ? Encoding::kData : s.encoding;
-    if (s.tile.has_value()) {
-      out.outputs.push_back({s.name, std::move(*s.tile), encoding});
-      s.tile.reset();
-    } else {
+    if (!s.tile.has_value()) {
       // The same tile asked for twice: the second is a copy.
       const OutputTile& first = *std::find_if(
           out.outputs.begin(), out.outputs.end(),
           [&](const OutputTile& o) { return o.name == s.name; });
-      Tile copy(first.tile.desc());
-      std::memcpy(copy.data(), first.tile.data(), copy.size_bytes());
-      out.outputs.push_back({s.name, std::move(copy), encoding});
+      out.outputs.push_back({s.name, OwnedCopy(first.tile), encoding});
+      continue;
     }
+    // An outcome owns all its tiles: it may outlive the job's inputs.
+    Tile tile = s.tile->owned() ? std::move(*s.tile) : OwnedCopy(*s.tile);
+    s.tile.reset();
+    out.outputs.push_back({s.name, std::move(tile), encoding});
   }
   return out;
 }

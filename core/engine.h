@@ -23,7 +23,8 @@
 namespace ptoserve {
 
 // A tile as a job supplies it. The elements are borrowed: they must outlive
-// Engine::Prepare, which copies them.
+// the PreparedJob, which reads inputs sent as data in place unless an
+// instruction writes them.
 struct TileInput {
   std::string name;
   TileDesc desc;  // a zero valid extent means the full extent
@@ -146,7 +147,9 @@ class Engine {
   // none of them has.
   void RunBatch(absl::Span<const WorkItem> batch) const;
 
-  // Moves the output tiles and events out of a fully run job.
+  // Moves the output tiles and events out of a fully run job. The outcome
+  // owns its tiles (a requested input is copied), so it may outlive the
+  // job's inputs.
   JobOutcome Finish(PreparedJob* job) const;
 
   // Prepare, run every instruction in order, Finish.

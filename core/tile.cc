@@ -1,16 +1,11 @@
 #include "core/tile.h"
 
-#include <cstdlib>
-#include <cstring>
+#include <cassert>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
 
 namespace ptoserve {
-
-namespace {
-constexpr size_t kTileAlignment = 64;
-}  // namespace
 
 std::string TileDesc::ToString() const {
   std::string s = absl::StrFormat("%ux%u %s", rows, cols, DTypeName(dtype));
@@ -44,15 +39,25 @@ absl::StatusOr<TileDesc> ResolveTileDesc(const TileDesc& desc,
   return out;
 }
 
-void Tile::Free::operator()(uint8_t* p) const { std::free(p); }
+Tile::Tile(const TileDesc& desc) : desc_(desc), bytes_(desc.bytes(), '\0') {}
 
-Tile::Tile(const TileDesc& desc) : desc_(desc) {
-  // aligned_alloc wants a size that is a multiple of the alignment.
-  size_t size = (desc.bytes() + kTileAlignment - 1) / kTileAlignment * kTileAlignment;
-  auto* p = static_cast<uint8_t*>(std::aligned_alloc(kTileAlignment, size));
-  if (p == nullptr) throw std::bad_alloc();
-  std::memset(p, 0, size);
-  storage_.reset(p);
+Tile::Tile(const TileDesc& desc, const uint8_t* borrowed)
+    : desc_(desc), borrowed_(borrowed) {}
+
+Tile Tile::Borrow(const TileDesc& desc, const uint8_t* data) {
+  return Tile(desc, data);
+}
+
+uint8_t* Tile::data() {
+  assert(owned());
+  return reinterpret_cast<uint8_t*>(bytes_.data());
+}
+
+std::string Tile::TakeBytes() && {
+  if (borrowed_ != nullptr) {
+    return std::string(reinterpret_cast<const char*>(borrowed_), desc_.bytes());
+  }
+  return std::move(bytes_);
 }
 
 }  // namespace ptoserve

@@ -4,8 +4,8 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <memory>
 #include <optional>
+#include <string>
 
 #include "absl/status/statusor.h"
 #include "core/types.h"
@@ -38,24 +38,42 @@ absl::StatusOr<TileDesc> ResolveTileDesc(const TileDesc& desc,
                                          absl::string_view name,
                                          size_t max_bytes);
 
-// A tile with its elements, row-major, in zero-initialised storage aligned
-// to 64 bytes. Movable, not copyable.
+// A tile with its elements, row-major. It either owns its bytes (a
+// std::string, so that a result can move into a protobuf bytes field without
+// a copy) or borrows a read-only view of bytes that outlive it (a request's
+// input that no instruction writes). Kernels use unaligned loads, so no
+// alignment is promised. Movable, not copyable.
 class Tile {
  public:
-  // REQUIRES: desc came from ResolveTileDesc.
+  // An owned, zero-filled tile. REQUIRES: desc came from ResolveTileDesc.
   explicit Tile(const TileDesc& desc);
+  // A read-only view of desc.bytes() bytes at `data`, which must outlive
+  // the tile.
+  static Tile Borrow(const TileDesc& desc, const uint8_t* data);
+
+  Tile(Tile&&) = default;
+  Tile& operator=(Tile&&) = default;
 
   const TileDesc& desc() const { return desc_; }
-  uint8_t* data() { return storage_.get(); }
-  const uint8_t* data() const { return storage_.get(); }
+  const uint8_t* data() const {
+    return borrowed_ != nullptr ? borrowed_
+                                : reinterpret_cast<const uint8_t*>(bytes_.data());
+  }
+  // REQUIRES: owned().
+  uint8_t* data();
   size_t size_bytes() const { return desc_.bytes(); }
+  bool owned() const { return borrowed_ == nullptr; }
+
+  // The tile's bytes, moved out when owned, else copied; the tile is left
+  // without elements.
+  std::string TakeBytes() &&;
 
  private:
-  struct Free {
-    void operator()(uint8_t* p) const;
-  };
+  Tile(const TileDesc& desc, const uint8_t* borrowed);
+
   TileDesc desc_;
-  std::unique_ptr<uint8_t[], Free> storage_;
+  std::string bytes_;                  // owned storage
+  const uint8_t* borrowed_ = nullptr;  // the view, when borrowed
 };
 
 }  // namespace ptoserve

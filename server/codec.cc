@@ -117,7 +117,7 @@ absl::StatusOr<TileInput> FromProto(const std::string& name,
   return in;
 }
 
-void ToProto(const OutputTile& out, v1::Tile* tile) {
+void ToProto(OutputTile out, v1::Tile* tile) {
   const TileDesc& d = out.tile.desc();
   tile->set_dtype(ToProto(d.dtype));
   tile->set_rows(d.rows);
@@ -133,8 +133,7 @@ void ToProto(const OutputTile& out, v1::Tile* tile) {
     values->Resize(static_cast<int>(d.elements()), 0.0);
     ToValues(out.tile, absl::MakeSpan(values->mutable_data(), d.elements()));
   } else {
-    tile->set_data(reinterpret_cast<const char*>(out.tile.data()),
-                   out.tile.size_bytes());
+    tile->set_data(std::move(out.tile).TakeBytes());
   }
 }
 
@@ -206,11 +205,12 @@ absl::StatusOr<JobSpec> ToJobSpec(const v1::Job& job) {
   return spec;
 }
 
-void ToJobResult(const JobOutcome& outcome, v1::JobResult* out) {
+void ToJobResult(JobOutcome outcome, v1::JobResult* out) {
   out->set_target(ToProto(outcome.target));
   auto* tiles = out->mutable_tiles();
-  for (const OutputTile& tile : outcome.outputs) {
-    ToProto(tile, &(*tiles)[tile.name]);
+  for (OutputTile& tile : outcome.outputs) {
+    v1::Tile* slot = &(*tiles)[tile.name];
+    ToProto(std::move(tile), slot);
   }
   for (const Event& e : outcome.events) {
     v1::EventRecord* r = out->add_events();

@@ -10,13 +10,14 @@
 namespace ptoserve {
 
 // The engine's view of `job`. Tile elements are borrowed from `job`, which
-// must outlive the returned spec's use. INVALID_ARGUMENT names the tile or
+// must outlive the spec and any PreparedJob made from it. INVALID_ARGUMENT names the tile or
 // instruction whose enum fields are unset or unknown, or whose elements are
 // sent both as data and as values.
 absl::StatusOr<JobSpec> ToJobSpec(const v1::Job& job);
 
-// Fills `out` with the outcome's tiles (each in its encoding) and events.
-void ToJobResult(const JobOutcome& outcome, v1::JobResult* out);
+// Fills `out` with the outcome's tiles (each in its encoding; data moves
+// rather than copies) and events.
+void ToJobResult(JobOutcome outcome, v1::JobResult* out);
 
 // Numbers that describe a server, beside what the engine knows.
 struct ServerLimits {

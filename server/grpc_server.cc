@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 
 namespace ptoserve {
 
@@ -59,14 +60,17 @@ void BlockShutdownSignals() {
 }
 
 void ServeUntilSignalled(grpc::Server* server, absl::Duration grace,
-                         const std::string& name) {
-  std::thread shutdown([server, grace, name] {
+                         absl::Duration lame_duck, const std::string& name,
+                         const std::function<void()>& drain) {
+  std::thread shutdown([server, grace, lame_duck, name, &drain] {
     sigset_t signals = ShutdownSignals();
     int signal = 0;
     sigwait(&signals, &signal);
     std::cout << name << ": " << (signal == SIGINT ? "SIGINT" : "SIGTERM")
               << ", draining in-flight calls" << std::endl;
     server->GetHealthCheckService()->SetServingStatus(false);
+    drain();
+    absl::SleepFor(lame_duck);
     server->Shutdown(std::chrono::system_clock::now() +
                      absl::ToChronoMicroseconds(grace));
   });

@@ -5,6 +5,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -34,11 +35,18 @@ absl::StatusOr<RunningServer> StartGrpcServer(
 // later. Call first thing in main.
 void BlockShutdownSignals();
 
-// Waits for SIGINT or SIGTERM, then reports NOT_SERVING, stops accepting
-// calls, lets in-flight ones finish for up to `grace`, and returns once the
-// server has stopped. REQUIRES: BlockShutdownSignals() ran before any thread.
+// Waits for SIGINT or SIGTERM, then:
+//  1. reports NOT_SERVING;
+//  2. runs `drain`, which should refuse new work with UNAVAILABLE and return
+//     once accepted work is answered (the server still takes calls);
+//  3. keeps taking calls for `lame_duck` more, so that callers who come
+//     late are told UNAVAILABLE (retry elsewhere) rather than cut off;
+//  4. stops the server, letting calls in flight finish for up to `grace`.
+// Returns once the server has stopped.
+// REQUIRES: BlockShutdownSignals() ran before any thread started.
 void ServeUntilSignalled(grpc::Server* server, absl::Duration grace,
-                         const std::string& name);
+                         absl::Duration lame_duck, const std::string& name,
+                         const std::function<void()>& drain = [] {});
 
 }  // namespace ptoserve
 

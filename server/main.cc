@@ -50,8 +50,12 @@ ABSL_FLAG(int, host_buffer_kb, 1024,
           "Size of the host target's unified buffer in KiB (manual-mode "
           "address bounds).");
 ABSL_FLAG(absl::Duration, shutdown_grace, absl::Seconds(10),
-          "On SIGINT/SIGTERM, how long in-flight calls may take to finish "
-          "before they are cancelled.");
+          "On SIGINT/SIGTERM, after the lame-duck period, how long calls in "
+          "flight may take to finish before they are cancelled.");
+ABSL_FLAG(absl::Duration, lame_duck, absl::Milliseconds(250),
+          "On SIGINT/SIGTERM, once accepted jobs are answered, how long the "
+          "server still takes calls (answering UNAVAILABLE) before it closes, "
+          "so that late callers can retry elsewhere instead of being cut off.");
 
 namespace ptoserve {
 namespace {
@@ -113,9 +117,12 @@ int Run() {
       v1::TileCompute::service_full_name(), true);
   std::cout << "ptoserve " << kVersion << " listening on " << running->address
             << " (default target " << TargetName(*target) << ")" << std::endl;
+  // Refusing new jobs while the accepted ones finish, rather than stopping
+  // gRPC at once, answers late callers UNAVAILABLE instead of cancelling them.
   ServeUntilSignalled(running->server.get(),
-                      absl::GetFlag(FLAGS_shutdown_grace), "ptoserve");
-  scheduler.Shutdown();
+                      absl::GetFlag(FLAGS_shutdown_grace),
+                      absl::GetFlag(FLAGS_lame_duck), "ptoserve",
+                      [&scheduler] { scheduler.Shutdown(); });
   std::cout << "ptoserve: stopped" << std::endl;
   return 0;
 }

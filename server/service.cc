@@ -111,8 +111,11 @@ class TileComputeService::JobStream final
     }
     ++unanswered_;
     const std::string id = job_.id();
+    // The engine reads inputs in place, so the job must live until its
+    // result is made; job_ itself is reused by the next read.
+    auto job = std::make_shared<const v1::Job>(std::move(job_));
     absl::Status admitted = service_->Admit(
-        job_, context_, [this, id](absl::StatusOr<v1::JobResult> r) {
+        *job, context_, [this, id, job](absl::StatusOr<v1::JobResult> r) {
           absl::MutexLock lock(&mu_);
           Answer(r.ok() ? std::move(*r) : Failed(id, r.status()));
         });

@@ -166,6 +166,7 @@ TEST(SchedulingTest, SigtermAnswersEveryAcceptedCallAndExitsZero) {
           return;
         } else {
           ++other;
+          ADD_FAILURE() << "unexpected answer: " << r.status();
         }
       }
     });
