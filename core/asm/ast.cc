@@ -52,7 +52,8 @@ absl::string_view ElementTypeName(ElementType type) { return Info(type).name; }
 
 std::optional<ElementType> ParseElementType(absl::string_view text) {
   for (const ElementTypeInfo& info : kElementTypes) {
-    if (text == info.name || (!info.wire_name.empty() && text == info.wire_name)) {
+    if (text == info.name ||
+        (!info.wire_name.empty() && text == info.wire_name)) {
       return info.type;
     }
   }
@@ -71,9 +72,12 @@ DType ToDType(ElementType type, DType like) {
 
 absl::string_view BoxLayoutName(BoxLayout layout) {
   switch (layout) {
-    case BoxLayout::kNoneBox: return "none_box";
-    case BoxLayout::kRowMajor: return "row_major";
-    case BoxLayout::kColMajor: return "col_major";
+    case BoxLayout::kNoneBox:
+      return "none_box";
+    case BoxLayout::kRowMajor:
+      return "row_major";
+    case BoxLayout::kColMajor:
+      return "col_major";
   }
   return "?";
 }

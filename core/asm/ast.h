@@ -32,10 +32,18 @@ std::string ToString(SourcePos pos);
 // signless (`i16` describes int16 and uint16 alike: the bound tile decides);
 // `si16`/`ui16` and the wire names `int16`/`uint16` are signed/unsigned.
 enum class ElementType : uint8_t {
-  kI8, kI16, kI32,
-  kSI8, kSI16, kSI32,
-  kUI8, kUI16, kUI32,
-  kF16, kBF16, kF32,
+  kI8,
+  kI16,
+  kI32,
+  kSI8,
+  kSI16,
+  kSI32,
+  kUI8,
+  kUI16,
+  kUI32,
+  kF16,
+  kBF16,
+  kF32,
 };
 // The canonical spelling: "i16", "si16", "ui16", "f16", "bf16", "f32".
 absl::string_view ElementTypeName(ElementType type);

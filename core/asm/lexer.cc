@@ -18,8 +18,7 @@ bool IsWordChar(char c) {
 }
 // MLIR's value names: letters, digits and $ . _ -
 bool IsNameChar(char c) {
-  return absl::ascii_isalnum(c) || c == '_' || c == '.' || c == '$' ||
-         c == '-';
+  return absl::ascii_isalnum(c) || c == '_' || c == '.' || c == '$' || c == '-';
 }
 
 std::string Quote(absl::string_view text) {
@@ -42,7 +41,8 @@ class Lexer {
         ++line_;
         line_start_ = at_;
       } else if (c == '#' || text_.substr(at_, 2) == "//") {
-        Emit(TokenKind::kComment, RunLength(at_, [](char c) { return c != '\n'; }));
+        Emit(TokenKind::kComment,
+             RunLength(at_, [](char c) { return c != '\n'; }));
       } else if (c == '%' || c == '@' || c == '!') {
         absl::Status status = Sigiled(c);
         if (!status.ok()) return status;
@@ -55,11 +55,12 @@ class Lexer {
         Emit(TokenKind::kPunct, 3);
       } else if (text_.substr(at_, 2) == "->") {
         Emit(TokenKind::kPunct, 2);
-      } else if (absl::string_view("=,:()<>?").find(c) != absl::string_view::npos) {
+      } else if (absl::string_view("=,:()<>?").find(c) !=
+                 absl::string_view::npos) {
         Emit(TokenKind::kPunct, 1);
       } else {
-        return Error(absl::StrCat("unexpected character ",
-                                  Quote(text_.substr(at_, 1))));
+        return Error(
+            absl::StrCat("unexpected character ", Quote(text_.substr(at_, 1))));
       }
     }
     tokens_.push_back({TokenKind::kEnd, text_.substr(text_.size()), Pos()});
@@ -99,14 +100,16 @@ class Lexer {
                        ? RunLength(at_ + 1, IsWordChar)
                        : 0);
     if (length == 0) {
-      return Error(absl::StrCat(
-          "expected ",
-          is_name ? "a tile name" : sigil == '@' ? "a symbol" : "a type name",
-          " after '", std::string(1, sigil), "', found ",
-          at_ + 1 < text_.size() ? Quote(text_.substr(at_ + 1, 1))
-                                 : std::string("end of input")));
+      return Error(absl::StrCat("expected ",
+                                is_name        ? "a tile name"
+                                : sigil == '@' ? "a symbol"
+                                               : "a type name",
+                                " after '", std::string(1, sigil), "', found ",
+                                at_ + 1 < text_.size()
+                                    ? Quote(text_.substr(at_ + 1, 1))
+                                    : std::string("end of input")));
     }
-    const TokenKind kind = is_name       ? TokenKind::kTileName
+    const TokenKind kind = is_name        ? TokenKind::kTileName
                            : sigil == '@' ? TokenKind::kSymbol
                                           : TokenKind::kTypeName;
     Emit(kind, length + 1, 1);
@@ -115,7 +118,8 @@ class Lexer {
 
   // Decimal, or hexadecimal after 0x. The value is read by the parser.
   absl::Status Number() {
-    const bool hex = text_.substr(at_, 2) == "0x" || text_.substr(at_, 2) == "0X";
+    const bool hex =
+        text_.substr(at_, 2) == "0x" || text_.substr(at_, 2) == "0X";
     const size_t length = hex ? 2 + RunLength(at_ + 2, absl::ascii_isxdigit)
                               : RunLength(at_, absl::ascii_isdigit);
     const size_t junk = RunLength(at_ + length, IsWordChar);
@@ -142,13 +146,20 @@ absl::StatusOr<std::vector<Token>> Lex(absl::string_view text) {
 
 std::string Describe(const Token& token) {
   switch (token.kind) {
-    case TokenKind::kNewline: return "end of line";
-    case TokenKind::kEnd: return "end of input";
-    case TokenKind::kComment: return "a comment";
-    case TokenKind::kTileName: return Quote(absl::StrCat("%", token.text));
-    case TokenKind::kSymbol: return Quote(absl::StrCat("@", token.text));
-    case TokenKind::kTypeName: return Quote(absl::StrCat("!", token.text));
-    default: return Quote(token.text);
+    case TokenKind::kNewline:
+      return "end of line";
+    case TokenKind::kEnd:
+      return "end of input";
+    case TokenKind::kComment:
+      return "a comment";
+    case TokenKind::kTileName:
+      return Quote(absl::StrCat("%", token.text));
+    case TokenKind::kSymbol:
+      return Quote(absl::StrCat("@", token.text));
+    case TokenKind::kTypeName:
+      return Quote(absl::StrCat("!", token.text));
+    default:
+      return Quote(token.text);
   }
 }
 

@@ -156,12 +156,12 @@ class Lowerer {
       }
       if (auto [it, inserted] = bound_at.emplace(name, binding->tile_pos);
           !inserted) {
-        return ErrorAt(binding->tile_pos,
-                       absl::StrFormat("%%%s is already bound to 0x%x at %s; a "
-                                       "tile has one address for the whole "
-                                       "program",
-                                       name, addresses_[name],
-                                       ToString(it->second)));
+        return ErrorAt(
+            binding->tile_pos,
+            absl::StrFormat("%%%s is already bound to 0x%x at %s; a "
+                            "tile has one address for the whole "
+                            "program",
+                            name, addresses_[name], ToString(it->second)));
       }
       addresses_[name] = binding->address;
     }
@@ -187,7 +187,7 @@ class Lowerer {
         "instruction",
         operand.name);
     if (auto it = written_at_.find(operand.name); it != written_at_.end()) {
-      absl::StrAppend(&message, "; it is defined later, at ",
+      absl::StrAppend(&message, "; the program first writes it at ",
                       ToString(it->second));
     }
     return ErrorAt(operand.pos, message);
@@ -216,11 +216,11 @@ class Lowerer {
     desc.valid_cols = like.valid_cols;
     const TileType& type = operand.type;
     if (type.slayout && *type.slayout != BoxLayout::kNoneBox) {
-      return ErrorAt(type.pos,
-                     absl::StrCat("type of %", operand.name, " says slayout=",
-                                  BoxLayoutName(*type.slayout),
-                                  "; tiles here are never boxed "
-                                  "(slayout=none_box)"));
+      return ErrorAt(
+          type.pos, absl::StrCat("type of %", operand.name,
+                                 " says slayout=", BoxLayoutName(*type.slayout),
+                                 "; tiles here are never boxed "
+                                 "(slayout=none_box)"));
     }
     if (type.loc) desc.location = *type.loc;
     if (type.dtype) desc.dtype = ToDType(*type.dtype, like.dtype);
@@ -302,8 +302,7 @@ class Lowerer {
       inst.tmp = ScratchName(op.dst.name);
       TileDesc desc = dst;
       desc.address.reset();
-      scratch_.push_back(
-          {job().tiles.size(), job().instructions.size(), pos});
+      scratch_.push_back({job().tiles.size(), job().instructions.size(), pos});
       Declare(inst.tmp, desc, pos);
       notes.push_back(ScratchNote(inst.tmp, ""));
     }
@@ -313,7 +312,8 @@ class Lowerer {
   }
 
   // `where`: empty, or " at [begin, end)" in manual mode.
-  std::string ScratchNote(absl::string_view name, absl::string_view where) const {
+  std::string ScratchNote(absl::string_view name,
+                          absl::string_view where) const {
     return absl::StrFormat(
         "tmp \"%s\" allocated by the server%s, shaped like dst: the program "
         "names no tmp and %s computes TXOR through one",
@@ -324,17 +324,19 @@ class Lowerer {
   // another above the highest-placed tile, where they overlap nothing the
   // program placed.
   absl::Status PlaceScratchTiles() {
-    if (job().mode != Mode::kManual || scratch_.empty()) return absl::OkStatus();
+    if (job().mode != Mode::kManual || scratch_.empty())
+      return absl::OkStatus();
     uint64_t next = 0;
     for (const auto& [name, tile] : known_) {
       if (tile.desc.address) next = std::max(next, PlacedRange(tile.desc).end);
     }
     for (const Scratch& s : scratch_) {
-      next = (next + kAddressAlignment - 1) / kAddressAlignment * kAddressAlignment;
+      next = (next + kAddressAlignment - 1) / kAddressAlignment *
+             kAddressAlignment;
       TileInput& in = job().tiles[s.tile];
       in.desc.address = next;
-      const absl::Status placed = CheckPlacement(
-          in.name, in.desc, target_, backend_.rules().buffer_bytes);
+      const absl::Status placed = CheckPlacement(in.name, in.desc, target_,
+                                                 backend_.rules().buffer_bytes);
       if (!placed.ok()) {
         return Prefixed(s.pos,
                         absl::Status(placed.code(),
@@ -380,8 +382,8 @@ std::optional<SourcePos> NamePos(const Program& program,
       // dst, the DPS form ends with it.
       std::vector<const Operand*> operands = {&op->src0, &op->src1};
       if (op->tmp) operands.push_back(&*op->tmp);
-      operands.insert(op->form == Form::kDps ? operands.end() : operands.begin(),
-                      &op->dst);
+      operands.insert(
+          op->form == Form::kDps ? operands.end() : operands.begin(), &op->dst);
       for (const Operand* operand : operands) {
         if (operand->name == name) return operand->pos;
       }

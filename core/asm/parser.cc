@@ -8,8 +8,8 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
-#include "absl/strings/strip.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "core/asm/lexer.h"
 #include "core/status_macros.h"
 
@@ -18,10 +18,9 @@ namespace pasm {
 
 namespace {
 
-constexpr Location kLocations[] = {Location::kVec,   Location::kMat,
-                                   Location::kLeft,  Location::kRight,
-                                   Location::kAcc,   Location::kBias,
-                                   Location::kScaling};
+constexpr Location kLocations[] = {
+    Location::kVec, Location::kMat,  Location::kLeft,   Location::kRight,
+    Location::kAcc, Location::kBias, Location::kScaling};
 
 constexpr char kKeyList[] =
     "loc, dtype, rows, cols, v_row, v_col, blayout, slayout, fractal or pad";
@@ -121,15 +120,16 @@ class Parser {
       }
       if (Mnemonic(first.text, false)) {
         return ErrorAbout(
-            first, absl::StrCat("'", first.text,
-                                "' needs a result in the synchronous form: `%dst = ",
-                                first.text, " %src0, %src1 : !pto.tile<...>`"));
+            first,
+            absl::StrCat("'", first.text,
+                         "' needs a result in the synchronous form: `%dst = ",
+                         first.text, " %src0, %src1 : !pto.tile<...>`"));
       }
       if (absl::StartsWith(first.text, "pto.")) {
-        return ErrorAbout(first, absl::StrCat("unknown instruction '",
-                                              first.text,
-                                              "'; expected pto.tand, pto.txor "
-                                              "or pto.tassign"));
+        return ErrorAbout(first,
+                          absl::StrCat("unknown instruction '", first.text,
+                                       "'; expected pto.tand, pto.txor "
+                                       "or pto.tassign"));
       }
     }
     return Error(first,
@@ -140,7 +140,8 @@ class Parser {
   // %name, as `role` (e.g. "as the first operand of 'tand'").
   absl::StatusOr<Operand> ParseOperand(absl::string_view role) {
     if (Peek().kind != TokenKind::kTileName) {
-      return Error(Peek(), absl::StrCat("expected a tile name (`%name`) ", role));
+      return Error(Peek(),
+                   absl::StrCat("expected a tile name (`%name`) ", role));
     }
     const Token& token = Next();
     Operand operand;
@@ -172,12 +173,13 @@ class Parser {
     op.opcode = *opcode;
     Next();
     const std::string name = Spelled(op.opcode, op.form);
-    PTO_ASSIGN_OR_RETURN(
-        op.src0, ParseOperand(absl::StrCat("as the first operand of '", name, "'")));
+    PTO_ASSIGN_OR_RETURN(op.src0, ParseOperand(absl::StrCat(
+                                      "as the first operand of '", name, "'")));
     PTO_RETURN_IF_ERROR(
         Expect(",", absl::StrCat("after operand %", op.src0.name)));
     PTO_ASSIGN_OR_RETURN(
-        op.src1, ParseOperand(absl::StrCat("as the second operand of '", name, "'")));
+        op.src1,
+        ParseOperand(absl::StrCat("as the second operand of '", name, "'")));
     PTO_RETURN_IF_ERROR(Expect(
         ":", absl::StrCat("and the types after operand %", op.src1.name)));
     if (op.form == Form::kSync) {
@@ -191,7 +193,8 @@ class Parser {
           Expect(",", absl::StrCat("after the type of %", op.src0.name)));
       PTO_ASSIGN_OR_RETURN(op.src1.type, ParseType());
       PTO_RETURN_IF_ERROR(Expect(")", "after the two operand types"));
-      PTO_RETURN_IF_ERROR(Expect("->", "and the result type after the operand types"));
+      PTO_RETURN_IF_ERROR(
+          Expect("->", "and the result type after the operand types"));
       PTO_ASSIGN_OR_RETURN(op.dst.type, ParseType());
     }
     statement->node = std::move(op);
@@ -207,7 +210,8 @@ class Parser {
     const size_t max_inputs = opcode == Opcode::kTxor ? 3 : 2;
     const std::string arity =
         opcode == Opcode::kTxor
-            ? absl::StrCat("'", name, "' takes 2 or 3 inputs (src0, src1[, tmp])")
+            ? absl::StrCat("'", name,
+                           "' takes 2 or 3 inputs (src0, src1[, tmp])")
             : absl::StrCat("'", name, "' takes 2 inputs (src0, src1)");
 
     if (!PeekWord("ins")) {
@@ -216,8 +220,9 @@ class Parser {
     Next();
     PTO_RETURN_IF_ERROR(Expect("(", "after 'ins'"));
     std::vector<Operand> inputs;
-    PTO_ASSIGN_OR_RETURN(Operand first,
-                         ParseOperand(absl::StrCat("as the first input of '", name, "'")));
+    PTO_ASSIGN_OR_RETURN(
+        Operand first,
+        ParseOperand(absl::StrCat("as the first input of '", name, "'")));
     inputs.push_back(std::move(first));
     while (!PeekPunct(":")) {
       if (!PeekPunct(",")) {
@@ -227,8 +232,9 @@ class Parser {
       Next();
       PTO_ASSIGN_OR_RETURN(Operand input, ParseOperand("after ','"));
       if (inputs.size() == max_inputs) {
-        return ErrorAbout(Token{TokenKind::kTileName, input.name, input.pos},
-                          absl::StrCat(arity, "; %", input.name, " is one too many"));
+        return ErrorAbout(
+            Token{TokenKind::kTileName, input.name, input.pos},
+            absl::StrCat(arity, "; %", input.name, " is one too many"));
       }
       inputs.push_back(std::move(input));
     }
@@ -238,14 +244,14 @@ class Parser {
     Next();  // ':'
     for (size_t i = 0; i < inputs.size(); ++i) {
       if (i > 0) {
-        PTO_RETURN_IF_ERROR(Expect(
-            ",", absl::StrCat("and a type for each of the ", inputs.size(),
-                              " inputs")));
+        PTO_RETURN_IF_ERROR(
+            Expect(",", absl::StrCat("and a type for each of the ",
+                                     inputs.size(), " inputs")));
       }
       PTO_ASSIGN_OR_RETURN(inputs[i].type, ParseType());
     }
-    PTO_RETURN_IF_ERROR(Expect(
-        ")", absl::StrCat("after the types of the ", inputs.size(), " inputs")));
+    PTO_RETURN_IF_ERROR(Expect(")", absl::StrCat("after the types of the ",
+                                                 inputs.size(), " inputs")));
     if (!PeekWord("outs")) {
       return Error(Peek(), "expected 'outs(' after 'ins(...)'");
     }
@@ -293,18 +299,18 @@ class Parser {
     }
     const Token& token = Next();
     absl::string_view digits = token.text;
-    const bool hex = digits.size() > 2 && (digits[1] == 'x' || digits[1] == 'X');
+    const bool hex =
+        digits.size() > 2 && (digits[1] == 'x' || digits[1] == 'X');
     if (hex) digits.remove_prefix(2);
     const uint64_t base = hex ? 16 : 10;
     uint64_t value = 0;
     for (char c : digits) {
-      const uint64_t digit = absl::ascii_isdigit(c)
-                                 ? c - '0'
-                                 : absl::ascii_tolower(c) - 'a' + 10;
+      const uint64_t digit =
+          absl::ascii_isdigit(c) ? c - '0' : absl::ascii_tolower(c) - 'a' + 10;
       if (value > (max - digit) / base) {
-        return ErrorAbout(token, absl::StrCat(name, " ", token.text,
-                                              " is too large (at most ", max,
-                                              ")"));
+        return ErrorAbout(token,
+                          absl::StrCat(name, " ", token.text,
+                                       " is too large (at most ", max, ")"));
       }
       value = value * base + digit;
     }
@@ -313,9 +319,8 @@ class Parser {
 
   absl::StatusOr<uint32_t> ParseSize(absl::string_view key) {
     PTO_ASSIGN_OR_RETURN(
-        uint64_t value,
-        ParseNumber(absl::StrCat("a number after '", key, "='"), key,
-                    std::numeric_limits<uint32_t>::max()));
+        uint64_t value, ParseNumber(absl::StrCat("a number after '", key, "='"),
+                                    key, std::numeric_limits<uint32_t>::max()));
     return static_cast<uint32_t>(value);
   }
 
@@ -347,10 +352,14 @@ class Parser {
     }
     std::string listed;
     for (size_t i = 0; i < N; ++i) {
-      absl::StrAppend(&listed, i == 0 ? "" : i + 1 == N ? " or " : ", ",
+      absl::StrAppend(&listed,
+                      i == 0       ? ""
+                      : i + 1 == N ? " or "
+                                   : ", ",
                       choices[i]);
     }
-    return Error(Peek(), absl::StrCat("expected ", listed, " after '", key, "='"));
+    return Error(Peek(),
+                 absl::StrCat("expected ", listed, " after '", key, "='"));
   }
 
   absl::StatusOr<ElementType> ParseDType() {
@@ -359,17 +368,19 @@ class Parser {
         Next();
         return *type;
       }
-      return ErrorAbout(Peek(), absl::StrCat("unknown element type '",
-                                             Peek().text, "'; expected ",
-                                             kElementTypeList));
+      return ErrorAbout(Peek(),
+                        absl::StrCat("unknown element type '", Peek().text,
+                                     "'; expected ", kElementTypeList));
     }
     return Error(Peek(), "expected an element type after 'dtype='");
   }
 
   template <typename T>
-  static absl::Status SetOnce(const Token& key, std::optional<T>* field, T value) {
+  static absl::Status SetOnce(const Token& key, std::optional<T>* field,
+                              T value) {
     if (field->has_value()) {
-      return ErrorAbout(key, absl::StrCat("key '", key.text, "' is given twice"));
+      return ErrorAbout(key,
+                        absl::StrCat("key '", key.text, "' is given twice"));
     }
     *field = std::move(value);
     return absl::OkStatus();
@@ -383,12 +394,12 @@ class Parser {
     const Token& key = Next();
     const absl::string_view k = key.text;
     static constexpr absl::string_view kKeys[] = {
-        "loc",     "dtype",   "rows",    "cols",    "v_row",
-        "v_col",   "blayout", "slayout", "fractal", "pad"};
+        "loc",   "dtype",   "rows",    "cols",    "v_row",
+        "v_col", "blayout", "slayout", "fractal", "pad"};
     if (std::find(std::begin(kKeys), std::end(kKeys), k) == std::end(kKeys)) {
-      return ErrorAbout(key, absl::StrCat("unknown key '", k,
-                                          "' in the tile type; expected ",
-                                          kKeyList));
+      return ErrorAbout(
+          key, absl::StrCat("unknown key '", k, "' in the tile type; expected ",
+                            kKeyList));
     }
     PTO_RETURN_IF_ERROR(Expect("=", absl::StrCat("after '", k, "'")));
     static constexpr absl::string_view kLocationNames[] = {
@@ -401,7 +412,8 @@ class Parser {
     static constexpr BoxLayout kBoxes[] = {
         BoxLayout::kNoneBox, BoxLayout::kRowMajor, BoxLayout::kColMajor};
     if (k == "loc") {
-      PTO_ASSIGN_OR_RETURN(Location v, ParseChoice(k, kLocationNames, kLocations));
+      PTO_ASSIGN_OR_RETURN(Location v,
+                           ParseChoice(k, kLocationNames, kLocations));
       return SetOnce(key, &type->loc, v);
     }
     if (k == "dtype") {
@@ -483,6 +495,24 @@ class Parser {
 absl::StatusOr<Program> Parse(absl::string_view text) {
   PTO_ASSIGN_OR_RETURN(std::vector<Token> tokens, Lex(text));
   return Parser(std::move(tokens)).Run();
+}
+
+const std::vector<std::string>& AcceptedForms() {
+  static const auto* kForms = new std::vector<std::string>{
+      "%dst = tand %src0, %src1 : !pto.tile<...>",
+      "%dst = pto.tand %src0, %src1 : (!pto.tile<...>, !pto.tile<...>) -> "
+      "!pto.tile<...>",
+      "pto.tand ins(%src0, %src1 : !pto.tile_buf<...>, !pto.tile_buf<...>) "
+      "outs(%dst : !pto.tile_buf<...>)",
+      "%dst = txor %src0, %src1 : !pto.tile<...>",
+      "%dst = pto.txor %src0, %src1 : (!pto.tile<...>, !pto.tile<...>) -> "
+      "!pto.tile<...>",
+      "pto.txor ins(%src0, %src1[, %tmp] : !pto.tile_buf<...>, "
+      "!pto.tile_buf<...>[, !pto.tile_buf<...>]) outs(%dst : "
+      "!pto.tile_buf<...>)",
+      "pto.tassign %tile, @tile(0x1000)",
+  };
+  return *kForms;
 }
 
 }  // namespace pasm

@@ -4,6 +4,9 @@
 #ifndef PTOSERVE_CORE_ASM_PARSER_H_
 #define PTOSERVE_CORE_ASM_PARSER_H_
 
+#include <string>
+#include <vector>
+
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "core/asm/ast.h"
@@ -16,6 +19,11 @@ namespace pasm {
 // "3:17: expected ',' after operand %src0, found '%src1'".
 // Runs in time linear in the text and never recurses on its input.
 absl::StatusOr<Program> Parse(absl::string_view text);
+
+// The statement forms Parse accepts, one template line each (for
+// GetCapabilities): the synchronous, SSA and DPS forms of each instruction,
+// and pto.tassign.
+const std::vector<std::string>& AcceptedForms();
 
 }  // namespace pasm
 }  // namespace ptoserve

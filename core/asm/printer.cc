@@ -32,7 +32,8 @@ std::string OperationText(const Operation& op) {
 }  // namespace
 
 std::string Print(const TileType& type) {
-  const char* name = type.name == TypeName::kTile ? "!pto.tile" : "!pto.tile_buf";
+  const char* name =
+      type.name == TypeName::kTile ? "!pto.tile" : "!pto.tile_buf";
   if (type.elided) return absl::StrCat(name, "<...>");
   std::vector<std::string> keys;
   if (type.loc) keys.push_back(absl::StrCat("loc=", LocationName(*type.loc)));
@@ -41,8 +42,10 @@ std::string Print(const TileType& type) {
   }
   if (type.rows) keys.push_back(absl::StrCat("rows=", *type.rows));
   if (type.cols) keys.push_back(absl::StrCat("cols=", *type.cols));
-  if (type.v_row) keys.push_back(absl::StrCat("v_row=", ExtentText(*type.v_row)));
-  if (type.v_col) keys.push_back(absl::StrCat("v_col=", ExtentText(*type.v_col)));
+  if (type.v_row)
+    keys.push_back(absl::StrCat("v_row=", ExtentText(*type.v_row)));
+  if (type.v_col)
+    keys.push_back(absl::StrCat("v_col=", ExtentText(*type.v_col)));
   if (type.blayout) {
     keys.push_back(absl::StrCat("blayout=", LayoutName(*type.blayout)));
   }

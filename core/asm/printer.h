@@ -19,7 +19,8 @@ std::string Print(const Program& program);
 std::string Print(const TileType& type);
 
 // One statement, without a line end:
-// "pto.txor ins(%a, %b : !pto.tile<...>, !pto.tile<...>) outs(%c : !pto.tile<...>)"
+// "pto.txor ins(%a, %b : !pto.tile<...>, !pto.tile<...>) outs(%c :
+// !pto.tile<...>)"
 std::string Print(const Statement& statement);
 
 }  // namespace pasm

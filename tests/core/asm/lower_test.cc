@@ -2,13 +2,14 @@
 // every target against the scalar reference, spelled-out types against
 // bound tiles, new tiles, tmp and scratch tiles, manual mode, and errors
 // that point at the line.
+#include "core/asm/lower.h"
+
 #include <random>
 #include <string>
 #include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_replace.h"
-#include "core/asm/lower.h"
 #include "core/asm/parser.h"
 #include "core/engine.h"
 #include "gmock/gmock.h"
@@ -44,11 +45,12 @@ constexpr auto kInvalid = absl::StatusCode::kInvalidArgument;
 // The seeds' manual-mode example with its optional bindings switched on and
 // pointed at the operands it uses.
 std::string BoundManualExample(const char* text) {
-  return absl::StrReplaceAll(
-      text, {{"# pto.tassign %arg0, @tile(0x1000)\n",
-              "pto.tassign %src0, @tile(0x1000)\n"},
-             {"# pto.tassign %arg1, @tile(0x2000)\n",
-              "pto.tassign %src1, @tile(0x2000)\npto.tassign %dst, @tile(0x3000)\n"}});
+  return absl::StrReplaceAll(text,
+                             {{"# pto.tassign %arg0, @tile(0x1000)\n",
+                               "pto.tassign %src0, @tile(0x1000)\n"},
+                              {"# pto.tassign %arg1, @tile(0x2000)\n",
+                               "pto.tassign %src1, @tile(0x2000)\npto.tassign "
+                               "%dst, @tile(0x3000)\n"}});
 }
 
 size_t CountOperations(const Program& program) {
@@ -115,9 +117,11 @@ TEST_F(LowerTest, SeedProgramsRunOnEveryTarget) {
           EXPECT_EQ(event.id, absl::StrCat("e", i));
           EXPECT_EQ(event.opcode, seed.opcode);
           EXPECT_THAT(event.waited_on, IsEmpty());
-          const bool scratch = seed.opcode == Opcode::kTxor && target == Target::kA2A3;
+          const bool scratch =
+              seed.opcode == Opcode::kTxor && target == Target::kA2A3;
           EXPECT_EQ(event.trace.ops.size(), scratch ? 4u : 1u);
-          const auto scratch_note = Contains(HasSubstr("allocated by the server"));
+          const auto scratch_note =
+              Contains(HasSubstr("allocated by the server"));
           if (scratch) {
             EXPECT_THAT(event.trace.notes, scratch_note);
           } else {
@@ -181,10 +185,11 @@ TEST_F(LowerTest, ManualModeExampleWithBindings) {
           Reference(OpOf(seed.opcode), a, b, Matrix<int16_t>(16, 16), 16, 16),
           OutputMatrix<int16_t>(outcome, "dst")));
       if (seed.opcode == Opcode::kTxor && target == Target::kA2A3) {
-        EXPECT_THAT(outcome.events[0].trace.notes,
-                    Contains("tmp \"dst.tmp\" allocated by the server at "
-                             "[0x3200, 0x3400), shaped like dst: the program "
-                             "names no tmp and a2a3 computes TXOR through one"));
+        EXPECT_THAT(
+            outcome.events[0].trace.notes,
+            Contains("tmp \"dst.tmp\" allocated by the server at "
+                     "[0x3200, 0x3400), shaped like dst: the program "
+                     "names no tmp and a2a3 computes TXOR through one"));
       }
     }
   }
@@ -249,10 +254,12 @@ TEST_F(LowerTest, SpelledOutTypeThatDisagreesNamesTheKey) {
        "type of %src0 says dtype=ui32 but tile \"src0\" is int32"},
       {"!pto.tile<dtype=f32>",
        "type of %src0 says dtype=f32 but tile \"src0\" is int32"},
-      {"!pto.tile<loc=mat>", "type of %src0 says loc=mat but tile \"src0\" is in vec"},
+      {"!pto.tile<loc=mat>",
+       "type of %src0 says loc=mat but tile \"src0\" is in vec"},
       {"!pto.tile<rows=32>",
        "type of %src0 says rows=32 but tile \"src0\" has rows=16"},
-      {"!pto.tile<cols=8>", "type of %src0 says cols=8 but tile \"src0\" has cols=16"},
+      {"!pto.tile<cols=8>",
+       "type of %src0 says cols=8 but tile \"src0\" has cols=16"},
       {"!pto.tile<v_row=8>",
        "type of %src0 says v_row=8 but tile \"src0\" has v_row=16"},
       {"!pto.tile<v_row=?, v_col=16>",
@@ -278,13 +285,15 @@ TEST_F(LowerTest, SpelledOutTypeThatDisagreesNamesTheKey) {
   EXPECT_THAT(RunStatus("pto.tand ins(%src0, %src1 : !pto.tile<...>, "
                         "!pto.tile<dtype=si32>) outs(%dst : !pto.tile<...>)",
                         job),
-              StatusIs(kInvalid, "1:45: type of %src1 says dtype=si32 but tile "
-                                 "\"src1\" is uint32"));
+              StatusIs(kInvalid,
+                       "1:45: type of %src1 says dtype=si32 but tile "
+                       "\"src1\" is uint32"));
   EXPECT_THAT(RunStatus("pto.tand ins(%src0, %src0 : !pto.tile<...>, "
                         "!pto.tile<...>) outs(%dst : !pto.tile<rows=8>)",
                         job),
-              StatusIs(kInvalid, "1:73: type of %dst says rows=8 but tile "
-                                 "\"dst\" has rows=16"));
+              StatusIs(kInvalid,
+                       "1:73: type of %dst says rows=8 but tile "
+                       "\"dst\" has rows=16"));
 }
 
 // A new tile takes the keys its type gives and the rest from %src0.
@@ -310,22 +319,27 @@ TEST_F(LowerTest, NewTileTypeErrors) {
   JobBuilder job(Target::kHost);
   AddSources(job, Matrix<int16_t>(16, 16), Matrix<int16_t>(16, 16));
   EXPECT_THAT(RunStatus("%d = tand %src0, %src1 : !pto.tile<rows=8>", job),
-              StatusIs(kInvalid, "1:26: type of %src0 says rows=8 but tile "
-                                 "\"src0\" has rows=16"));
-  const std::string ssa = "%d = pto.tand %src0, %src1 : (!pto.tile<...>, !pto.tile<...>) -> ";
+              StatusIs(kInvalid,
+                       "1:26: type of %src0 says rows=8 but tile "
+                       "\"src0\" has rows=16"));
+  const std::string ssa =
+      "%d = pto.tand %src0, %src1 : (!pto.tile<...>, !pto.tile<...>) -> ";
   EXPECT_THAT(RunStatus(ssa + "!pto.tile<rows=8>", job),
-              StatusIs(kInvalid, "1:66: tile \"d\": valid region 16x16 "
-                                 "exceeds its shape 8x16"));
+              StatusIs(kInvalid,
+                       "1:66: tile \"d\": valid region 16x16 "
+                       "exceeds its shape 8x16"));
   EXPECT_THAT(RunStatus(ssa + "!pto.tile<slayout=col_major>", job),
-              StatusIs(kInvalid, "1:66: type of %d says slayout=col_major; "
-                                 "tiles here are never boxed "
-                                 "(slayout=none_box)"));
+              StatusIs(kInvalid,
+                       "1:66: type of %d says slayout=col_major; "
+                       "tiles here are never boxed "
+                       "(slayout=none_box)"));
   // Agreeing with the type is the lowering's check; the target's rules are
   // the engine's, located at the instruction.
   EXPECT_THAT(RunStatus(ssa + "!pto.tile<dtype=ui16>", job),
-              StatusIs(kInvalid, "1:1: instruction 0 (TAND on host): src0 "
-                                 "element type int16 differs from dst element "
-                                 "type uint16"));
+              StatusIs(kInvalid,
+                       "1:1: instruction 0 (TAND on host): src0 "
+                       "element type int16 differs from dst element "
+                       "type uint16"));
 }
 
 TEST_F(LowerTest, SsaResultMustBeNew) {
@@ -337,12 +351,13 @@ TEST_F(LowerTest, SsaResultMustBeNew) {
                        "1:1: %dst is already defined (by the request); `%dst = "
                        "...` defines a new tile: to write into an existing one "
                        "use `pto.tand ins(...) outs(%dst : ...)`"));
-  EXPECT_THAT(RunStatus("%x = tand %src0, %src1 : !pto.tile<...>\n"
-                        "# again\n"
-                        "%x = pto.txor %x, %src1 : (!pto.tile<...>, "
-                        "!pto.tile<...>) -> !pto.tile<...>",
-                        job),
-              StatusIs(kInvalid, HasSubstr("3:1: %x is already defined (at 1:1)")));
+  EXPECT_THAT(
+      RunStatus("%x = tand %src0, %src1 : !pto.tile<...>\n"
+                "# again\n"
+                "%x = pto.txor %x, %src1 : (!pto.tile<...>, "
+                "!pto.tile<...>) -> !pto.tile<...>",
+                job),
+      StatusIs(kInvalid, HasSubstr("3:1: %x is already defined (at 1:1)")));
 }
 
 // outs() may name an existing tile: only its valid region is written.
@@ -423,7 +438,8 @@ TEST_F(LowerTest, ProgramOrderAndEvents) {
           job));
   const Matrix<int32_t> x =
       Reference(BitwiseOp::kXor, a, b, Matrix<int32_t>(8, 8), 8, 8);
-  const Matrix<int32_t> y = Reference(BitwiseOp::kAnd, x, a, Matrix<int32_t>(8, 8), 8, 8);
+  const Matrix<int32_t> y =
+      Reference(BitwiseOp::kAnd, x, a, Matrix<int32_t>(8, 8), 8, 8);
   EXPECT_TRUE(SameElements(x, OutputMatrix<int32_t>(outcome, "x")));
   EXPECT_TRUE(SameElements(y, OutputMatrix<int32_t>(outcome, "y")));
   EXPECT_TRUE(SameElements(
@@ -440,14 +456,16 @@ TEST_F(LowerTest, OperandsMustExist) {
   JobBuilder job(Target::kHost);
   AddSources(job, Matrix<int16_t>(16, 16), Matrix<int16_t>(16, 16));
   EXPECT_THAT(RunStatus("%d = tand %src0, %nope : !pto.tile<...>", job),
-              StatusIs(kInvalid, "1:18: %nope is neither a tile of the request "
-                                 "nor defined by an earlier instruction"));
+              StatusIs(kInvalid,
+                       "1:18: %nope is neither a tile of the request "
+                       "nor defined by an earlier instruction"));
   EXPECT_THAT(RunStatus("%d = tand %src0, %e : !pto.tile<...>\n"
                         "%e = tand %src0, %src1 : !pto.tile<...>\n",
                         job),
-              StatusIs(kInvalid, "1:18: %e is neither a tile of the request "
-                                 "nor defined by an earlier instruction; it is "
-                                 "defined later, at 2:1"));
+              StatusIs(kInvalid,
+                       "1:18: %e is neither a tile of the request "
+                       "nor defined by an earlier instruction; the "
+                       "program first writes it at 2:1"));
 }
 
 TEST_F(LowerTest, BindingErrors) {
@@ -455,22 +473,27 @@ TEST_F(LowerTest, BindingErrors) {
   AddSources(job, Matrix<int16_t>(16, 16), Matrix<int16_t>(16, 16));
   const std::string op = "%dst = tand %src0, %src1 : !pto.tile<...>\n";
   EXPECT_THAT(RunStatus("pto.tassign %arg0, @tile(0x1000)\n" + op, job),
-              StatusIs(kInvalid, "1:13: pto.tassign binds %arg0, which is "
-                                 "neither a tile of the request nor written "
-                                 "by the program"));
+              StatusIs(kInvalid,
+                       "1:13: pto.tassign binds %arg0, which is "
+                       "neither a tile of the request nor written "
+                       "by the program"));
   EXPECT_THAT(RunStatus("pto.tassign %src0, @tile(0x1000)\n"
-                        "pto.tassign %src0, @tile(0x2000)\n" + op,
+                        "pto.tassign %src0, @tile(0x2000)\n" +
+                            op,
                         job),
-              StatusIs(kInvalid, "2:13: %src0 is already bound to 0x1000 at "
-                                 "1:13; a tile has one address for the whole "
-                                 "program"));
+              StatusIs(kInvalid,
+                       "2:13: %src0 is already bound to 0x1000 at "
+                       "1:13; a tile has one address for the whole "
+                       "program"));
   // The engine's placement rules, located at the tile's first mention.
   EXPECT_THAT(RunStatus("pto.tassign %src0, @tile(0x1001)\n"
                         "pto.tassign %src1, @tile(0x2000)\n"
-                        "pto.tassign %dst, @tile(0x3000)\n" + op,
+                        "pto.tassign %dst, @tile(0x3000)\n" +
+                            op,
                         job),
-              StatusIs(kInvalid, "1:13: tile \"src0\": address 0x1001 is not "
-                                 "32-byte aligned"));
+              StatusIs(kInvalid,
+                       "1:13: tile \"src0\": address 0x1001 is not "
+                       "32-byte aligned"));
 }
 
 TEST_F(LowerTest, EngineErrorsPointAtTheInstruction) {
@@ -499,12 +522,15 @@ TEST_F(LowerTest, LocateLeavesOtherStatusesAlone) {
   ASSERT_OK_AND_ASSIGN(Program program,
                        Parse("%d = tand %a, %b : !pto.tile<...>\n"));
   EXPECT_TRUE(Locate(program, absl::OkStatus()).ok());
-  EXPECT_THAT(Locate(program, absl::InvalidArgumentError("job has no instructions")),
-              StatusIs(kInvalid, "job has no instructions"));
-  EXPECT_THAT(Locate(program, absl::InvalidArgumentError("instruction 7 (TAND on host): x")),
+  EXPECT_THAT(
+      Locate(program, absl::InvalidArgumentError("job has no instructions")),
+      StatusIs(kInvalid, "job has no instructions"));
+  EXPECT_THAT(Locate(program, absl::InvalidArgumentError(
+                                  "instruction 7 (TAND on host): x")),
               StatusIs(kInvalid, "instruction 7 (TAND on host): x"));
-  EXPECT_THAT(Locate(program, absl::ResourceExhaustedError("tile \"b\": big")),
-              StatusIs(absl::StatusCode::kResourceExhausted, "1:15: tile \"b\": big"));
+  EXPECT_THAT(
+      Locate(program, absl::ResourceExhaustedError("tile \"b\": big")),
+      StatusIs(absl::StatusCode::kResourceExhausted, "1:15: tile \"b\": big"));
 }
 
 TEST_F(LowerTest, JobWithInstructionsAndAssemblyIsAnError) {
@@ -512,8 +538,9 @@ TEST_F(LowerTest, JobWithInstructionsAndAssemblyIsAnError) {
   AddSources(job, Matrix<int16_t>(16, 16), Matrix<int16_t>(16, 16));
   job.Tand("x", "src0", "src1");
   EXPECT_THAT(RunStatus("%d = tand %src0, %src1 : !pto.tile<...>", job),
-              StatusIs(kInvalid, "a job carries either assembly or "
-                                 "instructions, not both"));
+              StatusIs(kInvalid,
+                       "a job carries either assembly or "
+                       "instructions, not both"));
 }
 
 }  // namespace

@@ -1,10 +1,12 @@
 // The assembler's syntax: every form the seeds show, spelled-out types,
 // comments, errors with their line:column, and printing back.
+#include "core/asm/parser.h"
+
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
-#include "core/asm/parser.h"
 #include "core/asm/printer.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -62,16 +64,19 @@ TEST(ParserTest, EverySeedLineParsesAlone) {
 }
 
 TEST(ParserTest, FormsAndPositions) {
-  ASSERT_OK_AND_ASSIGN(Program program, Parse(
-      "# three forms\n"
-      "%a = txor %b, %c : !pto.tile<...>\n"
-      "\n"
-      "  %d = pto.tand %a, %c : (!pto.tile<...>, !pto.tile_buf<...>) -> !pto.tile<...>\n"
-      "pto.txor ins(%d, %a, %t : !pto.tile_buf<...>, !pto.tile_buf<...>, "
-      "!pto.tile_buf<...>) outs(%e : !pto.tile_buf<...>)  // trailing\n"
-      "pto.tassign %e, @tile(4096)\n"));
+  ASSERT_OK_AND_ASSIGN(
+      Program program,
+      Parse("# three forms\n"
+            "%a = txor %b, %c : !pto.tile<...>\n"
+            "\n"
+            "  %d = pto.tand %a, %c : (!pto.tile<...>, !pto.tile_buf<...>) -> "
+            "!pto.tile<...>\n"
+            "pto.txor ins(%d, %a, %t : !pto.tile_buf<...>, !pto.tile_buf<...>, "
+            "!pto.tile_buf<...>) outs(%e : !pto.tile_buf<...>)  // trailing\n"
+            "pto.tassign %e, @tile(4096)\n"));
   ASSERT_EQ(program.statements.size(), 5u);
-  EXPECT_EQ(std::get<Comment>(program.statements[0].node).text, "# three forms");
+  EXPECT_EQ(std::get<Comment>(program.statements[0].node).text,
+            "# three forms");
 
   const auto& sync = std::get<Operation>(program.statements[1].node);
   EXPECT_EQ(sync.form, Form::kSync);
@@ -100,10 +105,12 @@ TEST(ParserTest, FormsAndPositions) {
 }
 
 TEST(ParserTest, SpelledOutTypes) {
-  ASSERT_OK_AND_ASSIGN(Program program, Parse(
-      "%d = tand %a, %b : !pto.tile_buf<pad=0, fractal=512, slayout=none_box, "
-      "blayout=row_major, v_col=?, v_row=16, cols=0x10, rows=16, dtype=i16, "
-      "loc=vec>"));
+  ASSERT_OK_AND_ASSIGN(Program program,
+                       Parse("%d = tand %a, %b : !pto.tile_buf<pad=0, "
+                             "fractal=512, slayout=none_box, "
+                             "blayout=row_major, v_col=?, v_row=16, cols=0x10, "
+                             "rows=16, dtype=i16, "
+                             "loc=vec>"));
   const TileType& t = OnlyOperation(program).src0.type;
   EXPECT_FALSE(t.elided);
   EXPECT_EQ(t.name, TypeName::kTileBuf);
@@ -129,16 +136,16 @@ TEST(ParserTest, SpelledOutTypes) {
 
 TEST(ParserTest, ElementTypeSpellings) {
   const std::vector<std::pair<std::string, ElementType>> cases = {
-      {"i8", ElementType::kI8},        {"i16", ElementType::kI16},
-      {"i32", ElementType::kI32},      {"si8", ElementType::kSI8},
-      {"si16", ElementType::kSI16},    {"si32", ElementType::kSI32},
-      {"ui8", ElementType::kUI8},      {"ui16", ElementType::kUI16},
-      {"ui32", ElementType::kUI32},    {"int8", ElementType::kSI8},
-      {"int16", ElementType::kSI16},   {"int32", ElementType::kSI32},
-      {"uint8", ElementType::kUI8},    {"uint16", ElementType::kUI16},
-      {"uint32", ElementType::kUI32},  {"f16", ElementType::kF16},
-      {"bf16", ElementType::kBF16},    {"f32", ElementType::kF32},
-      {"float16", ElementType::kF16},  {"bfloat16", ElementType::kBF16},
+      {"i8", ElementType::kI8},       {"i16", ElementType::kI16},
+      {"i32", ElementType::kI32},     {"si8", ElementType::kSI8},
+      {"si16", ElementType::kSI16},   {"si32", ElementType::kSI32},
+      {"ui8", ElementType::kUI8},     {"ui16", ElementType::kUI16},
+      {"ui32", ElementType::kUI32},   {"int8", ElementType::kSI8},
+      {"int16", ElementType::kSI16},  {"int32", ElementType::kSI32},
+      {"uint8", ElementType::kUI8},   {"uint16", ElementType::kUI16},
+      {"uint32", ElementType::kUI32}, {"f16", ElementType::kF16},
+      {"bf16", ElementType::kBF16},   {"f32", ElementType::kF32},
+      {"float16", ElementType::kF16}, {"bfloat16", ElementType::kBF16},
       {"float32", ElementType::kF32},
   };
   for (const auto& [spelling, type] : cases) {
@@ -159,12 +166,12 @@ TEST(ParserTest, ElementTypeSpellings) {
 }
 
 TEST(ParserTest, CommentsBlankLinesAndLineEnds) {
-  ASSERT_OK_AND_ASSIGN(Program program, Parse(
-      "\r\n"
-      "   # hash comment   \r\n"
-      "// slash comment\n"
-      "\t%d = tand %a, %b : !pto.tile<...> # why\r\n"
-      "\n\n"));
+  ASSERT_OK_AND_ASSIGN(Program program,
+                       Parse("\r\n"
+                             "   # hash comment   \r\n"
+                             "// slash comment\n"
+                             "\t%d = tand %a, %b : !pto.tile<...> # why\r\n"
+                             "\n\n"));
   ASSERT_EQ(program.statements.size(), 3u);
   EXPECT_EQ(std::get<Comment>(program.statements[0].node).text,
             "# hash comment");
@@ -178,10 +185,10 @@ TEST(ParserTest, CommentsBlankLinesAndLineEnds) {
 }
 
 TEST(ParserTest, Addresses) {
-  ASSERT_OK_AND_ASSIGN(Program program, Parse(
-      "pto.tassign %a, @tile(0x1000)\n"
-      "pto.tassign %b, @tile(8192)\n"
-      "pto.tassign %c, @tile(0XfFfFfFfFfFfFfFfF)\n"));
+  ASSERT_OK_AND_ASSIGN(Program program,
+                       Parse("pto.tassign %a, @tile(0x1000)\n"
+                             "pto.tassign %b, @tile(8192)\n"
+                             "pto.tassign %c, @tile(0XfFfFfFfFfFfFfFfF)\n"));
   EXPECT_EQ(std::get<Binding>(program.statements[0].node).address, 0x1000u);
   EXPECT_EQ(std::get<Binding>(program.statements[1].node).address, 8192u);
   EXPECT_EQ(std::get<Binding>(program.statements[2].node).address,
@@ -227,8 +234,7 @@ TEST(ParserTest, ErrorsSayWhereWhatAndWhatWasExpected) {
       {"%d = tand %a, %b : !pto.tensor<...>",
        "1:20: unknown type '!pto.tensor'; expected !pto.tile<...> or "
        "!pto.tile_buf<...>"},
-      {"%d = tand %a, %b : !pto.tile<..>",
-       "1:30: unexpected character '.'"},
+      {"%d = tand %a, %b : !pto.tile<..>", "1:30: unexpected character '.'"},
       {"%d = tand %a, %b : !pto.tile<...",
        "1:33: expected '>' after '...', found end of input"},
       {"%d = tand %a, %b : !pto.tile<>",
@@ -274,8 +280,10 @@ TEST(ParserTest, ErrorsSayWhereWhatAndWhatWasExpected) {
       {"pto.tand ins(%a, %b, %c : !pto.tile<...>, !pto.tile<...>) outs(%d : "
        "!pto.tile<...>)",
        "1:22: 'pto.tand' takes 2 inputs (src0, src1); %c is one too many"},
-      {"pto.txor ins(%a, %b, %c, %e : !pto.tile<...>) outs(%d : !pto.tile<...>)",
-       "1:26: 'pto.txor' takes 2 or 3 inputs (src0, src1[, tmp]); %e is one too "
+      {"pto.txor ins(%a, %b, %c, %e : !pto.tile<...>) outs(%d : "
+       "!pto.tile<...>)",
+       "1:26: 'pto.txor' takes 2 or 3 inputs (src0, src1[, tmp]); %e is one "
+       "too "
        "many"},
       {"pto.txor ins(%a : !pto.tile<...>) outs(%d : !pto.tile<...>)",
        "1:17: 'pto.txor' takes 2 or 3 inputs (src0, src1[, tmp]), found 1"},
@@ -293,7 +301,8 @@ TEST(ParserTest, ErrorsSayWhereWhatAndWhatWasExpected) {
       {"pto.txor ins(%a, %b : !pto.tile<...>, !pto.tile<...>) outs(%d : "
        "!pto.tile<...>",
        "1:79: expected ')' after the output type, found end of input"},
-      {"pto.tassign %a @tile(0x1000)", "1:16: expected ',' after %a, found '@tile'"},
+      {"pto.tassign %a @tile(0x1000)",
+       "1:16: expected ',' after %a, found '@tile'"},
       {"pto.tassign %a, @buf(0x1000)",
        "1:17: expected '@tile(ADDRESS)', found '@buf'"},
       {"pto.tassign %a, @tile(x)", "1:23: expected an address, found 'x'"},
@@ -312,10 +321,13 @@ TEST(ParserTest, ErrorsSayWhereWhatAndWhatWasExpected) {
        "found end of line"},
       {"% = tand %a, %b : !pto.tile<...>",
        "1:1: expected a tile name after '%', found ' '"},
-      {"%d = tand %a, %b : !", "1:20: expected a type name after '!', found end of input"},
+      {"%d = tand %a, %b : !",
+       "1:20: expected a type name after '!', found end of input"},
       {"%d = tand %a, %b : !pto.tile<...>; ", "1:34: unexpected character ';'"},
-      {"%d = tand %a, %b : !pto.tile<\xff>", "1:30: unexpected character '\\xff'"},
-      {"%d = tand %a, %b : !pto.tile<...> / x", "1:35: unexpected character '/'"},
+      {"%d = tand %a, %b : !pto.tile<\xff>",
+       "1:30: unexpected character '\\xff'"},
+      {"%d = tand %a, %b : !pto.tile<...> / x",
+       "1:35: unexpected character '/'"},
   };
   for (const ErrorCase& c : cases) {
     EXPECT_THAT(Parse(c.text).status(), StatusIs(kInvalid, c.message))
@@ -324,24 +336,27 @@ TEST(ParserTest, ErrorsSayWhereWhatAndWhatWasExpected) {
 }
 
 TEST(ParserTest, PrintsCanonicalDpsForm) {
-  ASSERT_OK_AND_ASSIGN(Program program, Parse(
+  ASSERT_OK_AND_ASSIGN(
+      Program program,
+      Parse(
+          "# c\n"
+          "%a = txor %b, %c : !pto.tile<dtype=int16, rows=16>  # sync\n"
+          "%d = pto.tand %a, %c : (!pto.tile<...>, !pto.tile_buf<v_row=?>) -> "
+          "!pto.tile<loc=vec>\n"
+          "pto.txor ins(%d, %a, %t : !pto.tile_buf<...>, !pto.tile_buf<...>, "
+          "!pto.tile_buf<pad=1, fractal=1024>) outs(%e : !pto.tile_buf<...>)\n"
+          "pto.tassign %e, @tile(4096)\n"));
+  EXPECT_EQ(
+      Print(program),
       "# c\n"
-      "%a = txor %b, %c : !pto.tile<dtype=int16, rows=16>  # sync\n"
-      "%d = pto.tand %a, %c : (!pto.tile<...>, !pto.tile_buf<v_row=?>) -> "
-      "!pto.tile<loc=vec>\n"
+      "pto.txor ins(%b, %c : !pto.tile<dtype=si16, rows=16>, "
+      "!pto.tile<dtype=si16, rows=16>) outs(%a : !pto.tile<dtype=si16, "
+      "rows=16>)  # sync\n"
+      "pto.tand ins(%a, %c : !pto.tile<...>, !pto.tile_buf<v_row=?>) "
+      "outs(%d : !pto.tile<loc=vec>)\n"
       "pto.txor ins(%d, %a, %t : !pto.tile_buf<...>, !pto.tile_buf<...>, "
-      "!pto.tile_buf<pad=1, fractal=1024>) outs(%e : !pto.tile_buf<...>)\n"
-      "pto.tassign %e, @tile(4096)\n"));
-  EXPECT_EQ(Print(program),
-            "# c\n"
-            "pto.txor ins(%b, %c : !pto.tile<dtype=si16, rows=16>, "
-            "!pto.tile<dtype=si16, rows=16>) outs(%a : !pto.tile<dtype=si16, "
-            "rows=16>)  # sync\n"
-            "pto.tand ins(%a, %c : !pto.tile<...>, !pto.tile_buf<v_row=?>) "
-            "outs(%d : !pto.tile<loc=vec>)\n"
-            "pto.txor ins(%d, %a, %t : !pto.tile_buf<...>, !pto.tile_buf<...>, "
-            "!pto.tile_buf<fractal=1024, pad=1>) outs(%e : !pto.tile_buf<...>)\n"
-            "pto.tassign %e, @tile(0x1000)\n");
+      "!pto.tile_buf<fractal=1024, pad=1>) outs(%e : !pto.tile_buf<...>)\n"
+      "pto.tassign %e, @tile(0x1000)\n");
 }
 
 TEST(ParserTest, PrintThenParseGivesTheSameProgram) {
@@ -361,9 +376,24 @@ TEST(ParserTest, PrintThenParseGivesTheSameProgram) {
   }
 }
 
+// Each advertised form parses once its optional parts are chosen.
+TEST(ParserTest, AcceptedFormsParse) {
+  ASSERT_EQ(AcceptedForms().size(), 7u);
+  for (const std::string& form : AcceptedForms()) {
+    const std::string without = absl::StrReplaceAll(
+        form, {{"[, %tmp]", ""}, {"[, !pto.tile_buf<...>]", ""}});
+    const std::string with = absl::StrReplaceAll(
+        form, {{"[, %tmp]", ", %tmp"},
+               {"[, !pto.tile_buf<...>]", ", !pto.tile_buf<...>"}});
+    EXPECT_TRUE(Parse(without).ok()) << without;
+    EXPECT_TRUE(Parse(with).ok()) << with;
+  }
+}
+
 // What equality looks at: meaning, not positions or the form.
 TEST(ParserTest, EqualityIgnoresPositionsAndForm) {
-  ASSERT_OK_AND_ASSIGN(Program sync, Parse("%d = tand %a, %b : !pto.tile<...>"));
+  ASSERT_OK_AND_ASSIGN(Program sync,
+                       Parse("%d = tand %a, %b : !pto.tile<...>"));
   ASSERT_OK_AND_ASSIGN(
       Program dps,
       Parse("\n  pto.tand ins(%a, %b : !pto.tile<...>, !pto.tile<...>) "

@@ -16,8 +16,10 @@ struct RecordEvent {
   Op op = Op::TAND;
   Target target = Target::Host;
   // How the target computed it, as the ptoserve backend describes it:
-  // "vand", "direct xor (SIMD)", "tmp = vor(src0, src1); ...".
+  // "vand", "direct xor", "tmp = vor(src0, src1); ...".
   const char* algorithm = "";
+  // The kernel set it ran on, as the service's: "portable", "avx2", ...
+  const char* kernels = "";
 
   void Wait() const {}
 };

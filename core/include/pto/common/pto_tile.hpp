@@ -11,7 +11,9 @@
 //
 // A valid extent of DYNAMIC is set at run time, by the constructor:
 //
-//   Tile<TileType::Vec, int16_t, 16, 16, BLayout::RowMajor, DYNAMIC, DYNAMIC> t(8, 12);
+//   using T = Tile<TileType::Vec, int16_t, 16, 16, BLayout::RowMajor,
+//                  DYNAMIC, DYNAMIC>;
+//   T t(8, 12);  // valid 8x12
 //
 // The elements start zero-filled, as a tile the ptoserve server allocates.
 #ifndef PTO_COMMON_PTO_TILE_HPP

@@ -19,6 +19,8 @@ struct TargetRules<Target::Host> {
   static constexpr const char* kName = "host";
   static constexpr int kRowAlignmentBytes = 1;  // any row length
   static constexpr bool kTxorUsesTmp = false;
+  static constexpr const char* kTandAlgorithm = "direct and";
+  static constexpr const char* kTxorAlgorithm = "direct xor";
 };
 
 // Atlas A2/A3: no vector xor, so TXOR computes through tmp.
@@ -27,6 +29,10 @@ struct TargetRules<Target::A2A3> {
   static constexpr const char* kName = "a2a3";
   static constexpr int kRowAlignmentBytes = 32;
   static constexpr bool kTxorUsesTmp = true;
+  static constexpr const char* kTandAlgorithm = "vand";
+  static constexpr const char* kTxorAlgorithm =
+      "tmp = vor(src0, src1); dst = vand(src0, src1); dst = vnot(dst); "
+      "dst = vand(dst, tmp)";
 };
 
 // Ascend 950PR/950DT: a direct vxor; tmp is accepted and unused.
@@ -35,6 +41,8 @@ struct TargetRules<Target::A5> {
   static constexpr const char* kName = "a5";
   static constexpr int kRowAlignmentBytes = 32;
   static constexpr bool kTxorUsesTmp = false;
+  static constexpr const char* kTandAlgorithm = "vand";
+  static constexpr const char* kTxorAlgorithm = "direct vxor (tmp unused)";
 };
 
 // What depends on the chosen target lives in an inline namespace named
