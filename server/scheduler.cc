@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_format.h"
+#include "core/status_macros.h"
 
 namespace ptoserve {
 
@@ -82,7 +83,7 @@ Scheduler::~Scheduler() {
   }
 }
 
-absl::Status Scheduler::Submit(JobTicket ticket) {
+absl::Status Scheduler::Submit(JobTicket ticket, bool run_here) {
   if (ticket.priority < 0 || ticket.priority >= options_.priority_levels) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "priority %d is out of range: this server has priority levels 0 to %d",
@@ -100,7 +101,25 @@ absl::Status Scheduler::Submit(JobTicket ticket) {
   state->unfinished = n;
   state->ticket = std::move(ticket);
 
+  {
+    absl::MutexLock lock(&mu_);
+    // Only an idle scheduler runs work on the caller: under load the
+    // workers batch it with what is queued already.
+    run_here = run_here && queued_ == 0;
+    PTO_RETURN_IF_ERROR(Admit(std::move(state), /*notify=*/!run_here));
+  }
+  if (!run_here) return absl::OkStatus();
+  absl::Time wake = absl::InfiniteFuture();
+  Step(&wake);
+  // Whatever the step left (work that was not due, or more than one batch)
+  // is the workers' to run.
   absl::MutexLock lock(&mu_);
+  if (queued_ > 0) ++arrivals_;
+  return absl::OkStatus();
+}
+
+absl::Status Scheduler::Admit(std::unique_ptr<JobState> state, bool notify) {
+  const size_t n = state->unfinished;
   if (stopping_) {
     return absl::UnavailableError("the server is shutting down");
   }
@@ -115,15 +134,16 @@ absl::Status Scheduler::Submit(JobTicket ticket) {
   raw->live = live_.insert(live_.end(), raw);
   const absl::Time now = clock_->Now();
   for (uint32_t i = 0; i < n; ++i) {
-    if (raw->waiting[i] == 0) Enqueue(raw, i, now);
+    if (raw->waiting[i] == 0) Enqueue(raw, i, now, notify);
   }
   return absl::OkStatus();
 }
 
-void Scheduler::Enqueue(JobState* job, uint32_t index, absl::Time now) {
+void Scheduler::Enqueue(JobState* job, uint32_t index, absl::Time now,
+                        bool notify) {
   const BatchKey key = BatchKey::Of(*job->ticket.job, index);
   queues_[job->ticket.priority][key].push_back(Item{job, index, now});
-  ++arrivals_;
+  if (notify) ++arrivals_;
 }
 
 void Scheduler::Drop(JobState* job, absl::Status status,

@@ -111,7 +111,13 @@ class Scheduler {
   // refuses it at once, without calling done: INVALID_ARGUMENT for a
   // priority out of range, RESOURCE_EXHAUSTED when the queue cannot hold
   // the job, UNAVAILABLE once shutting down.
-  absl::Status Submit(JobTicket ticket);
+  //
+  // With `run_here`, if nothing else is queued, the calling thread runs the
+  // job's first batch itself instead of waking a worker: at low load that
+  // saves a thread hand-off per job, while under load the workers still
+  // batch everything queued. Then done may run on the calling thread before
+  // Submit returns: the caller must not hold a lock that done takes.
+  absl::Status Submit(JobTicket ticket, bool run_here = false);
 
   // Refuses new jobs, lets the workers run everything admitted (partial
   // batches no longer wait), and returns when every admitted job has been
@@ -145,7 +151,11 @@ class Scheduler {
   // `*wake` to when the next partial batch falls due.
   std::vector<Item> TakeBatch(absl::Time now, absl::Time* wake)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void Enqueue(JobState* job, uint32_t index, absl::Time now)
+  // Queues the admitted job's ready instructions; refuses as Submit does.
+  absl::Status Admit(std::unique_ptr<JobState> state, bool notify)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // `notify`: wake idle workers for it.
+  void Enqueue(JobState* job, uint32_t index, absl::Time now, bool notify = true)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Drop(JobState* job, absl::Status status, std::vector<Completion>* out)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -38,7 +38,7 @@ TileComputeService::TileComputeService(const Engine* engine,
 
 absl::Status TileComputeService::Admit(const v1::Job& job,
                                        grpc::CallbackServerContext* context,
-                                       Done done) {
+                                       bool run_here, Done done) {
   const absl::Time arrival = absl::Now();
   PTO_ASSIGN_OR_RETURN(JobSpec spec, ToJobSpec(job));
   JobTicket ticket;
@@ -67,15 +67,17 @@ absl::Status TileComputeService::Admit(const v1::Job& job,
     ToJobResult(engine_->Finish(ran->get()), &result);
     done(std::move(result));
   };
-  return scheduler_->Submit(std::move(ticket));
+  return scheduler_->Submit(std::move(ticket), run_here);
 }
 
 grpc::ServerUnaryReactor* TileComputeService::Execute(
     grpc::CallbackServerContext* context, const v1::Job* job,
     v1::JobResult* result) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  absl::Status admitted =
-      Admit(*job, context, [reactor, result](absl::StatusOr<v1::JobResult> r) {
+  // A unary call's thread runs the job itself when it can: no hand-off.
+  absl::Status admitted = Admit(
+      *job, context, /*run_here=*/true,
+      [reactor, result](absl::StatusOr<v1::JobResult> r) {
         if (!r.ok()) {
           reactor->Finish(ToGrpcStatus(r.status()));
           return;
@@ -114,8 +116,10 @@ class TileComputeService::JobStream final
     // The engine reads inputs in place, so the job must live until its
     // result is made; job_ itself is reused by the next read.
     auto job = std::make_shared<const v1::Job>(std::move(job_));
+    // Not run_here: done takes mu_, which this reaction holds.
     absl::Status admitted = service_->Admit(
-        *job, context_, [this, id, job](absl::StatusOr<v1::JobResult> r) {
+        *job, context_, /*run_here=*/false,
+        [this, id, job](absl::StatusOr<v1::JobResult> r) {
           absl::MutexLock lock(&mu_);
           Answer(r.ok() ? std::move(*r) : Failed(id, r.status()));
         });

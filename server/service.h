@@ -53,10 +53,11 @@ class TileComputeService final : public v1::TileCompute::CallbackService {
   using Done = std::function<void(absl::StatusOr<v1::JobResult>)>;
 
   // Decodes, checks and queues `job`; `done` then runs exactly once with
-  // its result. Returns the error instead (and never calls `done`) when the
-  // job is refused at once.
+  // its result (with `run_here`, possibly on this thread before Admit
+  // returns; see Scheduler::Submit). Returns the error instead (and never
+  // calls `done`) when the job is refused at once.
   absl::Status Admit(const v1::Job& job, grpc::CallbackServerContext* context,
-                     Done done);
+                     bool run_here, Done done);
 
   const Engine* engine_;
   Scheduler* scheduler_;

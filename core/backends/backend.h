@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
@@ -49,7 +50,7 @@ struct BoundInstruction {
 struct MicroOp {
   absl::string_view op;   // "vand", "vor", "vnot", "vxor", ...
   absl::string_view dst;  // operand written
-  std::vector<absl::string_view> srcs;  // operands read
+  absl::InlinedVector<absl::string_view, 2> srcs;  // operands read
   uint64_t repeats = 0;   // 256-byte vector repeats covered
   uint64_t elements = 0;  // elements computed
 };
