@@ -38,11 +38,12 @@ def main():
     parser.add_argument("--rounds", type=int, default=9)
     parser.add_argument("--seconds", type=float, default=1.0)
     parser.add_argument("--name", default="")
+    parser.add_argument("--check_echo", default="false")
     parser.add_argument("extra", nargs="*")
     args = parser.parse_args()
     echo, pto, ratios = [], [], []
     for _ in range(args.rounds):
-        e = run(args.ptobench, args.echo, args.seconds, args.extra, "false")
+        e = run(args.ptobench, args.echo, args.seconds, args.extra, args.check_echo)
         p = run(args.ptobench, args.ptoserve, args.seconds, args.extra, "true")
         if int(p["errors"]) != 0:
             sys.exit(f"ptoserve returned {p['errors']} errors")

@@ -7,7 +7,7 @@
 #   bench/service_bench.sh [DURATION] > results.csv
 set -euo pipefail
 cd "$(dirname "$0")/.."
-duration=${1:-5s}
+duration=${1:-3s}
 bazel build -c opt //server:ptoserve //bench:echo_server //bench:ptobench >&2
 
 pids=()

@@ -235,6 +235,7 @@ class JobBinder {
     event.index = static_cast<uint32_t>(i);
     event.opcode = inst.opcode;
     event.target = target_;
+    event.trace.notes = inst.notes;
     if (!uses_tmp && !inst.tmp.empty()) {
       event.trace.notes.push_back(
           absl::StrFormat("tmp \"%s\" is accepted and unused on %s", inst.tmp,

@@ -40,6 +40,9 @@ struct Instruction {
   std::string tmp;           // TXOR scratch; may be empty
   std::string record_event;  // empty: "e<index>"
   std::vector<std::string> wait_events;
+  // Notes for this instruction's event from whoever built the job (e.g. the
+  // assembler saying it added a scratch tile).
+  std::vector<std::string> notes;
 };
 
 struct JobSpec {

@@ -205,6 +205,20 @@ absl::StatusOr<JobSpec> ToJobSpec(const v1::Job& job) {
   return spec;
 }
 
+absl::StatusOr<DecodedJob> DecodeJob(const v1::Job& job, const Engine& engine) {
+  if (!job.assembly().empty() && job.instructions_size() > 0) {
+    return absl::InvalidArgumentError(
+        "job has both instructions and assembly; send one of them");
+  }
+  DecodedJob decoded;
+  PTO_ASSIGN_OR_RETURN(decoded.spec, ToJobSpec(job));
+  if (job.assembly().empty()) return decoded;
+  PTO_ASSIGN_OR_RETURN(decoded.program, pasm::Parse(job.assembly()));
+  PTO_ASSIGN_OR_RETURN(
+      decoded.spec, pasm::Lower(*decoded.program, std::move(decoded.spec), engine));
+  return decoded;
+}
+
 void ToJobResult(JobOutcome outcome, v1::JobResult* out) {
   out->set_target(ToProto(outcome.target));
   auto* tiles = out->mutable_tiles();
@@ -269,6 +283,9 @@ void ToCapabilities(const Engine& engine, const ServerLimits& limits,
   l->set_priority_levels(limits.priority_levels);
   l->set_queue_capacity(limits.queue_capacity);
   l->set_stream_window(limits.stream_window);
+  for (const std::string& form : pasm::AcceptedForms()) {
+    out->add_assembly_forms(form);
+  }
 }
 
 }  // namespace ptoserve

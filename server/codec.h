@@ -2,18 +2,40 @@
 #ifndef PTOSERVE_SERVER_CODEC_H_
 #define PTOSERVE_SERVER_CODEC_H_
 
+#include <optional>
+
 #include "absl/status/statusor.h"
+#include "core/asm/lower.h"
+#include "core/asm/parser.h"
 #include "core/engine.h"
 #include "ptoserve/v1/job.pb.h"
 #include "ptoserve/v1/service.pb.h"
 
 namespace ptoserve {
 
-// The engine's view of `job`. Tile elements are borrowed from `job`, which
-// must outlive the spec and any PreparedJob made from it. INVALID_ARGUMENT names the tile or
-// instruction whose enum fields are unset or unknown, or whose elements are
-// sent both as data and as values.
+// The engine's view of `job`'s tiles and instruction list. Tile elements are
+// borrowed from `job`, which must outlive the spec and any PreparedJob made
+// from it. INVALID_ARGUMENT names the tile or instruction whose enum fields
+// are unset or unknown, or whose elements are sent both as data and as
+// values.
 absl::StatusOr<JobSpec> ToJobSpec(const v1::Job& job);
+
+// A job ready for Engine::Prepare, from an instruction list or assembly.
+struct DecodedJob {
+  JobSpec spec;
+  std::optional<pasm::Program> program;  // when the job came as assembly
+
+  // `status` (an engine error about `spec`) with the line:column of the
+  // assembly it is about in front, when there is assembly.
+  absl::Status Locate(const absl::Status& status) const {
+    return program ? pasm::Locate(*program, status) : status;
+  }
+};
+
+// ToJobSpec, then, for a job written as assembly, parses and lowers it
+// onto the job's tiles. Errors as ToJobSpec, and "line:column: ..." ones for
+// the assembly; both instructions and assembly set is INVALID_ARGUMENT.
+absl::StatusOr<DecodedJob> DecodeJob(const v1::Job& job, const Engine& engine);
 
 // Fills `out` with the outcome's tiles (each in its encoding; data moves
 // rather than copies) and events.

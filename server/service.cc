@@ -40,7 +40,7 @@ absl::Status TileComputeService::Admit(const v1::Job& job,
                                        grpc::CallbackServerContext* context,
                                        bool run_here, Done done) {
   const absl::Time arrival = absl::Now();
-  PTO_ASSIGN_OR_RETURN(JobSpec spec, ToJobSpec(job));
+  PTO_ASSIGN_OR_RETURN(DecodedJob decoded, DecodeJob(job, *engine_));
   JobTicket ticket;
   ticket.deadline = CallDeadline(*context);
   if (job.has_timeout()) {
@@ -52,7 +52,10 @@ absl::Status TileComputeService::Admit(const v1::Job& job,
     }
     ticket.deadline = std::min(ticket.deadline, arrival + timeout);
   }
-  PTO_ASSIGN_OR_RETURN(ticket.job, engine_->Prepare(spec));
+  absl::StatusOr<std::unique_ptr<PreparedJob>> prepared =
+      engine_->Prepare(decoded.spec);
+  if (!prepared.ok()) return decoded.Locate(prepared.status());
+  ticket.job = std::move(*prepared);
   ticket.priority = static_cast<int>(
       std::min<uint32_t>(job.priority(), std::numeric_limits<int>::max()));
   ticket.cancelled = [context] { return context->IsCancelled(); };

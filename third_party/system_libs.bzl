@@ -17,9 +17,6 @@ _LIBS = {
     "gtest": (["gtest", "gmock"], ["-lpthread"]),
     "gtest_main": (["gtest_main", "gmock", "gtest"], ["-lpthread"]),
     "benchmark": (["benchmark"], ["-lpthread"]),
-    # The serving binaries' allocator: many small allocations per job, and
-    # tile-sized ones that glibc would map and unmap afresh each time.
-    "jemalloc": (["jemalloc"], []),
 }
 
 def _pkg_config_libs(ctx, modules):

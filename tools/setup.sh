@@ -8,7 +8,7 @@ packages=(
   g++ pkg-config
   bazel-bootstrap bazel-platforms bazel-rules-java
   libgrpc++-dev protobuf-compiler-grpc protobuf-compiler libprotobuf-dev
-  grpc-proto libabsl-dev libgtest-dev libbenchmark-dev libjemalloc-dev
+  grpc-proto libabsl-dev libgtest-dev libbenchmark-dev
 )
 
 missing=()

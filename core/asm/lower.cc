@@ -83,11 +83,11 @@ class Lowerer {
         target_(base.target.value_or(engine.options().default_target)),
         backend_(engine.backends().Get(target_)),
         max_tile_bytes_(engine.options().limits.max_tile_bytes) {
-    lowered_.job = std::move(base);
+    job_ = std::move(base);
   }
 
-  absl::StatusOr<LoweredProgram> Run() && {
-    if (!lowered_.job.instructions.empty()) {
+  absl::StatusOr<JobSpec> Run() && {
+    if (!job_.instructions.empty()) {
       return absl::InvalidArgumentError(
           "a job carries either assembly or instructions, not both");
     }
@@ -100,7 +100,7 @@ class Lowerer {
       }
     }
     PTO_RETURN_IF_ERROR(PlaceScratchTiles());
-    return std::move(lowered_);
+    return std::move(job_);
   }
 
  private:
@@ -111,7 +111,7 @@ class Lowerer {
     SourcePos pos;
   };
 
-  JobSpec& job() { return lowered_.job; }
+  JobSpec& job() { return job_; }
 
   absl::Status DeclareRequestTiles() {
     for (const TileInput& in : job().tiles) {
@@ -287,7 +287,6 @@ class Lowerer {
     }
     const TileDesc dst = known_.at(op.dst.name).desc;
 
-    std::vector<std::string> notes;
     const bool uses_tmp = backend_.UsesTmp(op.opcode);
     if (op.tmp) {
       inst.tmp = op.tmp->name;
@@ -304,10 +303,9 @@ class Lowerer {
       desc.address.reset();
       scratch_.push_back({job().tiles.size(), job().instructions.size(), pos});
       Declare(inst.tmp, desc, pos);
-      notes.push_back(ScratchNote(inst.tmp, ""));
+      inst.notes.push_back(ScratchNote(inst.tmp, ""));
     }
     job().instructions.push_back(std::move(inst));
-    lowered_.notes.push_back(std::move(notes));
     return absl::OkStatus();
   }
 
@@ -345,7 +343,7 @@ class Lowerer {
                                                   placed.message())));
       }
       const ByteRange range = PlacedRange(in.desc);
-      lowered_.notes[s.instruction].back() =
+      job().instructions[s.instruction].notes.back() =
           ScratchNote(in.name, absl::StrCat(" at ", range.ToString()));
       next = range.end;
     }
@@ -356,7 +354,7 @@ class Lowerer {
   const Target target_;
   const Backend& backend_;
   const size_t max_tile_bytes_;
-  LoweredProgram lowered_;
+  JobSpec job_;
   absl::flat_hash_map<std::string, KnownTile> known_;
   absl::flat_hash_set<std::string> used_names_;
   absl::flat_hash_map<std::string, SourcePos> written_at_;
@@ -396,8 +394,8 @@ std::optional<SourcePos> NamePos(const Program& program,
 
 }  // namespace
 
-absl::StatusOr<LoweredProgram> Lower(const Program& program, JobSpec base,
-                                     const Engine& engine) {
+absl::StatusOr<JobSpec> Lower(const Program& program, JobSpec base,
+                              const Engine& engine) {
   return Lowerer(program, std::move(base), engine).Run();
 }
 
@@ -418,14 +416,6 @@ absl::Status Locate(const Program& program, const absl::Status& status) {
     }
   }
   return pos ? Prefixed(*pos, status) : status;
-}
-
-void AnnotateEvents(const LoweredProgram& lowered, JobOutcome* outcome) {
-  for (size_t i = 0; i < lowered.notes.size() && i < outcome->events.size();
-       ++i) {
-    std::vector<std::string>& notes = outcome->events[i].trace.notes;
-    notes.insert(notes.end(), lowered.notes[i].begin(), lowered.notes[i].end());
-  }
 }
 
 }  // namespace pasm

@@ -32,14 +32,6 @@
 namespace ptoserve {
 namespace pasm {
 
-// A program lowered onto a request.
-struct LoweredProgram {
-  JobSpec job;
-  // Per instruction of `job`: notes for its event's trace that the job
-  // itself cannot carry (a scratch tmp the lowering added).
-  std::vector<std::vector<std::string>> notes;
-};
-
 // The job that runs `program` on `base`'s tiles (TileInput names are the
 // program's %names without the '%'), target (unset: `engine`'s default
 // target) and mode, with `base`'s outputs. The tiles keep borrowing what
@@ -48,8 +40,8 @@ struct LoweredProgram {
 // `3:12: type of %src0 says dtype=i16 but tile "src0" is int32`;
 // the target's rules are left to Engine::Prepare (see Locate).
 // REQUIRES: base.instructions is empty.
-absl::StatusOr<LoweredProgram> Lower(const Program& program, JobSpec base,
-                                     const Engine& engine);
+absl::StatusOr<JobSpec> Lower(const Program& program, JobSpec base,
+                              const Engine& engine);
 
 // Puts the source position of what an engine error is about in front of
 // it: "instruction N (...)" gets the position of the N-th operation (from
@@ -57,10 +49,6 @@ absl::StatusOr<LoweredProgram> Lower(const Program& program, JobSpec base,
 // `2:1: instruction 1 (TXOR on a2a3): tmp element type ...`. Other statuses,
 // OK included, come back unchanged.
 absl::Status Locate(const Program& program, const absl::Status& status);
-
-// Appends lowered.notes to the events of `outcome`, the result of running
-// lowered.job.
-void AnnotateEvents(const LoweredProgram& lowered, JobOutcome* outcome);
 
 }  // namespace pasm
 }  // namespace ptoserve

@@ -162,13 +162,13 @@ class ParserFuzzTest : public ::testing::Test {
     EXPECT_TRUE(*reparsed == *program) << "input:\n" << text;
     EXPECT_EQ(Print(*reparsed), printed);
 
-    absl::StatusOr<LoweredProgram> lowered =
+    absl::StatusOr<JobSpec> lowered =
         Lower(*program, request_.spec(), engine_);
     if (!lowered.ok()) {
       EXPECT_FALSE(lowered.status().message().empty());
       return;
     }
-    const absl::Status prepared = engine_.Prepare(lowered->job).status();
+    const absl::Status prepared = engine_.Prepare(*lowered).status();
     EXPECT_FALSE(!prepared.ok() &&
                  Locate(*program, prepared).message().empty());
   }

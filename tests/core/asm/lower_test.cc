@@ -67,11 +67,10 @@ class LowerTest : public ::testing::Test {
   // come back located.
   absl::StatusOr<JobOutcome> Run(absl::string_view text, JobBuilder& job) {
     PTO_ASSIGN_OR_RETURN(Program program, Parse(text));
-    PTO_ASSIGN_OR_RETURN(LoweredProgram lowered,
+    PTO_ASSIGN_OR_RETURN(JobSpec lowered,
                          Lower(program, job.spec(), engine_));
-    absl::StatusOr<JobOutcome> outcome = engine_.Execute(lowered.job);
+    absl::StatusOr<JobOutcome> outcome = engine_.Execute(lowered);
     if (!outcome.ok()) return Locate(program, outcome.status());
-    AnnotateEvents(lowered, &*outcome);
     return outcome;
   }
 
@@ -142,17 +141,16 @@ TEST_F(LowerTest, A2A3ScratchTmpIsNamedAndNoted) {
                        Parse("%dst = txor %src0, %src1 : !pto.tile<...>\n"
                              "pto.txor ins(%src0, %dst : !pto.tile<...>, "
                              "!pto.tile<...>) outs(%dst : !pto.tile<...>)\n"));
-  ASSERT_OK_AND_ASSIGN(LoweredProgram lowered,
+  ASSERT_OK_AND_ASSIGN(JobSpec lowered,
                        Lower(program, job.spec(), engine_));
-  ASSERT_EQ(lowered.job.instructions.size(), 2u);
-  EXPECT_EQ(lowered.job.instructions[0].tmp, "dst.tmp2");
-  EXPECT_EQ(lowered.job.instructions[1].tmp, "dst.tmp3");
-  EXPECT_THAT(lowered.notes[0],
+  ASSERT_EQ(lowered.instructions.size(), 2u);
+  EXPECT_EQ(lowered.instructions[0].tmp, "dst.tmp2");
+  EXPECT_EQ(lowered.instructions[1].tmp, "dst.tmp3");
+  EXPECT_THAT(lowered.instructions[0].notes,
               ElementsAre("tmp \"dst.tmp2\" allocated by the server, shaped "
                           "like dst: the program names no tmp and a2a3 "
                           "computes TXOR through one"));
-  ASSERT_OK_AND_ASSIGN(JobOutcome outcome, engine_.Execute(lowered.job));
-  AnnotateEvents(lowered, &outcome);
+  ASSERT_OK_AND_ASSIGN(JobOutcome outcome, engine_.Execute(lowered));
   EXPECT_THAT(outcome.events[1].trace.notes,
               Contains(HasSubstr("tmp \"dst.tmp3\" allocated by the server")));
 }
@@ -170,15 +168,15 @@ TEST_F(LowerTest, ManualModeExampleWithBindings) {
       AddSources(job, a, b);
       const std::string text = BoundManualExample(seed.text);
       ASSERT_OK_AND_ASSIGN(Program program, Parse(text));
-      ASSERT_OK_AND_ASSIGN(LoweredProgram lowered,
+      ASSERT_OK_AND_ASSIGN(JobSpec lowered,
                            Lower(program, job.spec(), engine_));
-      EXPECT_EQ(lowered.job.mode, Mode::kManual);
-      for (const TileInput& in : lowered.job.tiles) {
+      EXPECT_EQ(lowered.mode, Mode::kManual);
+      for (const TileInput& in : lowered.tiles) {
         ASSERT_TRUE(in.desc.address.has_value()) << in.name;
       }
-      EXPECT_EQ(lowered.job.tiles[0].desc.address, 0x1000u);
-      EXPECT_EQ(lowered.job.tiles[1].desc.address, 0x2000u);
-      EXPECT_EQ(lowered.job.tiles[2].desc.address, 0x3000u);
+      EXPECT_EQ(lowered.tiles[0].desc.address, 0x1000u);
+      EXPECT_EQ(lowered.tiles[1].desc.address, 0x2000u);
+      EXPECT_EQ(lowered.tiles[2].desc.address, 0x3000u);
 
       ASSERT_OK_AND_ASSIGN(JobOutcome outcome, Run(text, job));
       EXPECT_TRUE(SameElements(
