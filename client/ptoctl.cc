@@ -1,7 +1,8 @@
 // ptoctl: the command-line client of ptoserve.
 //
 //   ptoctl [--server=HOST:PORT] capabilities | health | tand | txor |
-//          run JOB.json | stream JOBS.jsonl
+//          run JOB.json | run PROGRAM.pto --tile ... | fmt PROGRAM.pto |
+//          stream JOBS.jsonl
 //
 // See `ptoctl --help` and README.md for the flags of each command.
 #include <google/protobuf/util/json_util.h>
@@ -22,7 +23,11 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
+#include "absl/strings/match.h"
 #include "client/client.h"
+#include "core/asm/parser.h"
+#include "core/asm/printer.h"
+#include "core/status_macros.h"
 
 ABSL_FLAG(std::string, server, "127.0.0.1:50051", "ptoserve address, HOST:PORT.");
 ABSL_FLAG(absl::Duration, timeout, absl::Seconds(30),
@@ -54,6 +59,9 @@ constexpr char kUsage[] =
     "                   --src1=V [--tmp=V] [--target=a2a3]\n"
     "                   V: comma-separated integers, or @FILE of raw bytes\n"
     "  run JOB.json     send a job written as proto3 JSON\n"
+    "  run PROGRAM.pto --tile NAME=DTYPE:RxC[:valid=RxC][:V] ... [--target=a2a3]\n"
+    "                   send a PTO assembly program with its input tiles\n"
+    "  fmt PROGRAM.pto  print a program in canonical AS level 2 form (no server)\n"
     "  stream JOBS.jsonl  send one job per line over one stream; results print\n"
     "                   as jobs finish (a job without an id gets its line number)\n";
 
@@ -333,30 +341,100 @@ int Binary(v1::Opcode opcode) {
   return 0;
 }
 
-int RunJob(const std::string& path) {
-  std::ifstream file(path);
-  if (!file) return UsageError("cannot read " + path);
+std::string ReadFile(const std::string& path, bool* ok) {
+  std::ifstream file(path, std::ios::binary);
+  *ok = static_cast<bool>(file);
   std::stringstream text;
   text << file.rdbuf();
+  return text.str();
+}
+
+// Parses --tile NAME=DTYPE:RxC[:valid=RxC][:V] into job.tiles[NAME], where
+// V is as for --src0; without V the tile starts zero-filled.
+absl::Status AddTileSpec(const std::string& spec, v1::Job* job) {
+  const size_t eq = spec.find('=');
+  if (eq == std::string::npos || eq == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--tile ", spec, ": expected NAME=DTYPE:RxC[:valid=RxC][:VALUES or @FILE]"));
+  }
+  const std::string name = spec.substr(0, eq);
+  std::vector<std::string> fields = absl::StrSplit(spec.substr(eq + 1), absl::MaxSplits(':', 3));
+  if (fields.size() < 2) {
+    return absl::InvalidArgumentError(absl::StrCat("--tile ", spec, ": expected DTYPE:RxC after the name"));
+  }
+  PTO_ASSIGN_OR_RETURN(v1::DType dtype, ParseDType(fields[0]));
+  PTO_ASSIGN_OR_RETURN(auto shape, ParseShape("tile " + name, fields[1]));
+  v1::Tile& tile = (*job->mutable_tiles())[name];
+  tile.set_dtype(dtype);
+  tile.set_rows(shape.first);
+  tile.set_cols(shape.second);
+  size_t next = 2;
+  if (fields.size() > next && absl::StartsWith(fields[next], "valid=")) {
+    PTO_ASSIGN_OR_RETURN(auto valid, ParseShape("tile " + name, fields[next].substr(6)));
+    tile.set_valid_rows(valid.first);
+    tile.set_valid_cols(valid.second);
+    ++next;
+  }
+  if (fields.size() > next) {
+    // What is left (values may hold no ':', so rejoin nothing) is V.
+    std::string values = fields[next];
+    for (size_t i = next + 1; i < fields.size(); ++i) absl::StrAppend(&values, ":", fields[i]);
+    return SetElements("tile " + name, values, &tile);
+  }
+  return absl::OkStatus();
+}
+
+int RunJob(const std::string& path, const std::vector<std::string>& tiles) {
+  bool ok = false;
+  const std::string text = ReadFile(path, &ok);
+  if (!ok) return UsageError("cannot read " + path);
   v1::Job job;
-  auto parsed = google::protobuf::util::JsonStringToMessage(text.str(), &job);
-  if (!parsed.ok()) {
-    return UsageError(absl::StrCat(path, " is not a ptoserve.v1.Job in proto3 JSON: ",
-                                   parsed.message().as_string()));
+  if (absl::EndsWith(path, ".json")) {
+    if (!tiles.empty()) return UsageError("--tile is for assembly programs, not JSON jobs");
+    auto parsed = google::protobuf::util::JsonStringToMessage(text, &job);
+    if (!parsed.ok()) {
+      return UsageError(absl::StrCat(path, " is not a ptoserve.v1.Job in proto3 JSON: ",
+                                     parsed.message().as_string()));
+    }
+  } else {
+    job.set_assembly(text);
+    absl::StatusOr<v1::Target> target = ParseTarget(absl::GetFlag(FLAGS_target));
+    if (!target.ok()) return UsageError(std::string(target.status().message()));
+    job.set_target(*target);
+    for (const std::string& spec : tiles) {
+      absl::Status added = AddTileSpec(spec, &job);
+      if (!added.ok()) return UsageError(std::string(added.message()));
+    }
   }
   auto client = Connect();
   if (!client.ok()) return Fail(client.status());
   absl::StatusOr<v1::JobResult> result = (*client)->Execute(job);
   if (!result.ok()) return Fail(result.status());
   std::vector<std::string> order(job.outputs().begin(), job.outputs().end());
-  if (order.empty()) {
-    for (const auto& inst : job.instructions()) {
-      if (std::find(order.begin(), order.end(), inst.dst()) == order.end()) {
-        order.push_back(inst.dst());
-      }
+  for (const auto& inst : job.instructions()) {
+    if (std::find(order.begin(), order.end(), inst.dst()) == order.end()) {
+      order.push_back(inst.dst());
     }
   }
+  if (order.empty()) {  // assembly: the results, by name
+    for (const auto& [name, tile] : result->tiles()) order.push_back(name);
+    std::sort(order.begin(), order.end());
+  }
   PrintResult(*result, order);
+  return 0;
+}
+
+// Prints a program in the canonical AS level 2 form; needs no server.
+int Format(const std::string& path) {
+  bool ok = false;
+  const std::string text = ReadFile(path, &ok);
+  if (!ok) return UsageError("cannot read " + path);
+  absl::StatusOr<pasm::Program> program = pasm::Parse(text);
+  if (!program.ok()) {
+    std::cerr << path << ":" << program.status().message() << "\n";
+    return 1;
+  }
+  std::cout << pasm::Print(*program);
   return 0;
 }
 
@@ -404,13 +482,18 @@ int StreamJobs(const std::string& path) {
   return failed == 0 ? 0 : 1;
 }
 
-int Main(const std::vector<char*>& args) {
+int Main(const std::vector<char*>& args, const std::vector<std::string>& tiles) {
   if (args.size() < 2) return UsageError("no command given");
   const std::string command = args[1];
   const size_t extra = args.size() - 2;
+  if (!tiles.empty() && command != "run") return UsageError("--tile is for run only");
   if (command == "run") {
-    if (extra != 1) return UsageError("run takes one JOB.json file");
-    return RunJob(args[2]);
+    if (extra != 1) return UsageError("run takes one JOB.json or PROGRAM.pto file");
+    return RunJob(args[2], tiles);
+  }
+  if (command == "fmt") {
+    if (extra != 1) return UsageError("fmt takes one PROGRAM.pto file");
+    return Format(args[2]);
   }
   if (command == "stream") {
     if (extra != 1) return UsageError("stream takes one JOBS.jsonl file");
@@ -429,5 +512,20 @@ int Main(const std::vector<char*>& args) {
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(ptoserve::kUsage);
-  return ptoserve::Main(absl::ParseCommandLine(argc, argv));
+  // --tile may repeat, which Abseil flags do not allow: take those first.
+  std::vector<std::string> tiles;
+  std::vector<char*> rest;
+  for (int i = 0; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--tile" && i + 1 < argc) {
+      tiles.push_back(argv[++i]);
+    } else if (absl::StartsWith(arg, "--tile=")) {
+      tiles.push_back(arg.substr(7));
+    } else {
+      rest.push_back(argv[i]);
+    }
+  }
+  rest.push_back(nullptr);
+  return ptoserve::Main(absl::ParseCommandLine(static_cast<int>(rest.size()) - 1, rest.data()),
+                        tiles);
 }

@@ -279,7 +279,9 @@ INSTANTIATE_TEST_SUITE_P(AllKernelSets, KernelsTest,
 
 TEST(KernelSetsTest, NamesAndChoice) {
   EXPECT_STREQ(PortableKernels().name, "portable");
-  if (Avx2Kernels() != nullptr) EXPECT_STREQ(Avx2Kernels()->name, "avx2");
+  if (Avx2Kernels() != nullptr) {
+    EXPECT_STREQ(Avx2Kernels()->name, "avx2");
+  }
   if (Avx512Kernels() != nullptr) {
     EXPECT_STREQ(Avx512Kernels()->name, "avx512");
     EXPECT_EQ(&BestKernels(), Avx512Kernels());
