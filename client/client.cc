@@ -2,6 +2,8 @@
 
 #include <thread>
 
+#include "absl/strings/match.h"
+
 #include "grpc/health/v1/health.grpc.pb.h"
 
 namespace ptoserve {
@@ -13,15 +15,54 @@ absl::Status FromGrpc(const grpc::Status& status) {
                       status.error_message());
 }
 
+// Round robin over every resolved address; the idempotent calls retry
+// UNAVAILABLE (a server gone or going away) on another one.
+constexpr char kServiceConfig[] = R"({
+  "loadBalancingConfig": [{"round_robin": {}}],
+  "methodConfig": [{
+    "name": [{"service": "ptoserve.v1.TileCompute", "method": "Execute"},
+             {"service": "ptoserve.v1.TileCompute", "method": "GetCapabilities"}],
+    "retryPolicy": {
+      "maxAttempts": 5,
+      "initialBackoff": "0.05s",
+      "maxBackoff": "1s",
+      "backoffMultiplier": 2,
+      "retryableStatusCodes": ["UNAVAILABLE"]
+    }
+  }]
+})";
+
+std::shared_ptr<grpc::ChannelCredentials> Credentials(const ClientOptions& o) {
+  if (!o.tls) return grpc::InsecureChannelCredentials();
+  grpc::SslCredentialsOptions ssl;
+  ssl.pem_root_certs = o.tls_ca_pem;
+  ssl.pem_cert_chain = o.tls_cert_pem;
+  ssl.pem_private_key = o.tls_key_pem;
+  return grpc::SslCredentials(ssl);
+}
+
 }  // namespace
+
+std::string ChannelTarget(const std::string& address) {
+  const bool list = address.find(',') != std::string::npos;
+  const bool has_scheme = address.find(":/") != std::string::npos ||
+                          absl::StartsWith(address, "ipv4:") ||
+                          absl::StartsWith(address, "ipv6:");
+  if (!list || has_scheme) return address;
+  return (address[0] == '[' ? "ipv6:" : "ipv4:") + address;
+}
 
 absl::StatusOr<std::unique_ptr<Client>> Client::Connect(
     const std::string& address, const ClientOptions& options) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(options.max_message_bytes);
   args.SetMaxSendMessageSize(options.max_message_bytes);
-  auto channel = grpc::CreateCustomChannel(
-      address, grpc::InsecureChannelCredentials(), args);
+  args.SetServiceConfigJSON(kServiceConfig);
+  if (!options.tls_server_name.empty()) {
+    args.SetSslTargetNameOverride(options.tls_server_name);
+  }
+  auto channel = grpc::CreateCustomChannel(ChannelTarget(address),
+                                           Credentials(options), args);
   const auto deadline = std::chrono::system_clock::now() +
                         absl::ToChronoMilliseconds(options.connect_timeout);
   if (!channel->WaitForConnected(deadline)) {
@@ -36,14 +77,17 @@ Client::Client(std::shared_ptr<grpc::Channel> channel,
       stub_(v1::TileCompute::NewStub(channel_)),
       options_(options) {}
 
-void Client::SetDeadline(grpc::ClientContext* context) const {
+void Client::Prepare(grpc::ClientContext* context) const {
   context->set_deadline(std::chrono::system_clock::now() +
                         absl::ToChronoMilliseconds(options_.call_timeout));
+  if (!options_.token.empty()) {
+    context->AddMetadata("authorization", "Bearer " + options_.token);
+  }
 }
 
 absl::StatusOr<v1::JobResult> Client::Execute(const v1::Job& job) const {
   grpc::ClientContext context;
-  SetDeadline(&context);
+  Prepare(&context);
   v1::JobResult result;
   grpc::Status status = stub_->Execute(&context, job, &result);
   if (!status.ok()) return FromGrpc(status);
@@ -54,7 +98,7 @@ absl::Status Client::ExecuteStream(
     absl::Span<const v1::Job> jobs,
     const std::function<void(v1::JobResult)>& on_result) const {
   grpc::ClientContext context;
-  SetDeadline(&context);
+  Prepare(&context);
   auto stream = stub_->ExecuteStream(&context);
   // Writes block while the server's window is full, so they run beside the
   // reads rather than before them.
@@ -72,7 +116,7 @@ absl::Status Client::ExecuteStream(
 
 absl::StatusOr<v1::Capabilities> Client::GetCapabilities() const {
   grpc::ClientContext context;
-  SetDeadline(&context);
+  Prepare(&context);
   v1::Capabilities capabilities;
   grpc::Status status = stub_->GetCapabilities(
       &context, v1::GetCapabilitiesRequest(), &capabilities);
@@ -83,7 +127,7 @@ absl::StatusOr<v1::Capabilities> Client::GetCapabilities() const {
 absl::StatusOr<std::string> Client::Health(const std::string& service) const {
   auto stub = grpc::health::v1::Health::NewStub(channel_);
   grpc::ClientContext context;
-  SetDeadline(&context);
+  Prepare(&context);
   grpc::health::v1::HealthCheckRequest request;
   request.set_service(service);
   grpc::health::v1::HealthCheckResponse response;

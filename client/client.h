@@ -30,7 +30,19 @@ struct ClientOptions {
   absl::Duration call_timeout = absl::Seconds(30);
   // Largest message sent or received, in bytes.
   int max_message_bytes = 64 << 20;
+  // TLS: verify the server against `tls_ca_pem` (empty: the system's
+  // roots); for mutual TLS also present `tls_cert_pem`/`tls_key_pem`.
+  // `tls_server_name` overrides the name the certificate must carry.
+  bool tls = false;
+  std::string tls_ca_pem, tls_cert_pem, tls_key_pem, tls_server_name;
+  // Sent as "authorization: Bearer <token>" on every call when not empty.
+  std::string token;
 };
+
+// The gRPC target for `address`: "HOST:PORT", a comma-separated list of
+// IP:PORT (balanced round robin: "10.0.0.1:50051,10.0.0.2:50051"), or any
+// gRPC name such as "dns:///ptoserve.default.svc:50051".
+std::string ChannelTarget(const std::string& address);
 
 // The wire element type of T (int8_t ... uint32_t).
 template <typename T>
@@ -85,8 +97,12 @@ absl::StatusOr<std::vector<T>> TileElements(const v1::Tile& tile);
 
 class Client {
  public:
-  // Connects to `address` (HOST:PORT, or any gRPC target name) and waits up
-  // to options.connect_timeout for the connection. UNAVAILABLE if it fails.
+  // Connects to `address` (see ChannelTarget) and waits up to
+  // options.connect_timeout for a connection. UNAVAILABLE if none comes.
+  // Calls are balanced round robin over every address the name resolves
+  // to, and Execute and GetCapabilities (idempotent) are retried on
+  // UNAVAILABLE, so a server that goes away mid-call costs a retry, not
+  // an error.
   static absl::StatusOr<std::unique_ptr<Client>> Connect(
       const std::string& address, const ClientOptions& options = {});
 
@@ -120,7 +136,8 @@ class Client {
 
  private:
   Client(std::shared_ptr<grpc::Channel> channel, const ClientOptions& options);
-  void SetDeadline(grpc::ClientContext* context) const;
+  // Sets the call's deadline and credentials.
+  void Prepare(grpc::ClientContext* context) const;
 
   template <typename T>
   absl::StatusOr<TileResult<T>> RunBinary(v1::Opcode opcode,

@@ -29,7 +29,20 @@
 #include "core/asm/printer.h"
 #include "core/status_macros.h"
 
-ABSL_FLAG(std::string, server, "127.0.0.1:50051", "ptoserve address, HOST:PORT.");
+ABSL_FLAG(std::string, server, "127.0.0.1:50051",
+          "ptoserve address: HOST:PORT, a comma-separated list of IP:PORT "
+          "(round robin, retried on UNAVAILABLE), or a gRPC name such as "
+          "dns:///ptoserve:50051.");
+ABSL_FLAG(bool, tls, false, "Connect with TLS.");
+ABSL_FLAG(std::string, tls_ca, "",
+          "With --tls: CA certificate (PEM file) to verify the server with "
+          "(default: the system's roots).");
+ABSL_FLAG(std::string, tls_cert, "", "With --tls: client certificate (PEM file), for mutual TLS.");
+ABSL_FLAG(std::string, tls_key, "", "With --tls: the client certificate's key (PEM file).");
+ABSL_FLAG(std::string, tls_server_name, "",
+          "With --tls: the name the server's certificate must carry, if not the host's.");
+ABSL_FLAG(std::string, token, "",
+          "Bearer token sent as \"authorization: Bearer <token>\".");
 ABSL_FLAG(absl::Duration, timeout, absl::Seconds(30),
           "How long to wait for the connection, and for each call.");
 ABSL_FLAG(bool, json, false, "Print the response as proto3 JSON.");
@@ -75,6 +88,14 @@ int Fail(const absl::Status& status) {
 int UsageError(const std::string& message) {
   std::cerr << "ptoctl: " << message << "\n(see ptoctl --help)\n";
   return 2;
+}
+
+std::string ReadFile(const std::string& path, bool* ok) {
+  std::ifstream file(path, std::ios::binary);
+  *ok = static_cast<bool>(file);
+  std::stringstream text;
+  text << file.rdbuf();
+  return text.str();
 }
 
 std::string ToJson(const google::protobuf::Message& message) {
@@ -248,6 +269,18 @@ void PrintResult(const v1::JobResult& result, const std::vector<std::string>& or
 
 absl::StatusOr<std::unique_ptr<Client>> Connect() {
   ClientOptions options;
+  options.tls = absl::GetFlag(FLAGS_tls);
+  for (auto [flag, pem] : {std::pair{&FLAGS_tls_ca, &options.tls_ca_pem},
+                           std::pair{&FLAGS_tls_cert, &options.tls_cert_pem},
+                           std::pair{&FLAGS_tls_key, &options.tls_key_pem}}) {
+    const std::string path = absl::GetFlag(*flag);
+    if (path.empty()) continue;
+    bool ok = false;
+    *pem = ReadFile(path, &ok);
+    if (!ok) return absl::InvalidArgumentError("cannot read " + path);
+  }
+  options.tls_server_name = absl::GetFlag(FLAGS_tls_server_name);
+  options.token = absl::GetFlag(FLAGS_token);
   options.connect_timeout = absl::GetFlag(FLAGS_timeout);
   options.call_timeout = absl::GetFlag(FLAGS_timeout);
   return Client::Connect(absl::GetFlag(FLAGS_server), options);
@@ -339,14 +372,6 @@ int Binary(v1::Opcode opcode) {
   if (!result.ok()) return Fail(result.status());
   PrintResult(*result, {"dst"});
   return 0;
-}
-
-std::string ReadFile(const std::string& path, bool* ok) {
-  std::ifstream file(path, std::ios::binary);
-  *ok = static_cast<bool>(file);
-  std::stringstream text;
-  text << file.rdbuf();
-  return text.str();
 }
 
 // Parses --tile NAME=DTYPE:RxC[:valid=RxC][:V] into job.tiles[NAME], where

@@ -1,6 +1,5 @@
 #include "server/grpc_server.h"
 
-#include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/health_check_service_interface.h>
 #include <pthread.h>
 #include <signal.h>
@@ -33,11 +32,9 @@ std::string WithPort(const std::string& address, int port) {
 absl::StatusOr<RunningServer> StartGrpcServer(
     const GrpcSettings& settings, const std::vector<grpc::Service*>& services) {
   grpc::EnableDefaultHealthCheckService(true);
-  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   int port = 0;
-  builder.AddListeningPort(settings.address, grpc::InsecureServerCredentials(),
-                           &port);
+  builder.AddListeningPort(settings.address, settings.credentials, &port);
   builder.SetMaxReceiveMessageSize(settings.max_message_bytes);
   builder.SetMaxSendMessageSize(settings.max_message_bytes);
   for (grpc::Service* service : services) builder.RegisterService(service);

@@ -18,6 +18,9 @@ namespace ptoserve {
 struct GrpcSettings {
   std::string address;    // HOST:PORT; port 0 picks a free one
   int max_message_bytes;  // largest request or response
+  // Plaintext by default; see server/auth.h for TLS.
+  std::shared_ptr<grpc::ServerCredentials> credentials =
+      grpc::InsecureServerCredentials();
 };
 
 struct RunningServer {
@@ -26,7 +29,7 @@ struct RunningServer {
 };
 
 // Starts a callback-API server for `services` with the standard health
-// service (SERVING for the server and each service) and reflection.
+// service (SERVING for the server).
 // UNAVAILABLE if it cannot listen.
 absl::StatusOr<RunningServer> StartGrpcServer(
     const GrpcSettings& settings, const std::vector<grpc::Service*>& services);

@@ -11,10 +11,15 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include <optional>
+
 #include "core/engine.h"
 #include "core/version.h"
+#include "server/auth.h"
 #include "server/codec.h"
 #include "server/grpc_server.h"
+#include "server/reflection.h"
+#include "proto/descriptor_set.h"
 #include "server/service.h"
 
 ABSL_FLAG(std::string, address, "127.0.0.1:50051",
@@ -50,6 +55,19 @@ ABSL_FLAG(int, max_instructions_per_job, 4096, "Most instructions in one job.");
 ABSL_FLAG(int, host_buffer_kb, 1024,
           "Size of the host target's unified buffer in KiB (manual-mode "
           "address bounds).");
+ABSL_FLAG(std::string, tls_cert, "",
+          "Server certificate chain (PEM). With --tls_key, serve TLS only.");
+ABSL_FLAG(std::string, tls_key, "", "Private key of --tls_cert (PEM).");
+ABSL_FLAG(std::string, tls_client_ca, "",
+          "CA certificate (PEM): require clients to present a certificate it "
+          "signed (mutual TLS).");
+ABSL_FLAG(std::string, auth_token_file, "",
+          "File of bearer tokens, one per line: TileCompute calls must send "
+          "\"authorization: Bearer <token>\" (else UNAUTHENTICATED). The "
+          "health service stays open for probes.");
+ABSL_FLAG(bool, reflection, true,
+          "Serve gRPC server reflection (grpcurl list/describe); with "
+          "--auth_token_file it asks for a token too.");
 ABSL_FLAG(absl::Duration, shutdown_grace, absl::Seconds(10),
           "On SIGINT/SIGTERM, after the lame-duck period, how long calls in "
           "flight may take to finish before they are cancelled.");
@@ -105,10 +123,38 @@ int Run() {
   limits.priority_levels = scheduling.priority_levels;
   limits.queue_capacity = scheduling.queue_capacity;
   limits.stream_window = std::max(1, absl::GetFlag(FLAGS_stream_window));
-  TileComputeService service(&engine, &scheduler, limits);
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
+      ServerCredentials({absl::GetFlag(FLAGS_tls_cert),
+                         absl::GetFlag(FLAGS_tls_key),
+                         absl::GetFlag(FLAGS_tls_client_ca)});
+  if (!credentials.ok()) {
+    std::cerr << "ptoserve: " << credentials.status().message() << "\n";
+    return 2;
+  }
+  std::optional<TokenAuthenticator> auth;
+  if (!absl::GetFlag(FLAGS_auth_token_file).empty()) {
+    absl::StatusOr<TokenAuthenticator> tokens =
+        TokenAuthenticator::FromFile(absl::GetFlag(FLAGS_auth_token_file));
+    if (!tokens.ok()) {
+      std::cerr << "ptoserve: " << tokens.status().message() << "\n";
+      return 2;
+    }
+    auth.emplace(std::move(*tokens));
+  }
+  TileComputeService service(&engine, &scheduler, limits,
+                             auth ? &*auth : nullptr);
 
-  absl::StatusOr<RunningServer> running = StartGrpcServer(
-      {absl::GetFlag(FLAGS_address), max_message_bytes}, {&service});
+  GrpcSettings settings;
+  settings.address = absl::GetFlag(FLAGS_address);
+  settings.max_message_bytes = max_message_bytes;
+  settings.credentials = *credentials;
+  ReflectionService reflection(
+      {v1::TileCompute::service_full_name(), "grpc.health.v1.Health",
+       grpc::reflection::v1alpha::ServerReflection::service_full_name()},
+      DescriptorSetWithComments(), auth ? &*auth : nullptr);
+  std::vector<grpc::Service*> services = {&service};
+  if (absl::GetFlag(FLAGS_reflection)) services.push_back(&reflection);
+  absl::StatusOr<RunningServer> running = StartGrpcServer(settings, services);
   if (!running.ok()) {
     std::cerr << "ptoserve: " << running.status().message() << "\n";
     return 1;

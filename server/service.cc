@@ -29,9 +29,11 @@ grpc::Status ToGrpcStatus(const absl::Status& status) {
 
 TileComputeService::TileComputeService(const Engine* engine,
                                        Scheduler* scheduler,
-                                       const ServerLimits& limits)
+                                       const ServerLimits& limits,
+                                       const TokenAuthenticator* auth)
     : engine_(engine),
       scheduler_(scheduler),
+      auth_(auth),
       stream_window_(limits.stream_window) {
   ToCapabilities(*engine, limits, &capabilities_);
 }
@@ -77,6 +79,10 @@ grpc::ServerUnaryReactor* TileComputeService::Execute(
     grpc::CallbackServerContext* context, const v1::Job* job,
     v1::JobResult* result) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (absl::Status allowed = Authorize(*context); !allowed.ok()) {
+    reactor->Finish(ToGrpcStatus(allowed));
+    return reactor;
+  }
   // A unary call's thread runs the job itself when it can: no hand-off.
   absl::Status admitted = Admit(
       *job, context, /*run_here=*/true,
@@ -203,14 +209,27 @@ class TileComputeService::JobStream final
 
 grpc::ServerBidiReactor<v1::Job, v1::JobResult>*
 TileComputeService::ExecuteStream(grpc::CallbackServerContext* context) {
+  if (absl::Status allowed = Authorize(*context); !allowed.ok()) {
+    // Ends the call at once, reading nothing.
+    class Refused final : public grpc::ServerBidiReactor<v1::Job, v1::JobResult> {
+     public:
+      explicit Refused(const grpc::Status& status) { Finish(status); }
+      void OnDone() override { delete this; }
+    };
+    return new Refused(ToGrpcStatus(allowed));
+  }
   return new JobStream(this, context);
 }
 
 grpc::ServerUnaryReactor* TileComputeService::GetCapabilities(
     grpc::CallbackServerContext* context, const v1::GetCapabilitiesRequest*,
     v1::Capabilities* capabilities) {
-  *capabilities = capabilities_;
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (absl::Status allowed = Authorize(*context); !allowed.ok()) {
+    reactor->Finish(ToGrpcStatus(allowed));
+    return reactor;
+  }
+  *capabilities = capabilities_;
   reactor->Finish(grpc::Status::OK);
   return reactor;
 }

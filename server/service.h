@@ -9,6 +9,7 @@
 
 #include "core/engine.h"
 #include "ptoserve/v1/service.grpc.pb.h"
+#include "server/auth.h"
 #include "server/codec.h"
 #include "server/scheduler.h"
 
@@ -31,10 +32,11 @@ class EngineRunner final : public BatchRunner {
 
 class TileComputeService final : public v1::TileCompute::CallbackService {
  public:
-  // `engine` and `scheduler` must outlive the service. `stream_window`:
-  // jobs of one stream in flight at once.
+  // `engine`, `scheduler` and `auth` (null: no authentication) must
+  // outlive the service.
   TileComputeService(const Engine* engine, Scheduler* scheduler,
-                     const ServerLimits& limits);
+                     const ServerLimits& limits,
+                     const TokenAuthenticator* auth = nullptr);
 
   grpc::ServerUnaryReactor* Execute(grpc::CallbackServerContext* context,
                                     const v1::Job* job,
@@ -59,8 +61,14 @@ class TileComputeService final : public v1::TileCompute::CallbackService {
   absl::Status Admit(const v1::Job& job, grpc::CallbackServerContext* context,
                      bool run_here, Done done);
 
+  // OK, or why `context`'s caller may not call (UNAUTHENTICATED).
+  absl::Status Authorize(const grpc::CallbackServerContext& context) const {
+    return auth_ == nullptr ? absl::OkStatus() : auth_->Check(context);
+  }
+
   const Engine* engine_;
   Scheduler* scheduler_;
+  const TokenAuthenticator* auth_;
   const uint32_t stream_window_;
   v1::Capabilities capabilities_;  // fixed for the server's lifetime
 };

@@ -10,10 +10,6 @@ _LIBS = {
     "absl": (["absl_flags_parse", "absl_flags", "absl_flags_usage", "absl_status", "absl_statusor", "absl_strings", "absl_str_format", "absl_synchronization", "absl_time", "absl_hash", "absl_raw_hash_set"], []),
     "protobuf": (["protobuf"], []),
     "grpc": (["grpc++", "protobuf"], []),
-    # The server reflection service. It carries its own compiled copy of
-    # reflection.proto, so a binary that links it must not also link
-    # //proto:grpc_std_cc.
-    "grpc_reflection": (["grpc++"], ["-lgrpc++_reflection"]),
     "gtest": (["gtest", "gmock"], ["-lpthread"]),
     "gtest_main": (["gtest_main", "gmock", "gtest"], ["-lpthread"]),
     "benchmark": (["benchmark"], ["-lpthread"]),

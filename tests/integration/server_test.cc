@@ -219,9 +219,14 @@ TEST_F(ServerTest, JsonThroughReflectionLikeGrpcurl) {
   ASSERT_NE(service, nullptr);
   const auto* method = service->FindMethodByName("Execute");
   ASSERT_NE(method, nullptr);
-  // `grpcurl describe` shows the comments; reflection carries them only as
-  // source info, so check the structure it describes instead.
-  ASSERT_NE(method->input_type()->FindFieldByName("tiles"), nullptr);
+  // `grpcurl describe` shows the comments: reflection must carry them.
+  const auto* tiles = method->input_type()->FindFieldByName("tiles");
+  ASSERT_NE(tiles, nullptr);
+  google::protobuf::SourceLocation where;
+  ASSERT_TRUE(method->input_type()->GetSourceLocation(&where));
+  EXPECT_THAT(where.leading_comments, HasSubstr("A job: tiles and an ordered program"));
+  ASSERT_TRUE(tiles->GetSourceLocation(&where));
+  EXPECT_THAT(where.leading_comments, HasSubstr("The job's tiles by name"));
 
   google::protobuf::DynamicMessageFactory factory(&pool);
   std::unique_ptr<google::protobuf::Message> job(

@@ -1,0 +1,169 @@
+// TLS, mutual TLS and bearer tokens, with certificates made at test time.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "client/client.h"
+#include "grpc/reflection/v1alpha/reflection.grpc.pb.h"
+#include "tests/integration/server_process.h"
+
+namespace ptoserve {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string Read(const std::string& path) {
+  std::ifstream file(path);
+  std::stringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
+// A CA, a server certificate for localhost and 127.0.0.1, and a client
+// certificate, all signed by the CA, in TEST_TMPDIR.
+class Pki {
+ public:
+  Pki() : dir_(std::getenv("TEST_TMPDIR")) {
+    const std::string ec = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes";
+    const std::string script =
+        "cd " + dir_ + " && set -e\n"
+        "openssl req -x509 " + ec + " -keyout ca.key -out ca.crt -days 1 -subj /CN=test-ca\n"
+        "openssl req " + ec + " -keyout server.key -out server.csr -subj /CN=localhost\n"
+        "printf 'subjectAltName=DNS:localhost,IP:127.0.0.1' > san.ext\n"
+        "openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial "
+        "-out server.crt -days 1 -extfile san.ext\n"
+        "openssl req " + ec + " -keyout client.key -out client.csr -subj /CN=client\n"
+        "openssl x509 -req -in client.csr -CA ca.crt -CAkey ca.key -CAcreateserial "
+        "-out client.crt -days 1\n";
+    CommandResult r = RunCommand(script);
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+  }
+  std::string path(const std::string& name) const { return dir_ + "/" + name; }
+  std::string pem(const std::string& name) const { return Read(path(name)); }
+
+ private:
+  std::string dir_;
+};
+
+absl::Status TryTand(const std::string& address, const ClientOptions& options) {
+  auto client = Client::Connect(address, options);
+  if (!client.ok()) return client.status();
+  std::vector<int32_t> a(4, 6), b(4, 3);
+  absl::StatusOr<TileResult<int32_t>> r = (*client)->Tand<int32_t>({a, b, 2, 2});
+  if (!r.ok()) return r.status();
+  return r->elements == std::vector<int32_t>(4, 2) ? absl::OkStatus()
+                                                   : absl::InternalError("wrong result");
+}
+
+ClientOptions Quick() {
+  ClientOptions o;
+  o.connect_timeout = absl::Seconds(2);
+  return o;
+}
+
+TEST(SecurityTest, TlsServerRefusesPlaintextAndServesTls) {
+  Pki pki;
+  ServerProcess server({"--tls_cert=" + pki.path("server.crt"),
+                        "--tls_key=" + pki.path("server.key")});
+  EXPECT_EQ(TryTand(server.address(), Quick()).code(), absl::StatusCode::kUnavailable);
+  ClientOptions tls = Quick();
+  tls.tls = true;
+  tls.tls_ca_pem = pki.pem("ca.crt");
+  EXPECT_TRUE(TryTand(server.address(), tls).ok());
+  // A client that trusts another CA does not get through.
+  ClientOptions stranger = tls;
+  stranger.tls_ca_pem = pki.pem("client.crt");
+  EXPECT_FALSE(TryTand(server.address(), stranger).ok());
+}
+
+TEST(SecurityTest, MutualTlsNeedsAClientCertificate) {
+  Pki pki;
+  ServerProcess server({"--tls_cert=" + pki.path("server.crt"),
+                        "--tls_key=" + pki.path("server.key"),
+                        "--tls_client_ca=" + pki.path("ca.crt")});
+  ClientOptions tls = Quick();
+  tls.tls = true;
+  tls.tls_ca_pem = pki.pem("ca.crt");
+  EXPECT_FALSE(TryTand(server.address(), tls).ok());  // no client certificate
+  tls.tls_cert_pem = pki.pem("client.crt");
+  tls.tls_key_pem = pki.pem("client.key");
+  EXPECT_TRUE(TryTand(server.address(), tls).ok());
+}
+
+TEST(SecurityTest, BearerTokens) {
+  const std::string tokens = std::string(std::getenv("TEST_TMPDIR")) + "/tokens";
+  std::ofstream(tokens) << "# ptoserve tokens\n\nsecret-one\nsecret-two\n";
+  ServerProcess server({"--auth_token_file=" + tokens});
+  ClientOptions o = Quick();
+  absl::Status missing = TryTand(server.address(), o);
+  EXPECT_EQ(missing.code(), absl::StatusCode::kUnauthenticated);
+  EXPECT_THAT(std::string(missing.message()), HasSubstr("missing credentials"));
+  o.token = "secret-three";
+  EXPECT_EQ(TryTand(server.address(), o).code(), absl::StatusCode::kUnauthenticated);
+  o.token = "secret-on";  // a prefix of a real one
+  EXPECT_EQ(TryTand(server.address(), o).code(), absl::StatusCode::kUnauthenticated);
+  o.token = "secret-two";
+  EXPECT_TRUE(TryTand(server.address(), o).ok());
+
+  // Probes need no token; streams and capabilities do.
+  auto anonymous = Client::Connect(server.address(), Quick()).value();
+  EXPECT_EQ(anonymous->Health().value(), "SERVING");
+  EXPECT_EQ(anonymous->GetCapabilities().status().code(), absl::StatusCode::kUnauthenticated);
+  absl::Status stream = anonymous->ExecuteStream({}, [](v1::JobResult) {});
+  EXPECT_EQ(stream.code(), absl::StatusCode::kUnauthenticated);
+
+  // ptoctl sends the token too.
+  CommandResult r = RunCommand("client/ptoctl --server=" + server.address() +
+                               " --token=secret-one tand --dtype=int8 --shape=1x2 --src0=3 --src1=6");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  r = RunCommand("client/ptoctl --server=" + server.address() +
+                 " tand --dtype=int8 --shape=1x2 --src0=3 --src1=6");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.output, HasSubstr("UNAUTHENTICATED"));
+}
+
+TEST(SecurityTest, ReflectionFollowsItsFlag) {
+  auto list = [](const std::string& address) {
+    auto channel = grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
+    auto stub = grpc::reflection::v1alpha::ServerReflection::NewStub(channel);
+    grpc::ClientContext context;
+    auto stream = stub->ServerReflectionInfo(&context);
+    grpc::reflection::v1alpha::ServerReflectionRequest request;
+    request.set_list_services("");
+    stream->Write(request);
+    stream->WritesDone();
+    grpc::reflection::v1alpha::ServerReflectionResponse response;
+    while (stream->Read(&response)) {
+    }
+    return stream->Finish().error_code();
+  };
+  ServerProcess with;
+  EXPECT_EQ(list(with.address()), grpc::StatusCode::OK);
+  ServerProcess without({"--reflection=false"});
+  EXPECT_EQ(list(without.address()), grpc::StatusCode::UNIMPLEMENTED);
+}
+
+TEST(SecurityTest, PtoctlOverTls) {
+  Pki pki;
+  ServerProcess server({"--tls_cert=" + pki.path("server.crt"),
+                        "--tls_key=" + pki.path("server.key")});
+  CommandResult r = RunCommand("client/ptoctl --server=" + server.address() +
+                               " --tls --tls_ca=" + pki.path("ca.crt") + " health");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output, "SERVING\n");
+}
+
+TEST(SecurityTest, BadSecurityFlagsStopTheServerWithAMessage) {
+  CommandResult r = RunCommand("server/ptoserve --address=127.0.0.1:0 --tls_cert=/nonexistent");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.output, HasSubstr("--tls_cert and --tls_key go together"));
+  r = RunCommand("server/ptoserve --address=127.0.0.1:0 --auth_token_file=/nonexistent");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.output, HasSubstr("--auth_token_file=/nonexistent: cannot read the file"));
+}
+
+}  // namespace
+}  // namespace ptoserve
