@@ -22,7 +22,8 @@ start() {  # NAME PORT BINARY FLAGS...
 }
 start echo 50071 bazel-bin/bench/echo_server
 start batched 50072 bazel-bin/server/ptoserve
-start unbatched 50073 bazel-bin/server/ptoserve --max_batch_size=1
+# Off: the other ptoserve holds the default metrics port.
+start unbatched 50073 bazel-bin/server/ptoserve --max_batch_size=1 --metrics_address=
 sleep 1
 
 bench() {  # LABEL PORT FLAGS...

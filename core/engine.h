@@ -107,6 +107,8 @@ class PreparedJob {
   }
   // Instruction `i` bound to its tiles.
   const BoundInstruction& instruction(size_t i) const { return bound_[i]; }
+  // Instruction `i`'s event: times, batch and trace once it has run.
+  const Event& event(size_t i) const { return events_[i]; }
 
  private:
   friend class Engine;

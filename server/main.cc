@@ -18,9 +18,12 @@
 #include "server/auth.h"
 #include "server/codec.h"
 #include "server/grpc_server.h"
+#include "server/metrics.h"
+#include "server/metrics_endpoint.h"
 #include "server/reflection.h"
 #include "proto/descriptor_set.h"
 #include "server/service.h"
+#include "server/service_metrics.h"
 
 ABSL_FLAG(std::string, address, "127.0.0.1:50051",
           "Address to listen on, HOST:PORT; port 0 picks a free port (the "
@@ -68,6 +71,10 @@ ABSL_FLAG(std::string, auth_token_file, "",
 ABSL_FLAG(bool, reflection, true,
           "Serve gRPC server reflection (grpcurl list/describe); with "
           "--auth_token_file it asks for a token too.");
+ABSL_FLAG(std::string, metrics_address, "127.0.0.1:9464",
+          "Where to serve Prometheus metrics, IP:PORT (GET /metrics over "
+          "HTTP); port 0 picks a free port (the start-up lines report it). "
+          "Empty: no metrics endpoint.");
 ABSL_FLAG(absl::Duration, shutdown_grace, absl::Seconds(10),
           "On SIGINT/SIGTERM, after the lame-duck period, how long calls in "
           "flight may take to finish before they are cancelled.");
@@ -114,8 +121,11 @@ int Run() {
   scheduling.priority_levels = std::max(1, absl::GetFlag(FLAGS_priority_levels));
   scheduling.priority_aging =
       absl::Milliseconds(std::max(1, absl::GetFlag(FLAGS_priority_aging_ms)));
-  EngineRunner runner(&engine);
+  MetricsRegistry registry;
+  ServiceMetrics metrics(&registry);
+  EngineRunner runner(&engine, &metrics);
   Scheduler scheduler(scheduling, &runner);
+  metrics.WatchScheduler(&scheduler);
 
   ServerLimits limits;
   const int max_message_bytes = absl::GetFlag(FLAGS_max_message_mb) << 20;
@@ -141,7 +151,7 @@ int Run() {
     }
     auth.emplace(std::move(*tokens));
   }
-  TileComputeService service(&engine, &scheduler, limits,
+  TileComputeService service(&engine, &scheduler, limits, &metrics,
                              auth ? &*auth : nullptr);
 
   GrpcSettings settings;
@@ -154,6 +164,17 @@ int Run() {
       DescriptorSetWithComments(), auth ? &*auth : nullptr);
   std::vector<grpc::Service*> services = {&service};
   if (absl::GetFlag(FLAGS_reflection)) services.push_back(&reflection);
+  // Before gRPC: a port that is taken stops the server before it serves.
+  std::unique_ptr<MetricsEndpoint> metrics_endpoint;
+  if (!absl::GetFlag(FLAGS_metrics_address).empty()) {
+    absl::StatusOr<std::unique_ptr<MetricsEndpoint>> started =
+        MetricsEndpoint::Start(absl::GetFlag(FLAGS_metrics_address), &registry);
+    if (!started.ok()) {
+      std::cerr << "ptoserve: " << started.status().message() << "\n";
+      return 1;
+    }
+    metrics_endpoint = std::move(*started);
+  }
   absl::StatusOr<RunningServer> running = StartGrpcServer(settings, services);
   if (!running.ok()) {
     std::cerr << "ptoserve: " << running.status().message() << "\n";
@@ -164,6 +185,9 @@ int Run() {
       v1::TileCompute::service_full_name(), true);
   std::cout << "ptoserve " << kVersion << " listening on " << running->address
             << " (default target " << TargetName(*target) << ")" << std::endl;
+  if (metrics_endpoint != nullptr) {
+    std::cout << "ptoserve metrics on " << metrics_endpoint->url() << std::endl;
+  }
   // Refusing new jobs while the accepted ones finish, rather than stopping
   // gRPC at once, answers late callers UNAVAILABLE instead of cancelling them.
   ServeUntilSignalled(running->server.get(),

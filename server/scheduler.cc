@@ -332,4 +332,9 @@ size_t Scheduler::queued() const {
   return queued_;
 }
 
+size_t Scheduler::jobs_in_flight() const {
+  absl::MutexLock lock(&mu_);
+  return live_.size() + undelivered_;
+}
+
 }  // namespace ptoserve

@@ -131,6 +131,8 @@ class Scheduler {
 
   // Instructions admitted and not yet run.
   size_t queued() const;
+  // Jobs admitted and not yet answered (their done has not returned).
+  size_t jobs_in_flight() const;
   const SchedulerOptions& options() const { return options_; }
 
  private:

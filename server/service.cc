@@ -19,6 +19,13 @@ absl::Time CallDeadline(const grpc::CallbackServerContext& context) {
   return absl::FromChrono(deadline);
 }
 
+// The target `job` runs on, named for its metrics.
+absl::string_view TargetLabel(const v1::Job& job, Target default_target) {
+  if (job.target() == v1::TARGET_UNSPECIFIED) return TargetName(default_target);
+  absl::StatusOr<Target> target = FromProto(job.target());
+  return target.ok() ? TargetName(*target) : "unknown";
+}
+
 }  // namespace
 
 grpc::Status ToGrpcStatus(const absl::Status& status) {
@@ -30,9 +37,11 @@ grpc::Status ToGrpcStatus(const absl::Status& status) {
 TileComputeService::TileComputeService(const Engine* engine,
                                        Scheduler* scheduler,
                                        const ServerLimits& limits,
+                                       ServiceMetrics* metrics,
                                        const TokenAuthenticator* auth)
     : engine_(engine),
       scheduler_(scheduler),
+      metrics_(metrics),
       auth_(auth),
       stream_window_(limits.stream_window) {
   ToCapabilities(*engine, limits, &capabilities_);
@@ -41,8 +50,19 @@ TileComputeService::TileComputeService(const Engine* engine,
 absl::Status TileComputeService::Admit(const v1::Job& job,
                                        grpc::CallbackServerContext* context,
                                        bool run_here, Done done) {
-  const absl::Time arrival = absl::Now();
+  JobRecord record(TargetLabel(job, engine_->options().default_target));
+  absl::Status queued = Queue(job, context, run_here, &record, std::move(done));
+  // A refused job never reaches its done, which counts the others.
+  if (!queued.ok()) metrics_->JobAnswered(record, queued.code());
+  return queued;
+}
+
+absl::Status TileComputeService::Queue(const v1::Job& job,
+                                       grpc::CallbackServerContext* context,
+                                       bool run_here, JobRecord* record,
+                                       Done done) {
   PTO_ASSIGN_OR_RETURN(DecodedJob decoded, DecodeJob(job, *engine_));
+  record->CountInstructions(decoded.spec.instructions);
   JobTicket ticket;
   ticket.deadline = CallDeadline(*context);
   if (job.has_timeout()) {
@@ -52,7 +72,7 @@ absl::Status TileComputeService::Admit(const v1::Job& job,
       return absl::InvalidArgumentError(absl::StrFormat(
           "timeout %s is not positive", absl::FormatDuration(timeout)));
     }
-    ticket.deadline = std::min(ticket.deadline, arrival + timeout);
+    ticket.deadline = std::min(ticket.deadline, record->arrival + timeout);
   }
   absl::StatusOr<std::unique_ptr<PreparedJob>> prepared =
       engine_->Prepare(decoded.spec);
@@ -61,15 +81,17 @@ absl::Status TileComputeService::Admit(const v1::Job& job,
   ticket.priority = static_cast<int>(
       std::min<uint32_t>(job.priority(), std::numeric_limits<int>::max()));
   ticket.cancelled = [context] { return context->IsCancelled(); };
-  ticket.done = [this, id = job.id(), done = std::move(done)](
+  ticket.done = [this, id = job.id(), record = *record, done = std::move(done)](
                     absl::StatusOr<std::unique_ptr<PreparedJob>> ran) {
     if (!ran.ok()) {
+      metrics_->JobAnswered(record, ran.status().code());
       done(ran.status());
       return;
     }
     v1::JobResult result;
     result.set_id(id);
     ToJobResult(engine_->Finish(ran->get()), &result);
+    metrics_->JobAnswered(record, absl::StatusCode::kOk);
     done(std::move(result));
   };
   return scheduler_->Submit(std::move(ticket), run_here);

@@ -12,6 +12,7 @@
 #include "server/auth.h"
 #include "server/codec.h"
 #include "server/scheduler.h"
+#include "server/service_metrics.h"
 
 namespace ptoserve {
 
@@ -21,21 +22,26 @@ grpc::Status ToGrpcStatus(const absl::Status& status);
 // Runs the scheduler's batches on the engine.
 class EngineRunner final : public BatchRunner {
  public:
-  explicit EngineRunner(const Engine* engine) : engine_(engine) {}
+  // `engine` and `metrics` must outlive the runner.
+  EngineRunner(const Engine* engine, ServiceMetrics* metrics)
+      : engine_(engine), metrics_(metrics) {}
   void RunBatch(absl::Span<const WorkItem> batch) override {
     engine_->RunBatch(batch);
+    // Here, not from the job's result: this sees each batch exactly once.
+    metrics_->BatchRan(batch);
   }
 
  private:
   const Engine* engine_;
+  ServiceMetrics* metrics_;
 };
 
 class TileComputeService final : public v1::TileCompute::CallbackService {
  public:
-  // `engine`, `scheduler` and `auth` (null: no authentication) must
-  // outlive the service.
+  // `engine`, `scheduler`, `metrics` and `auth` (null: no authentication)
+  // must outlive the service.
   TileComputeService(const Engine* engine, Scheduler* scheduler,
-                     const ServerLimits& limits,
+                     const ServerLimits& limits, ServiceMetrics* metrics,
                      const TokenAuthenticator* auth = nullptr);
 
   grpc::ServerUnaryReactor* Execute(grpc::CallbackServerContext* context,
@@ -58,8 +64,12 @@ class TileComputeService final : public v1::TileCompute::CallbackService {
   // its result (with `run_here`, possibly on this thread before Admit
   // returns; see Scheduler::Submit). Returns the error instead (and never
   // calls `done`) when the job is refused at once.
+  // Every job, refused or not, is counted in `metrics_` once answered.
   absl::Status Admit(const v1::Job& job, grpc::CallbackServerContext* context,
                      bool run_here, Done done);
+  // Admit's work; notes in `record` what the metrics need to know.
+  absl::Status Queue(const v1::Job& job, grpc::CallbackServerContext* context,
+                     bool run_here, JobRecord* record, Done done);
 
   // OK, or why `context`'s caller may not call (UNAUTHENTICATED).
   absl::Status Authorize(const grpc::CallbackServerContext& context) const {
@@ -68,6 +78,7 @@ class TileComputeService final : public v1::TileCompute::CallbackService {
 
   const Engine* engine_;
   Scheduler* scheduler_;
+  ServiceMetrics* metrics_;
   const TokenAuthenticator* auth_;
   const uint32_t stream_window_;
   v1::Capabilities capabilities_;  // fixed for the server's lifetime

@@ -13,9 +13,13 @@ _LIBS = {
     "gtest": (["gtest", "gmock"], ["-lpthread"]),
     "gtest_main": (["gtest_main", "gmock", "gtest"], ["-lpthread"]),
     "benchmark": (["benchmark"], ["-lpthread"]),
+    # Debian's libcivetweb-dev ships no .pc file.
+    "civetweb": ([], ["-lcivetweb"]),
 }
 
 def _pkg_config_libs(ctx, modules):
+    if not modules:
+        return []
     result = ctx.execute(["pkg-config", "--libs"] + modules)
     if result.return_code != 0:
         fail("pkg-config --libs %s failed (run tools/setup.sh first): %s" %

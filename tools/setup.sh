@@ -9,6 +9,8 @@ packages=(
   bazel-bootstrap bazel-platforms bazel-rules-java
   libgrpc++-dev protobuf-compiler-grpc protobuf-compiler libprotobuf-dev
   grpc-proto libabsl-dev libgtest-dev libbenchmark-dev
+  python3-yaml openssl libcivetweb-dev
+  python3-grpcio python3-protobuf python3-numpy
 )
 
 missing=()

@@ -41,8 +41,17 @@ std::string ReadLine(int fd, int timeout_ms) {
 ServerProcess::ServerProcess(const std::vector<std::string>& flags) {
   int out[2];
   if (pipe(out) != 0) Die("pipe failed");
-  std::vector<std::string> args = {"server/ptoserve", "--address=127.0.0.1:0"};
+  // Port 0 for metrics too: tests run side by side.
+  std::vector<std::string> args = {"server/ptoserve", "--address=127.0.0.1:0",
+                                   "--metrics_address=127.0.0.1:0"};
   args.insert(args.end(), flags.begin(), flags.end());
+  // The last --metrics_address wins, as in the server.
+  bool metrics = true;
+  for (const std::string& a : args) {
+    if (a.rfind("--metrics_address=", 0) == 0) {
+      metrics = a != "--metrics_address=";
+    }
+  }
   pid_ = fork();
   if (pid_ < 0) Die("fork failed");
   if (pid_ == 0) {
@@ -63,6 +72,16 @@ ServerProcess::ServerProcess(const std::vector<std::string>& flags) {
   if (at == std::string::npos) Die("no start-up line; got \"" + line + "\"");
   const size_t begin = at + marker.size();
   address_ = line.substr(begin, line.find(' ', begin) - begin);
+  if (metrics) {
+    // "ptoserve metrics on http://127.0.0.1:PORT/metrics"
+    const std::string metrics_line = ReadLine(out[0], 30000);
+    const std::string metrics_marker = "metrics on ";
+    const size_t m = metrics_line.find(metrics_marker);
+    if (m == std::string::npos) {
+      Die("no metrics start-up line; got \"" + metrics_line + "\"");
+    }
+    metrics_url_ = metrics_line.substr(m + metrics_marker.size());
+  }
   // Keep draining the server's output so it never blocks on a full pipe.
   std::thread([fd = out[0]] {
     char buf[4096];

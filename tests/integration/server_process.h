@@ -12,8 +12,9 @@ namespace ptoserve {
 class ServerProcess {
  public:
   // Starts server/ptoserve (a data dependency of the test) with
-  // --address=127.0.0.1:0 plus `flags`, and waits for its start-up line.
-  // Aborts the test binary if the server does not come up in 30 s.
+  // --address=127.0.0.1:0 --metrics_address=127.0.0.1:0 plus `flags`, and
+  // waits for its start-up lines. Aborts the test binary if the server does
+  // not come up in 30 s.
   explicit ServerProcess(const std::vector<std::string>& flags = {});
   // Stops the server with SIGTERM (SIGKILL after 10 s) if still running.
   ~ServerProcess();
@@ -23,6 +24,9 @@ class ServerProcess {
 
   // "127.0.0.1:PORT".
   const std::string& address() const { return address_; }
+  // "http://127.0.0.1:PORT/metrics"; empty if `flags` turned metrics off
+  // (--metrics_address=).
+  const std::string& metrics_url() const { return metrics_url_; }
   pid_t pid() const { return pid_; }
 
   // Sends SIGTERM and returns the exit status (as from waitpid), or -1 if
@@ -32,6 +36,7 @@ class ServerProcess {
  private:
   pid_t pid_ = -1;
   std::string address_;
+  std::string metrics_url_;
 };
 
 // Runs `command` through /bin/sh, returning its exit code and what it wrote

@@ -149,6 +149,20 @@ TEST_F(SchedulerTest, BatchesFillToTheMaximumAndPartialOnesWaitForTheDelay) {
   }
 }
 
+// What the metrics' gauges read.
+TEST_F(SchedulerTest, CountsQueuedInstructionsAndJobsInFlight) {
+  Scheduler s(Manual(4, absl::ZeroDuration()), &runner_, &clock_);
+  for (int i = 0; i < 6; ++i) ASSERT_TRUE(s.Submit(Ticket(OneOp())).ok());
+  EXPECT_EQ(s.queued(), 6u);
+  EXPECT_EQ(s.jobs_in_flight(), 6u);
+  EXPECT_EQ(s.RunOnce(), 4u);
+  EXPECT_EQ(s.queued(), 2u);
+  EXPECT_EQ(s.jobs_in_flight(), 2u);
+  EXPECT_EQ(s.RunOnce(), 2u);
+  EXPECT_EQ(s.queued(), 0u);
+  EXPECT_EQ(s.jobs_in_flight(), 0u);
+}
+
 TEST_F(SchedulerTest, ZeroDelayRunsWhateverIsQueued) {
   Scheduler s(Manual(64, absl::ZeroDuration()), &runner_, &clock_);
   for (int i = 0; i < 3; ++i) ASSERT_TRUE(s.Submit(Ticket(OneOp())).ok());

@@ -1,0 +1,225 @@
+"""Tests ptoserve_client against the real server on a loopback port.
+
+Run by `bazel test //client/python:client_test`. Outside Bazel, from the
+repository root after `bazel build //server:ptoserve //client/python:all`:
+    PTOSERVE_BINARY=bazel-bin/server/ptoserve \\
+    PYTHONPATH=client/python:bazel-bin/client/python \\
+    /usr/bin/python3 client/python/client_test.py
+"""
+
+import itertools
+import os
+import select
+import signal
+import subprocess
+import sys
+import threading
+import unittest
+
+import grpc
+import numpy as np
+
+from ptoserve.v1 import job_pb2, tile_pb2
+from ptoserve_client import Client, PtoserveError, decode_tile, encode_tile
+
+SERVER = os.environ.get("PTOSERVE_BINARY", "server/ptoserve")
+EXAMPLE = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                       "example.py")
+DTYPES = [np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32]
+TARGETS = ["host", "a2a3", "a5"]
+# Each target's micro-ops for each opcode.
+TRACES = {
+    ("host", "tand"): ["and"],
+    ("host", "txor"): ["xor"],
+    ("a2a3", "tand"): ["vand"],
+    ("a2a3", "txor"): ["vor", "vand", "vnot", "vand"],
+    ("a5", "tand"): ["vand"],
+    ("a5", "txor"): ["vxor"],
+}
+STARTUP_TIMEOUT_S = 30
+CALL_TIMEOUT_S = 10
+
+
+def start_server():
+    """Starts the server on an ephemeral port; returns it and its address."""
+    server = subprocess.Popen([SERVER, "--address=127.0.0.1:0"],
+                              stdout=subprocess.PIPE)
+    ready, _, _ = select.select([server.stdout], [], [], STARTUP_TIMEOUT_S)
+    # "ptoserve 0.1.0 listening on 127.0.0.1:PORT (default target host)"
+    line = server.stdout.readline().decode() if ready else ""
+    if "listening on " not in line:
+        server.kill()
+        server.wait()
+        raise RuntimeError(f"ptoserve did not start; it printed {line!r}")
+    # Drain the rest, so the server never blocks on a full pipe.
+    threading.Thread(target=server.stdout.read, daemon=True).start()
+    return server, line.split("listening on ")[1].split()[0]
+
+
+def random_tile(rng, dtype, shape):
+    info = np.iinfo(dtype)
+    return rng.integers(info.min, info.max, size=shape, dtype=dtype,
+                        endpoint=True)
+
+
+def shape_for(dtype):
+    """4 rows of 32 bytes of dtype: valid on every target."""
+    return 4, 32 // np.dtype(dtype).itemsize
+
+
+class ClientTest(unittest.TestCase):
+
+    @classmethod
+    def setUpClass(cls):
+        cls.server, cls.address = start_server()
+        cls.client = Client(cls.address, timeout=CALL_TIMEOUT_S)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.client.close()
+        cls.server.send_signal(signal.SIGTERM)
+        try:
+            code = cls.server.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            cls.server.kill()
+            cls.server.wait()
+            raise
+        if code != 0:
+            raise AssertionError(f"ptoserve exited with {code} on SIGTERM")
+
+    def setUp(self):
+        self.rng = np.random.default_rng(20240601)
+
+    def test_tand_and_txor_match_numpy_on_every_target_and_dtype(self):
+        for target, dtype in itertools.product(TARGETS, DTYPES):
+            a = random_tile(self.rng, dtype, shape_for(dtype))
+            b = random_tile(self.rng, dtype, shape_for(dtype))
+            for op, call, expected in [("tand", self.client.tand, a & b),
+                                       ("txor", self.client.txor, a ^ b)]:
+                with self.subTest(target=target, dtype=dtype.__name__, op=op):
+                    result = call(a, b, target=target)
+                    self.assertEqual(result.dst.dtype, np.dtype(dtype))
+                    np.testing.assert_array_equal(result.dst, expected)
+                    self.assertEqual(result.target, target)
+                    [event] = result.events
+                    self.assertEqual(job_pb2.Opcode.Name(event.opcode),
+                                     "OPCODE_" + op.upper())
+                    self.assertEqual([step.op for step in event.trace],
+                                     TRACES[target, op])
+
+    def test_only_the_valid_region_is_computed(self):
+        a = random_tile(self.rng, np.int16, (4, 16))
+        b = random_tile(self.rng, np.int16, (4, 16))
+        result = self.client.txor(a, b, valid=(3, 5), target="a2a3")
+        expected = np.zeros_like(a)
+        expected[:3, :5] = a[:3, :5] ^ b[:3, :5]
+        np.testing.assert_array_equal(result.dst, expected)
+
+    def test_any_memory_order_and_byte_order_is_sent_little_endian(self):
+        a = random_tile(self.rng, np.int32, (8, 4)).T  # column-major view
+        b = random_tile(self.rng, np.int32, (4, 8)).astype(">i4")
+        result = self.client.tand(a, b, target="a5")
+        np.testing.assert_array_equal(result.dst, a & b)
+
+    def test_program(self):
+        a = random_tile(self.rng, np.uint32, (2, 8))
+        b = random_tile(self.rng, np.uint32, (2, 8))
+        program = [("tand", "c", "a", "b"), ("txor", "d", "c", "a", "t")]
+        result = self.client.run(program, tiles={"a": a, "b": b},
+                                 target="a2a3")
+        self.assertEqual(sorted(result.tiles), ["c", "d"])
+        np.testing.assert_array_equal(result.tiles["c"], a & b)
+        np.testing.assert_array_equal(result.tiles["d"], (a & b) ^ a)
+        self.assertEqual([e.id for e in result.events], ["e0", "e1"])
+
+        only_d = self.client.run(program, tiles={"a": a, "b": b},
+                                 outputs=["d"], target="a2a3")
+        self.assertEqual(list(only_d.tiles), ["d"])
+
+    def test_program_with_tile_messages_and_instructions(self):
+        a = random_tile(self.rng, np.int8, (2, 32))
+        program = [job_pb2.Instruction(opcode=job_pb2.OPCODE_TAND, dst="a",
+                                       src0="a", src1="a",
+                                       record_event="done")]
+        result = self.client.run(program,
+                                 tiles={"a": encode_tile(a, valid=(1, 32))})
+        np.testing.assert_array_equal(result.tiles["a"], a)
+        self.assertEqual(result.events[0].id, "done")
+
+    def test_assembly(self):
+        a = np.arange(1, 17, dtype=np.int16).reshape(1, 16)
+        b = np.full((1, 16), 3, dtype=np.int16)
+        text = ("%c = tand %a, %b : !pto.tile<...>\n"
+                "%d = pto.txor %c, %a : (!pto.tile<...>, !pto.tile<...>)"
+                " -> !pto.tile<...>\n")
+        result = self.client.run_assembly(text, tiles={"a": a, "b": b},
+                                          target="a2a3")
+        np.testing.assert_array_equal(result.tiles["c"], a & b)
+        np.testing.assert_array_equal(result.tiles["d"], (a & b) ^ a)
+        self.assertIn('tmp "d.tmp" allocated by the server',
+                      result.events[1].notes[0])
+
+    def test_execute_raw_job_with_values(self):
+        job = job_pb2.Job(
+            target=job_pb2.TARGET_HOST,
+            tiles={"a": tile_pb2.Tile(dtype=tile_pb2.DTYPE_UINT8, rows=1,
+                                      cols=2, values=[12, 255]),
+                   "b": tile_pb2.Tile(dtype=tile_pb2.DTYPE_UINT8, rows=1,
+                                      cols=2, values=[10, 15])},
+            instructions=[job_pb2.Instruction(opcode=job_pb2.OPCODE_TAND,
+                                              dst="c", src0="a", src1="b")])
+        result = self.client.execute(job)
+        self.assertEqual(list(result.tiles["c"].values), [8, 15])
+        np.testing.assert_array_equal(decode_tile(result.tiles["c"]),
+                                      np.array([[8, 15]], dtype=np.uint8))
+
+    def test_errors_carry_the_code_and_the_servers_message(self):
+        a = np.zeros((16, 8), dtype=np.int16)
+        with self.assertRaises(PtoserveError) as caught:
+            self.client.txor(a, a, target="a2a3")
+        self.assertEqual(caught.exception.code,
+                         grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertEqual(
+            caught.exception.details,
+            'instruction 0 (TXOR on a2a3): dst "dst" rows are 16 bytes '
+            "(8 int16 columns); a2a3 needs rows of a multiple of 32 bytes")
+
+        with self.assertRaises(PtoserveError) as caught:
+            self.client.run_assembly("%c = tand %a, %nope : !pto.tile<...>",
+                                     tiles={"a": a})
+        self.assertEqual(caught.exception.code,
+                         grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertTrue(caught.exception.details.startswith("1:15: "),
+                        caught.exception.details)
+
+    def test_tile_codec(self):
+        a = random_tile(self.rng, np.int32, (3, 5)).astype(">i4")
+        np.testing.assert_array_equal(decode_tile(encode_tile(a)), a)
+        empty = tile_pb2.Tile(dtype=tile_pb2.DTYPE_UINT16, rows=2, cols=3)
+        np.testing.assert_array_equal(decode_tile(empty),
+                                      np.zeros((2, 3), dtype=np.uint16))
+        with self.assertRaisesRegex(TypeError, "float64"):
+            encode_tile(np.zeros((2, 2)))
+        with self.assertRaisesRegex(ValueError, "2-D"):
+            encode_tile(np.zeros(4, dtype=np.int8))
+
+    def test_capabilities_lists_three_targets(self):
+        capabilities = self.client.capabilities()
+        self.assertEqual([t.target for t in capabilities.targets],
+                         [job_pb2.TARGET_HOST, job_pb2.TARGET_A2A3,
+                          job_pb2.TARGET_A5])
+
+    def test_health(self):
+        self.assertEqual(self.client.health(), "SERVING")
+
+    def test_example_runs(self):
+        done = subprocess.run([sys.executable, EXAMPLE, self.address],
+                              capture_output=True, text=True, timeout=60,
+                              check=False)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertIn("a ^ b: dst 2x16 int16 on a2a3", done.stdout)
+        self.assertIn("vnot  dst <- dst", done.stdout)
+
+
+if __name__ == "__main__":
+    unittest.main()

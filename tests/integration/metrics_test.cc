@@ -1,0 +1,205 @@
+// The Prometheus endpoint of the real server: scraped over HTTP before and
+// after some jobs, the counters and histograms move by what the jobs did.
+#include <civetweb.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <strings.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
+#include "client/client.h"
+#include "tests/integration/server_process.h"
+
+namespace ptoserve {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+struct HttpResponse {
+  int status = 0;
+  std::string content_type;
+  std::string body;
+};
+
+// GET `path` from the host and port of `url` ("http://IP:PORT/...").
+HttpResponse Get(const std::string& url, const std::string& path) {
+  const std::string host_port = url.substr(7, url.find('/', 7) - 7);
+  const size_t colon = host_port.rfind(':');
+  const std::string host = host_port.substr(0, colon);
+  int port = 0;
+  EXPECT_TRUE(absl::SimpleAtoi(host_port.substr(colon + 1), &port)) << url;
+  char error[256] = "";
+  mg_connection* connection =
+      mg_download(host.c_str(), port, 0, error, sizeof error,
+                  "GET %s HTTP/1.0\r\nHost: %s\r\n\r\n", path.c_str(),
+                  host_port.c_str());
+  HttpResponse response;
+  if (connection == nullptr) {
+    ADD_FAILURE() << "GET " << url << path << ": " << error;
+    return response;
+  }
+  const mg_response_info* info = mg_get_response_info(connection);
+  response.status = info->status_code;
+  for (int i = 0; i < info->num_headers; ++i) {
+    if (strcasecmp(info->http_headers[i].name, "Content-Type") == 0) {
+      response.content_type = info->http_headers[i].value;
+    }
+  }
+  char buf[4096];
+  int n;
+  while ((n = mg_read(connection, buf, sizeof buf)) > 0) response.body.append(buf, n);
+  mg_close_connection(connection);
+  return response;
+}
+
+// Every sample of a scrape: `name{labels}` -> value.
+std::map<std::string, double> Scrape(const std::string& url) {
+  const HttpResponse r = Get(url, "/metrics");
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.content_type, "text/plain; version=0.0.4; charset=utf-8");
+  std::map<std::string, double> samples;
+  for (absl::string_view line : absl::StrSplit(r.body, '\n', absl::SkipEmpty())) {
+    if (line[0] == '#') continue;
+    const size_t space = line.rfind(' ');
+    double value = 0;
+    EXPECT_TRUE(absl::SimpleAtod(line.substr(space + 1), &value)) << line;
+    samples[std::string(line.substr(0, space))] = value;
+  }
+  return samples;
+}
+
+// How much `series` grew from `before` to `after` (absent counts as 0).
+double Delta(const std::map<std::string, double>& before,
+             const std::map<std::string, double>& after,
+             const std::string& series) {
+  auto value = [&](const std::map<std::string, double>& m) {
+    auto it = m.find(series);
+    return it == m.end() ? 0.0 : it->second;
+  };
+  return value(after) - value(before);
+}
+
+TEST(MetricsTest, ScrapesCountJobsByTargetAndCode) {
+  ServerProcess server;
+  ASSERT_THAT(server.metrics_url(), StartsWith("http://127.0.0.1:"));
+  auto client = Client::Connect(server.address()).value();
+
+  const std::map<std::string, double> before = Scrape(server.metrics_url());
+  EXPECT_EQ(before.at("ptoserve_build_info{version=\"0.1.0\"}"), 1);
+  EXPECT_EQ(before.at("ptoserve_queue_depth"), 0);
+  EXPECT_EQ(before.at("ptoserve_jobs_in_flight"), 0);
+
+  const std::vector<int32_t> a(16 * 16, 0x0ff0), b(16 * 16, 0x00ff);
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(client->Tand<int32_t>({a, b, 16, 16}).ok());
+  }
+  // Refused by the engine: a2a3 rows must be a multiple of 32 bytes.
+  const std::vector<int16_t> narrow(16 * 8, 1);
+  EXPECT_EQ(client->Txor<int16_t>({narrow, narrow, 16, 8, 0, 0, v1::TARGET_A2A3})
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+  // Refused by the codec: no opcode.
+  v1::Job broken = BinaryJob<int32_t>(v1::OPCODE_TAND, BinaryArgs<int32_t>{a, b, 16, 16});
+  broken.mutable_instructions(0)->set_opcode(v1::OPCODE_UNSPECIFIED);
+  EXPECT_EQ(client->Execute(broken).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  // Refused by the scheduler: priority out of range (4 levels by default).
+  v1::Job urgent = BinaryJob<int32_t>(v1::OPCODE_TAND, BinaryArgs<int32_t>{a, b, 16, 16});
+  urgent.set_priority(99);
+  EXPECT_EQ(client->Execute(urgent).status().code(),
+            absl::StatusCode::kInvalidArgument);
+
+  const std::map<std::string, double> after = Scrape(server.metrics_url());
+  auto delta = [&](const std::string& series) {
+    return Delta(before, after, series);
+  };
+  EXPECT_EQ(delta("ptoserve_jobs_total{target=\"host\",code=\"OK\"}"), 3);
+  EXPECT_EQ(delta("ptoserve_jobs_total{target=\"host\",code=\"INVALID_ARGUMENT\"}"), 2);
+  EXPECT_EQ(delta("ptoserve_jobs_total{target=\"a2a3\",code=\"INVALID_ARGUMENT\"}"), 1);
+  EXPECT_EQ(delta("ptoserve_instructions_total{opcode=\"TAND\",target=\"host\",code=\"OK\"}"), 3);
+  // The codec's refusal has no instructions to count; the others do.
+  EXPECT_EQ(delta("ptoserve_instructions_total{opcode=\"TAND\",target=\"host\",code=\"INVALID_ARGUMENT\"}"), 1);
+  EXPECT_EQ(delta("ptoserve_instructions_total{opcode=\"TXOR\",target=\"a2a3\",code=\"INVALID_ARGUMENT\"}"), 1);
+  EXPECT_EQ(delta("ptoserve_request_latency_seconds_count{target=\"host\",code=\"OK\"}"), 3);
+  EXPECT_GT(delta("ptoserve_request_latency_seconds_sum{target=\"host\",code=\"OK\"}"), 0);
+  EXPECT_EQ(delta("ptoserve_request_latency_seconds_bucket{target=\"host\",code=\"OK\",le=\"+Inf\"}"), 3);
+  EXPECT_EQ(delta("ptoserve_queue_time_seconds_count{opcode=\"TAND\",target=\"host\"}"), 3);
+  // Three jobs, one at a time: three batches of one.
+  EXPECT_EQ(delta("ptoserve_batch_size_count{opcode=\"TAND\",target=\"host\"}"), 3);
+  EXPECT_EQ(delta("ptoserve_batch_size_sum{opcode=\"TAND\",target=\"host\"}"), 3);
+  EXPECT_EQ(delta("ptoserve_batch_size_bucket{opcode=\"TAND\",target=\"host\",le=\"1\"}"), 3);
+  EXPECT_EQ(delta("ptoserve_execution_time_seconds_count{opcode=\"TAND\",target=\"host\"}"), 3);
+  EXPECT_EQ(after.at("ptoserve_queue_depth"), 0);
+  EXPECT_EQ(after.at("ptoserve_jobs_in_flight"), 0);
+}
+
+TEST(MetricsTest, StreamedAndDroppedJobsAreCountedToo) {
+  // A lone job waits a second for company; a 50 ms timeout passes first.
+  ServerProcess server({"--max_queue_delay_us=1000000"});
+  auto client = Client::Connect(server.address()).value();
+  const std::map<std::string, double> before = Scrape(server.metrics_url());
+
+  const std::vector<int32_t> a(4, 1);
+  v1::Job late = BinaryJob<int32_t>(v1::OPCODE_TXOR, BinaryArgs<int32_t>{a, a, 2, 2});
+  late.mutable_timeout()->set_nanos(50 * 1000 * 1000);
+  EXPECT_EQ(client->Execute(late).status().code(),
+            absl::StatusCode::kDeadlineExceeded);
+
+  std::vector<v1::Job> jobs;
+  for (int i = 0; i < 10; ++i) {
+    jobs.push_back(BinaryJob<int32_t>(v1::OPCODE_TAND, BinaryArgs<int32_t>{a, a, 2, 2}));
+    jobs.back().set_id(std::to_string(i));
+  }
+  jobs[3].mutable_instructions(0)->set_src1("missing");
+  int answered = 0;
+  ASSERT_TRUE(client->ExecuteStream(jobs, [&](v1::JobResult) { ++answered; }).ok());
+  EXPECT_EQ(answered, 10);
+
+  const std::map<std::string, double> after = Scrape(server.metrics_url());
+  auto delta = [&](const std::string& series) {
+    return Delta(before, after, series);
+  };
+  EXPECT_EQ(delta("ptoserve_jobs_total{target=\"host\",code=\"DEADLINE_EXCEEDED\"}"), 1);
+  EXPECT_EQ(delta("ptoserve_instructions_total{opcode=\"TXOR\",target=\"host\",code=\"DEADLINE_EXCEEDED\"}"), 1);
+  EXPECT_EQ(delta("ptoserve_jobs_total{target=\"host\",code=\"OK\"}"), 9);
+  EXPECT_EQ(delta("ptoserve_jobs_total{target=\"host\",code=\"INVALID_ARGUMENT\"}"), 1);
+  // The dropped job never ran: only the streamed ones queued and ran.
+  EXPECT_EQ(delta("ptoserve_queue_time_seconds_count{opcode=\"TXOR\",target=\"host\"}"), 0);
+  EXPECT_EQ(delta("ptoserve_queue_time_seconds_count{opcode=\"TAND\",target=\"host\"}"), 9);
+  EXPECT_EQ(delta("ptoserve_batch_size_sum{opcode=\"TAND\",target=\"host\"}"), 9);
+}
+
+TEST(MetricsTest, OnlyMetricsIsServed) {
+  ServerProcess server;
+  EXPECT_EQ(Get(server.metrics_url(), "/").status, 404);
+  EXPECT_EQ(Get(server.metrics_url(), "/metrics/x").status, 404);
+  EXPECT_EQ(Get(server.metrics_url(), "/metrics?x=1").status, 200);
+}
+
+TEST(MetricsTest, EmptyAddressTurnsTheEndpointOff) {
+  ServerProcess server({"--metrics_address="});
+  EXPECT_EQ(server.metrics_url(), "");
+  auto client = Client::Connect(server.address()).value();
+  const std::vector<int32_t> a(4, 1);
+  EXPECT_TRUE(client->Tand<int32_t>({a, a, 2, 2}).ok());
+}
+
+TEST(MetricsTest, AnAddressInUseStopsTheServerWithAMessage) {
+  ServerProcess first;
+  const std::string port = first.metrics_url().substr(
+      first.metrics_url().rfind(':') + 1);
+  const CommandResult r = RunCommand(
+      "server/ptoserve --address=127.0.0.1:0 --metrics_address=127.0.0.1:" +
+      port.substr(0, port.find('/')));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.output, HasSubstr("cannot serve metrics on 127.0.0.1:"));
+}
+
+}  // namespace
+}  // namespace ptoserve
