@@ -166,7 +166,7 @@ Series& Family<Series>::With(LabelValues values) {
     key.insert(key.end(), v.begin(), v.end());
   }
   const absl::string_view key_view(key.data(), key.size());
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   auto it = series_.find(key_view);
   if (it == series_.end()) {
     Entry entry;
@@ -185,7 +185,7 @@ template <typename Series>
 void Family<Series>::Render(std::string* out) const {
   AppendHeader(name_, help_,
                std::is_same_v<Series, Histogram> ? "histogram" : "counter", out);
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   std::vector<const Entry*> sorted;
   for (const auto& [key, entry] : series_) sorted.push_back(&entry);
   std::sort(sorted.begin(), sorted.end(), [](const Entry* a, const Entry* b) {
@@ -209,7 +209,7 @@ CounterFamily* MetricsRegistry::AddCounter(std::string name, std::string help,
   auto family = std::make_unique<CounterFamily>(
       std::move(name), std::move(help), std::move(label_names));
   CounterFamily* raw = family.get();
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   metrics_.push_back(std::move(family));
   return raw;
 }
@@ -221,7 +221,7 @@ HistogramFamily* MetricsRegistry::AddHistogram(
       std::move(name), std::move(help), std::move(label_names),
       std::move(bounds));
   HistogramFamily* raw = family.get();
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   metrics_.push_back(std::move(family));
   return raw;
 }
@@ -232,13 +232,13 @@ void MetricsRegistry::AddGauge(
     std::function<double()> read) {
   auto gauge = std::make_unique<CallbackGauge>(
       std::move(name), std::move(help), std::move(labels), std::move(read));
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   metrics_.push_back(std::move(gauge));
 }
 
 std::string MetricsRegistry::Render() const {
   std::string out;
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   for (const auto& metric : metrics_) metric->Render(&out);
   return out;
 }

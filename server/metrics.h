@@ -24,6 +24,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
+#include "server/mutex.h"
 #include "absl/types/span.h"
 
 namespace ptoserve {

@@ -76,7 +76,7 @@ Scheduler::~Scheduler() {
   // Without workers, finish what is left on this thread.
   while (true) {
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       if (live_.empty()) break;
     }
     RunOnce();
@@ -102,7 +102,7 @@ absl::Status Scheduler::Submit(JobTicket ticket, bool run_here) {
   state->ticket = std::move(ticket);
 
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     // Only an idle scheduler runs work on the caller: under load the
     // workers batch it with what is queued already.
     run_here = run_here && queued_ == 0;
@@ -113,7 +113,7 @@ absl::Status Scheduler::Submit(JobTicket ticket, bool run_here) {
   Step(&wake);
   // Whatever the step left (work that was not due, or more than one batch)
   // is the workers' to run.
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   if (queued_ > 0) ++arrivals_;
   return absl::OkStatus();
 }
@@ -242,7 +242,7 @@ void Scheduler::Deliver(std::vector<Completion>* completions) {
     }
   }
   completions->clear();
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   undelivered_ -= n;
 }
 
@@ -250,7 +250,7 @@ size_t Scheduler::Step(absl::Time* wake) {
   std::vector<Completion> completions;
   std::vector<Item> batch;
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     const absl::Time now = clock_->Now();
     SweepExpired(now, &completions);
     batch = TakeBatch(now, wake);
@@ -277,7 +277,7 @@ size_t Scheduler::Step(absl::Time* wake) {
   }
   runner_->RunBatch(work);
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     Complete(batch, clock_->Now(), &completions);
   }
   Deliver(&completions);
@@ -294,46 +294,45 @@ void Scheduler::Work() {
     absl::Time wake = absl::InfiniteFuture();
     uint64_t seen;
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       seen = arrivals_;
     }
     if (Step(&wake) > 0) continue;
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     if (Drained()) return;
     // Sleep until something arrives, a partial batch falls due, or it is
     // time to sweep.
     std::pair<Scheduler*, uint64_t> arg(this, seen);
-    mu_.AwaitWithDeadline(
-        absl::Condition(
-            +[](std::pair<Scheduler*, uint64_t>* a)
-                 ABSL_EXCLUSIVE_LOCKS_REQUIRED(a->first->mu_) {
-              return a->first->arrivals_ != a->second ||
-                     a->first->Drained();
-            },
-            &arg),
-        std::min(wake, absl::Now() + kIdleWait));
+    AwaitWithDeadline(
+        &mu_,
+        +[](std::pair<Scheduler*, uint64_t>* a)
+             ABSL_NO_THREAD_SAFETY_ANALYSIS {  // runs with mu_ held
+          return a->first->arrivals_ != a->second || a->first->Drained();
+        },
+        &arg, std::min(wake, absl::Now() + kIdleWait));
   }
 }
 
 void Scheduler::Shutdown() {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   stopping_ = true;
   ++arrivals_;
   if (workers_.empty()) return;
-  mu_.Await(absl::Condition(
-      +[](Scheduler* s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s->mu_) {
+  Await(
+      &mu_,
+      +[](Scheduler* s) ABSL_NO_THREAD_SAFETY_ANALYSIS {  // mu_ held
         return s->Drained();
       },
-      this));
+      this);
 }
 
 size_t Scheduler::queued() const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return queued_;
 }
 
 size_t Scheduler::jobs_in_flight() const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return live_.size() + undelivered_;
 }
 

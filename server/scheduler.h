@@ -24,6 +24,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "server/mutex.h"
 #include "absl/time/time.h"
 #include "core/engine.h"
 

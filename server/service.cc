@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_format.h"
 #include "absl/synchronization/mutex.h"
+#include "server/mutex.h"
 #include "core/status_macros.h"
 
 namespace ptoserve {
@@ -129,13 +130,13 @@ class TileComputeService::JobStream final
  public:
   JobStream(TileComputeService* service, grpc::CallbackServerContext* context)
       : service_(service), context_(context) {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     reading_ = true;
     StartRead(&job_);
   }
 
   void OnReadDone(bool ok) override {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     reading_ = false;
     if (!ok) {
       reads_done_ = true;
@@ -151,7 +152,7 @@ class TileComputeService::JobStream final
     absl::Status admitted = service_->Admit(
         *job, context_, /*run_here=*/false,
         [this, id, job](absl::StatusOr<v1::JobResult> r) {
-          absl::MutexLock lock(&mu_);
+          MutexLock lock(&mu_);
           Answer(r.ok() ? std::move(*r) : Failed(id, r.status()));
         });
     if (!admitted.ok()) Answer(Failed(id, admitted));
@@ -159,7 +160,7 @@ class TileComputeService::JobStream final
   }
 
   void OnWriteDone(bool ok) override {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     writing_ = false;
     --unanswered_;
     outbox_.pop_front();

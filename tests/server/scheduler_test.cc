@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "absl/synchronization/mutex.h"
+#include "server/mutex.h"
 #include "tests/core/test_util.h"
 
 namespace ptoserve {
@@ -21,11 +22,11 @@ using ::testing::ElementsAre;
 class FakeClock final : public Clock {
  public:
   absl::Time Now() override {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     return now_;
   }
   void Advance(absl::Duration d) {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     now_ += d;
   }
 
@@ -46,22 +47,22 @@ class RecordingRunner final : public BatchRunner {
       EXPECT_TRUE(BatchKey::Of(*item.job, item.index) == key) << "keys mixed";
     }
     engine_->RunBatch(batch);
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     sizes_.push_back(batch.size());
     keys_.push_back(key);
     for (const WorkItem& item : batch) ran_.push_back(item.job);
   }
 
   std::vector<size_t> sizes() {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     return sizes_;
   }
   std::vector<BatchKey> keys() {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     return keys_;
   }
   std::vector<const PreparedJob*> ran() {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     return ran_;
   }
 
@@ -81,13 +82,13 @@ struct Answers {
 
   std::function<void(absl::StatusOr<std::unique_ptr<PreparedJob>>)> Callback() {
     return [this](absl::StatusOr<std::unique_ptr<PreparedJob>> r) {
-      absl::MutexLock lock(&mu);
+      MutexLock lock(&mu);
       codes.push_back(r.status().code());
       if (r.ok()) jobs.push_back(std::move(*r));
     };
   }
   size_t size() {
-    absl::MutexLock lock(&mu);
+    MutexLock lock(&mu);
     return codes.size();
   }
 };
@@ -141,7 +142,7 @@ TEST_F(SchedulerTest, BatchesFillToTheMaximumAndPartialOnesWaitForTheDelay) {
   EXPECT_THAT(runner_.sizes(), ElementsAre(4, 4, 2));
   EXPECT_EQ(answers_.size(), 10u);
   // The events report the batch each instruction ran in.
-  absl::MutexLock lock(&answers_.mu);
+  MutexLock lock(&answers_.mu);
   for (const auto& job : answers_.jobs) {
     JobOutcome outcome = engine_.Finish(job.get());
     EXPECT_GE(outcome.events[0].batch_size, 2u);
@@ -300,7 +301,7 @@ TEST_F(SchedulerTest, DependentInstructionsWaitAndIndependentOnesBatch) {
   EXPECT_EQ(answers_.size(), 0u);
   EXPECT_EQ(s.RunOnce(), 1u);  // then 2
   ASSERT_EQ(answers_.size(), 1u);
-  absl::MutexLock lock(&answers_.mu);
+  MutexLock lock(&answers_.mu);
   JobOutcome outcome = engine_.Finish(answers_.jobs[0].get());
   EXPECT_EQ(outcome.events[0].batch_id, outcome.events[1].batch_id);
   EXPECT_EQ(outcome.events[0].batch_size, 2u);
