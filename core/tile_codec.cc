@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "absl/strings/str_format.h"
 
@@ -81,6 +82,21 @@ absl::Status FillFromValues(absl::Span<const double> values,
             "in the %s range [%d, %d]",
             name, i, i / cols, i % cols, v, DTypeName(dtype), MinValue(dtype),
             MaxValue(dtype)));
+      }
+    }
+  }
+  if (dtype == DType::kFloat32) {
+    // Converting a finite double beyond float's range is undefined; on x86
+    // it quietly gives an infinity.
+    constexpr double kMax = std::numeric_limits<float>::max();
+    for (size_t i = 0; i < values.size(); ++i) {
+      const double v = values[i];
+      if (std::isfinite(v) && std::fabs(v) > kMax) {
+        const uint32_t cols = tile->desc().cols;
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "tile \"%s\": values[%u] (element %u,%u) = %.17g is outside the "
+            "float32 range [%.9g, %.9g]",
+            name, i, i / cols, i % cols, v, -kMax, kMax));
       }
     }
   }

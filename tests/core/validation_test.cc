@@ -1,6 +1,7 @@
 // What Engine::Prepare rejects, with which code and message, and the valid
 // cases next to each rule that it must accept.
 #include <cmath>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -521,6 +522,33 @@ TEST_F(ValidationTest, OutOfRangeValueIsPrintedInFull) {
   EXPECT_THAT(Prepare(job),
               StatusIs(kInvalid, HasSubstr("values[5] (element 0,5) = "
                                            "4294967296 is not an integer")));
+}
+
+// A float32 tile no instruction uses may still travel as values (and come
+// back as an output); a finite value beyond float's range is refused rather
+// than turned into an infinity. Found by //tests/fuzz:job_fuzzer.
+TEST_F(ValidationTest, Float32ValuesOutsideItsRangeAreRejected) {
+  for (double value : {1e39, -8.0682872448708424e+168}) {
+    SCOPED_TRACE(value);
+    JobBuilder job(Target::kHost);
+    job.AddValues("f", Desc(DType::kFloat32, 1, 8), ValuesWith(5, value));
+    job.AddTile("a", Desc(DType::kInt32, 1, 8));
+    job.Tand("d", "a", "a");
+    EXPECT_THAT(Prepare(job),
+                StatusIs(kInvalid, HasSubstr("tile \"f\": values[5] (element "
+                                             "0,5) = ")));
+    EXPECT_THAT(Prepare(job), StatusIs(kInvalid, HasSubstr("is outside the "
+                                                           "float32 range")));
+  }
+  for (double value : {3.4028234663852886e38, -1.5, 1e-50,
+                       std::numeric_limits<double>::infinity()}) {
+    SCOPED_TRACE(value);
+    JobBuilder job(Target::kHost);
+    job.AddValues("f", Desc(DType::kFloat32, 1, 8), ValuesWith(5, value));
+    job.AddTile("a", Desc(DType::kInt32, 1, 8));
+    job.Tand("d", "a", "a");
+    EXPECT_TRUE(Prepare(job).ok()) << Prepare(job);
+  }
 }
 
 // The extremes of each type are accepted and arrive unchanged: x & x = x.

@@ -1,0 +1,132 @@
+// Replays the fuzzers' checked-in inputs through the fuzz targets' bodies:
+// the seed corpus (corpus/<fuzzer>/) and every crash reproducer a fuzzer
+// found (regressions/<fuzzer>/), so that a fixed bug stays fixed. Also
+// checks that the seeds are what make_seeds says they are: valid jobs and
+// programs, which start the fuzzers on the paths that do work.
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <ostream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "core/asm/parser.h"
+#include "gtest/gtest.h"
+#include "ptoserve/v1/job.pb.h"
+#include "server/codec.h"
+#include "tests/fuzz/fuzz_targets.h"
+#include "tests/fuzz/fuzz_util.h"
+#include "tests/fuzz/job_mutator.h"
+
+namespace ptoserve {
+namespace fuzz {
+
+// For gtest's messages: the fuzzer's name rather than its bytes.
+void PrintTo(const FuzzTarget& target, std::ostream* os) { *os << target.name; }
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// The files under tests/fuzz/<kind>/<fuzzer>/ in the test's runfiles,
+// sorted; none if the directory does not exist.
+std::vector<fs::path> Inputs(const std::string& kind,
+                             const std::string& fuzzer) {
+  const char* srcdir = std::getenv("TEST_SRCDIR");
+  const fs::path dir = fs::path(srcdir != nullptr ? srcdir : ".") /
+                       "ptoserve/tests/fuzz" / kind / fuzzer;
+  std::vector<fs::path> files;
+  std::error_code error;
+  for (const fs::directory_entry& entry : fs::directory_iterator(dir, error)) {
+    if (entry.is_regular_file()) files.push_back(entry.path());
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+std::string Read(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream bytes;
+  bytes << in.rdbuf();
+  return bytes.str();
+}
+
+bool IsSeed(const fs::path& path) {
+  return absl::StartsWith(path.filename().string(), "seed_");
+}
+
+class CorpusTest : public ::testing::TestWithParam<FuzzTarget> {
+ protected:
+  // Runs every input under tests/fuzz/<kind>/<this fuzzer>/; returns how
+  // many there were.
+  size_t Replay(const std::string& kind) {
+    const std::vector<fs::path> files = Inputs(kind, GetParam().name);
+    for (const fs::path& file : files) {
+      // A crash ends the test binary: its log's last line names the input.
+      std::fprintf(stderr, "replaying %s\n", file.string().c_str());
+      const absl::Status finding = GetParam().run(Read(file));
+      EXPECT_TRUE(finding.ok()) << file << ": " << finding;
+    }
+    return files.size();
+  }
+};
+
+TEST_P(CorpusTest, SeedCorpusPasses) { EXPECT_GT(Replay("corpus"), 0u); }
+
+TEST_P(CorpusTest, CrashReproducersPass) { Replay("regressions"); }
+
+INSTANTIATE_TEST_SUITE_P(
+    Fuzzers, CorpusTest, ::testing::ValuesIn(Targets().begin(), Targets().end()),
+    [](const ::testing::TestParamInfo<FuzzTarget>& info) {
+      return std::string(info.param.name);
+    });
+
+TEST(SeedsTest, JobSeedsAreValidJobs) {
+  size_t seeds = 0;
+  for (const fs::path& file : Inputs("corpus", "job_fuzzer")) {
+    if (!IsSeed(file)) continue;
+    ++seeds;
+    v1::Job job;
+    ASSERT_TRUE(job.ParseFromString(Read(file))) << file;
+    absl::StatusOr<DecodedJob> decoded = DecodeJob(job, SmallEngine());
+    ASSERT_TRUE(decoded.ok()) << file << ": " << decoded.status();
+    EXPECT_TRUE(SmallEngine().Execute(decoded->spec).ok()) << file;
+  }
+  EXPECT_GT(seeds, 0u);
+}
+
+// job_fuzzer's mutator on the seeds, a few hundred steps each: every mutant
+// serializes and runs without a finding.
+TEST(SeedsTest, MutatedJobSeedsRun) {
+  std::mt19937 rng(20240607);
+  for (const fs::path& file : Inputs("corpus", "job_fuzzer")) {
+    v1::Job job;
+    if (!job.ParseFromString(Read(file))) continue;
+    for (int i = 0; i < 300; ++i) {
+      MutateJob(&rng, &job);
+      std::string bytes;
+      ASSERT_TRUE(job.SerializeToString(&bytes));
+      const absl::Status finding = RunJob(bytes);
+      ASSERT_TRUE(finding.ok()) << file << " mutant " << i << ": " << finding;
+    }
+  }
+}
+
+TEST(SeedsTest, AssemblySeedsParse) {
+  size_t seeds = 0;
+  for (const fs::path& file : Inputs("corpus", "asm_fuzzer")) {
+    if (!IsSeed(file)) continue;
+    ++seeds;
+    EXPECT_TRUE(pasm::Parse(Read(file)).ok()) << file;
+  }
+  EXPECT_GT(seeds, 0u);
+}
+
+}  // namespace
+}  // namespace fuzz
+}  // namespace ptoserve

@@ -1,0 +1,295 @@
+// RunJob (fuzz_targets.h): a serialized Job through decode, validation,
+// execution and encoding.
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "core/backends/backend.h"
+#include "ptoserve/v1/job.pb.h"
+#include "server/codec.h"
+#include "tests/fuzz/fuzz_targets.h"
+#include "tests/fuzz/fuzz_util.h"
+
+namespace ptoserve {
+namespace fuzz {
+
+namespace {
+
+// Bytes per element of a result tile's element type; 0 if unknown.
+size_t ElementBytesOf(v1::DType dtype) {
+  switch (dtype) {
+    case v1::DTYPE_INT8:
+    case v1::DTYPE_UINT8: return 1;
+    case v1::DTYPE_INT16:
+    case v1::DTYPE_UINT16:
+    case v1::DTYPE_FLOAT16:
+    case v1::DTYPE_BFLOAT16: return 2;
+    case v1::DTYPE_INT32:
+    case v1::DTYPE_UINT32:
+    case v1::DTYPE_FLOAT32: return 4;
+    default: return 0;
+  }
+}
+
+// Every tile of a result holds exactly its elements, in one encoding.
+absl::Status CheckResult(const v1::JobResult& result) {
+  for (const auto& [name, tile] : result.tiles()) {
+    const uint64_t elements = uint64_t{tile.rows()} * tile.cols();
+    const bool ok =
+        elements > 0 && ElementBytesOf(tile.dtype()) > 0 &&
+        (tile.values_size() > 0
+             ? tile.data().empty() &&
+                   static_cast<uint64_t>(tile.values_size()) == elements
+             : tile.data().size() == elements * ElementBytesOf(tile.dtype()));
+    if (!ok) {
+      return absl::InternalError(absl::StrFormat(
+          "result tile \"%s\" is %ux%u %s but has %u data bytes and %u values",
+          name, tile.rows(), tile.cols(), v1::DType_Name(tile.dtype()),
+          tile.data().size(), tile.values_size()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// A tile of the reference: its shape and its elements.
+struct RefTile {
+  TileDesc desc;  // valid extents resolved
+  std::string bytes;
+};
+
+template <typename T>
+void StoreValues(absl::Span<const double> values, std::string* bytes) {
+  for (size_t k = 0; k < values.size(); ++k) {
+    const T v = static_cast<T>(values[k]);
+    std::memcpy(bytes->data() + k * sizeof(T), &v, sizeof(T));
+  }
+}
+
+// The elements a declared integer tile starts with; nullopt for other
+// element types, whose values the reference does not convert.
+std::optional<std::string> InitialBytes(const TileInput& in,
+                                        const TileDesc& desc) {
+  if (in.encoding == Encoding::kData) return std::string(in.data);
+  std::string bytes(desc.bytes(), '\0');
+  if (in.encoding == Encoding::kNone) return bytes;
+  switch (desc.dtype) {
+    case DType::kInt8: StoreValues<int8_t>(in.values, &bytes); break;
+    case DType::kUInt8: StoreValues<uint8_t>(in.values, &bytes); break;
+    case DType::kInt16: StoreValues<int16_t>(in.values, &bytes); break;
+    case DType::kUInt16: StoreValues<uint16_t>(in.values, &bytes); break;
+    case DType::kInt32: StoreValues<int32_t>(in.values, &bytes); break;
+    case DType::kUInt32: StoreValues<uint32_t>(in.values, &bytes); break;
+    default: return std::nullopt;
+  }
+  return bytes;
+}
+
+// out = a op b over out's valid region, one byte at a time: the bitwise
+// operations act on each bit alone, whatever the element type.
+void ReferenceOp(BitwiseOp op, const RefTile& a, const RefTile& b,
+                 RefTile* out) {
+  const size_t row_bytes = out->desc.valid_row_bytes();
+  for (uint32_t i = 0; i < out->desc.valid_rows; ++i) {
+    for (size_t j = 0; j < row_bytes; ++j) {
+      const uint8_t x = a.bytes[i * a.desc.row_bytes() + j];
+      const uint8_t y = b.bytes[i * b.desc.row_bytes() + j];
+      out->bytes[i * out->desc.row_bytes() + j] = static_cast<char>(
+          op == BitwiseOp::kAnd ? x & y : op == BitwiseOp::kOr ? x | y : x ^ y);
+    }
+  }
+}
+
+// What a job that Prepare accepted must leave in its tiles, computed
+// naively from the spec in program order: tiles by name, a dst or tmp that
+// names no tile allocated zero-filled like src0 (dst) or dst (tmp). Checks
+// the outcome's integer tiles against it; others only by shape.
+absl::Status CheckAgainstReference(const JobSpec& spec, const Engine& engine,
+                                   const JobOutcome& outcome) {
+  const Target target = spec.target.value_or(engine.options().default_target);
+  const bool txor_uses_tmp = engine.backends().Get(target).UsesTmp(Opcode::kTxor);
+  absl::flat_hash_map<std::string, RefTile> tiles;
+  absl::flat_hash_map<std::string, bool> comparable;
+  for (const TileInput& in : spec.tiles) {
+    RefTile t;
+    t.desc = in.desc;
+    if (t.desc.valid_rows == 0) t.desc.valid_rows = t.desc.rows;
+    if (t.desc.valid_cols == 0) t.desc.valid_cols = t.desc.cols;
+    std::optional<std::string> bytes = InitialBytes(in, t.desc);
+    comparable[in.name] = bytes.has_value();
+    t.bytes = bytes.value_or(std::string(t.desc.bytes(), '\0'));
+    tiles[in.name] = std::move(t);
+  }
+  auto like = [&](const std::string& name, const RefTile& shape) {
+    if (!tiles.contains(name)) {
+      RefTile t;
+      t.desc.dtype = shape.desc.dtype;
+      t.desc.rows = shape.desc.rows;
+      t.desc.cols = shape.desc.cols;
+      t.desc.valid_rows = shape.desc.valid_rows;
+      t.desc.valid_cols = shape.desc.valid_cols;
+      t.bytes.assign(t.desc.bytes(), '\0');
+      tiles[name] = std::move(t);
+      comparable[name] = true;
+    }
+    return &tiles[name];
+  };
+  std::vector<std::string> dsts;
+  for (const Instruction& in : spec.instructions) {
+    // Copies: dst may be a source (in place).
+    const RefTile a = tiles.at(in.src0);
+    const RefTile b = tiles.at(in.src1);
+    RefTile* dst = like(in.dst, a);
+    if (in.opcode == Opcode::kTxor && txor_uses_tmp) {
+      ReferenceOp(BitwiseOp::kOr, a, b, like(in.tmp, *dst));
+      dst = &tiles.at(in.dst);  // the map may have moved it
+    }
+    ReferenceOp(in.opcode == Opcode::kTand ? BitwiseOp::kAnd : BitwiseOp::kXor,
+                a, b, dst);
+    if (std::find(dsts.begin(), dsts.end(), in.dst) == dsts.end()) {
+      dsts.push_back(in.dst);
+    }
+  }
+  const std::vector<std::string>& outputs =
+      spec.outputs.empty() ? dsts : spec.outputs;
+  if (outputs.size() != outcome.outputs.size()) {
+    return absl::InternalError(absl::StrFormat(
+        "%u outputs, expected %u", outcome.outputs.size(), outputs.size()));
+  }
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    const OutputTile& out = outcome.outputs[k];
+    const RefTile& expected = tiles.at(outputs[k]);
+    if (out.name != outputs[k] || out.tile.size_bytes() != expected.bytes.size()) {
+      return absl::InternalError(absl::StrFormat(
+          "output %u is \"%s\" of %u bytes, expected \"%s\" of %u bytes", k,
+          out.name, out.tile.size_bytes(), outputs[k], expected.bytes.size()));
+    }
+    if (!comparable.at(outputs[k])) continue;
+    for (size_t j = 0; j < expected.bytes.size(); ++j) {
+      if (out.tile.data()[j] != static_cast<uint8_t>(expected.bytes[j])) {
+        const size_t row_bytes = expected.desc.row_bytes();
+        return absl::InternalError(absl::StrFormat(
+            "output \"%s\" (%s) differs from the reference at row %u, byte "
+            "%u of the row: 0x%02x, expected 0x%02x",
+            out.name, expected.desc.ToString(), j / row_bytes, j % row_bytes,
+            out.tile.data()[j], static_cast<uint8_t>(expected.bytes[j])));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+// A tile sent as values that no instruction writes comes back as the same
+// numbers: exactly for integer types, rounded to float for float32 (whose
+// values must be in its range, or the job is rejected).
+absl::Status CheckUnwrittenValues(const v1::Job& job, const JobSpec& spec,
+                                  const v1::JobResult& result) {
+  absl::flat_hash_map<std::string, bool> written;
+  for (const Instruction& in : spec.instructions) {
+    written[in.dst] = true;
+    written[in.tmp] = true;
+  }
+  for (const auto& [name, sent] : job.tiles()) {
+    auto it = result.tiles().find(name);
+    if (sent.values_size() == 0 || written.contains(name) ||
+        it == result.tiles().end()) {
+      continue;
+    }
+    const v1::Tile& back = it->second;
+    if (back.values_size() != sent.values_size()) {
+      return absl::InternalError(absl::StrFormat(
+          "tile \"%s\" was sent as %u values and came back as %u", name,
+          sent.values_size(), back.values_size()));
+    }
+    const bool is_float = sent.dtype() == v1::DTYPE_FLOAT32;
+    for (int k = 0; k < sent.values_size(); ++k) {
+      const double v = sent.values(k);
+      const double got = back.values(k);
+      if (is_float && std::isfinite(v) && std::fabs(v) > FLT_MAX) {
+        return absl::InternalError(absl::StrFormat(
+            "tile \"%s\": float32 values[%d] = %g is out of the float32 range "
+            "but the job was accepted (it came back as %g)",
+            name, k, v, got));
+      }
+      const double expected = is_float ? static_cast<float>(v) : v;
+      if (got != expected && !(std::isnan(got) && std::isnan(expected))) {
+        return absl::InternalError(absl::StrFormat(
+            "tile \"%s\": values[%d] = %.17g came back as %.17g", name, k, v,
+            got));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status RunJob(absl::string_view bytes) {
+  v1::Job job;
+  if (!job.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+    return absl::OkStatus();
+  }
+  const Engine& engine = SmallEngine();
+  absl::StatusOr<DecodedJob> decoded = DecodeJob(job, engine);
+  if (!decoded.ok()) return absl::OkStatus();
+
+  absl::StatusOr<std::unique_ptr<PreparedJob>> in_order =
+      engine.Prepare(decoded->spec);
+  if (!in_order.ok()) {
+    // The server puts the assembly's line:column in front of engine errors.
+    decoded->Locate(in_order.status()).IgnoreError();
+    return absl::OkStatus();
+  }
+  PreparedJob& job_a = **in_order;
+  for (uint32_t i = 0; i < job_a.num_instructions(); ++i) {
+    for (uint32_t p : job_a.predecessors(i)) {
+      if (p >= i) {
+        return absl::InternalError(absl::StrFormat(
+            "instruction %u has predecessor %u, which is not earlier", i, p));
+      }
+    }
+  }
+  RunInOrder(engine, &job_a);
+  JobOutcome expected = engine.Finish(&job_a);
+
+  absl::StatusOr<std::unique_ptr<PreparedJob>> reordered =
+      engine.Prepare(decoded->spec);
+  if (!reordered.ok()) {
+    return absl::InternalError(absl::StrCat(
+        "the job prepared once, then failed: ", reordered.status().ToString()));
+  }
+  if (absl::Status ran = RunReordered(engine, reordered->get()); !ran.ok()) {
+    return ran;
+  }
+  const JobOutcome actual = engine.Finish(reordered->get());
+  if (absl::Status ok = CheckAgainstReference(decoded->spec, engine, expected);
+      !ok.ok()) {
+    return absl::InternalError(
+        absl::StrCat("the outcome differs from the reference: ", ok.message()));
+  }
+  if (absl::Status same = SameOutcome(expected, actual); !same.ok()) {
+    return absl::InternalError(absl::StrCat(
+        "running in another order the dependencies allow changed the "
+        "outcome: ",
+        same.message()));
+  }
+
+  v1::JobResult result;
+  ToJobResult(std::move(expected), &result);
+  std::string wire;
+  if (!result.SerializeToString(&wire)) {
+    return absl::InternalError("the JobResult does not serialize");
+  }
+  if (absl::Status ok = CheckResult(result); !ok.ok()) return ok;
+  return CheckUnwrittenValues(job, decoded->spec, result);
+}
+
+}  // namespace fuzz
+}  // namespace ptoserve
