@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_format.h"
 #include "core/status_macros.h"
 
@@ -152,6 +153,21 @@ void Scheduler::Drop(JobState* job, absl::Status status,
   job->dropped = true;
   job->drop_status = std::move(status);
   queued_ -= job->unfinished - job->running;
+  // A retired job is deleted once answered: no queue may point to it then.
+  auto& queues = queues_[job->ticket.priority];
+  absl::flat_hash_set<BatchKey> keys;
+  for (uint32_t i = 0; i < job->waiting.size(); ++i) {
+    if (job->waiting[i] == 0) keys.insert(BatchKey::Of(*job->ticket.job, i));
+  }
+  for (const BatchKey& key : keys) {
+    auto it = queues.find(key);
+    if (it == queues.end()) continue;
+    Queue& q = it->second;
+    q.erase(std::remove_if(q.begin(), q.end(),
+                           [job](const Item& item) { return item.job == job; }),
+            q.end());
+    if (q.empty()) queues.erase(it);
+  }
   if (job->running == 0) Retire(job, job->drop_status, out);
 }
 

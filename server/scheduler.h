@@ -160,6 +160,8 @@ class Scheduler {
   // `notify`: wake idle workers for it.
   void Enqueue(JobState* job, uint32_t index, absl::Time now, bool notify = true)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Drops `job` (its done runs with `status`) and takes its queued
+  // instructions out of the queues.
   void Drop(JobState* job, absl::Status status, std::vector<Completion>* out)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void SweepExpired(absl::Time now, std::vector<Completion>* out)

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <deque>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/synchronization/mutex.h"
 #include "server/mutex.h"
@@ -44,8 +45,42 @@ TileComputeService::TileComputeService(const Engine* engine,
       scheduler_(scheduler),
       metrics_(metrics),
       auth_(auth),
+      max_message_bytes_(limits.max_message_bytes),
       stream_window_(limits.stream_window) {
   ToCapabilities(*engine, limits, &capabilities_);
+}
+
+absl::StatusOr<std::shared_ptr<const v1::Job>> TileComputeService::Decode(
+    const grpc::ByteBuffer& bytes, absl::string_view what) const {
+  grpc::ByteBuffer consumed(bytes);  // shares the slices; parsing clears it
+  auto job = std::make_shared<v1::Job>();
+  if (!grpc::SerializationTraits<v1::Job>::Deserialize(&consumed, job.get()).ok()) {
+    metrics_->JobAnswered(JobRecord("unknown"), absl::StatusCode::kInvalidArgument);
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s (%u bytes) is not a ptoserve.v1.Job: its protobuf encoding is "
+        "truncated or corrupt",
+        what, bytes.Length()));
+  }
+  return job;
+}
+
+absl::Status TileComputeService::Encode(const v1::JobResult& result,
+                                        grpc::ByteBuffer* bytes) const {
+  bool own_buffer = false;
+  grpc::Status serialized = grpc::SerializationTraits<v1::JobResult>::Serialize(
+      result, bytes, &own_buffer);
+  if (!serialized.ok()) {
+    return absl::InternalError(absl::StrCat("cannot serialize the result: ",
+                                            serialized.error_message()));
+  }
+  if (const size_t size = bytes->Length(); size > max_message_bytes_) {
+    bytes->Clear();
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "the result is %u bytes, more than a message may be (%u, "
+        "--max_message_mb)",
+        size, max_message_bytes_));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status TileComputeService::Admit(const v1::Job& job,
@@ -99,23 +134,31 @@ absl::Status TileComputeService::Queue(const v1::Job& job,
 }
 
 grpc::ServerUnaryReactor* TileComputeService::Execute(
-    grpc::CallbackServerContext* context, const v1::Job* job,
-    v1::JobResult* result) {
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
+    grpc::ByteBuffer* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   if (absl::Status allowed = Authorize(*context); !allowed.ok()) {
     reactor->Finish(ToGrpcStatus(allowed));
     return reactor;
   }
+  absl::StatusOr<std::shared_ptr<const v1::Job>> job =
+      Decode(*request, "the request");
+  // The job holds its own copy of the bytes now; gRPC would keep these
+  // until the call ends. (The buffer is gRPC's, not const: only its
+  // interface is.)
+  const_cast<grpc::ByteBuffer*>(request)->Clear();
+  if (!job.ok()) {
+    reactor->Finish(ToGrpcStatus(job.status()));
+    return reactor;
+  }
   // A unary call's thread runs the job itself when it can: no hand-off.
+  // The engine reads inputs in place, so the job lives until its result is
+  // made.
   absl::Status admitted = Admit(
-      *job, context, /*run_here=*/true,
-      [reactor, result](absl::StatusOr<v1::JobResult> r) {
-        if (!r.ok()) {
-          reactor->Finish(ToGrpcStatus(r.status()));
-          return;
-        }
-        *result = std::move(*r);
-        reactor->Finish(grpc::Status::OK);
+      **job, context, /*run_here=*/true,
+      [this, reactor, response, job = *job](absl::StatusOr<v1::JobResult> r) {
+        absl::Status encoded = r.ok() ? Encode(*r, response) : r.status();
+        reactor->Finish(ToGrpcStatus(encoded));
       });
   if (!admitted.ok()) reactor->Finish(ToGrpcStatus(admitted));
   return reactor;
@@ -126,13 +169,13 @@ grpc::ServerUnaryReactor* TileComputeService::Execute(
 // requires), and finishes once the client is done sending and every result
 // is written. Deletes itself when gRPC is done with it.
 class TileComputeService::JobStream final
-    : public grpc::ServerBidiReactor<v1::Job, v1::JobResult> {
+    : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
   JobStream(TileComputeService* service, grpc::CallbackServerContext* context)
       : service_(service), context_(context) {
     MutexLock lock(&mu_);
     reading_ = true;
-    StartRead(&job_);
+    StartRead(&request_);
   }
 
   void OnReadDone(bool ok) override {
@@ -144,18 +187,26 @@ class TileComputeService::JobStream final
       return;
     }
     ++unanswered_;
-    const std::string id = job_.id();
+    ++received_;
     // The engine reads inputs in place, so the job must live until its
-    // result is made; job_ itself is reused by the next read.
-    auto job = std::make_shared<const v1::Job>(std::move(job_));
-    // Not run_here: done takes mu_, which this reaction holds.
-    absl::Status admitted = service_->Admit(
-        *job, context_, /*run_here=*/false,
-        [this, id, job](absl::StatusOr<v1::JobResult> r) {
-          MutexLock lock(&mu_);
-          Answer(r.ok() ? std::move(*r) : Failed(id, r.status()));
-        });
-    if (!admitted.ok()) Answer(Failed(id, admitted));
+    // result is made; request_ itself is reused by the next read.
+    absl::StatusOr<std::shared_ptr<const v1::Job>> job = service_->Decode(
+        request_, absl::StrCat("stream message ", received_));
+    request_.Clear();
+    if (!job.ok()) {
+      // Its id is unknown: the result carries none, and the stream goes on.
+      Answer(Failed("", job.status()));
+    } else {
+      const std::string id = (*job)->id();
+      // Not run_here: done takes mu_, which this reaction holds.
+      absl::Status admitted = service_->Admit(
+          **job, context_, /*run_here=*/false,
+          [this, id, job = *job](absl::StatusOr<v1::JobResult> r) {
+            MutexLock lock(&mu_);
+            Answer(r.ok() ? std::move(*r) : Failed(id, r.status()));
+          });
+      if (!admitted.ok()) Answer(Failed(id, admitted));
+    }
     MaybeRead();
   }
 
@@ -170,7 +221,12 @@ class TileComputeService::JobStream final
     MaybeFinish();
   }
 
-  void OnDone() override { delete this; }
+  void OnDone() override {
+    // Finish runs with mu_ held, possibly on a scheduler thread, and gRPC may
+    // call OnDone on another thread before that thread lets go of mu_.
+    { MutexLock lock(&mu_); }
+    delete this;
+  }
 
  private:
   static v1::JobResult Failed(const std::string& id, const absl::Status& s) {
@@ -181,8 +237,12 @@ class TileComputeService::JobStream final
     return result;
   }
 
-  void Answer(v1::JobResult result) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    outbox_.push_back(std::move(result));
+  void Answer(const v1::JobResult& result) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    grpc::ByteBuffer& bytes = outbox_.emplace_back();
+    // A result too large to send becomes its job's error.
+    if (absl::Status encoded = service_->Encode(result, &bytes); !encoded.ok()) {
+      (void)service_->Encode(Failed(result.id(), encoded), &bytes);
+    }
     MaybeWrite();
   }
 
@@ -205,7 +265,7 @@ class TileComputeService::JobStream final
       return;
     }
     reading_ = true;
-    StartRead(&job_);
+    StartRead(&request_);
   }
 
   void MaybeFinish() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -220,9 +280,10 @@ class TileComputeService::JobStream final
   TileComputeService* const service_;
   grpc::CallbackServerContext* const context_;
   absl::Mutex mu_;
-  v1::Job job_;  // the read in progress
-  std::deque<v1::JobResult> outbox_ ABSL_GUARDED_BY(mu_);  // front: writing
+  grpc::ByteBuffer request_;  // the read in progress
+  std::deque<grpc::ByteBuffer> outbox_ ABSL_GUARDED_BY(mu_);  // front: writing
   uint32_t unanswered_ ABSL_GUARDED_BY(mu_) = 0;  // read, result not written
+  uint64_t received_ ABSL_GUARDED_BY(mu_) = 0;    // messages read
   bool reading_ ABSL_GUARDED_BY(mu_) = false;
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
   bool reads_done_ ABSL_GUARDED_BY(mu_) = false;
@@ -230,11 +291,12 @@ class TileComputeService::JobStream final
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
 };
 
-grpc::ServerBidiReactor<v1::Job, v1::JobResult>*
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>*
 TileComputeService::ExecuteStream(grpc::CallbackServerContext* context) {
   if (absl::Status allowed = Authorize(*context); !allowed.ok()) {
     // Ends the call at once, reading nothing.
-    class Refused final : public grpc::ServerBidiReactor<v1::Job, v1::JobResult> {
+    class Refused final
+        : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
      public:
       explicit Refused(const grpc::Status& status) { Finish(status); }
       void OnDone() override { delete this; }

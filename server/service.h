@@ -36,7 +36,15 @@ class EngineRunner final : public BatchRunner {
   ServiceMetrics* metrics_;
 };
 
-class TileComputeService final : public v1::TileCompute::CallbackService {
+// Execute and ExecuteStream take their messages as bytes and decode them
+// here: gRPC would answer a request that does not decode UNIMPLEMENTED, with
+// no message, and take a stream message that does not for the end of the
+// stream, which then ends OK with later jobs unanswered.
+class TileComputeService final
+    : public v1::TileCompute::WithCallbackMethod_GetCapabilities<
+          v1::TileCompute::WithRawCallbackMethod_Execute<
+              v1::TileCompute::WithRawCallbackMethod_ExecuteStream<
+                  v1::TileCompute::Service>>> {
  public:
   // `engine`, `scheduler`, `metrics` and `auth` (null: no authentication)
   // must outlive the service.
@@ -44,11 +52,13 @@ class TileComputeService final : public v1::TileCompute::CallbackService {
                      const ServerLimits& limits, ServiceMetrics* metrics,
                      const TokenAuthenticator* auth = nullptr);
 
+  // `request`: a serialized Job; `response`: a serialized JobResult.
   grpc::ServerUnaryReactor* Execute(grpc::CallbackServerContext* context,
-                                    const v1::Job* job,
-                                    v1::JobResult* result) override;
+                                    const grpc::ByteBuffer* request,
+                                    grpc::ByteBuffer* response) override;
 
-  grpc::ServerBidiReactor<v1::Job, v1::JobResult>* ExecuteStream(
+  // Serialized Jobs in, serialized JobResults out.
+  grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* ExecuteStream(
       grpc::CallbackServerContext* context) override;
 
   grpc::ServerUnaryReactor* GetCapabilities(
@@ -67,6 +77,13 @@ class TileComputeService final : public v1::TileCompute::CallbackService {
   // Every job, refused or not, is counted in `metrics_` once answered.
   absl::Status Admit(const v1::Job& job, grpc::CallbackServerContext* context,
                      bool run_here, Done done);
+  // The Job in `bytes`, or INVALID_ARGUMENT naming `what` ("the request",
+  // "stream message 3") when they are not one (counted in `metrics_`).
+  absl::StatusOr<std::shared_ptr<const v1::Job>> Decode(
+      const grpc::ByteBuffer& bytes, absl::string_view what) const;
+  // Serializes `result` into `bytes`; RESOURCE_EXHAUSTED if it is larger
+  // than a response may be.
+  absl::Status Encode(const v1::JobResult& result, grpc::ByteBuffer* bytes) const;
   // Admit's work; notes in `record` what the metrics need to know.
   absl::Status Queue(const v1::Job& job, grpc::CallbackServerContext* context,
                      bool run_here, JobRecord* record, Done done);
@@ -80,6 +97,7 @@ class TileComputeService final : public v1::TileCompute::CallbackService {
   Scheduler* scheduler_;
   ServiceMetrics* metrics_;
   const TokenAuthenticator* auth_;
+  const uint64_t max_message_bytes_;
   const uint32_t stream_window_;
   v1::Capabilities capabilities_;  // fixed for the server's lifetime
 };

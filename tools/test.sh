@@ -30,7 +30,8 @@ stage() {  # NAME BAZEL-TEST-ARGS...
 }
 
 stage "tests" //... "$@"
-stage "tests under ASan+UBSan" --config=asan //... "$@"
+# The soak test's full minute runs once, in the plain stage above.
+stage "tests under ASan+UBSan" --config=asan --test_env=PTOSERVE_SOAK_SECONDS=15 //... "$@"
 # Debian's Abseil and gRPC are not built with ThreadSanitizer; see
 # tools/tsan.supp and docs/RELIABILITY.md for what this covers and why.
 stage "tests under TSan" --config=tsan \

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <set>
 #include <thread>
 
 #include "absl/synchronization/mutex.h"
@@ -272,6 +273,34 @@ TEST_F(SchedulerTest, CancelledCallIsDroppedAndNeverRun) {
   EXPECT_THAT(answers_.codes,
               ::testing::UnorderedElementsAre(absl::StatusCode::kCancelled,
                                               absl::StatusCode::kOk));
+}
+
+// A dropped job behind a live one in its queue is answered and deleted at
+// once; its queued instruction must go with it, or the queue points to freed
+// memory (found by tests/integration/soak_test: a later batch ran a stale
+// item against whatever job reused the memory).
+TEST_F(SchedulerTest, DroppedJobLeavesNothingQueuedBehind) {
+  Scheduler s(Manual(64, absl::Seconds(1)), &runner_, &clock_);
+  ASSERT_TRUE(s.Submit(Ticket(OneOp())).ok());
+  JobTicket doomed = Ticket(OneOp());
+  doomed.deadline = clock_.Now() + absl::Milliseconds(5);
+  ASSERT_TRUE(s.Submit(std::move(doomed)).ok());
+  ASSERT_TRUE(s.Submit(Ticket(OneOp())).ok());
+  clock_.Advance(absl::Milliseconds(6));
+  EXPECT_EQ(s.RunOnce(), 0u);  // drops the middle job; the batch is not due
+  ASSERT_EQ(answers_.size(), 1u);
+  EXPECT_EQ(answers_.codes[0], absl::StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(s.queued(), 2u);
+  // A new job may reuse the dropped one's memory.
+  ASSERT_TRUE(s.Submit(Ticket(OneOp())).ok());
+  clock_.Advance(absl::Seconds(1));
+  EXPECT_EQ(s.RunOnce(), 3u);
+  EXPECT_EQ(s.RunOnce(), 0u);
+  EXPECT_EQ(answers_.size(), 4u);
+  std::vector<const PreparedJob*> ran = runner_.ran();
+  EXPECT_EQ(std::set<const PreparedJob*>(ran.begin(), ran.end()).size(), 3u);
+  EXPECT_EQ(s.queued(), 0u);
+  EXPECT_EQ(s.jobs_in_flight(), 0u);
 }
 
 TEST_F(SchedulerTest, FullQueueRefusesAtOnce) {
