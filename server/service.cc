@@ -143,9 +143,9 @@ grpc::ServerUnaryReactor* TileComputeService::Execute(
   }
   absl::StatusOr<std::shared_ptr<const v1::Job>> job =
       Decode(*request, "the request");
-  // The job holds its own copy of the bytes now; gRPC would keep these
-  // until the call ends. (The buffer is gRPC's, not const: only its
-  // interface is.)
+  // The job has its own copy now. gRPC would keep the bytes until the call
+  // ends (its typed handlers free them once parsed); the buffer is not const,
+  // only the interface is.
   const_cast<grpc::ByteBuffer*>(request)->Clear();
   if (!job.ok()) {
     reactor->Finish(ToGrpcStatus(job.status()));
