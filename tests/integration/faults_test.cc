@@ -32,6 +32,7 @@
 #include "absl/time/time.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "ptoserve/v1/service.grpc.pb.h"
+#include "server/mutex.h"
 #include "tests/integration/grpc_util.h"
 #include "tests/integration/process_stats.h"
 #include "tests/integration/random_jobs.h"
@@ -158,7 +159,7 @@ struct ShutdownTally {
   std::vector<std::string> oddities ABSL_GUARDED_BY(mu);
 
   void Odd(const std::string& what) {
-    absl::MutexLock lock(&mu);
+    MutexLock lock(&mu);
     if (oddities.size() < 20) oddities.push_back(what);
   }
 };
@@ -225,7 +226,7 @@ TEST(FaultsTest, SigtermUnderLoadAnswersEveryAcceptedCallAndExitsZero) {
           ++tally.refused;
           refused = true;
         } else if (sigterm != 0 && sent >= sigterm + kCloseMarginNs) {
-          absl::MutexLock lock(&tally.mu);
+          MutexLock lock(&tally.mu);
           ++tally.at_close[answer];
         } else {
           tally.Odd(absl::StrFormat(
@@ -254,19 +255,19 @@ TEST(FaultsTest, SigtermUnderLoadAnswersEveryAcceptedCallAndExitsZero) {
           job.job.set_id(absl::StrCat(i));
           {
             // A well-behaved client: at most kStreamDepth jobs unanswered.
-            absl::MutexLock lock(&mu);
-            mu.AwaitWithTimeout(absl::Condition(
-                                    +[](std::map<std::string, ExpectedJob>* p) {
-                                      return p->size() < kStreamDepth;
-                                    },
-                                    &pending),
-                                absl::Seconds(30));
+            MutexLock lock(&mu);
+            AwaitWithDeadline(
+                &mu,
+                +[](std::map<std::string, ExpectedJob>* p) {
+                  return p->size() < kStreamDepth;
+                },
+                &pending, absl::Now() + absl::Seconds(30));
             pending[job.job.id()] = job;
           }
           ++tally.stream_jobs;
           if (!stream->Write(job.job)) {
             tally.Odd("stream write failed");
-            absl::MutexLock lock(&mu);
+            MutexLock lock(&mu);
             pending.erase(job.job.id());
             --tally.stream_jobs;
             break;
@@ -279,7 +280,7 @@ TEST(FaultsTest, SigtermUnderLoadAnswersEveryAcceptedCallAndExitsZero) {
         ++tally.stream_results;
         ExpectedJob job;
         {
-          absl::MutexLock lock(&mu);
+          MutexLock lock(&mu);
           auto it = pending.find(result.id());
           if (it == pending.end()) {
             tally.Odd("stream result for unknown or answered job " + result.id());
@@ -307,7 +308,7 @@ TEST(FaultsTest, SigtermUnderLoadAnswersEveryAcceptedCallAndExitsZero) {
         tally.Odd("stream ended " + CodeName(status.error_code()) + ": " +
                   status.error_message());
       }
-      absl::MutexLock lock(&mu);
+      MutexLock lock(&mu);
       if (!pending.empty()) {
         tally.Odd(absl::StrCat(pending.size(), " stream jobs never answered"));
       }
@@ -366,7 +367,7 @@ TEST(FaultsTest, SigtermUnderLoadAnswersEveryAcceptedCallAndExitsZero) {
   stop = true;
   for (auto& t : clients) t.join();
 
-  absl::MutexLock lock(&tally.mu);
+  MutexLock lock(&tally.mu);
   int64_t at_close = 0;
   for (const auto& [answer, n] : tally.at_close) at_close += n;
   std::cout << "SIGTERM under load: " << tally.calls << " unary calls ("

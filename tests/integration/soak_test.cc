@@ -34,6 +34,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "ptoserve/v1/service.grpc.pb.h"
+#include "server/mutex.h"
 #include "tests/integration/grpc_util.h"
 #include "tests/integration/process_stats.h"
 #include "tests/integration/random_jobs.h"
@@ -105,12 +106,12 @@ Kind PickKind(std::mt19937* rng) {
 class Ledger {
  public:
   void Called(Kind kind) {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     ++calls_[kind];
   }
   // `detail`: why the answer is wrong (empty: it is right).
   void Answered(Kind kind, grpc::StatusCode code, const std::string& detail = "") {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     ++answers_[kind][code];
     if (!Allowed(kind, code) || !detail.empty()) {
       ++wrong_;
@@ -122,25 +123,25 @@ class Ledger {
   }
   // Something wrong that is not an answer (a stream's end, say).
   void Problem(Kind kind, const std::string& detail) {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     ++wrong_;
     if (errors_.size() < 20) errors_.push_back(absl::StrCat(kKindNames[kind], ": ", detail));
   }
   // An answer that never came (the wait for it timed out).
   void Lost(Kind kind) {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     ++lost_;
     if (errors_.size() < 20) errors_.push_back(absl::StrCat(kKindNames[kind], ": no answer"));
   }
 
   int64_t calls() const {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     int64_t n = 0;
     for (const auto& [kind, c] : calls_) n += c;
     return n;
   }
   int64_t answers() const {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     int64_t n = 0;
     for (const auto& [kind, codes] : answers_) {
       for (const auto& [code, c] : codes) n += c;
@@ -149,7 +150,7 @@ class Ledger {
   }
   // Answers with `code`, over every kind.
   int64_t answers(grpc::StatusCode code) const {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     int64_t n = 0;
     for (const auto& [kind, codes] : answers_) {
       auto it = codes.find(code);
@@ -158,19 +159,19 @@ class Ledger {
     return n;
   }
   int64_t wrong() const {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     return wrong_;
   }
   int64_t lost() const {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     return lost_;
   }
   std::vector<std::string> errors() const {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     return errors_;
   }
   std::string Report() const {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     std::string out;
     for (const auto& [kind, n] : calls_) {
       absl::StrAppend(&out, "  ", kKindNames[kind], ": ", n, " ->");
