@@ -4,6 +4,11 @@
 // absl::Mutex provides is invisible to it and every field the mutex guards
 // looks racy. In ThreadSanitizer builds these wrappers report each acquire
 // and release to it; in every other build they are plain absl calls.
+//
+// The tsan config also links tools/tsan/absl_sync.cc, which reports the
+// locks and unlocks of every absl::Mutex (gRPC's too) from outside; what
+// only these wrappers can report is a condition evaluated while another
+// thread holds the mutex inside Abseil (TsanCondition below).
 #ifndef PTOSERVE_SERVER_MUTEX_H_
 #define PTOSERVE_SERVER_MUTEX_H_
 

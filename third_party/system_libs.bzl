@@ -17,6 +17,11 @@ _LIBS = {
     "civetweb": ([], ["-lcivetweb"]),
 }
 
+# Libraries that use Abseil's mutexes: in the tsan config each of them also
+# links //tools/tsan:absl_sync, which makes those mutexes visible to
+# ThreadSanitizer.
+_USES_ABSL_SYNC = ["absl", "grpc"]
+
 def _pkg_config_libs(ctx, modules):
     if not modules:
         return []
@@ -37,6 +42,11 @@ def _system_libs_impl(ctx):
         lines.append("cc_library(")
         lines.append("    name = \"%s\"," % name)
         lines.append("    linkopts = %s," % repr(flags))
+        if name in _USES_ABSL_SYNC:
+            lines.append("    deps = select({")
+            lines.append("        \"@//tools/tsan:enabled\": [\"@//tools/tsan:absl_sync\"],")
+            lines.append("        \"//conditions:default\": [],")
+            lines.append("    }),")
         lines.append(")")
         lines.append("")
     ctx.file("WORKSPACE", "workspace(name = \"%s\")\n" % ctx.name)

@@ -235,10 +235,13 @@ class SoakClient {
     if (kind == kJobTimeout) job.job.mutable_timeout()->set_nanos(Uniform(1, 50000000));
     v1::JobResult result;
     std::promise<grpc::Status> answered;
-    ledger_->Called(kind);
-    stub_->async()->Execute(&context, &job.job, &result,
-                            [&answered](grpc::Status s) { answered.set_value(std::move(s)); });
     std::future<grpc::Status> answer = answered.get_future();
+    ledger_->Called(kind);
+    BeforeStartingCall(&answered);
+    stub_->async()->Execute(&context, &job.job, &result, [&answered](grpc::Status s) {
+      InCallback(&answered);
+      answered.set_value(std::move(s));
+    });
     if (kind == kCancelled) {
       // Zero to 100 ms: before the server sees the call, while its job is
       // queued, while it runs, after it is answered.
