@@ -18,7 +18,7 @@ log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 status=0
 stage() {  # NAME BAZEL-TEST-ARGS...
-  local name=$1
+  local name=$1 start=$SECONDS
   shift
   echo "=== ${name}"
   bazel test "${flags[@]}" "$@" 2>&1 | tee -a "$log"
@@ -27,6 +27,7 @@ stage() {  # NAME BAZEL-TEST-ARGS...
     echo "=== ${name}: FAILED (bazel exit ${rc})"
     status=1
   fi
+  echo "=== ${name}: $((SECONDS - start)) s"
 }
 
 stage "tests" //... "$@"
@@ -46,11 +47,13 @@ stage "tests under TSan" --config=tsan --test_env=PTOSERVE_SOAK_SECONDS=15 \
 fuzz_seconds=${PTOSERVE_FUZZ_SECONDS:-60}
 if ((fuzz_seconds > 0)) && [[ -x tools/fuzz ]]; then
   echo "=== fuzzing, ${fuzz_seconds} s per target"
+  start=$SECONDS
   tools/fuzz "$fuzz_seconds" 2>&1 | tee -a "$log"
   if ((PIPESTATUS[0] != 0)); then
     echo "=== fuzzing: FAILED"
     status=1
   fi
+  echo "=== fuzzing: $((SECONDS - start)) s"
 fi
 
 passed=$(grep -cE '^//.* PASSED' "$log")
