@@ -15,8 +15,11 @@ absl::Status FromGrpc(const grpc::Status& status) {
                       status.error_message());
 }
 
-// Round robin over every resolved address; the idempotent calls retry
-// UNAVAILABLE (a server gone or going away) on another one.
+// Round robin over every resolved address; the idempotent calls (a job has
+// no side effects) retry on another one when a server is gone or going
+// away: UNAVAILABLE (refused in its lame duck, or unreachable) and
+// CANCELLED (gRPC cancels the calls that reach a server as it closes). A
+// call the caller cancels, or whose deadline passes, is never retried.
 constexpr char kServiceConfig[] = R"({
   "loadBalancingConfig": [{"round_robin": {}}],
   "methodConfig": [{
@@ -27,7 +30,7 @@ constexpr char kServiceConfig[] = R"({
       "initialBackoff": "0.05s",
       "maxBackoff": "1s",
       "backoffMultiplier": 2,
-      "retryableStatusCodes": ["UNAVAILABLE"]
+      "retryableStatusCodes": ["UNAVAILABLE", "CANCELLED"]
     }
   }]
 })";
