@@ -13,6 +13,7 @@ import select
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import unittest
 
@@ -40,9 +41,10 @@ STARTUP_TIMEOUT_S = 30
 CALL_TIMEOUT_S = 10
 
 
-def start_server():
-    """Starts the server on an ephemeral port; returns it and its address."""
-    server = subprocess.Popen([SERVER, "--address=127.0.0.1:0"],
+def start_server(*flags):
+    """Starts the server on an ephemeral port with `flags`; returns it and
+    its address."""
+    server = subprocess.Popen([SERVER, "--address=127.0.0.1:0", *flags],
                               stdout=subprocess.PIPE)
     ready, _, _ = select.select([server.stdout], [], [], STARTUP_TIMEOUT_S)
     # "ptoserve 0.1.0 listening on 127.0.0.1:PORT (default target host)"
@@ -54,6 +56,19 @@ def start_server():
     # Drain the rest, so the server never blocks on a full pipe.
     threading.Thread(target=server.stdout.read, daemon=True).start()
     return server, line.split("listening on ")[1].split()[0]
+
+
+def stop_server(server):
+    """SIGTERM; the server must exit 0 within 15 s."""
+    server.send_signal(signal.SIGTERM)
+    try:
+        code = server.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        server.wait()
+        raise
+    if code != 0:
+        raise AssertionError(f"ptoserve exited with {code} on SIGTERM")
 
 
 def random_tile(rng, dtype, shape):
@@ -77,15 +92,7 @@ class ClientTest(unittest.TestCase):
     @classmethod
     def tearDownClass(cls):
         cls.client.close()
-        cls.server.send_signal(signal.SIGTERM)
-        try:
-            code = cls.server.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            cls.server.kill()
-            cls.server.wait()
-            raise
-        if code != 0:
-            raise AssertionError(f"ptoserve exited with {code} on SIGTERM")
+        stop_server(cls.server)
 
     def setUp(self):
         self.rng = np.random.default_rng(20240601)
@@ -219,6 +226,112 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(done.returncode, 0, done.stderr)
         self.assertIn("a ^ b: dst 2x16 int16 on a2a3", done.stdout)
         self.assertIn("vnot  dst <- dst", done.stdout)
+
+
+def make_pki(directory):
+    """Writes a CA, a server certificate for 127.0.0.1 and a client
+    certificate it signed, plus a second, unrelated CA, into `directory`."""
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+          "-nodes"]
+
+    def openssl(*args):
+        subprocess.run(["openssl", *args], cwd=directory, check=True,
+                       capture_output=True)
+
+    for ca in ("ca", "other-ca"):
+        openssl("req", "-x509", *ec, "-keyout", f"{ca}.key", "-out",
+                f"{ca}.crt", "-days", "1", "-subj", f"/CN={ca}")
+    with open(os.path.join(directory, "san.ext"), "w") as f:
+        f.write("subjectAltName=IP:127.0.0.1")
+    for name, ext in (("server", ["-extfile", "san.ext"]), ("client", [])):
+        openssl("req", *ec, "-keyout", f"{name}.key", "-out", f"{name}.csr",
+                "-subj", f"/CN={name}")
+        openssl("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.crt",
+                "-CAkey", "ca.key", "-CAcreateserial", "-out",
+                f"{name}.crt", "-days", "1", *ext)
+
+
+class SecureServerTest(unittest.TestCase):
+    """TLS, client certificates and bearer tokens against a server that
+    requires all three."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+        make_pki(cls.dir)
+        tokens = cls.path("tokens")
+        with open(tokens, "w") as f:
+            f.write("secret-one\n")
+        cls.server, cls.address = start_server(
+            "--tls_cert=" + cls.path("server.crt"),
+            "--tls_key=" + cls.path("server.key"),
+            "--tls_client_ca=" + cls.path("ca.crt"),
+            "--auth_token_file=" + tokens)
+
+    @classmethod
+    def tearDownClass(cls):
+        stop_server(cls.server)
+
+    @classmethod
+    def path(cls, name):
+        return os.path.join(cls.dir, name)
+
+    def pem(self, name):
+        with open(self.path(name), "rb") as f:
+            return f.read()
+
+    def client(self, **overrides):
+        options = dict(root_certificates=self.pem("ca.crt"),
+                       certificate_chain=self.pem("client.crt"),
+                       private_key=self.pem("client.key"),
+                       token="secret-one")
+        options.update(overrides)
+        return Client(self.address, timeout=CALL_TIMEOUT_S, **options)
+
+    def tand_code(self, client):
+        """None if a small TAND succeeds (and is right), else its code."""
+        a = np.arange(8, dtype=np.int32).reshape(1, 8)
+        b = np.full((1, 8), 6, dtype=np.int32)
+        with client:
+            try:
+                result = client.tand(a, b)
+            except PtoserveError as error:
+                return error.code
+        np.testing.assert_array_equal(result.dst, a & b)
+        return None
+
+    def test_tls_with_client_certificate_and_token(self):
+        self.assertIsNone(self.tand_code(self.client()))
+
+    def test_missing_or_wrong_token_is_unauthenticated(self):
+        self.assertEqual(self.tand_code(self.client(token=None)),
+                         grpc.StatusCode.UNAUTHENTICATED)
+        self.assertEqual(self.tand_code(self.client(token="secret-on")),
+                         grpc.StatusCode.UNAUTHENTICATED)
+
+    def test_health_needs_no_token(self):
+        with self.client(token=None) as client:
+            self.assertEqual(client.health(), "SERVING")
+
+    def test_no_tls_untrusted_server_or_no_client_certificate_cannot_connect(
+            self):
+        with Client(self.address, timeout=CALL_TIMEOUT_S,
+                    token="secret-one") as plain:
+            with self.assertRaises(PtoserveError) as raised:
+                plain.health()
+            self.assertEqual(raised.exception.code,
+                             grpc.StatusCode.UNAVAILABLE)
+        self.assertEqual(
+            self.tand_code(self.client(root_certificates=self.pem(
+                "other-ca.crt"))), grpc.StatusCode.UNAVAILABLE)
+        self.assertEqual(
+            self.tand_code(self.client(certificate_chain=None,
+                                       private_key=None)),
+            grpc.StatusCode.UNAVAILABLE)
+
+    def test_half_a_key_pair_is_refused(self):
+        with self.assertRaisesRegex(ValueError, "go together"):
+            self.client(private_key=None)
 
 
 if __name__ == "__main__":

@@ -149,13 +149,40 @@ class Client:
     """
 
     def __init__(self, address: str = "127.0.0.1:50051",
-                 timeout: float = 30.0):
+                 timeout: float = 30.0, *, tls: bool = False,
+                 root_certificates: bytes | None = None,
+                 certificate_chain: bytes | None = None,
+                 private_key: bytes | None = None,
+                 token: str | None = None):
         """Opens a channel to `address` (HOST:PORT); the connection is made
-        on the first call. `timeout` is each call's deadline in seconds."""
-        self._channel = grpc.insecure_channel(address, options=[
+        on the first call. `timeout` is each call's deadline in seconds.
+
+        tls: connect with TLS (implied by any of the three PEM arguments).
+        root_certificates: PEM of the CA that signed the server's
+            certificate (None: the system's roots).
+        certificate_chain, private_key: PEM of this client's certificate
+            and key, for a server that requires them (--tls_client_ca).
+        token: sent as "authorization: Bearer <token>" with every call,
+            for a server with --auth_token_file.
+        """
+        options = [
             ("grpc.max_send_message_length", _MAX_MESSAGE_BYTES),
             ("grpc.max_receive_message_length", _MAX_MESSAGE_BYTES),
-        ])
+        ]
+        if (certificate_chain is None) != (private_key is None):
+            raise ValueError(
+                "certificate_chain and private_key go together")
+        if tls or root_certificates or certificate_chain:
+            credentials = grpc.ssl_channel_credentials(
+                root_certificates=root_certificates,
+                private_key=private_key,
+                certificate_chain=certificate_chain)
+            self._channel = grpc.secure_channel(address, credentials,
+                                                options=options)
+        else:
+            self._channel = grpc.insecure_channel(address, options=options)
+        self._metadata = ((("authorization", f"Bearer {token}"),)
+                          if token else None)
         self._stub = service_pb2_grpc.TileComputeStub(self._channel)
         self._health = health_pb2_grpc.HealthStub(self._channel)
         self._timeout = timeout
@@ -172,7 +199,8 @@ class Client:
 
     def _call(self, method, request):
         try:
-            return method(request, timeout=self._timeout)
+            return method(request, timeout=self._timeout,
+                          metadata=self._metadata)
         except grpc.RpcError as error:
             raise PtoserveError(error.code(), error.details()) from None
 
