@@ -203,17 +203,21 @@ class TileComputeService::JobStream final
     request_.Clear();
     if (!job.ok()) {
       // Its id is unknown: the result carries none, and the stream goes on.
-      Answer(Failed("", job.status()));
+      Push(Encoded(Failed("", job.status())));
     } else {
       const std::string id = (*job)->id();
       // Not run_here: done takes mu_, which this reaction holds.
       absl::Status admitted = service_->Admit(
           **job, context_, /*run_here=*/false,
           [this, id, job = *job](absl::StatusOr<v1::JobResult> r) {
+            // Serialized before taking mu_: a large result does not hold
+            // up this stream's reactions or its other jobs' completions.
+            grpc::ByteBuffer bytes =
+                Encoded(r.ok() ? std::move(*r) : Failed(id, r.status()));
             MutexLock lock(&mu_);
-            Answer(r.ok() ? std::move(*r) : Failed(id, r.status()));
+            Push(std::move(bytes));
           });
-      if (!admitted.ok()) Answer(Failed(id, admitted));
+      if (!admitted.ok()) Push(Encoded(Failed(id, admitted)));
     }
     MaybeRead();
   }
@@ -245,12 +249,18 @@ class TileComputeService::JobStream final
     return result;
   }
 
-  void Answer(const v1::JobResult& result) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    grpc::ByteBuffer& bytes = outbox_.emplace_back();
-    // A result too large to send becomes its job's error.
+  // `result` serialized; one too large to send becomes its job's error.
+  grpc::ByteBuffer Encoded(const v1::JobResult& result) const {
+    grpc::ByteBuffer bytes;
     if (absl::Status encoded = service_->Encode(result, &bytes); !encoded.ok()) {
       (void)service_->Encode(Failed(result.id(), encoded), &bytes);
     }
+    return bytes;
+  }
+
+  // Queues one job's answer for writing.
+  void Push(grpc::ByteBuffer bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    outbox_.push_back(std::move(bytes));
     MaybeWrite();
   }
 
