@@ -19,7 +19,8 @@ class RealClock final : public Clock {
 // Cancellation and deadlines of queued jobs are swept at most this often;
 // the items of a batch are also checked when it is taken.
 constexpr absl::Duration kSweepInterval = absl::Milliseconds(1);
-// An idle worker looks again at least this often, for the sweep.
+// A waiting worker looks again at least this often while jobs are live,
+// for the sweep; with none, it sleeps until work arrives.
 constexpr absl::Duration kIdleWait = absl::Milliseconds(5);
 
 }  // namespace
@@ -317,7 +318,9 @@ void Scheduler::Work() {
     MutexLock lock(&mu_);
     if (Drained()) return;
     // Sleep until something arrives, a partial batch falls due, or it is
-    // time to sweep.
+    // time to sweep (only needed while some job is live).
+    const absl::Time sweep =
+        live_.empty() ? absl::InfiniteFuture() : absl::Now() + kIdleWait;
     std::pair<Scheduler*, uint64_t> arg(this, seen);
     AwaitWithDeadline(
         &mu_,
@@ -325,7 +328,7 @@ void Scheduler::Work() {
              ABSL_NO_THREAD_SAFETY_ANALYSIS {  // runs with mu_ held
           return a->first->arrivals_ != a->second || a->first->Drained();
         },
-        &arg, std::min(wake, absl::Now() + kIdleWait));
+        &arg, std::min(wake, sweep));
   }
 }
 
