@@ -21,7 +21,8 @@ import grpc
 import numpy as np
 
 from ptoserve.v1 import job_pb2, tile_pb2
-from ptoserve_client import Client, PtoserveError, decode_tile, encode_tile
+from ptoserve_client import (Client, PtoserveError, Result, decode_tile,
+                             encode_tile, make_job)
 
 SERVER = os.environ.get("PTOSERVE_BINARY", "server/ptoserve")
 EXAMPLE = os.path.join(os.path.dirname(os.path.abspath(__file__)),
@@ -127,6 +128,39 @@ class ClientTest(unittest.TestCase):
         b = random_tile(self.rng, np.int32, (4, 8)).astype(">i4")
         result = self.client.tand(a, b, target="a5")
         np.testing.assert_array_equal(result.dst, a & b)
+
+    def test_stream_answers_every_job_once_and_goes_on_after_a_failure(self):
+        jobs, expected = [], {}
+        for i in range(300):
+            target = TARGETS[i % 3]
+            dtype = DTYPES[i % len(DTYPES)]
+            a = random_tile(self.rng, dtype, shape_for(dtype))
+            b = random_tile(self.rng, dtype, shape_for(dtype))
+            op = "txor" if i % 2 else "tand"
+            tmp = ("t",) if op == "txor" else ()
+            jobs.append(make_job([(op, "d", "a", "b") + tmp],
+                                 tiles={"a": a, "b": b}, outputs=["d"],
+                                 target=target, job_id=f"j{i}"))
+            expected[f"j{i}"] = a ^ b if op == "txor" else a & b
+        # Rows of 16 bytes: not a multiple of 32, refused on a2a3.
+        narrow = np.ones((2, 8), dtype=np.int16)
+        jobs.insert(150, make_job([("tand", "d", "a", "b")],
+                                  tiles={"a": narrow, "b": narrow},
+                                  target="a2a3", job_id="bad"))
+        results = {}
+        # A generator: the client sends as the server's window allows.
+        for r in self.client.execute_stream(job for job in jobs):
+            self.assertNotIn(r.id, results, "answered twice")
+            results[r.id] = r
+        self.assertEqual(set(results), set(expected) | {"bad"})
+        self.assertEqual(results["bad"].status.code,
+                         grpc.StatusCode.INVALID_ARGUMENT.value[0])
+        self.assertIn("a2a3", results["bad"].status.message)
+        for job_id, want in expected.items():
+            with self.subTest(job=job_id):
+                self.assertEqual(results[job_id].status.code, 0)
+                np.testing.assert_array_equal(
+                    Result.from_proto(results[job_id]).tiles["d"], want)
 
     def test_program(self):
         a = random_tile(self.rng, np.uint32, (2, 8))
@@ -328,6 +362,19 @@ class SecureServerTest(unittest.TestCase):
             self.tand_code(self.client(certificate_chain=None,
                                        private_key=None)),
             grpc.StatusCode.UNAVAILABLE)
+
+    def test_stream_needs_the_token(self):
+        a = np.full((1, 8), 5, dtype=np.int32)
+        job = make_job([("tand", "d", "a", "a")], tiles={"a": a}, job_id="x")
+        with self.client(token=None) as client:
+            with self.assertRaises(PtoserveError) as raised:
+                list(client.execute_stream([job]))
+            self.assertEqual(raised.exception.code,
+                             grpc.StatusCode.UNAUTHENTICATED)
+        with self.client() as client:
+            [result] = client.execute_stream([job])
+            np.testing.assert_array_equal(
+                Result.from_proto(result).tiles["d"], a)
 
     def test_half_a_key_pair_is_refused(self):
         with self.assertRaisesRegex(ValueError, "go together"):

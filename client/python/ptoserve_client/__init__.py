@@ -7,6 +7,7 @@ instructions (TAND, TXOR).
 """
 
 from ptoserve_client.client import (Client, PtoserveError, Result,
-                                    decode_tile, encode_tile)
+                                    decode_tile, encode_tile, make_job)
 
-__all__ = ["Client", "PtoserveError", "Result", "decode_tile", "encode_tile"]
+__all__ = ["Client", "PtoserveError", "Result", "decode_tile", "encode_tile",
+           "make_job"]

@@ -7,7 +7,7 @@ as arrays of the same dtype and shape. Events are the server's
 """
 
 import dataclasses
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 import grpc
 import numpy as np
@@ -141,6 +141,17 @@ def _job(tiles: Mapping[str, TileLike], outputs: Iterable[str] | None,
     return job
 
 
+def make_job(program: Sequence[Step], tiles: Mapping[str, TileLike],
+             outputs: Iterable[str] | None = None, target: Target = None,
+             job_id: str = "") -> job_pb2.Job:
+    """The ptoserve.v1.Job that Client.run would send, with Job.id
+    `job_id`: for Client.execute_stream, which matches results by it."""
+    job = _job(tiles, outputs, target,
+               instructions=[_instruction(step) for step in program])
+    job.id = job_id
+    return job
+
+
 class Client:
     """A connection to a ptoserve server.
 
@@ -242,9 +253,8 @@ class Client:
         outputs: names of the tiles to return; None: every dst.
         target: "host", "a2a3", "a5", or None for the server's default.
         """
-        job = _job(tiles, outputs, target,
-                   instructions=[_instruction(step) for step in program])
-        return Result.from_proto(self.execute(job))
+        return Result.from_proto(
+            self.execute(make_job(program, tiles, outputs, target)))
 
     def run_assembly(self, text: str, tiles: Mapping[str, TileLike],
                      outputs: Iterable[str] | None = None,
@@ -253,6 +263,26 @@ class Client:
         `%name` is tiles["name"]; otherwise as run()."""
         return Result.from_proto(
             self.execute(_job(tiles, outputs, target, assembly=text)))
+
+    def execute_stream(self, jobs: Iterable[job_pb2.Job],
+                       timeout: float | None = None
+                       ) -> Iterator[job_pb2.JobResult]:
+        """Sends `jobs` on one ExecuteStream call and yields each
+        ptoserve.v1.JobResult as it arrives: in the order the jobs finish,
+        not the order they were sent, so match them by Job.id (make_job
+        sets it). A job that fails does not end the stream: its result
+        carries a non-zero `status.code` and the server's message (decode
+        the others with Result.from_proto). `jobs` may be a generator; it
+        is read as the server's window allows. `timeout`: a deadline in
+        seconds for the whole stream, None for none. Raises PtoserveError
+        if the call itself fails (unreachable, UNAUTHENTICATED, the
+        deadline, the server shutting down).
+        """
+        try:
+            yield from self._stub.ExecuteStream(iter(jobs), timeout=timeout,
+                                                metadata=self._metadata)
+        except grpc.RpcError as error:
+            raise PtoserveError(error.code(), error.details()) from None
 
     def capabilities(self) -> service_pb2.Capabilities:
         """The server's ptoserve.v1.Capabilities."""
