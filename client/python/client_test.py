@@ -23,6 +23,7 @@ import numpy as np
 from ptoserve.v1 import job_pb2, tile_pb2
 from ptoserve_client import (Client, PtoserveError, Result, decode_tile,
                              encode_tile, make_job)
+from ptoserve_client.client import channel_target
 
 SERVER = os.environ.get("PTOSERVE_BINARY", "server/ptoserve")
 EXAMPLE = os.path.join(os.path.dirname(os.path.abspath(__file__)),
@@ -45,8 +46,10 @@ CALL_TIMEOUT_S = 10
 def start_server(*flags):
     """Starts the server on an ephemeral port with `flags`; returns it and
     its address."""
-    server = subprocess.Popen([SERVER, "--address=127.0.0.1:0", *flags],
-                              stdout=subprocess.PIPE)
+    # Metrics off: the default port would be shared by every server here.
+    server = subprocess.Popen(
+        [SERVER, "--address=127.0.0.1:0", "--metrics_address=", *flags],
+        stdout=subprocess.PIPE)
     ready, _, _ = select.select([server.stdout], [], [], STARTUP_TIMEOUT_S)
     # "ptoserve 0.1.0 listening on 127.0.0.1:PORT (default target host)"
     line = server.stdout.readline().decode() if ready else ""
@@ -260,6 +263,69 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(done.returncode, 0, done.stderr)
         self.assertIn("a ^ b: dst 2x16 int16 on a2a3", done.stdout)
         self.assertIn("vnot  dst <- dst", done.stdout)
+
+
+class ScaleOutTest(unittest.TestCase):
+    """One client over three servers, one of which is stopped (SIGTERM: lame
+    duck, drain, exit) halfway: every call still succeeds, once."""
+
+    def test_stopping_one_of_three_servers_shows_no_error(self):
+        servers = []
+        try:
+            for _ in range(3):
+                servers.append(
+                    start_server("--lame_duck=300ms", "--shutdown_grace=5s"))
+            address = ",".join(address for _, address in servers)
+            calls, threads = 1500, 8
+            answered = [0] * calls
+            errors = []
+            next_call = iter(range(calls))
+            lock = threading.Lock()
+            stopped = threading.Event()
+
+            def work(client):
+                a = np.arange(8, dtype=np.int32).reshape(1, 8)
+                while True:
+                    with lock:
+                        i = next(next_call, None)
+                    if i is None:
+                        return
+                    b = np.full((1, 8), i, dtype=np.int32)
+                    try:
+                        result = client.tand(a, b)
+                        if not np.array_equal(result.dst, a & b):
+                            errors.append(f"call {i}: wrong result")
+                    except PtoserveError as error:
+                        errors.append(f"call {i}: {error}")
+                    with lock:
+                        answered[i] += 1
+                        if sum(answered) == calls // 2 and not stopped.is_set():
+                            stopped.set()
+                            servers[1][0].send_signal(signal.SIGTERM)
+
+            with Client(address, timeout=CALL_TIMEOUT_S) as client:
+                pool = [threading.Thread(target=work, args=(client,))
+                        for _ in range(threads)]
+                for t in pool:
+                    t.start()
+                for t in pool:
+                    t.join()
+            self.assertTrue(stopped.is_set())
+            self.assertEqual(errors, [])
+            self.assertEqual(answered, [1] * calls)
+            self.assertEqual(servers[1][0].wait(timeout=15), 0)
+        finally:
+            for server, _ in servers:
+                if server.poll() is None:
+                    stop_server(server)
+
+    def test_channel_target(self):
+        self.assertEqual(channel_target("127.0.0.1:1"), "127.0.0.1:1")
+        self.assertEqual(channel_target("127.0.0.1:1,127.0.0.1:2"),
+                         "ipv4:127.0.0.1:1,127.0.0.1:2")
+        self.assertEqual(channel_target("[::1]:1,[::1]:2"),
+                         "ipv6:[::1]:1,[::1]:2")
+        self.assertEqual(channel_target("dns:///a:1,b:2"), "dns:///a:1,b:2")
 
 
 def make_pki(directory):

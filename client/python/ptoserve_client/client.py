@@ -7,6 +7,7 @@ as arrays of the same dtype and shape. Events are the server's
 """
 
 import dataclasses
+import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 import grpc
@@ -29,6 +30,38 @@ _NUMPY_DTYPES = {wire: np.dtype(f"{kind}{size}")
 
 # The server's default --max_message_mb.
 _MAX_MESSAGE_BYTES = 64 << 20
+
+# As the C++ SDK's (client/client.cc): round robin over every address the
+# target resolves to; Execute and GetCapabilities, which have no side
+# effects, are retried on another server when one is gone or going away
+# (UNAVAILABLE: unreachable or refusing calls in its lame duck; CANCELLED:
+# what gRPC answers calls that reach a server as it closes). A call whose
+# deadline passes is never retried.
+_SERVICE_CONFIG = json.dumps({
+    "loadBalancingConfig": [{"round_robin": {}}],
+    "methodConfig": [{
+        "name": [{"service": "ptoserve.v1.TileCompute", "method": "Execute"},
+                 {"service": "ptoserve.v1.TileCompute",
+                  "method": "GetCapabilities"}],
+        "retryPolicy": {
+            "maxAttempts": 5,
+            "initialBackoff": "0.05s",
+            "maxBackoff": "1s",
+            "backoffMultiplier": 2,
+            "retryableStatusCodes": ["UNAVAILABLE", "CANCELLED"],
+        },
+    }],
+})
+
+
+def channel_target(address: str) -> str:
+    """The gRPC target for `address`: HOST:PORT, a comma-separated list of
+    them ("10.0.0.5:50051,10.0.0.6:50051", IPv6 in brackets), or any gRPC
+    target with a scheme ("dns:///ptoserve.default.svc:50051")."""
+    if "," not in address or ":/" in address or address.startswith(
+            ("ipv4:", "ipv6:")):
+        return address
+    return ("ipv6:" if address.startswith("[") else "ipv4:") + address
 
 # "host", "a2a3", "a5", a job_pb2.Target value, or None: the server's default.
 Target = str | int | None
@@ -165,8 +198,12 @@ class Client:
                  certificate_chain: bytes | None = None,
                  private_key: bytes | None = None,
                  token: str | None = None):
-        """Opens a channel to `address` (HOST:PORT); the connection is made
-        on the first call. `timeout` is each call's deadline in seconds.
+        """Opens a channel to `address`; the connection is made on the
+        first call. `address` is HOST:PORT, a comma-separated list of them,
+        or a gRPC target such as dns:///NAME:PORT: calls are spread over
+        every server round robin, and a call a server refuses as it goes
+        away is retried on another (see _SERVICE_CONFIG). `timeout` is each
+        call's deadline in seconds.
 
         tls: connect with TLS (implied by any of the three PEM arguments).
         root_certificates: PEM of the CA that signed the server's
@@ -179,6 +216,8 @@ class Client:
         options = [
             ("grpc.max_send_message_length", _MAX_MESSAGE_BYTES),
             ("grpc.max_receive_message_length", _MAX_MESSAGE_BYTES),
+            ("grpc.service_config", _SERVICE_CONFIG),
+            ("grpc.enable_retries", 1),
         ]
         if (certificate_chain is None) != (private_key is None):
             raise ValueError(
@@ -188,10 +227,11 @@ class Client:
                 root_certificates=root_certificates,
                 private_key=private_key,
                 certificate_chain=certificate_chain)
-            self._channel = grpc.secure_channel(address, credentials,
-                                                options=options)
+            self._channel = grpc.secure_channel(channel_target(address),
+                                                credentials, options=options)
         else:
-            self._channel = grpc.insecure_channel(address, options=options)
+            self._channel = grpc.insecure_channel(channel_target(address),
+                                                  options=options)
         self._metadata = ((("authorization", f"Bearer {token}"),)
                           if token else None)
         self._stub = service_pb2_grpc.TileComputeStub(self._channel)
