@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "tests/fuzz/fuzz_util.h"
 
 namespace ptoserve {
 namespace fuzz {
@@ -16,16 +17,10 @@ namespace {
 // size: the fuzzer's inputs are a few KiB.
 constexpr size_t kMaxElementBytes = 8192;
 
+// A mutant's element size; a dtype that names none is sized as 4 bytes.
 size_t ElementBytesOf(int dtype) {
-  switch (dtype) {
-    case v1::DTYPE_INT8:
-    case v1::DTYPE_UINT8: return 1;
-    case v1::DTYPE_INT16:
-    case v1::DTYPE_UINT16:
-    case v1::DTYPE_FLOAT16:
-    case v1::DTYPE_BFLOAT16: return 2;
-    default: return 4;
-  }
+  const size_t bytes = WireElementBytes(dtype);
+  return bytes > 0 ? bytes : 4;
 }
 
 class Mutator {

@@ -23,32 +23,16 @@ namespace fuzz {
 
 namespace {
 
-// Bytes per element of a result tile's element type; 0 if unknown.
-size_t ElementBytesOf(v1::DType dtype) {
-  switch (dtype) {
-    case v1::DTYPE_INT8:
-    case v1::DTYPE_UINT8: return 1;
-    case v1::DTYPE_INT16:
-    case v1::DTYPE_UINT16:
-    case v1::DTYPE_FLOAT16:
-    case v1::DTYPE_BFLOAT16: return 2;
-    case v1::DTYPE_INT32:
-    case v1::DTYPE_UINT32:
-    case v1::DTYPE_FLOAT32: return 4;
-    default: return 0;
-  }
-}
-
 // Every tile of a result holds exactly its elements, in one encoding.
 absl::Status CheckResult(const v1::JobResult& result) {
   for (const auto& [name, tile] : result.tiles()) {
     const uint64_t elements = uint64_t{tile.rows()} * tile.cols();
     const bool ok =
-        elements > 0 && ElementBytesOf(tile.dtype()) > 0 &&
+        elements > 0 && WireElementBytes(tile.dtype()) > 0 &&
         (tile.values_size() > 0
              ? tile.data().empty() &&
                    static_cast<uint64_t>(tile.values_size()) == elements
-             : tile.data().size() == elements * ElementBytesOf(tile.dtype()));
+             : tile.data().size() == elements * WireElementBytes(tile.dtype()));
     if (!ok) {
       return absl::InternalError(absl::StrFormat(
           "result tile \"%s\" is %ux%u %s but has %u data bytes and %u values",
