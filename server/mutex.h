@@ -23,19 +23,22 @@ extern "C" void __tsan_release(void* addr);
 
 namespace ptoserve {
 
-inline void TsanAcquired(absl::Mutex* mu) {
+// Reports to ThreadSanitizer an acquire of, or a release of, the
+// synchronization object at `key` (a mutex, or any address two threads
+// agree on); nothing in other builds.
+inline void TsanAcquired(const void* key) {
 #if defined(__SANITIZE_THREAD__)
-  __tsan_acquire(mu);
+  __tsan_acquire(const_cast<void*>(key));
 #else
-  (void)mu;
+  (void)key;
 #endif
 }
 
-inline void TsanReleasing(absl::Mutex* mu) {
+inline void TsanReleasing(const void* key) {
 #if defined(__SANITIZE_THREAD__)
-  __tsan_release(mu);
+  __tsan_release(const_cast<void*>(key));
 #else
-  (void)mu;
+  (void)key;
 #endif
 }
 

@@ -9,11 +9,7 @@
 #include <string>
 
 #include "absl/time/time.h"
-
-#if defined(__SANITIZE_THREAD__)
-extern "C" void __tsan_acquire(void* addr);
-extern "C" void __tsan_release(void* addr);
-#endif
+#include "server/mutex.h"
 
 namespace ptoserve {
 
@@ -34,20 +30,8 @@ std::string CodeName(grpc::StatusCode code);
 // it only gRPC's mutexes). BeforeStartingCall(key) just before starting the
 // call and InCallback(key) first thing in its callback state it; `key` is
 // any address the two share. No effect outside ThreadSanitizer builds.
-inline void BeforeStartingCall(const void* key) {
-#if defined(__SANITIZE_THREAD__)
-  __tsan_release(const_cast<void*>(key));
-#else
-  (void)key;
-#endif
-}
-inline void InCallback(const void* key) {
-#if defined(__SANITIZE_THREAD__)
-  __tsan_acquire(const_cast<void*>(key));
-#else
-  (void)key;
-#endif
-}
+inline void BeforeStartingCall(const void* key) { TsanReleasing(key); }
+inline void InCallback(const void* key) { TsanAcquired(key); }
 
 }  // namespace ptoserve
 
