@@ -865,5 +865,24 @@ TEST(FaultsTest, ThousandsOfIdleConnectionsDoNotExhaustTheServer) {
   if (kMemoryBoundsApply) EXPECT_LT(after_again.rss_kb, after.rss_kb + 8 * 1024);
 }
 
+// --- an idle server -------------------------------------------------------
+
+// With no work, the scheduler's workers sleep until some arrives: they used
+// to wake every 5 ms to sweep for expired jobs with none live (about 200
+// times a second each). A sanitizer's own background thread, also named
+// after the process, wakes about 10 times a second in those builds.
+TEST(FaultsTest, AnIdleServerSleeps) {
+  ServerProcess server;
+  ExpectStillCorrect(OwnChannel(server.address()), 10);  // then idle again
+  absl::SleepFor(absl::Milliseconds(200));
+  const int64_t before = VoluntaryWaits(server.pid(), "ptoserve");
+  absl::SleepFor(absl::Seconds(2));
+  const int64_t after = VoluntaryWaits(server.pid(), "ptoserve");
+  ASSERT_GE(before, 0);
+  std::cout << "idle for 2 s: the server's \"ptoserve\" threads woke "
+            << after - before << " times" << std::endl;
+  EXPECT_LT(after - before, 100);
+}
+
 }  // namespace
 }  // namespace ptoserve

@@ -50,6 +50,32 @@ ProcessStats ReadProcessStats(pid_t pid) {
   return stats;
 }
 
+int64_t VoluntaryWaits(pid_t pid, const std::string& thread_name) {
+  const std::string tasks = absl::StrFormat("/proc/%d/task", pid);
+  DIR* d = opendir(tasks.c_str());
+  if (d == nullptr) return -1;
+  int64_t total = 0;
+  while (dirent* e = readdir(d)) {
+    const std::string task = tasks + "/" + e->d_name;
+    std::string comm;
+    if (!std::getline(std::ifstream(task + "/comm"), comm) || comm != thread_name) {
+      continue;
+    }
+    std::ifstream status(task + "/status");
+    std::string line;
+    int64_t waits = 0;
+    while (std::getline(status, line)) {
+      absl::string_view rest = line;
+      if (absl::ConsumePrefix(&rest, "voluntary_ctxt_switches:") &&
+          absl::SimpleAtoi(absl::StripAsciiWhitespace(rest), &waits)) {
+        total += waits;
+      }
+    }
+  }
+  closedir(d);
+  return total;
+}
+
 std::string ToString(const ProcessStats& stats) {
   return absl::StrFormat("rss %s (peak %s), %d threads, %d fds", MiB(stats.rss_kb),
                          MiB(stats.hwm_kb), stats.threads, stats.fds);

@@ -37,6 +37,11 @@ struct ProcessStats {
 // Reads /proc/`pid`; fields it cannot read stay -1.
 ProcessStats ReadProcessStats(pid_t pid);
 
+// How many times the threads of `pid` named `thread_name` (their comm) have
+// given up the CPU to wait (voluntary context switches, summed): how often
+// they woke up and went back to sleep. -1 if /proc/`pid` cannot be read.
+int64_t VoluntaryWaits(pid_t pid, const std::string& thread_name);
+
 // "rss 12.3 MiB (peak 15.0 MiB), 9 threads, 14 fds".
 std::string ToString(const ProcessStats& stats);
 
