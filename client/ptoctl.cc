@@ -25,6 +25,7 @@
 #include "absl/time/time.h"
 #include "absl/strings/match.h"
 #include "client/client.h"
+#include "common/cli_help.h"
 #include "core/asm/parser.h"
 #include "core/asm/printer.h"
 #include "core/status_macros.h"
@@ -536,6 +537,8 @@ int Main(const std::vector<char*>& args, const std::vector<std::string>& tiles) 
 }  // namespace ptoserve
 
 int main(int argc, char** argv) {
+  ptoserve::HandleHelpAndVersion(argc, argv, "ptoctl", ptoserve::kUsage,
+                                 "client/ptoctl.cc");
   absl::SetProgramUsageMessage(ptoserve::kUsage);
   // --tile may repeat, which Abseil flags do not allow: take those first.
   std::vector<std::string> tiles;

@@ -1,8 +1,14 @@
 #include "server/grpc_server.h"
 
 #include <grpcpp/health_check_service_interface.h>
+#include <netdb.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <iostream>
 #include <thread>
@@ -27,6 +33,39 @@ std::string WithPort(const std::string& address, int port) {
   return absl::StrCat(address.substr(0, address.rfind(':')), ":", port);
 }
 
+// Why `address` cannot be listened on, as the system says it ("Address
+// already in use"), found by binding a socket of our own the way gRPC
+// would; empty if that bind succeeds (gRPC failed for another reason).
+std::string WhyCannotBind(const std::string& address) {
+  const size_t colon = address.rfind(':');
+  if (colon == std::string::npos) return "no port (expected HOST:PORT)";
+  std::string host = address.substr(0, colon);
+  const std::string port = address.substr(colon + 1);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE;
+  addrinfo* found = nullptr;
+  if (int rc = getaddrinfo(host.empty() ? nullptr : host.c_str(), port.c_str(),
+                           &hints, &found);
+      rc != 0) {
+    return gai_strerror(rc);
+  }
+  std::string why;
+  for (addrinfo* a = found; a != nullptr && why.empty(); a = a->ai_next) {
+    const int fd = socket(a->ai_family, a->ai_socktype, a->ai_protocol);
+    if (fd < 0) continue;
+    const int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (bind(fd, a->ai_addr, a->ai_addrlen) != 0) why = std::strerror(errno);
+    close(fd);
+  }
+  freeaddrinfo(found);
+  return why;
+}
+
 }  // namespace
 
 absl::StatusOr<RunningServer> StartGrpcServer(
@@ -37,12 +76,17 @@ absl::StatusOr<RunningServer> StartGrpcServer(
   builder.AddListeningPort(settings.address, settings.credentials, &port);
   builder.SetMaxReceiveMessageSize(settings.max_message_bytes);
   builder.SetMaxSendMessageSize(settings.max_message_bytes);
+  // gRPC sets SO_REUSEPORT by default, which lets a second server bind a
+  // port that is in use and take a share of its connections.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   for (grpc::Service* service : services) builder.RegisterService(service);
   RunningServer running;
   running.server = builder.BuildAndStart();
   if (running.server == nullptr || port == 0) {
-    return absl::UnavailableError(
-        absl::StrCat("cannot listen on ", settings.address));
+    const std::string why = WhyCannotBind(settings.address);
+    return absl::UnavailableError(absl::StrCat(
+        "cannot listen on ", settings.address, ": ",
+        why.empty() ? "gRPC refused the address or the credentials" : why));
   }
   running.address = WithPort(settings.address, port);
   grpc::HealthCheckServiceInterface* health =

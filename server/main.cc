@@ -13,6 +13,7 @@
 #include "absl/time/time.h"
 #include <optional>
 
+#include "common/cli_help.h"
 #include "core/engine.h"
 #include "core/version.h"
 #include "server/auth.h"
@@ -202,9 +203,14 @@ int Run() {
 }  // namespace ptoserve
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(
-      "Serves PTO tile instructions (TAND, TXOR) over gRPC.\n"
-      "Usage: ptoserve [--address=HOST:PORT] [--default_target=host|a2a3|a5]");
+  constexpr char kUsage[] =
+      "ptoserve: serves PTO tile instructions (TAND, TXOR) over gRPC.\n"
+      "\n"
+      "Usage: ptoserve [--address=HOST:PORT] [--default_target=host|a2a3|a5] "
+      "[flags]\n";
+  ptoserve::HandleHelpAndVersion(argc, argv, "ptoserve", kUsage,
+                                 "server/main.cc");
+  absl::SetProgramUsageMessage(kUsage);
   absl::ParseCommandLine(argc, argv);
   // The scheduler's lock order is fixed by design (and checked by the test
   // builds); the serving build skips Abseil's per-lock cycle bookkeeping.

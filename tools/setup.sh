@@ -8,7 +8,7 @@ packages=(
   g++ pkg-config
   bazel-bootstrap bazel-platforms bazel-rules-java
   libgrpc++-dev protobuf-compiler-grpc protobuf-compiler libprotobuf-dev
-  grpc-proto libabsl-dev libgtest-dev libbenchmark-dev
+  grpc-proto libabsl-dev libgtest-dev libgmock-dev libbenchmark-dev
   python3-yaml openssl libcivetweb-dev
   python3-grpcio python3-protobuf python3-numpy
 )

@@ -4,6 +4,7 @@
 #   2. the same under AddressSanitizer + UndefinedBehaviorSanitizer;
 #   3. the scheduler, streaming and integration tests under ThreadSanitizer;
 #   4. each fuzz target for PTOSERVE_FUZZ_SECONDS (default 60; 0 skips).
+# PTOSERVE_TEST_STAGES picks stages by name (default "tests asan tsan fuzz").
 # Extra arguments go to every `bazel test`.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -17,9 +18,13 @@ fi
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 status=0
-stage() {  # NAME BAZEL-TEST-ARGS...
-  local name=$1 start=$SECONDS
-  shift
+stages=" ${PTOSERVE_TEST_STAGES:-tests asan tsan fuzz} "
+selected() { [[ $stages == *" $1 "* ]]; }
+
+stage() {  # KEY NAME BAZEL-TEST-ARGS...
+  selected "$1" || return 0
+  local name=$2 start=$SECONDS
+  shift 2
   echo "=== ${name}"
   bazel test "${flags[@]}" "$@" 2>&1 | tee -a "$log"
   local rc=${PIPESTATUS[0]}
@@ -30,24 +35,24 @@ stage() {  # NAME BAZEL-TEST-ARGS...
   echo "=== ${name}: $((SECONDS - start)) s"
 }
 
-stage "tests" //... "$@"
+stage tests "tests" //... "$@"
 # The soak test's full minute runs once, in the plain stage above, which
 # also builds every non-test target (benchmarks, fuzzers); sanitizer stages
 # build only the tests and what they run.
-stage "tests under ASan+UBSan" --config=asan --build_tests_only --test_env=PTOSERVE_SOAK_SECONDS=15 //... "$@"
+stage asan "tests under ASan+UBSan" --config=asan --build_tests_only --test_env=PTOSERVE_SOAK_SECONDS=15 //... "$@"
 # ThreadSanitizer over the scheduler, streaming and integration tests (the
 # server binary they start is built with it too), and a canary that shows
 # the setup still reports a race in our own code; see tools/tsan/ and
 # docs/RELIABILITY.md. The suppressions file's hash is in the environment
 # so that editing it re-runs the tests instead of taking cached results.
 tsan_supp="$PWD/tools/tsan/suppressions.txt"
-stage "tests under TSan" --config=tsan --test_env=PTOSERVE_SOAK_SECONDS=15 \
+stage tsan "tests under TSan" --config=tsan --test_env=PTOSERVE_SOAK_SECONDS=15 \
   "--test_env=PTOSERVE_TSAN_SUPPRESSIONS_SHA=$(sha256sum "$tsan_supp" | cut -c1-16)" \
   "--test_env=TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:ignore_noninstrumented_modules=1:suppressions=$tsan_supp" \
   //tests/server/... //tests/integration/... //tests/core:program_test //tests/tsan/... "$@"
 
 fuzz_seconds=${PTOSERVE_FUZZ_SECONDS:-60}
-if ((fuzz_seconds > 0)) && [[ -x tools/fuzz ]]; then
+if selected fuzz && ((fuzz_seconds > 0)) && [[ -x tools/fuzz ]]; then
   echo "=== fuzzing, ${fuzz_seconds} s per target"
   start=$SECONDS
   tools/fuzz "$fuzz_seconds" 2>&1 | tee -a "$log"

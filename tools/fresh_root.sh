@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# First contact: README.md's two commands, run as a newcomer would run them,
+# on a fresh Debian 12 root (debootstrap's minbase, like the debian:12
+# image: nothing of ours installed), so that a package only a used machine
+# has cannot pass CI.
+#
+#   tools/fresh_root.sh [--keep]
+#
+# Clones this repository's HEAD into a copy of the bare root and, chrooted
+# there as root:
+#   1. serve: `tools/serve.sh` (installs, builds optimized, serves on free
+#      ports); `ptoctl health` and one TAND checked against its expected
+#      result; SIGTERM; the server must exit 0;
+#   2. test: `tools/test.sh` limited to its first stage (every target built,
+#      the plain tests run); the sanitizer and fuzzing stages run on the CI
+#      machine itself.
+# The bare root is cached (tools/lib/debian_root.sh); the packages are
+# installed anew every run. --keep leaves the root in place for a look.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source tools/lib/debian_root.sh
+
+keep=false
+[[ ${1:-} == --keep ]] && keep=true
+if [[ $(id -u) != 0 ]]; then
+  echo "fresh_root: needs root (debootstrap, chroot, mount)" >&2
+  exit 1
+fi
+
+start=$SECONDS
+tarball=$(debian_root_tarball)
+work=$(mktemp -d "${TMPDIR:-/tmp}/ptoserve-fresh-root.XXXXXX")
+root=$work/root
+cleanup() {
+  if $keep; then
+    echo "fresh_root: root kept at $root" >&2
+  else
+    rm -rf "$work"
+  fi
+}
+trap cleanup EXIT
+debian_root_unpack "$tarball" "$root"
+git clone -q --no-local . "$root/src/ptoserve"
+git -C "$root/src/ptoserve" checkout -q "$(git rev-parse HEAD)"
+debian_root_log "root ready in $((SECONDS - start)) s ($(git rev-parse --short HEAD))"
+
+debian_root_run "$root" '
+cd /src/ptoserve
+stage() { echo "=== fresh root: $1"; }
+elapsed() { echo "=== fresh root: $1: $(( $(date +%s) - $2 )) s"; }
+
+t=$(date +%s)
+stage "tools/serve.sh"
+tools/serve.sh --address=127.0.0.1:0 --metrics_address=127.0.0.1:0 >/tmp/serve.log 2>&1 &
+server=$!
+for _ in $(seq 1 1800); do
+  grep -q "metrics on" /tmp/serve.log && break
+  kill -0 $server 2>/dev/null || { cat /tmp/serve.log; exit 1; }
+  sleep 1
+done
+grep -q "metrics on" /tmp/serve.log || { cat /tmp/serve.log; exit 1; }
+address=$(sed -n "s/.*listening on \([^ ]*\).*/\1/p" /tmp/serve.log)
+echo "serving on $address"
+ptoctl=bazel-bin/client/ptoctl
+$ptoctl --server=$address health
+got=$($ptoctl --server=$address tand --dtype=int16 --shape=1x4 --src0=255,-1,7,12 --src1=15)
+echo "$got"
+echo "$got" | grep -qE "^ +15 +15 +7 +12$" || { echo "unexpected TAND result"; exit 1; }
+kill -TERM $server
+wait $server && rc=0 || rc=$?
+cat /tmp/serve.log
+[[ $rc == 0 ]] || { echo "ptoserve exited $rc after SIGTERM"; exit 1; }
+elapsed "tools/serve.sh" $t
+
+t=$(date +%s)
+stage "tools/test.sh (first stage)"
+PTOSERVE_TEST_STAGES=tests tools/test.sh
+elapsed "tools/test.sh (first stage)" $t
+bazel shutdown
+'
+debian_root_log "fresh root: passed in $((SECONDS - start)) s"
