@@ -3,6 +3,7 @@
 #include <thread>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 
 #include "grpc/health/v1/health.grpc.pb.h"
 
@@ -68,8 +69,35 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Connect(
                                            Credentials(options), args);
   const auto deadline = std::chrono::system_clock::now() +
                         absl::ToChronoMilliseconds(options.connect_timeout);
-  if (!channel->WaitForConnected(deadline)) {
-    return absl::UnavailableError("cannot connect to ptoserve at " + address);
+  // Waits for a connection, but no longer than the first failure of every
+  // address: then gRPC's reason (connection refused, a TLS handshake
+  // failure, ...) is the answer, as it is for grpcurl, not a timeout.
+  for (grpc_connectivity_state state = channel->GetState(true);
+       state != GRPC_CHANNEL_READY; state = channel->GetState(true)) {
+    if (state == GRPC_CHANNEL_TRANSIENT_FAILURE ||
+        state == GRPC_CHANNEL_SHUTDOWN) {
+      // A call that does not wait for the channel fails at once with the
+      // reason of the last failed connection attempt.
+      grpc::ClientContext probe;
+      probe.set_deadline(deadline);
+      if (!options.token.empty()) {
+        probe.AddMetadata("authorization", "Bearer " + options.token);
+      }
+      grpc::health::v1::HealthCheckResponse response;
+      grpc::Status status = grpc::health::v1::Health::NewStub(channel)->Check(
+          &probe, grpc::health::v1::HealthCheckRequest(), &response);
+      if (status.error_code() != grpc::StatusCode::UNAVAILABLE &&
+          status.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED) {
+        break;  // connected after all: the server answered
+      }
+      return absl::UnavailableError(absl::StrCat(
+          "cannot connect to ptoserve at ", address, ": ", status.error_message()));
+    }
+    if (!channel->WaitForStateChange(state, deadline)) {
+      return absl::UnavailableError(absl::StrCat(
+          "cannot connect to ptoserve at ", address, ": no connection within ",
+          absl::FormatDuration(options.connect_timeout)));
+    }
   }
   return std::unique_ptr<Client>(new Client(std::move(channel), options));
 }

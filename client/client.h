@@ -98,7 +98,9 @@ absl::StatusOr<std::vector<T>> TileElements(const v1::Tile& tile);
 class Client {
  public:
   // Connects to `address` (see ChannelTarget) and waits up to
-  // options.connect_timeout for a connection. UNAVAILABLE if none comes.
+  // options.connect_timeout for a connection. UNAVAILABLE, with gRPC's
+  // reason, as soon as every address has failed once (connection refused,
+  // TLS handshake failed, ...), or when the timeout passes.
   // Calls are balanced round robin over every address the name resolves
   // to, and Execute and GetCapabilities (idempotent) are retried on
   // UNAVAILABLE, so a server that goes away mid-call costs a retry, not

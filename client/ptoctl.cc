@@ -1,15 +1,21 @@
 // ptoctl: the command-line client of ptoserve.
 //
 //   ptoctl [--server=HOST:PORT] capabilities | health | tand | txor |
-//          run JOB.json | run PROGRAM.pto --tile ... | fmt PROGRAM.pto |
-//          stream JOBS.jsonl
+//          run JOB.json|PROGRAM.pto|- [--tile ...] | fmt PROGRAM.pto|- |
+//          stream JOBS.jsonl|-
 //
 // See `ptoctl --help` and README.md for the flags of each command.
 #include <google/protobuf/util/json_util.h>
+#include <grpc/support/log.h>
+#include <sys/stat.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -17,13 +23,15 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "absl/time/time.h"
-#include "absl/strings/match.h"
 #include "client/client.h"
 #include "common/cli_help.h"
 #include "core/asm/parser.h"
@@ -34,31 +42,58 @@ ABSL_FLAG(std::string, server, "127.0.0.1:50051",
           "ptoserve address: HOST:PORT, a comma-separated list of IP:PORT "
           "(round robin, retried on UNAVAILABLE), or a gRPC name such as "
           "dns:///ptoserve:50051.");
-ABSL_FLAG(bool, tls, false, "Connect with TLS.");
+ABSL_FLAG(bool, tls, false,
+          "Connect with TLS (implied by --tls_ca, --tls_cert, --tls_key and "
+          "--tls_server_name).");
 ABSL_FLAG(std::string, tls_ca, "",
-          "With --tls: CA certificate (PEM file) to verify the server with "
-          "(default: the system's roots).");
-ABSL_FLAG(std::string, tls_cert, "", "With --tls: client certificate (PEM file), for mutual TLS.");
-ABSL_FLAG(std::string, tls_key, "", "With --tls: the client certificate's key (PEM file).");
+          "CA certificate (PEM file) to verify the server with (default: the "
+          "system's roots).");
+ABSL_FLAG(std::string, tls_cert, "",
+          "Client certificate (PEM file), for mutual TLS; needs --tls_key.");
+ABSL_FLAG(std::string, tls_key, "",
+          "The client certificate's private key (PEM file); needs --tls_cert.");
 ABSL_FLAG(std::string, tls_server_name, "",
-          "With --tls: the name the server's certificate must carry, if not the host's.");
+          "The name the server's certificate must carry, if not the host's.");
 ABSL_FLAG(std::string, token, "",
-          "Bearer token sent as \"authorization: Bearer <token>\".");
+          "Bearer token sent as \"authorization: Bearer <token>\". Visible to "
+          "other users in ps: prefer --token_file or $PTOSERVE_TOKEN.");
+ABSL_FLAG(std::string, token_file, "",
+          "File holding the bearer token: its first line that is neither "
+          "blank nor a # comment (a server's --auth_token_file works).");
 ABSL_FLAG(absl::Duration, timeout, absl::Seconds(30),
-          "How long to wait for the connection, and for each call.");
-ABSL_FLAG(bool, json, false, "Print the response as proto3 JSON.");
+          "How long to wait for a connection (a refused or failed one ends "
+          "the wait at once, with gRPC's reason), and for each call.");
+ABSL_FLAG(bool, json, false,
+          "Print responses, and errors, as proto3 JSON on stdout; stream "
+          "prints one result per line.");
+ABSL_FLAG(std::string, format, "dec",
+          "How tiles print: dec (numbers) or hex (each element's bits, "
+          "0x00ff for int16 255).");
+ABSL_FLAG(std::string, out, "",
+          "tand/txor: also write dst's raw little-endian bytes (the whole "
+          "tile) to this file. run: a directory to write every result tile "
+          "into, as NAME.bin. Tiles are then not printed.");
 ABSL_FLAG(std::string, dtype, "int32",
-          "tand/txor: element type: int8, uint8, int16, uint16, int32, uint32.");
-ABSL_FLAG(std::string, shape, "", "tand/txor: physical shape ROWSxCOLS, e.g. 16x16.");
-ABSL_FLAG(std::string, valid, "", "tand/txor: valid region ROWSxCOLS (default: the shape).");
+          "tand/txor: element type: int8, uint8, int16, uint16, int32, "
+          "uint32.");
+ABSL_FLAG(std::string, shape, "",
+          "tand/txor: physical shape ROWSxCOLS, e.g. 16x16.");
+ABSL_FLAG(std::string, valid, "",
+          "tand/txor: valid region ROWSxCOLS (default: the shape).");
 ABSL_FLAG(std::string, src0, "",
-          "tand/txor: src0 elements: comma-separated integers (one per element, "
-          "row-major, or a single value for all), or @FILE of raw little-endian bytes.");
+          "tand/txor: src0 elements: one value for every element (sent as "
+          "fill, a few bytes whatever the shape), comma-separated values one "
+          "per element (row-major), or @FILE of raw little-endian bytes. A "
+          "value is decimal (-1, 255) or hex, read as the element's bits "
+          "(0xffff is int16 -1).");
 ABSL_FLAG(std::string, src1, "", "tand/txor: src1 elements, as --src0.");
 ABSL_FLAG(std::string, tmp, "",
           "txor: tmp elements, as --src0 (default: the server allocates tmp).");
-ABSL_FLAG(std::string, target, "", "tand/txor: host, a2a3 or a5 (default: the server's).");
-ABSL_FLAG(std::string, service, "", "health: the service to ask about (default: the server).");
+ABSL_FLAG(std::string, target, "",
+          "host, a2a3 or a5: the target of tand/txor, and of every job that "
+          "run and stream send without one (default: the server's).");
+ABSL_FLAG(std::string, service, "",
+          "health: the service to ask about (default: the server).");
 
 namespace ptoserve {
 namespace {
@@ -70,52 +105,155 @@ constexpr char kUsage[] =
     "  capabilities     targets, element types, limits and version\n"
     "  health           the gRPC health status (exit 0 when SERVING)\n"
     "  tand, txor       --dtype=int16 --shape=16x16 [--valid=RxC] --src0=V\n"
-    "                   --src1=V [--tmp=V] [--target=a2a3]\n"
-    "                   V: comma-separated integers, or @FILE of raw bytes\n"
-    "  run JOB.json     send a job written as proto3 JSON\n"
-    "  run PROGRAM.pto --tile NAME=DTYPE:RxC[:valid=RxC][:V] ... [--target=a2a3]\n"
-    "                   send a PTO assembly program with its input tiles\n"
-    "  fmt PROGRAM.pto  print a program in canonical AS level 2 form (no server)\n"
-    "  stream JOBS.jsonl  send one job per line over one stream; results print\n"
-    "                   as jobs finish (a job without an id gets its line number)\n";
+    "                   --src1=V [--tmp=V] [--target=a2a3] [--out=FILE]\n"
+    "                   V: one value for all elements, values one per\n"
+    "                   element (1,2,0xff), or @FILE of raw bytes\n"
+    "  run FILE         send a job: proto3 JSON (FILE.json, or text that\n"
+    "                   starts with '{'), or a PTO assembly program with its\n"
+    "                   input tiles:\n"
+    "                   --tile NAME=DTYPE:RxC[:valid=RxC][:V] (repeatable)\n"
+    "  fmt FILE         print a program in canonical AS level 2 form (no\n"
+    "                   server)\n"
+    "  stream FILE      send one JSON job per line over one stream; results\n"
+    "                   print as jobs finish (a job without an id gets its\n"
+    "                   line number)\n"
+    "FILE may be - for standard input. The token may also come from\n"
+    "$PTOSERVE_TOKEN. A server error exits 1, a usage error 2.\n"
+    "\n"
+    "  --tile=NAME=DTYPE:RxC[:valid=RxC][:V]\n"
+    "      run with assembly: an input tile of the program; V as for --src0\n"
+    "      (without V the tile starts zero-filled). Repeat for each tile.\n";
 
+bool JsonOutput() { return absl::GetFlag(FLAGS_json); }
 
+std::string ToJson(const google::protobuf::Message& message, bool pretty) {
+  google::protobuf::util::JsonPrintOptions options;
+  options.add_whitespace = pretty;
+  options.always_print_primitive_fields = true;
+  std::string out;
+  (void)google::protobuf::util::MessageToJsonString(message, &out, options);
+  if (!pretty) out += "\n";
+  return out;
+}
+
+// A failed call: "ptoctl: CODE: message" on stderr, or with --json
+// {"code": "CODE", "message": "..."} on stdout. Exits 1.
 int Fail(const absl::Status& status) {
-  std::cerr << "ptoctl: " << absl::StatusCodeToString(status.code()) << ": "
-            << status.message() << "\n";
+  if (JsonOutput()) {
+    v1::JobStatus error;
+    error.set_code(static_cast<v1::Code>(status.code()));
+    error.set_message(std::string(status.message()));
+    std::cout << ToJson(error, true);
+  } else {
+    std::cerr << "ptoctl: " << absl::StatusCodeToString(status.code()) << ": "
+              << status.message() << "\n";
+  }
   return 1;
 }
 
-int UsageError(const std::string& message) {
+int UsageError(absl::string_view message) {
   std::cerr << "ptoctl: " << message << "\n(see ptoctl --help)\n";
   return 2;
 }
 
-std::string ReadFile(const std::string& path, bool* ok) {
-  std::ifstream file(path, std::ios::binary);
-  *ok = static_cast<bool>(file);
+// The contents of `path`, or of standard input for "-".
+absl::StatusOr<std::string> ReadInput(const std::string& path) {
   std::stringstream text;
+  if (path == "-") {
+    text << std::cin.rdbuf();
+    return text.str();
+  }
+  std::ifstream file(path, std::ios::binary);
+  if (!file) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot read ", path, ": ", std::strerror(errno)));
+  }
   text << file.rdbuf();
   return text.str();
 }
 
-std::string ToJson(const google::protobuf::Message& message) {
-  google::protobuf::util::JsonPrintOptions options;
-  options.add_whitespace = true;
-  options.always_print_primitive_fields = true;
-  std::string out;
-  (void)google::protobuf::util::MessageToJsonString(message, &out, options);
-  return out;
+// "line:column" of byte `offset` of `text`, whose first line is
+// `first_line`; columns count from 1.
+std::string LineColumn(absl::string_view text, size_t offset, int first_line) {
+  offset = std::min(offset, text.size());
+  size_t line = first_line, column = 1;
+  for (size_t i = 0; i < offset; ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      column = 1;
+    } else {
+      ++column;
+    }
+  }
+  return absl::StrCat(line, ":", column);
 }
 
-absl::StatusOr<std::pair<uint32_t, uint32_t>> ParseShape(const std::string& flag,
-                                                         const std::string& text) {
+// Protobuf's JSON parser reports a syntax error as "what\nSNIPPET\n   ^",
+// the snippet being up to 20 bytes either side of the error, and a schema
+// error as "field: what" or "(field): invalid value \"X\" ...". Returns
+// "line:column: what", finding the place from the snippet, or from the
+// first quoted name or value of the message that appears in `text`.
+std::string LocateJsonError(absl::string_view text, absl::string_view error,
+                            int first_line) {
+  std::vector<absl::string_view> lines = absl::StrSplit(error, '\n');
+  const absl::string_view what = lines[0];
+  if (lines.size() >= 3 && absl::EndsWith(lines.back(), "^")) {
+    const size_t caret = lines.back().size() - 1;
+    const std::string snippet =
+        absl::StrJoin(lines.begin() + 1, lines.end() - 1, "\n");
+    if (size_t at = text.find(snippet); at != absl::string_view::npos) {
+      return absl::StrCat(LineColumn(text, at + caret, first_line), ": ", what);
+    }
+    return std::string(what);
+  }
+  // A quoted value ("TARGET_HOSTX"), else the field the message starts with.
+  std::vector<std::string> candidates;
+  if (size_t open = what.find('"'); open != absl::string_view::npos) {
+    const size_t close = what.find('"', open + 1);
+    if (close != absl::string_view::npos) {
+      candidates.push_back(std::string(what.substr(open, close - open + 1)));
+    }
+  }
+  if (size_t colon = what.find(':'); colon != absl::string_view::npos) {
+    absl::string_view field = absl::StripPrefix(what.substr(0, colon), "(");
+    field = absl::StripSuffix(field, ")");
+    if (size_t dot = field.rfind('.'); dot != absl::string_view::npos) {
+      field = field.substr(dot + 1);
+    }
+    if (!field.empty()) candidates.push_back(absl::StrCat("\"", field, "\""));
+  }
+  for (const std::string& c : candidates) {
+    if (size_t at = text.find(c); at != absl::string_view::npos) {
+      return absl::StrCat(LineColumn(text, at, first_line), ": ", what);
+    }
+  }
+  return std::string(what);
+}
+
+// The job in `text`, line `first_line` of file `where`; errors say
+// "where:line:column: what".
+absl::StatusOr<v1::Job> ParseJsonJob(absl::string_view text,
+                                     absl::string_view where, int first_line = 1) {
+  v1::Job job;
+  auto parsed = google::protobuf::util::JsonStringToMessage(
+      google::protobuf::StringPiece(text.data(), text.size()), &job);
+  if (!parsed.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        where, ":", LocateJsonError(text, parsed.message().as_string(), first_line),
+        " (not a ptoserve.v1.Job in proto3 JSON)"));
+  }
+  return job;
+}
+
+absl::StatusOr<std::pair<uint32_t, uint32_t>> ParseShape(
+    const std::string& flag, const std::string& text) {
   std::vector<std::string> parts = absl::StrSplit(text, 'x');
   uint32_t rows = 0, cols = 0;
   if (parts.size() != 2 || !absl::SimpleAtoi(parts[0], &rows) ||
       !absl::SimpleAtoi(parts[1], &cols)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--", flag, "=", text, " is not of the form ROWSxCOLS"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--", flag, "=", text,
+        " is not of the form ROWSxCOLS (each from 0 to 4294967295)"));
   }
   return std::make_pair(rows, cols);
 }
@@ -125,8 +263,8 @@ absl::StatusOr<v1::DType> ParseDType(const std::string& name) {
   if (!v1::DType_Parse("DTYPE_" + absl::AsciiStrToUpper(name), &dtype) ||
       dtype == v1::DTYPE_UNSPECIFIED) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "--dtype=", name, " is not an element type (int8, uint8, int16, uint16, "
-        "int32, uint32)"));
+        "--dtype=", name,
+        " is not an element type (int8, uint8, int16, uint16, int32, uint32)"));
   }
   return dtype;
 }
@@ -142,35 +280,88 @@ absl::StatusOr<v1::Target> ParseTarget(const std::string& name) {
   return target;
 }
 
-// Fills `tile`'s elements from a flag value: numbers become `values`, and
-// @FILE becomes raw `data`. The server checks counts and ranges.
+// "int16" for DTYPE_INT16; "host" for TARGET_HOST; "TAND" for OPCODE_TAND.
+std::string EnumText(const std::string& name) {
+  return std::string(name.substr(name.find('_') + 1));
+}
+std::string DTypeText(v1::DType dtype) {
+  return absl::AsciiStrToLower(EnumText(v1::DType_Name(dtype)));
+}
+std::string TargetText(v1::Target target) {
+  return absl::AsciiStrToLower(EnumText(v1::Target_Name(target)));
+}
+
+// Bytes per element of the integer and float32 types; 2 for the 16-bit
+// floats.
+int ElementBytes(v1::DType dtype) {
+  switch (dtype) {
+    case v1::DTYPE_INT8:
+    case v1::DTYPE_UINT8: return 1;
+    case v1::DTYPE_INT16:
+    case v1::DTYPE_UINT16:
+    case v1::DTYPE_FLOAT16:
+    case v1::DTYPE_BFLOAT16: return 2;
+    default: return 4;
+  }
+}
+
+bool IsSigned(v1::DType dtype) {
+  return dtype == v1::DTYPE_INT8 || dtype == v1::DTYPE_INT16 ||
+         dtype == v1::DTYPE_INT32;
+}
+
+// One element value as typed: decimal ("-1", "255", "1.5" for float32) or
+// hex, read as the element's bits ("0xffff" is -1 for int16). Range is the
+// server's to check for decimal values; hex must fit the element.
+absl::StatusOr<double> ParseValue(const std::string& flag, absl::string_view text,
+                                  v1::DType dtype) {
+  text = absl::StripAsciiWhitespace(text);
+  if (absl::StartsWithIgnoreCase(text, "0x")) {
+    uint64_t bits = 0;
+    const int bytes = ElementBytes(dtype);
+    if (!absl::SimpleHexAtoi(text.substr(2), &bits) || text.size() == 2 ||
+        bits >> (8 * bytes) != 0) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "--%s: \"%s\" is not a hex value of at most %d bits", flag, text,
+          8 * bytes));
+    }
+    if (IsSigned(dtype) && bits >> (8 * bytes - 1)) {
+      return static_cast<double>(static_cast<int64_t>(bits) -
+                                 (int64_t{1} << (8 * bytes)));
+    }
+    return static_cast<double>(bits);
+  }
+  int64_t integer = 0;
+  if (absl::SimpleAtoi(text, &integer)) return static_cast<double>(integer);
+  double real = 0;
+  if (dtype == v1::DTYPE_FLOAT32 && absl::SimpleAtod(text, &real)) return real;
+  return absl::InvalidArgumentError(
+      absl::StrFormat("--%s: \"%s\" is not an integer", flag, text));
+}
+
+// Fills `tile`'s elements from a flag value: one value becomes `fill`,
+// several become `values`, and @FILE becomes raw `data`. The server checks
+// counts and ranges. REQUIRES: tile's dtype is set.
 absl::Status SetElements(const std::string& flag, const std::string& text,
                          v1::Tile* tile) {
   if (text.empty()) {
     return absl::InvalidArgumentError(absl::StrCat("--", flag, " is required"));
   }
   if (text[0] == '@') {
-    std::ifstream file(text.substr(1), std::ios::binary);
-    if (!file) {
-      return absl::NotFoundError(absl::StrCat("--", flag, ": cannot read ", text.substr(1)));
-    }
-    std::stringstream bytes;
-    bytes << file.rdbuf();
-    tile->set_data(bytes.str());
+    PTO_ASSIGN_OR_RETURN(std::string bytes, ReadInput(text.substr(1)));
+    tile->set_data(std::move(bytes));
     return absl::OkStatus();
   }
   std::vector<double> values;
   for (absl::string_view part : absl::StrSplit(text, ',')) {
-    int64_t v = 0;
-    if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(part), &v)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--", flag, ": \"", part, "\" is not an integer"));
-    }
-    values.push_back(static_cast<double>(v));
+    PTO_ASSIGN_OR_RETURN(double v, ParseValue(flag, part, tile->dtype()));
+    values.push_back(v);
   }
-  const size_t n = size_t{tile->rows()} * tile->cols();
-  if (values.size() == 1) values.assign(n, values[0]);
-  tile->mutable_values()->Add(values.begin(), values.end());
+  if (values.size() == 1) {
+    tile->set_fill(values[0]);
+  } else {
+    tile->mutable_values()->Add(values.begin(), values.end());
+  }
   return absl::OkStatus();
 }
 
@@ -192,12 +383,12 @@ absl::StatusOr<std::vector<int64_t>> Elements(const v1::Tile& tile) {
   return absl::InvalidArgumentError("cannot print a tile of this element type");
 }
 
-std::string DTypeText(v1::DType dtype) {
-  return absl::AsciiStrToLower(v1::DType_Name(dtype).substr(6));
-}
-
-std::string TargetText(v1::Target target) {
-  return absl::AsciiStrToLower(v1::Target_Name(target).substr(7));
+// `v` as --format says: decimal, or the element's bits in hex.
+std::string FormatElement(int64_t v, v1::DType dtype, bool hex) {
+  if (!hex) return absl::StrCat(v);
+  const int bytes = ElementBytes(dtype);
+  const uint64_t mask = bytes == 8 ? ~uint64_t{0} : (uint64_t{1} << (8 * bytes)) - 1;
+  return absl::StrFormat("0x%0*x", 2 * bytes, static_cast<uint64_t>(v) & mask);
 }
 
 // The valid region as a right-aligned grid.
@@ -206,24 +397,27 @@ void PrintTile(const std::string& name, const v1::Tile& tile) {
             << DTypeText(tile.dtype());
   const uint32_t vr = tile.valid_rows() ? tile.valid_rows() : tile.rows();
   const uint32_t vc = tile.valid_cols() ? tile.valid_cols() : tile.cols();
-  if (vr != tile.rows() || vc != tile.cols()) std::cout << ", valid " << vr << "x" << vc;
+  if (vr != tile.rows() || vc != tile.cols()) {
+    std::cout << ", valid " << vr << "x" << vc;
+  }
   std::cout << "\n";
   absl::StatusOr<std::vector<int64_t>> elements = Elements(tile);
   if (!elements.ok()) {
     std::cout << "  (" << elements.status().message() << ")\n";
     return;
   }
+  const bool hex = absl::GetFlag(FLAGS_format) == "hex";
+  auto text = [&](uint32_t r, uint32_t c) {
+    return FormatElement((*elements)[size_t{r} * tile.cols() + c], tile.dtype(), hex);
+  };
   size_t width = 1;
   for (uint32_t r = 0; r < vr; ++r) {
-    for (uint32_t c = 0; c < vc; ++c) {
-      width = std::max(width, absl::StrCat((*elements)[size_t{r} * tile.cols() + c]).size());
-    }
+    for (uint32_t c = 0; c < vc; ++c) width = std::max(width, text(r, c).size());
   }
   for (uint32_t r = 0; r < vr; ++r) {
     std::string line = " ";
     for (uint32_t c = 0; c < vc; ++c) {
-      absl::StrAppendFormat(&line, " %*d", static_cast<int>(width),
-                            (*elements)[size_t{r} * tile.cols() + c]);
+      absl::StrAppendFormat(&line, " %*s", static_cast<int>(width), text(r, c));
     }
     std::cout << line << "\n";
   }
@@ -231,7 +425,8 @@ void PrintTile(const std::string& name, const v1::Tile& tile) {
 
 absl::Duration Between(const google::protobuf::Timestamp& a,
                        const google::protobuf::Timestamp& b) {
-  return absl::Seconds(b.seconds() - a.seconds()) + absl::Nanoseconds(b.nanos() - a.nanos());
+  return absl::Seconds(b.seconds() - a.seconds()) +
+         absl::Nanoseconds(b.nanos() - a.nanos());
 }
 
 void PrintEvents(const v1::JobResult& result) {
@@ -239,7 +434,7 @@ void PrintEvents(const v1::JobResult& result) {
   for (const v1::EventRecord& e : result.events()) {
     std::cout << absl::StrFormat(
         "  %-4s instruction %u %s on %s, %s, batch %u (size %u), queued %s, ran %s",
-        e.id(), e.instruction_index(), v1::Opcode_Name(e.opcode()).substr(7),
+        e.id(), e.instruction_index(), EnumText(v1::Opcode_Name(e.opcode())),
         TargetText(e.target()), v1::Pipe_Name(e.pipe()), e.batch_id(),
         e.batch_size(), absl::FormatDuration(Between(e.enqueue_time(), e.start_time())),
         absl::FormatDuration(Between(e.start_time(), e.end_time())));
@@ -256,58 +451,175 @@ void PrintEvents(const v1::JobResult& result) {
   }
 }
 
-void PrintResult(const v1::JobResult& result, const std::vector<std::string>& order) {
-  if (absl::GetFlag(FLAGS_json)) {
-    std::cout << ToJson(result);
-    return;
+// The raw little-endian bytes of `tile`, whichever encoding it came in.
+absl::StatusOr<std::string> RawBytes(const v1::Tile& tile) {
+  if (tile.values_size() == 0) return tile.data();
+  PTO_ASSIGN_OR_RETURN(std::vector<int64_t> elements, Elements(tile));
+  const int bytes = ElementBytes(tile.dtype());
+  std::string out(elements.size() * bytes, '\0');
+  for (size_t i = 0; i < elements.size(); ++i) {
+    const uint64_t v = static_cast<uint64_t>(elements[i]);
+    for (int b = 0; b < bytes; ++b) out[i * bytes + b] = static_cast<char>(v >> (8 * b));
+  }
+  return out;
+}
+
+absl::Status WriteBytes(const std::string& path, const std::string& bytes) {
+  std::ofstream file(path, std::ios::binary | std::ios::trunc);
+  if (!file || !file.write(bytes.data(), bytes.size()) || !file.flush()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--out: cannot write ", path, ": ", std::strerror(errno)));
+  }
+  return absl::OkStatus();
+}
+
+// Prints `result`'s tiles named in `order` and its events, or writes the
+// tiles where --out says: a file for `single` (tand/txor), else a directory.
+int PrintResult(const v1::JobResult& result, const std::vector<std::string>& order,
+                const std::string& single = "") {
+  const std::string out = absl::GetFlag(FLAGS_out);
+  if (!out.empty()) {
+    if (!single.empty()) {
+      auto it = result.tiles().find(single);
+      if (it == result.tiles().end()) return Fail(absl::InternalError("no " + single));
+      absl::StatusOr<std::string> bytes = RawBytes(it->second);
+      if (!bytes.ok()) return Fail(bytes.status());
+      if (absl::Status s = WriteBytes(out, *bytes); !s.ok()) return Fail(s);
+    } else {
+      if (mkdir(out.c_str(), 0777) != 0 && errno != EEXIST) {
+        return Fail(absl::InvalidArgumentError(
+            absl::StrCat("--out: cannot make directory ", out, ": ", std::strerror(errno))));
+      }
+      for (const auto& [name, tile] : result.tiles()) {
+        absl::StatusOr<std::string> bytes = RawBytes(tile);
+        if (!bytes.ok()) return Fail(bytes.status());
+        if (absl::Status s = WriteBytes(absl::StrCat(out, "/", name, ".bin"), *bytes);
+            !s.ok()) {
+          return Fail(s);
+        }
+      }
+    }
+  }
+  if (JsonOutput()) {
+    std::cout << ToJson(result, true);
+    return 0;
   }
   for (const std::string& name : order) {
     auto it = result.tiles().find(name);
-    if (it != result.tiles().end()) PrintTile(name, it->second);
+    if (it == result.tiles().end()) continue;
+    if (out.empty()) {
+      PrintTile(name, it->second);
+    } else {
+      std::cout << name << ": written to "
+                << (single.empty() ? absl::StrCat(out, "/", name, ".bin") : out) << "\n";
+    }
   }
   PrintEvents(result);
+  return 0;
 }
 
-absl::StatusOr<std::unique_ptr<Client>> Connect() {
+// The bearer token: --token, else --token_file's first line that is not
+// blank or a comment, else $PTOSERVE_TOKEN.
+absl::StatusOr<std::string> Token() {
+  const std::string token = absl::GetFlag(FLAGS_token);
+  const std::string file = absl::GetFlag(FLAGS_token_file);
+  if (!token.empty() && !file.empty()) {
+    return absl::InvalidArgumentError("give --token or --token_file, not both");
+  }
+  if (!token.empty()) return token;
+  if (!file.empty()) {
+    PTO_ASSIGN_OR_RETURN(std::string text, ReadInput(file));
+    for (absl::string_view line : absl::StrSplit(text, '\n')) {
+      line = absl::StripAsciiWhitespace(line);
+      if (!line.empty() && line[0] != '#') return std::string(line);
+    }
+    return absl::InvalidArgumentError(
+        absl::StrCat("--token_file=", file, " holds no token (only blank or # lines)"));
+  }
+  const char* env = std::getenv("PTOSERVE_TOKEN");
+  return std::string(env == nullptr ? "" : env);
+}
+
+// Client options from the flags; INVALID_ARGUMENT for flags that do not go
+// together (a usage error).
+absl::StatusOr<ClientOptions> Options() {
   ClientOptions options;
-  options.tls = absl::GetFlag(FLAGS_tls);
+  const bool cert = !absl::GetFlag(FLAGS_tls_cert).empty();
+  const bool key = !absl::GetFlag(FLAGS_tls_key).empty();
+  if (cert != key) {
+    return absl::InvalidArgumentError(
+        "--tls_cert and --tls_key go together (mutual TLS needs both)");
+  }
+  options.tls = absl::GetFlag(FLAGS_tls) || cert || !absl::GetFlag(FLAGS_tls_ca).empty() ||
+                !absl::GetFlag(FLAGS_tls_server_name).empty();
   for (auto [flag, pem] : {std::pair{&FLAGS_tls_ca, &options.tls_ca_pem},
                            std::pair{&FLAGS_tls_cert, &options.tls_cert_pem},
                            std::pair{&FLAGS_tls_key, &options.tls_key_pem}}) {
     const std::string path = absl::GetFlag(*flag);
     if (path.empty()) continue;
-    bool ok = false;
-    *pem = ReadFile(path, &ok);
-    if (!ok) return absl::InvalidArgumentError("cannot read " + path);
+    PTO_ASSIGN_OR_RETURN(*pem, ReadInput(path));
   }
   options.tls_server_name = absl::GetFlag(FLAGS_tls_server_name);
-  options.token = absl::GetFlag(FLAGS_token);
+  PTO_ASSIGN_OR_RETURN(options.token, Token());
   options.connect_timeout = absl::GetFlag(FLAGS_timeout);
   options.call_timeout = absl::GetFlag(FLAGS_timeout);
-  return Client::Connect(absl::GetFlag(FLAGS_server), options);
+  return options;
+}
+
+// Connects, or prints why not and sets `exit_code`.
+std::unique_ptr<Client> Connect(int* exit_code) {
+  absl::StatusOr<ClientOptions> options = Options();
+  if (!options.ok()) {
+    *exit_code = UsageError(options.status().message());
+    return nullptr;
+  }
+  absl::StatusOr<std::unique_ptr<Client>> client =
+      Client::Connect(absl::GetFlag(FLAGS_server), *options);
+  if (!client.ok()) {
+    absl::Status status = client.status();
+    // A server that closes the connection during the handshake says no more
+    // than that; the usual causes are these.
+    if (absl::EndsWith(status.message(), "Socket closed")) {
+      status = absl::Status(
+          status.code(),
+          absl::StrCat(status.message(),
+                       !options->tls ? " (does the server want TLS? --tls, --tls_ca)"
+                       : options->tls_cert_pem.empty()
+                           ? " (does the server want a client certificate? "
+                             "--tls_cert, --tls_key)"
+                           : " (does the server trust this client certificate?)"));
+    }
+    *exit_code = Fail(status);
+    return nullptr;
+  }
+  return std::move(*client);
 }
 
 int Capabilities() {
-  auto client = Connect();
-  if (!client.ok()) return Fail(client.status());
-  absl::StatusOr<v1::Capabilities> caps = (*client)->GetCapabilities();
+  int code = 0;
+  std::unique_ptr<Client> client = Connect(&code);
+  if (client == nullptr) return code;
+  absl::StatusOr<v1::Capabilities> caps = client->GetCapabilities();
   if (!caps.ok()) return Fail(caps.status());
-  if (absl::GetFlag(FLAGS_json)) {
-    std::cout << ToJson(*caps);
+  if (JsonOutput()) {
+    std::cout << ToJson(*caps, true);
     return 0;
   }
   std::cout << "ptoserve " << caps->server_version() << ", default target "
             << TargetText(caps->default_target()) << "\n";
   for (const v1::TargetInfo& t : caps->targets()) {
-    std::cout << absl::StrFormat("%-5s %s: unified buffer %u bytes, rows multiple of %u bytes\n",
-                                 TargetText(t.target()), t.description(), t.buffer_bytes(),
-                                 t.row_alignment_bytes());
+    std::cout << absl::StrFormat(
+        "%-5s %s: unified buffer %u bytes, rows multiple of %u bytes\n",
+        TargetText(t.target()), t.description(), t.buffer_bytes(),
+        t.row_alignment_bytes());
     for (const v1::OpcodeSupport& op : t.opcodes()) {
       std::vector<std::string> dtypes;
       for (int d : op.dtypes()) dtypes.push_back(DTypeText(static_cast<v1::DType>(d)));
-      std::cout << absl::StrFormat("      %s [%s]%s: %s\n", v1::Opcode_Name(op.opcode()).substr(7),
+      std::cout << absl::StrFormat("      %s [%s]%s: %s\n",
+                                   EnumText(v1::Opcode_Name(op.opcode())),
                                    absl::StrJoin(dtypes, " "),
-                                   op.tmp_required() ? ", tmp required" : "", op.algorithm());
+                                   op.tmp_required() ? ", tmp required" : "",
+                                   op.algorithm());
     }
   }
   const v1::Limits& l = caps->limits();
@@ -319,28 +631,33 @@ int Capabilities() {
 }
 
 int Health() {
-  auto client = Connect();
-  if (!client.ok()) return Fail(client.status());
-  absl::StatusOr<std::string> status = (*client)->Health(absl::GetFlag(FLAGS_service));
+  int code = 0;
+  std::unique_ptr<Client> client = Connect(&code);
+  if (client == nullptr) return code;
+  absl::StatusOr<std::string> status = client->Health(absl::GetFlag(FLAGS_service));
   if (!status.ok()) return Fail(status.status());
-  std::cout << *status << "\n";
+  if (JsonOutput()) {
+    std::cout << "{\n  \"status\": \"" << *status << "\"\n}\n";
+  } else {
+    std::cout << *status << "\n";
+  }
   return *status == "SERVING" ? 0 : 1;
 }
 
 int Binary(v1::Opcode opcode) {
   absl::StatusOr<v1::DType> dtype = ParseDType(absl::GetFlag(FLAGS_dtype));
-  if (!dtype.ok()) return UsageError(std::string(dtype.status().message()));
+  if (!dtype.ok()) return UsageError(dtype.status().message());
   if (absl::GetFlag(FLAGS_shape).empty()) return UsageError("--shape is required");
   auto shape = ParseShape("shape", absl::GetFlag(FLAGS_shape));
-  if (!shape.ok()) return UsageError(std::string(shape.status().message()));
+  if (!shape.ok()) return UsageError(shape.status().message());
   std::pair<uint32_t, uint32_t> valid = {0, 0};
   if (!absl::GetFlag(FLAGS_valid).empty()) {
     auto parsed = ParseShape("valid", absl::GetFlag(FLAGS_valid));
-    if (!parsed.ok()) return UsageError(std::string(parsed.status().message()));
+    if (!parsed.ok()) return UsageError(parsed.status().message());
     valid = *parsed;
   }
   absl::StatusOr<v1::Target> target = ParseTarget(absl::GetFlag(FLAGS_target));
-  if (!target.ok()) return UsageError(std::string(target.status().message()));
+  if (!target.ok()) return UsageError(target.status().message());
 
   v1::Job job;
   job.set_target(*target);
@@ -357,8 +674,9 @@ int Binary(v1::Opcode opcode) {
     tile.set_cols(shape->second);
     tile.set_valid_rows(valid.first);
     tile.set_valid_cols(valid.second);
-    absl::Status status = SetElements(name, text, &tile);
-    if (!status.ok()) return UsageError(std::string(status.message()));
+    if (absl::Status status = SetElements(name, text, &tile); !status.ok()) {
+      return UsageError(status.message());
+    }
   }
   v1::Instruction* inst = job.add_instructions();
   inst->set_opcode(opcode);
@@ -367,12 +685,12 @@ int Binary(v1::Opcode opcode) {
   inst->set_src1("src1");
   if (opcode == v1::OPCODE_TXOR) inst->set_tmp("tmp");
 
-  auto client = Connect();
-  if (!client.ok()) return Fail(client.status());
-  absl::StatusOr<v1::JobResult> result = (*client)->Execute(job);
+  int code = 0;
+  std::unique_ptr<Client> client = Connect(&code);
+  if (client == nullptr) return code;
+  absl::StatusOr<v1::JobResult> result = client->Execute(job);
   if (!result.ok()) return Fail(result.status());
-  PrintResult(*result, {"dst"});
-  return 0;
+  return PrintResult(*result, {"dst"}, "dst");
 }
 
 // Parses --tile NAME=DTYPE:RxC[:valid=RxC][:V] into job.tiles[NAME], where
@@ -384,9 +702,11 @@ absl::Status AddTileSpec(const std::string& spec, v1::Job* job) {
         "--tile ", spec, ": expected NAME=DTYPE:RxC[:valid=RxC][:VALUES or @FILE]"));
   }
   const std::string name = spec.substr(0, eq);
-  std::vector<std::string> fields = absl::StrSplit(spec.substr(eq + 1), absl::MaxSplits(':', 3));
+  std::vector<std::string> fields =
+      absl::StrSplit(spec.substr(eq + 1), absl::MaxSplits(':', 3));
   if (fields.size() < 2) {
-    return absl::InvalidArgumentError(absl::StrCat("--tile ", spec, ": expected DTYPE:RxC after the name"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--tile ", spec, ": expected DTYPE:RxC after the name"));
   }
   PTO_ASSIGN_OR_RETURN(v1::DType dtype, ParseDType(fields[0]));
   PTO_ASSIGN_OR_RETURN(auto shape, ParseShape("tile " + name, fields[1]));
@@ -402,39 +722,65 @@ absl::Status AddTileSpec(const std::string& spec, v1::Job* job) {
     ++next;
   }
   if (fields.size() > next) {
-    // What is left (values may hold no ':', so rejoin nothing) is V.
-    std::string values = fields[next];
-    for (size_t i = next + 1; i < fields.size(); ++i) absl::StrAppend(&values, ":", fields[i]);
-    return SetElements("tile " + name, values, &tile);
+    // What is left is V (an @FILE path may hold ':').
+    std::vector<std::string> rest(fields.begin() + next, fields.end());
+    return SetElements("tile " + name, absl::StrJoin(rest, ":"), &tile);
   }
   return absl::OkStatus();
 }
 
+// --target for a job that leaves its target unset; a job that names
+// another target is a usage error.
+absl::Status ApplyTarget(v1::Target target, absl::string_view where, v1::Job* job) {
+  if (target == v1::TARGET_UNSPECIFIED) return absl::OkStatus();
+  if (job->target() == v1::TARGET_UNSPECIFIED) {
+    job->set_target(target);
+    return absl::OkStatus();
+  }
+  if (job->target() != target) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        where, " sets target ", TargetText(job->target()), ", which --target=",
+        TargetText(target), " contradicts"));
+  }
+  return absl::OkStatus();
+}
+
+// A file is JSON if it is named *.json, assembly if *.pto; otherwise (and
+// for standard input) JSON if its first non-blank character is '{'.
+bool LooksLikeJson(const std::string& path, absl::string_view text) {
+  if (absl::EndsWith(path, ".json")) return true;
+  if (absl::EndsWith(path, ".pto")) return false;
+  text = absl::StripLeadingAsciiWhitespace(text);
+  return !text.empty() && text[0] == '{';
+}
+
 int RunJob(const std::string& path, const std::vector<std::string>& tiles) {
-  bool ok = false;
-  const std::string text = ReadFile(path, &ok);
-  if (!ok) return UsageError("cannot read " + path);
+  absl::StatusOr<std::string> text = ReadInput(path);
+  if (!text.ok()) return UsageError(text.status().message());
+  absl::StatusOr<v1::Target> target = ParseTarget(absl::GetFlag(FLAGS_target));
+  if (!target.ok()) return UsageError(target.status().message());
+  const std::string where = path == "-" ? "<stdin>" : path;
   v1::Job job;
-  if (absl::EndsWith(path, ".json")) {
+  if (LooksLikeJson(path, *text)) {
     if (!tiles.empty()) return UsageError("--tile is for assembly programs, not JSON jobs");
-    auto parsed = google::protobuf::util::JsonStringToMessage(text, &job);
-    if (!parsed.ok()) {
-      return UsageError(absl::StrCat(path, " is not a ptoserve.v1.Job in proto3 JSON: ",
-                                     parsed.message().as_string()));
-    }
+    absl::StatusOr<v1::Job> parsed = ParseJsonJob(*text, where);
+    if (!parsed.ok()) return UsageError(parsed.status().message());
+    job = std::move(*parsed);
   } else {
-    job.set_assembly(text);
-    absl::StatusOr<v1::Target> target = ParseTarget(absl::GetFlag(FLAGS_target));
-    if (!target.ok()) return UsageError(std::string(target.status().message()));
-    job.set_target(*target);
+    job.set_assembly(*text);
     for (const std::string& spec : tiles) {
-      absl::Status added = AddTileSpec(spec, &job);
-      if (!added.ok()) return UsageError(std::string(added.message()));
+      if (absl::Status added = AddTileSpec(spec, &job); !added.ok()) {
+        return UsageError(added.message());
+      }
     }
   }
-  auto client = Connect();
-  if (!client.ok()) return Fail(client.status());
-  absl::StatusOr<v1::JobResult> result = (*client)->Execute(job);
+  if (absl::Status s = ApplyTarget(*target, where, &job); !s.ok()) {
+    return UsageError(s.message());
+  }
+  int code = 0;
+  std::unique_ptr<Client> client = Connect(&code);
+  if (client == nullptr) return code;
+  absl::StatusOr<v1::JobResult> result = client->Execute(job);
   if (!result.ok()) return Fail(result.status());
   std::vector<std::string> order(job.outputs().begin(), job.outputs().end());
   for (const auto& inst : job.instructions()) {
@@ -446,18 +792,17 @@ int RunJob(const std::string& path, const std::vector<std::string>& tiles) {
     for (const auto& [name, tile] : result->tiles()) order.push_back(name);
     std::sort(order.begin(), order.end());
   }
-  PrintResult(*result, order);
-  return 0;
+  return PrintResult(*result, order);
 }
 
 // Prints a program in the canonical AS level 2 form; needs no server.
 int Format(const std::string& path) {
-  bool ok = false;
-  const std::string text = ReadFile(path, &ok);
-  if (!ok) return UsageError("cannot read " + path);
-  absl::StatusOr<pasm::Program> program = pasm::Parse(text);
+  absl::StatusOr<std::string> text = ReadInput(path);
+  if (!text.ok()) return UsageError(text.status().message());
+  absl::StatusOr<pasm::Program> program = pasm::Parse(*text);
   if (!program.ok()) {
-    std::cerr << path << ":" << program.status().message() << "\n";
+    std::cerr << (path == "-" ? "<stdin>" : path) << ":" << program.status().message()
+              << "\n";
     return 1;
   }
   std::cout << pasm::Print(*program);
@@ -465,36 +810,38 @@ int Format(const std::string& path) {
 }
 
 int StreamJobs(const std::string& path) {
-  std::ifstream file(path);
-  if (!file) return UsageError("cannot read " + path);
+  if (!absl::GetFlag(FLAGS_out).empty()) return UsageError("--out is for tand, txor and run");
+  absl::StatusOr<std::string> text = ReadInput(path);
+  if (!text.ok()) return UsageError(text.status().message());
+  absl::StatusOr<v1::Target> target = ParseTarget(absl::GetFlag(FLAGS_target));
+  if (!target.ok()) return UsageError(target.status().message());
+  const std::string where = path == "-" ? "<stdin>" : path;
   std::vector<v1::Job> jobs;
-  std::string line;
-  for (int number = 1; std::getline(file, line); ++number) {
+  int number = 0;
+  for (absl::string_view line : absl::StrSplit(*text, '\n')) {
+    ++number;
     if (absl::StripAsciiWhitespace(line).empty()) continue;
-    v1::Job& job = jobs.emplace_back();
-    auto parsed = google::protobuf::util::JsonStringToMessage(line, &job);
-    if (!parsed.ok()) {
-      return UsageError(absl::StrCat(path, ":", number, " is not a ptoserve.v1.Job in proto3 JSON: ",
-                                     parsed.message().as_string()));
+    absl::StatusOr<v1::Job> job = ParseJsonJob(line, where, number);
+    if (!job.ok()) return UsageError(job.status().message());
+    if (job->id().empty()) job->set_id(absl::StrCat(number));
+    if (absl::Status s = ApplyTarget(*target, absl::StrCat(where, ":", number), &*job);
+        !s.ok()) {
+      return UsageError(s.message());
     }
-    if (job.id().empty()) job.set_id(absl::StrCat(number));
+    jobs.push_back(std::move(*job));
   }
-  auto client = Connect();
-  if (!client.ok()) return Fail(client.status());
+  int code = 0;
+  std::unique_ptr<Client> client = Connect(&code);
+  if (client == nullptr) return code;
   int failed = 0;
-  absl::Status status = (*client)->ExecuteStream(jobs, [&](v1::JobResult result) {
-    if (absl::GetFlag(FLAGS_json)) {
-      google::protobuf::util::JsonPrintOptions options;
-      std::string out;
-      (void)google::protobuf::util::MessageToJsonString(result, &out, options);
-      std::cout << out << "\n";
-      if (result.status().code() != 0) ++failed;
+  absl::Status status = client->ExecuteStream(jobs, [&](v1::JobResult result) {
+    if (result.status().code() != v1::OK) ++failed;
+    if (JsonOutput()) {
+      std::cout << ToJson(result, false) << std::flush;
       return;
     }
-    if (result.status().code() != 0) {
-      ++failed;
-      std::cout << "job " << result.id() << ": "
-                << absl::StatusCodeToString(static_cast<absl::StatusCode>(result.status().code()))
+    if (result.status().code() != v1::OK) {
+      std::cout << "job " << result.id() << ": " << v1::Code_Name(result.status().code())
                 << ": " << result.status().message() << "\n";
       return;
     }
@@ -510,22 +857,25 @@ int StreamJobs(const std::string& path) {
 
 int Main(const std::vector<char*>& args, const std::vector<std::string>& tiles) {
   if (args.size() < 2) return UsageError("no command given");
+  const std::string format = absl::GetFlag(FLAGS_format);
+  if (format != "dec" && format != "hex") {
+    return UsageError(absl::StrCat("--format=", format, " is not dec or hex"));
+  }
   const std::string command = args[1];
   const size_t extra = args.size() - 2;
   if (!tiles.empty() && command != "run") return UsageError("--tile is for run only");
-  if (command == "run") {
-    if (extra != 1) return UsageError("run takes one JOB.json or PROGRAM.pto file");
-    return RunJob(args[2], tiles);
-  }
-  if (command == "fmt") {
-    if (extra != 1) return UsageError("fmt takes one PROGRAM.pto file");
-    return Format(args[2]);
-  }
-  if (command == "stream") {
-    if (extra != 1) return UsageError("stream takes one JOBS.jsonl file");
+  if (command == "run" || command == "fmt" || command == "stream") {
+    if (extra != 1) {
+      return UsageError(absl::StrCat(command, " takes one FILE (- for standard input)"));
+    }
+    if (command == "run") return RunJob(args[2], tiles);
+    if (command == "fmt") return Format(args[2]);
     return StreamJobs(args[2]);
   }
   if (extra != 0) return UsageError(absl::StrCat("unexpected argument: ", args[2]));
+  if (!absl::GetFlag(FLAGS_out).empty() && command != "tand" && command != "txor") {
+    return UsageError("--out is for tand, txor and run");
+  }
   if (command == "capabilities") return Capabilities();
   if (command == "health") return Health();
   if (command == "tand") return Binary(v1::OPCODE_TAND);
@@ -537,9 +887,13 @@ int Main(const std::vector<char*>& args, const std::vector<std::string>& tiles) 
 }  // namespace ptoserve
 
 int main(int argc, char** argv) {
+  // gRPC logs failed handshakes on stderr as well; ptoctl reports them.
+  if (std::getenv("GRPC_VERBOSITY") == nullptr) {
+    gpr_set_log_function([](gpr_log_func_args*) {});
+  }
   ptoserve::HandleHelpAndVersion(argc, argv, "ptoctl", ptoserve::kUsage,
                                  "client/ptoctl.cc");
-  absl::SetProgramUsageMessage(ptoserve::kUsage);
+  absl::SetProgramUsageMessage("the command-line client of ptoserve");
   // --tile may repeat, which Abseil flags do not allow: take those first.
   std::vector<std::string> tiles;
   std::vector<char*> rest;
@@ -554,6 +908,6 @@ int main(int argc, char** argv) {
     }
   }
   rest.push_back(nullptr);
-  return ptoserve::Main(absl::ParseCommandLine(static_cast<int>(rest.size()) - 1, rest.data()),
-                        tiles);
+  return ptoserve::Main(
+      absl::ParseCommandLine(static_cast<int>(rest.size()) - 1, rest.data()), tiles);
 }

@@ -161,6 +161,8 @@ class JobBinder {
         PTO_RETURN_IF_ERROR(CheckDataSize(desc, in.name, in.data.size()));
       } else if (in.encoding == Encoding::kValues) {
         PTO_RETURN_IF_ERROR(CheckValueCount(desc, in.name, in.values.size()));
+      } else if (in.encoding == Encoding::kFill) {
+        PTO_RETURN_IF_ERROR(CheckFill(desc, in.name, in.fill));
       }
       PTO_RETURN_IF_ERROR(AddSlot(in.name, desc, in.encoding));
     }
@@ -332,6 +334,8 @@ class JobBinder {
         FillFromData(in->data, &*slots[s].tile);
       } else if (in->encoding == Encoding::kValues) {
         PTO_RETURN_IF_ERROR(FillFromValues(in->values, in->name, &*slots[s].tile));
+      } else if (in->encoding == Encoding::kFill) {
+        FillWithValue(in->fill, &*slots[s].tile);
       }
     }
     const absl::Time now = absl::Now();
@@ -409,8 +413,10 @@ JobOutcome Engine::Finish(PreparedJob* job) const {
   out.events = std::move(job->events_);
   for (size_t slot : job->outputs_) {
     PreparedJob::Slot& s = job->slots_[slot];
-    const Encoding encoding =
-        s.encoding == Encoding::kNone ? Encoding::kData : s.encoding;
+    // Tiles whose inputs sent no element list come back as data.
+    const Encoding encoding = s.encoding == Encoding::kValues
+                                  ? Encoding::kValues
+                                  : Encoding::kData;
     if (!s.tile.has_value()) {
       // The same tile asked for twice: the second is a copy.
       const OutputTile& first = *std::find_if(

@@ -31,6 +31,7 @@ struct TileInput {
   Encoding encoding = Encoding::kNone;
   absl::string_view data;           // when encoding == kData
   absl::Span<const double> values;  // when encoding == kValues
+  double fill = 0;                  // when encoding == kFill
 };
 
 // One instruction; operands are tile names.

@@ -1,8 +1,10 @@
 #include "core/tile_codec.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <string>
 
 #include "absl/strings/str_format.h"
 
@@ -67,40 +69,32 @@ void FillFromData(absl::string_view data, Tile* tile) {
   std::memcpy(tile->data(), data.data(), data.size());
 }
 
-absl::Status FillFromValues(absl::Span<const double> values,
-                            absl::string_view name, Tile* tile) {
-  const DType dtype = tile->desc().dtype;
+namespace {
+
+// Empty if `v` can be stored as an element of `dtype`, else what is wrong
+// with it ("is not an integer in the int16 range [-32768, 32767]").
+std::string ValueProblem(DType dtype, double v) {
   if (IsInteger(dtype)) {
     const double lo = static_cast<double>(MinValue(dtype));
     const double hi = static_cast<double>(MaxValue(dtype));
-    for (size_t i = 0; i < values.size(); ++i) {
-      const double v = values[i];
-      if (!(v >= lo && v <= hi) || v != std::trunc(v)) {
-        const uint32_t cols = tile->desc().cols;
-        return absl::InvalidArgumentError(absl::StrFormat(
-            "tile \"%s\": values[%u] (element %u,%u) = %.17g is not an integer "
-            "in the %s range [%d, %d]",
-            name, i, i / cols, i % cols, v, DTypeName(dtype), MinValue(dtype),
-            MaxValue(dtype)));
-      }
+    if (!(v >= lo && v <= hi) || v != std::trunc(v)) {
+      return absl::StrFormat("is not an integer in the %s range [%d, %d]",
+                             DTypeName(dtype), MinValue(dtype), MaxValue(dtype));
     }
   }
   if (dtype == DType::kFloat32) {
     // Converting a finite double beyond float's range is undefined; on x86
     // it quietly gives an infinity.
     constexpr double kMax = std::numeric_limits<float>::max();
-    for (size_t i = 0; i < values.size(); ++i) {
-      const double v = values[i];
-      if (std::isfinite(v) && std::fabs(v) > kMax) {
-        const uint32_t cols = tile->desc().cols;
-        return absl::InvalidArgumentError(absl::StrFormat(
-            "tile \"%s\": values[%u] (element %u,%u) = %.17g is outside the "
-            "float32 range [%.9g, %.9g]",
-            name, i, i / cols, i % cols, v, -kMax, kMax));
-      }
+    if (std::isfinite(v) && std::fabs(v) > kMax) {
+      return absl::StrFormat("is outside the float32 range [%.9g, %.9g]", -kMax,
+                             kMax);
     }
   }
-  uint8_t* out = tile->data();
+  return "";
+}
+
+void StoreAll(DType dtype, absl::Span<const double> values, uint8_t* out) {
   switch (dtype) {
     case DType::kInt8: StoreAll<int8_t>(values, out); break;
     case DType::kUInt8: StoreAll<uint8_t>(values, out); break;
@@ -111,9 +105,53 @@ absl::Status FillFromValues(absl::Span<const double> values,
     case DType::kFloat32: StoreAll<float>(values, out); break;
     case DType::kFloat16:
     case DType::kBFloat16:
-      break;  // rejected by CheckValueCount
+      break;  // rejected by CheckValueCount and FillWithValue
+  }
+}
+
+}  // namespace
+
+absl::Status FillFromValues(absl::Span<const double> values,
+                            absl::string_view name, Tile* tile) {
+  const DType dtype = tile->desc().dtype;
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (std::string problem = ValueProblem(dtype, values[i]); !problem.empty()) {
+      const uint32_t cols = tile->desc().cols;
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "tile \"%s\": values[%u] (element %u,%u) = %.17g %s", name, i,
+          i / cols, i % cols, values[i], problem));
+    }
+  }
+  StoreAll(dtype, values, tile->data());
+  return absl::OkStatus();
+}
+
+absl::Status CheckFill(const TileDesc& desc, absl::string_view name,
+                       double value) {
+  if (!HasValueEncoding(desc.dtype)) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "tile \"%s\": %s elements cannot be given as fill; send data", name,
+        DTypeName(desc.dtype)));
+  }
+  if (std::string problem = ValueProblem(desc.dtype, value); !problem.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("tile \"%s\": fill = %.17g %s", name, value, problem));
   }
   return absl::OkStatus();
+}
+
+void FillWithValue(double value, Tile* tile) {
+  const size_t element = ElementBytes(tile->desc().dtype);
+  const size_t total = tile->size_bytes();
+  if (total == 0) return;
+  uint8_t* out = tile->data();
+  StoreAll(tile->desc().dtype, absl::MakeConstSpan(&value, 1), out);
+  // Doubles the filled prefix until the tile is full.
+  for (size_t filled = element; filled < total;) {
+    const size_t n = std::min(filled, total - filled);
+    std::memcpy(out + filled, out, n);
+    filled += n;
+  }
 }
 
 void ToValues(const Tile& tile, absl::Span<double> out) {

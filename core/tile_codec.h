@@ -15,6 +15,7 @@ enum class Encoding : uint8_t {
   kNone,    // no elements sent: the tile starts zero-filled
   kData,    // raw little-endian bytes of the whole physical tile
   kValues,  // one number per element of the whole physical tile
+  kFill,    // one number for every element
 };
 
 // Checks that `bytes` holds exactly the elements of `desc`.
@@ -32,6 +33,13 @@ void FillFromData(absl::string_view data, Tile* tile);
 // representable). REQUIRES: CheckValueCount passed.
 absl::Status FillFromValues(absl::Span<const double> values,
                             absl::string_view name, Tile* tile);
+
+// Checks that `value` can be every element of a `desc` tile.
+absl::Status CheckFill(const TileDesc& desc, absl::string_view name,
+                       double value);
+
+// Sets every element of `tile` to `value`. REQUIRES: CheckFill passed.
+void FillWithValue(double value, Tile* tile);
 
 // Writes every element of `tile` as a number into `out`.
 // REQUIRES: out.size() == tile.desc().elements().

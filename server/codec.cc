@@ -103,11 +103,18 @@ absl::StatusOr<TileInput> FromProto(const std::string& name,
   in.desc.valid_rows = tile.valid_rows();
   in.desc.valid_cols = tile.valid_cols();
   if (tile.has_address()) in.desc.address = tile.address();
-  if (!tile.data().empty() && tile.values_size() > 0) {
+  const int encodings = !tile.data().empty() + (tile.values_size() > 0) +
+                        tile.has_fill();
+  if (encodings > 1) {
     return absl::InvalidArgumentError(absl::StrFormat(
-        "tile \"%s\": has both data and values; send one of them", name));
+        "tile \"%s\": has more than one of data, values and fill; send one "
+        "of them",
+        name));
   }
-  if (!tile.data().empty()) {
+  if (tile.has_fill()) {
+    in.encoding = Encoding::kFill;
+    in.fill = tile.fill();
+  } else if (!tile.data().empty()) {
     in.encoding = Encoding::kData;
     in.data = tile.data();
   } else if (tile.values_size() > 0) {

@@ -161,10 +161,13 @@ int Run() {
   settings.credentials = *credentials;
   ReflectionService reflection(
       {v1::TileCompute::service_full_name(), "grpc.health.v1.Health",
+       grpc::reflection::v1::ServerReflection::service_full_name(),
        grpc::reflection::v1alpha::ServerReflection::service_full_name()},
       DescriptorSetWithComments(), auth ? &*auth : nullptr);
   std::vector<grpc::Service*> services = {&service};
-  if (absl::GetFlag(FLAGS_reflection)) services.push_back(&reflection);
+  if (absl::GetFlag(FLAGS_reflection)) {
+    for (grpc::Service* s : reflection.services()) services.push_back(s);
+  }
   // Before gRPC: a port that is taken stops the server before it serves.
   std::unique_ptr<MetricsEndpoint> metrics_endpoint;
   if (!absl::GetFlag(FLAGS_metrics_address).empty()) {

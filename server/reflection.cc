@@ -7,13 +7,15 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "grpc/health/v1/health.pb.h"
+#include "grpcpp/support/proto_buffer_reader.h"
 
 namespace ptoserve {
 
 namespace {
 
-using grpc::reflection::v1alpha::ServerReflectionRequest;
-using grpc::reflection::v1alpha::ServerReflectionResponse;
+using grpc::reflection::v1::ServerReflectionRequest;
+using grpc::reflection::v1::ServerReflectionResponse;
 using google::protobuf::DescriptorPool;
 using google::protobuf::FileDescriptor;
 
@@ -90,10 +92,10 @@ ServerReflectionResponse ReflectionService::Answer(
   return out;
 }
 
-// Answers each request as it is read, one write at a time.
+// Answers each request as it is read, one write at a time. Works on bytes:
+// v1 and v1alpha messages are the same on the wire.
 class ReflectionService::Stream final
-    : public grpc::ServerBidiReactor<ServerReflectionRequest,
-                                     ServerReflectionResponse> {
+    : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
   explicit Stream(const ReflectionService* service) : service_(service) {
     StartRead(&request_);
@@ -103,7 +105,18 @@ class ReflectionService::Stream final
       Finish(grpc::Status::OK);
       return;
     }
-    response_ = service_->Answer(request_);
+    ServerReflectionRequest request;
+    grpc::ProtoBufferReader reader(&request_);
+    if (!request.ParseFromZeroCopyStream(&reader)) {
+      Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          "not a ServerReflectionRequest"));
+      return;
+    }
+    request_.Clear();
+    response_.Clear();
+    bool own = false;
+    (void)grpc::SerializationTraits<ServerReflectionResponse>::Serialize(
+        service_->Answer(request), &response_, &own);
     StartWrite(&response_);
   }
   void OnWriteDone(bool ok) override {
@@ -117,14 +130,40 @@ class ReflectionService::Stream final
 
  private:
   const ReflectionService* service_;
-  ServerReflectionRequest request_;
-  ServerReflectionResponse response_;
+  grpc::ByteBuffer request_;
+  grpc::ByteBuffer response_;
+};
+
+// One of reflection's two names, registered with gRPC.
+template <typename Base>
+class ReflectionService::Endpoint final : public Base {
+ public:
+  explicit Endpoint(ReflectionService* owner) : owner_(owner) {}
+  grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>*
+  ServerReflectionInfo(grpc::CallbackServerContext* context) override {
+    return owner_->Open(context);
+  }
+
+ private:
+  ReflectionService* owner_;
 };
 
 ReflectionService::ReflectionService(std::vector<std::string> services,
                                      absl::string_view commented,
                                      const TokenAuthenticator* auth)
     : services_(std::move(services)), auth_(auth) {
+  // Puts the health service's descriptors in the generated pool: nothing
+  // else in the server refers to them, so the linker would drop them.
+  (void)grpc::health::v1::HealthCheckRequest::descriptor();
+  (void)grpc::reflection::v1alpha::ServerReflectionRequest::descriptor();
+  endpoints_.push_back(
+      std::make_unique<Endpoint<grpc::reflection::v1::ServerReflection::
+                                    WithRawCallbackMethod_ServerReflectionInfo<
+                                        grpc::reflection::v1::ServerReflection::Service>>>(this));
+  endpoints_.push_back(
+      std::make_unique<Endpoint<grpc::reflection::v1alpha::ServerReflection::
+                                    WithRawCallbackMethod_ServerReflectionInfo<
+                                        grpc::reflection::v1alpha::ServerReflection::Service>>>(this));
   google::protobuf::FileDescriptorSet set;
   if (set.ParseFromArray(commented.data(), static_cast<int>(commented.size()))) {
     for (const auto& file : set.file()) {
@@ -133,13 +172,18 @@ ReflectionService::ReflectionService(std::vector<std::string> services,
   }
 }
 
-grpc::ServerBidiReactor<ServerReflectionRequest, ServerReflectionResponse>*
-ReflectionService::ServerReflectionInfo(grpc::CallbackServerContext* context) {
+std::vector<grpc::Service*> ReflectionService::services() {
+  std::vector<grpc::Service*> out;
+  for (const auto& endpoint : endpoints_) out.push_back(endpoint.get());
+  return out;
+}
+
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>*
+ReflectionService::Open(grpc::CallbackServerContext* context) {
   if (auth_ != nullptr) {
     if (absl::Status allowed = auth_->Check(*context); !allowed.ok()) {
       class Refused final
-          : public grpc::ServerBidiReactor<ServerReflectionRequest,
-                                           ServerReflectionResponse> {
+          : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
        public:
         explicit Refused(const absl::Status& s) {
           Finish(grpc::Status(grpc::StatusCode::UNAUTHENTICATED,

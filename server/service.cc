@@ -244,7 +244,7 @@ class TileComputeService::JobStream final
   static v1::JobResult Failed(const std::string& id, const absl::Status& s) {
     v1::JobResult result;
     result.set_id(id);
-    result.mutable_status()->set_code(static_cast<int>(s.code()));
+    result.mutable_status()->set_code(static_cast<v1::Code>(s.code()));
     result.mutable_status()->set_message(std::string(s.message()));
     return result;
   }

@@ -64,13 +64,17 @@ std::optional<std::string> InitialBytes(const TileInput& in,
   if (in.encoding == Encoding::kData) return std::string(in.data);
   std::string bytes(desc.bytes(), '\0');
   if (in.encoding == Encoding::kNone) return bytes;
+  const std::vector<double> filled(
+      in.encoding == Encoding::kFill ? desc.elements() : 0, in.fill);
+  const absl::Span<const double> values =
+      in.encoding == Encoding::kFill ? absl::MakeConstSpan(filled) : in.values;
   switch (desc.dtype) {
-    case DType::kInt8: StoreValues<int8_t>(in.values, &bytes); break;
-    case DType::kUInt8: StoreValues<uint8_t>(in.values, &bytes); break;
-    case DType::kInt16: StoreValues<int16_t>(in.values, &bytes); break;
-    case DType::kUInt16: StoreValues<uint16_t>(in.values, &bytes); break;
-    case DType::kInt32: StoreValues<int32_t>(in.values, &bytes); break;
-    case DType::kUInt32: StoreValues<uint32_t>(in.values, &bytes); break;
+    case DType::kInt8: StoreValues<int8_t>(values, &bytes); break;
+    case DType::kUInt8: StoreValues<uint8_t>(values, &bytes); break;
+    case DType::kInt16: StoreValues<int16_t>(values, &bytes); break;
+    case DType::kUInt16: StoreValues<uint16_t>(values, &bytes); break;
+    case DType::kInt32: StoreValues<int32_t>(values, &bytes); break;
+    case DType::kUInt32: StoreValues<uint32_t>(values, &bytes); break;
     default: return std::nullopt;
   }
   return bytes;

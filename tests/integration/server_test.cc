@@ -14,6 +14,7 @@
 #include <set>
 
 #include "client/client.h"
+#include "grpc/reflection/v1/reflection.grpc.pb.h"
 #include "grpc/reflection/v1alpha/reflection.grpc.pb.h"
 #include "tests/integration/server_process.h"
 
@@ -156,31 +157,96 @@ TEST_F(ServerTest, HealthReportsServing) {
   EXPECT_EQ(client_->Health("ptoserve.v1.TileCompute").value(), "SERVING");
 }
 
-// What `grpcurl list` does: ask the reflection service for the services.
-std::set<std::string> ListServices(const std::shared_ptr<grpc::Channel>& channel) {
-  using grpc::reflection::v1alpha::ServerReflection;
-  auto stub = ServerReflection::NewStub(channel);
+// One reflection request and its answers, over reflection v1 or v1alpha
+// (`Reflection` is either package's ServerReflection).
+template <typename Reflection, typename Request, typename Response>
+std::vector<Response> Reflect(const std::shared_ptr<grpc::Channel>& channel,
+                              const Request& request) {
+  auto stub = Reflection::NewStub(channel);
   grpc::ClientContext context;
   auto stream = stub->ServerReflectionInfo(&context);
-  grpc::reflection::v1alpha::ServerReflectionRequest request;
-  request.set_list_services("");
-  stream->Write(request);
+  EXPECT_TRUE(stream->Write(request));
   stream->WritesDone();
-  grpc::reflection::v1alpha::ServerReflectionResponse response;
+  std::vector<Response> responses;
+  Response response;
+  while (stream->Read(&response)) responses.push_back(response);
+  EXPECT_TRUE(stream->Finish().ok());
+  return responses;
+}
+
+// What `grpcurl list` does: ask the reflection service for the services.
+template <typename R = grpc::reflection::v1alpha::ServerReflection,
+          typename Request = grpc::reflection::v1alpha::ServerReflectionRequest,
+          typename Response = grpc::reflection::v1alpha::ServerReflectionResponse>
+std::set<std::string> ListServices(const std::shared_ptr<grpc::Channel>& channel) {
+  Request request;
+  request.set_list_services("");
   std::set<std::string> names;
-  while (stream->Read(&response)) {
+  for (const Response& response : Reflect<R, Request, Response>(channel, request)) {
     for (const auto& s : response.list_services_response().service()) {
       names.insert(s.name());
     }
   }
-  EXPECT_TRUE(stream->Finish().ok());
   return names;
+}
+
+// What `grpcurl describe SERVICE` does: ask for the file that defines the
+// symbol, build it and its imports into a pool of the client's own, and
+// find the service there. Fails the test if any step fails.
+template <typename R, typename Request, typename Response>
+void ExpectDescribable(const std::shared_ptr<grpc::Channel>& channel,
+                       const std::string& service) {
+  Request request;
+  request.set_file_containing_symbol(service);
+  std::vector<google::protobuf::FileDescriptorProto> files;
+  for (const Response& response : Reflect<R, Request, Response>(channel, request)) {
+    EXPECT_FALSE(response.has_error_response())
+        << service << ": " << response.error_response().error_message();
+    for (const std::string& bytes :
+         response.file_descriptor_response().file_descriptor_proto()) {
+      ASSERT_TRUE(files.emplace_back().ParseFromString(bytes)) << service;
+    }
+  }
+  google::protobuf::DescriptorPool pool;
+  std::function<void(const std::string&)> build = [&](const std::string& name) {
+    if (pool.FindFileByName(name) != nullptr) return;
+    bool found = false;
+    for (const auto& f : files) {
+      if (f.name() != name) continue;
+      found = true;
+      for (const std::string& dep : f.dependency()) build(dep);
+      ASSERT_NE(pool.BuildFile(f), nullptr) << name;
+    }
+    ASSERT_TRUE(found) << service << ": the answer lacks " << name;
+  };
+  for (const auto& f : files) build(f.name());
+  EXPECT_NE(pool.FindServiceByName(service), nullptr) << service;
 }
 
 TEST_F(ServerTest, ReflectionListsTheServices) {
   const std::set<std::string> names = ListServices(client_->channel());
-  EXPECT_TRUE(names.count("ptoserve.v1.TileCompute")) << names.size();
-  EXPECT_TRUE(names.count("grpc.health.v1.Health"));
+  EXPECT_EQ(names, (std::set<std::string>{
+                       "ptoserve.v1.TileCompute", "grpc.health.v1.Health",
+                       "grpc.reflection.v1.ServerReflection",
+                       "grpc.reflection.v1alpha.ServerReflection"}));
+}
+
+// Every service listed can be described, over both reflection versions
+// (grpcurl could not describe grpc.health.v1.Health when its descriptors
+// were not linked into the server).
+TEST_F(ServerTest, ReflectionDescribesEveryListedServiceInBothVersions) {
+  namespace v1 = grpc::reflection::v1;
+  namespace v1alpha = grpc::reflection::v1alpha;
+  const std::set<std::string> names = ListServices(client_->channel());
+  EXPECT_EQ((ListServices<v1::ServerReflection, v1::ServerReflectionRequest,
+                          v1::ServerReflectionResponse>(client_->channel())),
+            names);
+  for (const std::string& name : names) {
+    ExpectDescribable<v1::ServerReflection, v1::ServerReflectionRequest,
+                      v1::ServerReflectionResponse>(client_->channel(), name);
+    ExpectDescribable<v1alpha::ServerReflection, v1alpha::ServerReflectionRequest,
+                      v1alpha::ServerReflectionResponse>(client_->channel(), name);
+  }
 }
 
 // What `grpcurl -d @ ... ptoserve.v1.TileCompute/Execute` does: learn the
