@@ -4,7 +4,12 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
+#include <iterator>
+#include <map>
+
+#include "absl/strings/str_split.h"
 
 #include "ptoserve/v1/job.pb.h"
 #include "tests/integration/server_process.h"
@@ -154,11 +159,188 @@ TEST_F(PtoctlTest, HealthAndCapabilities) {
   EXPECT_THAT(r.output, HasSubstr("TXOR [int8 uint8 int16 uint16 int32 uint32], tmp required"));
 }
 
+TEST_F(PtoctlTest, HexValuesInAndHexOutput) {
+  // Hex is the element's bits: 0xff00 is int16 -256.
+  CommandResult r = Ptoctl("tand --dtype=int16 --shape=1x3 --src0=0xff00,0x00ff,-1 "
+                           "--src1=0xfff0 --format=hex");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("dst: 1x3 int16\n  0xff00 0x00f0 0xfff0\n"));
+  r = Ptoctl("tand --dtype=int16 --shape=1x1 --src0=0xff00 --src1=-1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("dst: 1x1 int16\n  -256\n"));
+  // Wider than the element: a usage error, not a silent truncation.
+  r = Ptoctl("tand --dtype=uint8 --shape=1x1 --src0=0x100 --src1=1");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.output, HasSubstr("--src0: \"0x100\" is not a hex value of at most 8 bits"));
+  EXPECT_EQ(Ptoctl("health --format=octal").exit_code, 2);
+}
+
+// One value for a whole tile travels as Tile.fill: two 2048x2048 int32
+// tiles in a request to a server whose messages are at most 17 MiB (room
+// for the 16 MiB result). Sent as values they would be 8M numbers, 64 MiB.
+TEST(PtoctlFillTest, OneValueIsSentAsFillNotPerElement) {
+  ServerProcess server({"--max_message_mb=17"});
+  const std::string out = std::string(std::getenv("TEST_TMPDIR")) + "/dst.bin";
+  CommandResult r = RunCommand("client/ptoctl --server=" + server.address() +
+                               " tand --shape=2048x2048 --src0=0x0f0f0f0f --src1=0x00ffff00"
+                               " --out=" + out);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("dst: written to " + out));
+  std::ifstream file(out, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  ASSERT_EQ(bytes.size(), 2048u * 2048u * 4u);
+  for (size_t i = 0; i < bytes.size(); i += 4) {
+    uint32_t v;
+    std::memcpy(&v, bytes.data() + i, 4);
+    ASSERT_EQ(v, 0x0f0f0f0fu & 0x00ffff00u) << "element " << i / 4;
+  }
+  // A shape far over the server's tile limit is the server's refusal, not
+  // a client that runs out of memory.
+  r = RunCommand("client/ptoctl --server=" + server.address() +
+                 " tand --shape=100000x100000 --src0=1 --src1=1");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("RESOURCE_EXHAUSTED: tile \"src0\": 100000x100000 int32 is "
+                                  "40000000000 bytes, over the limit"));
+}
+
+TEST_F(PtoctlTest, RunReadsStandardInputAndTellsJsonFromAssembly) {
+  const std::string json =
+      R"({"tiles": {"a": {"dtype": "DTYPE_UINT8", "rows": 1, "cols": 4, "values": [12, 10, 6, 5]}},)"
+      R"( "instructions": [{"opcode": "OPCODE_TAND", "dst": "c", "src0": "a", "src1": "a"}]})";
+  CommandResult r = RunCommand("echo '" + json + "' | client/ptoctl --server=" +
+                               server_->address() + " run -");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("c: 1x4 uint8\n  12 10  6  5\n"));
+  // No extension and no '{': assembly.
+  const std::string program = WriteFile("program", "%c = txor %a, %b : !pto.tile<...>\n");
+  r = Ptoctl("run " + program + " --tile a=uint8:1x4:1,2,3,4 --tile b=uint8:1x4:3");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("c: 1x4 uint8\n  2 1 0 7\n"));
+  r = RunCommand("printf '%%c = tand %%a, %%a : !pto.tile<...>' | client/ptoctl --server=" +
+                 server_->address() + " run - --tile a=int8:1x2:-3,5");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("c: 1x2 int8\n  -3  5\n"));
+}
+
+TEST_F(PtoctlTest, JsonErrorsNameLineAndColumn) {
+  const std::string syntax = WriteFile("syntax.json", "{\n  \"target\": \"TARGET_A5\",\n  \"tiles\" {}\n}\n");
+  CommandResult r = Ptoctl("run " + syntax);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.output, HasSubstr("syntax.json:3:11: Expected : between key:value pair."));
+  const std::string field = WriteFile("field.json", "{\n  \"target\": \"TARGET_A5\",\n  \"tilez\": {}\n}\n");
+  r = Ptoctl("run " + field);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.output, HasSubstr("field.json:3:3: tilez: Cannot find field."));
+  const std::string value = WriteFile("value.json", "{\n  \"target\": \"TARGET_A6\"\n}\n");
+  r = Ptoctl("run " + value);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.output, HasSubstr("value.json:2:13: (target): invalid value \"TARGET_A6\""));
+  // A stream's line numbers are the file's.
+  const std::string jobs = WriteFile("jobs.jsonl", "{}\n\n{\"id\" 1}\n");
+  r = Ptoctl("stream " + jobs);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.output, HasSubstr("jobs.jsonl:3:7: Expected : between key:value pair."));
+}
+
+TEST_F(PtoctlTest, TargetFlagAppliesToJobsThatNameNone) {
+  const std::string job = WriteFile("untargeted.json",
+      R"({"tiles": {"a": {"dtype": "DTYPE_UINT8", "rows": 1, "cols": 32, "fill": 6}},)"
+      R"( "instructions": [{"opcode": "OPCODE_TXOR", "dst": "c", "src0": "a", "src1": "a", "tmp": "t"}]})");
+  CommandResult r = Ptoctl("run " + job + " --target=a2a3");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("instruction 0 TXOR on a2a3"));
+  EXPECT_THAT(r.output, HasSubstr("vnot  dst <- dst"));
+  r = Ptoctl("stream " + job + " --target=a5 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("\"target\":\"TARGET_A5\""));
+  const std::string targeted = WriteFile("targeted.json",
+      R"({"target": "TARGET_HOST", "tiles": {"a": {"dtype": "DTYPE_UINT8", "rows": 1, "cols": 1}},)"
+      R"( "instructions": [{"opcode": "OPCODE_TAND", "dst": "c", "src0": "a", "src1": "a"}]})");
+  r = Ptoctl("run " + targeted + " --target=a5");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.output, HasSubstr("sets target host, which --target=a5 contradicts"));
+}
+
+TEST_F(PtoctlTest, JsonModeStreamsWithDefaultsAndReportsErrorsAsJson) {
+  const std::string jobs = WriteFile("mixed.jsonl",
+      R"({"id": "ok", "tiles": {"a": {"dtype": "DTYPE_INT8", "rows": 1, "cols": 2, "values": [7, -2]}},)"
+      R"( "instructions": [{"opcode": "OPCODE_TAND", "dst": "c", "src0": "a", "src1": "a"}]})" "\n"
+      R"({"id": "bad", "instructions": [{"opcode": "OPCODE_TAND", "dst": "c", "src0": "x", "src1": "x"}]})" "\n");
+  CommandResult r = RunCommand("client/ptoctl --server=" + server_->address() +
+                               " --json stream " + jobs + " 2>/dev/null");
+  EXPECT_EQ(r.exit_code, 1) << r.output;  // one job failed
+  std::vector<std::string> lines = absl::StrSplit(r.output, '\n', absl::SkipEmpty());
+  ASSERT_EQ(lines.size(), 2u) << r.output;
+  std::map<std::string, v1::JobResult> by_id;
+  for (const std::string& line : lines) {
+    v1::JobResult result;
+    ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(line, &result).ok()) << line;
+    by_id[result.id()] = result;
+  }
+  EXPECT_EQ(by_id["ok"].status().code(), v1::OK);
+  EXPECT_EQ(by_id["bad"].status().code(), v1::INVALID_ARGUMENT);
+  // Codes by name, and defaults printed as for unary calls.
+  EXPECT_THAT(r.output, HasSubstr("\"code\":\"INVALID_ARGUMENT\""));
+  EXPECT_THAT(r.output, HasSubstr("\"validRows\":1"));
+  // A failed unary call: the error as JSON on stdout, nothing on stderr.
+  r = RunCommand("client/ptoctl --server=" + server_->address() +
+                 " --json tand --dtype=int8 --shape=1x2 --src0=1 --src1=300 2>&1 >/dev/null");
+  EXPECT_EQ(r.output, "");
+  r = RunCommand("client/ptoctl --server=" + server_->address() +
+                 " --json tand --dtype=int8 --shape=1x2 --src0=1 --src1=300 2>/dev/null");
+  EXPECT_EQ(r.exit_code, 1);
+  v1::JobStatus error;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(r.output, &error).ok()) << r.output;
+  EXPECT_EQ(error.code(), v1::INVALID_ARGUMENT);
+  EXPECT_THAT(error.message(), HasSubstr("fill = 300 is not an integer in the int8 range"));
+}
+
+TEST_F(PtoctlTest, OutWritesEveryResultTileOfARun) {
+  const std::string dir = std::string(std::getenv("TEST_TMPDIR")) + "/tiles";
+  const std::string job = WriteFile("two.json",
+      R"({"tiles": {"a": {"dtype": "DTYPE_UINT16", "rows": 1, "cols": 2, "values": [258, 65535]}},)"
+      R"( "instructions": [{"opcode": "OPCODE_TAND", "dst": "c", "src0": "a", "src1": "a"},)"
+      R"( {"opcode": "OPCODE_TXOR", "dst": "d", "src0": "a", "src1": "a"}]})");
+  CommandResult r = Ptoctl("run " + job + " --out=" + dir);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto read = [&](const std::string& name) {
+    std::ifstream file(dir + "/" + name, std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  };
+  EXPECT_EQ(read("c.bin"), std::string("\x02\x01\xff\xff", 4));  // little-endian
+  EXPECT_EQ(read("d.bin"), std::string(4, '\0'));
+}
+
+TEST(PtoctlHelpTest, HelpListsEveryFlagAndExitsZero) {
+  CommandResult r = RunCommand("client/ptoctl --help");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_THAT(r.output, Not(HasSubstr("ptoctl: ptoctl")));
+  for (const char* flag : {"--tile=", "--server=", "--token_file=", "--format=", "--out=",
+                           "--tls_ca=", "--json=", "--target="}) {
+    EXPECT_THAT(r.output, HasSubstr(flag));
+  }
+  r = RunCommand("client/ptoctl --version");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.output, "ptoctl 0.1.0\n");
+  r = RunCommand("server/ptoserve --help");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_THAT(r.output, Not(HasSubstr("No flags matched")));
+  for (const char* flag : {"--address=127.0.0.1:50051", "--max_tile_mb=", "--workers=",
+                           "--auth_token_file=", "--metrics_address="}) {
+    EXPECT_THAT(r.output, HasSubstr(flag));
+  }
+  r = RunCommand("server/ptoserve --version");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.output, "ptoserve 0.1.0\n");
+}
+
 TEST(PtoctlNoServerTest, UnreachableServerIsUnavailable) {
   // Port 1 on loopback: nothing listens there.
   CommandResult r = RunCommand("client/ptoctl --server=127.0.0.1:1 --timeout=1s health");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.output, HasSubstr("UNAVAILABLE: cannot connect to ptoserve at 127.0.0.1:1"));
+  // gRPC's own reason, not a timeout: the wait ends at the refusal.
+  EXPECT_THAT(r.output, HasSubstr("Connection refused"));
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <chrono>
 #include <fstream>
 #include <sstream>
 
@@ -154,6 +155,73 @@ TEST(SecurityTest, PtoctlOverTls) {
                                " --tls --tls_ca=" + pki.path("ca.crt") + " health");
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(r.output, "SERVING\n");
+}
+
+// ptoctl reports why a connection failed, as gRPC says it, as soon as it
+// fails: not after --timeout, and not as a bare "cannot connect".
+TEST(SecurityTest, PtoctlConnectionFailuresFailFastWithTheReason) {
+  Pki pki;
+  // Another CA, which signed nothing the server presents.
+  ASSERT_EQ(RunCommand("cd " + pki.path("") + " && openssl req -x509 -newkey ec -pkeyopt "
+                       "ec_paramgen_curve:prime256v1 -nodes -keyout other.key -out other.crt "
+                       "-days 1 -subj /CN=other-ca").exit_code, 0);
+  ServerProcess server({"--tls_cert=" + pki.path("server.crt"),
+                        "--tls_key=" + pki.path("server.key"),
+                        "--tls_client_ca=" + pki.path("ca.crt")});
+  const std::string ptoctl = "client/ptoctl --timeout=60s --server=" + server.address() + " ";
+  struct Case {
+    std::string flags, reason;
+  };
+  const Case cases[] = {
+      {"", "Socket closed (does the server want TLS?"},
+      {"--tls_ca=" + pki.path("other.crt"), "certificate verify failed"},
+      {"--tls_ca=" + pki.path("ca.crt"), "does the server want a client certificate?"},
+  };
+  for (const Case& c : cases) {
+    const auto start = std::chrono::steady_clock::now();
+    CommandResult r = RunCommand(ptoctl + c.flags + " health");
+    const auto took = std::chrono::steady_clock::now() - start;
+    EXPECT_EQ(r.exit_code, 1) << c.flags << ": " << r.output;
+    EXPECT_THAT(r.output, HasSubstr("UNAVAILABLE: cannot connect to ptoserve at")) << c.flags;
+    EXPECT_THAT(r.output, HasSubstr(c.reason)) << c.flags;
+    // Far below --timeout=60s: the wait ended at the failure.
+    EXPECT_LT(took, std::chrono::seconds(30)) << c.flags;
+  }
+  // --tls_ca implies --tls; a certificate without its key is a usage error.
+  CommandResult r = RunCommand(ptoctl + "--tls_ca=" + pki.path("ca.crt") + " --tls_cert=" +
+                               pki.path("client.crt") + " --tls_key=" + pki.path("client.key") +
+                               " health");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output, "SERVING\n");
+  r = RunCommand(ptoctl + "--tls_ca=" + pki.path("ca.crt") + " --tls_cert=" +
+                 pki.path("client.crt") + " health");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.output, HasSubstr("--tls_cert and --tls_key go together"));
+}
+
+// Tokens need not be on the command line: --token_file (its first line
+// that is not a comment, so a server's token file works) or
+// $PTOSERVE_TOKEN.
+TEST(SecurityTest, PtoctlTokenFromAFileOrTheEnvironment) {
+  const std::string tokens = std::string(std::getenv("TEST_TMPDIR")) + "/tokens";
+  std::ofstream(tokens) << "# ptoserve tokens\n\n  secret-one\nsecret-two\n";
+  ServerProcess server({"--auth_token_file=" + tokens});
+  const std::string ptoctl = "client/ptoctl --server=" + server.address() + " ";
+  const std::string tand = " tand --dtype=int8 --shape=1x2 --src0=3 --src1=6";
+  CommandResult r = RunCommand(ptoctl + "--token_file=" + tokens + tand);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("dst: 1x2 int8\n  2 2\n"));
+  r = RunCommand("PTOSERVE_TOKEN=secret-two " + ptoctl + tand);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  r = RunCommand("PTOSERVE_TOKEN=secret-three " + ptoctl + tand);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.output, HasSubstr("UNAUTHENTICATED"));
+  std::ofstream(tokens + ".empty") << "# nothing here\n";
+  r = RunCommand(ptoctl + "--token_file=" + tokens + ".empty" + tand);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.output, HasSubstr("holds no token"));
+  r = RunCommand(ptoctl + "--token=a --token_file=" + tokens + tand);
+  EXPECT_EQ(r.exit_code, 2);
 }
 
 TEST(SecurityTest, BadSecurityFlagsStopTheServerWithAMessage) {

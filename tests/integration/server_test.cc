@@ -152,6 +152,26 @@ TEST_F(ServerTest, CapabilitiesDescribeEveryTarget) {
   EXPECT_EQ(caps->limits().max_message_bytes(), 64u << 20);
 }
 
+// gRPC turns SO_REUSEPORT on by default, so a second server on a busy port
+// used to start and take a share of the connections.
+TEST(ServerStartTest, ASecondServerOnAPortInUseFailsToStart) {
+  ServerProcess first;
+  // `timeout`: a server that does start must not hang the test.
+  CommandResult r = RunCommand("timeout 20 server/ptoserve --metrics_address= --address=" +
+                               first.address());
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("ptoserve: cannot listen on " + first.address() +
+                                  ": Address already in use"));
+  // The metrics port likewise.
+  const std::string metrics = first.metrics_url().substr(
+      std::string("http://").size(), first.metrics_url().rfind('/') - 7);
+  r = RunCommand("timeout 20 server/ptoserve --address=127.0.0.1:0 --metrics_address=" + metrics);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr(metrics));
+  auto client = Client::Connect(first.address()).value();
+  EXPECT_EQ(client->Health().value(), "SERVING");
+}
+
 TEST_F(ServerTest, HealthReportsServing) {
   EXPECT_EQ(client_->Health().value(), "SERVING");
   EXPECT_EQ(client_->Health("ptoserve.v1.TileCompute").value(), "SERVING");
