@@ -66,6 +66,22 @@ std::string WhyCannotBind(const std::string& address) {
   return why;
 }
 
+// Hands gRPC, which owns its interceptor factories, one that it does not.
+class BorrowedInterceptor final
+    : public grpc::experimental::ServerInterceptorFactoryInterface {
+ public:
+  explicit BorrowedInterceptor(
+      grpc::experimental::ServerInterceptorFactoryInterface* factory)
+      : factory_(factory) {}
+  grpc::experimental::Interceptor* CreateServerInterceptor(
+      grpc::experimental::ServerRpcInfo* info) override {
+    return factory_->CreateServerInterceptor(info);
+  }
+
+ private:
+  grpc::experimental::ServerInterceptorFactoryInterface* const factory_;
+};
+
 }  // namespace
 
 absl::StatusOr<RunningServer> StartGrpcServer(
@@ -80,6 +96,12 @@ absl::StatusOr<RunningServer> StartGrpcServer(
   // port that is in use and take a share of its connections.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   for (grpc::Service* service : services) builder.RegisterService(service);
+  if (settings.interceptor != nullptr) {
+    std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
+        interceptors;
+    interceptors.push_back(std::make_unique<BorrowedInterceptor>(settings.interceptor));
+    builder.experimental().SetInterceptorCreators(std::move(interceptors));
+  }
   RunningServer running;
   running.server = builder.BuildAndStart();
   if (running.server == nullptr || port == 0) {

@@ -4,6 +4,7 @@
 #define PTOSERVE_SERVER_GRPC_SERVER_H_
 
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/support/server_interceptor.h>
 
 #include <functional>
 #include <memory>
@@ -21,6 +22,8 @@ struct GrpcSettings {
   // Plaintext by default; see server/auth.h for TLS.
   std::shared_ptr<grpc::ServerCredentials> credentials =
       grpc::InsecureServerCredentials();
+  // Sees every call (null: none); must outlive the server.
+  grpc::experimental::ServerInterceptorFactoryInterface* interceptor = nullptr;
 };
 
 struct RunningServer {

@@ -18,9 +18,11 @@
 #include "core/version.h"
 #include "server/auth.h"
 #include "server/codec.h"
+#include "server/grpc_metrics.h"
 #include "server/grpc_server.h"
 #include "server/metrics.h"
 #include "server/metrics_endpoint.h"
+#include "server/process_metrics.h"
 #include "server/reflection.h"
 #include "proto/descriptor_set.h"
 #include "server/service.h"
@@ -159,11 +161,15 @@ int Run() {
   settings.address = absl::GetFlag(FLAGS_address);
   settings.max_message_bytes = max_message_bytes;
   settings.credentials = *credentials;
-  ReflectionService reflection(
-      {v1::TileCompute::service_full_name(), "grpc.health.v1.Health",
-       grpc::reflection::v1::ServerReflection::service_full_name(),
-       grpc::reflection::v1alpha::ServerReflection::service_full_name()},
-      DescriptorSetWithComments(), auth ? &*auth : nullptr);
+  const std::vector<std::string> service_names = {
+      v1::TileCompute::service_full_name(), "grpc.health.v1.Health",
+      grpc::reflection::v1::ServerReflection::service_full_name(),
+      grpc::reflection::v1alpha::ServerReflection::service_full_name()};
+  ReflectionService reflection(service_names, DescriptorSetWithComments(),
+                               auth ? &*auth : nullptr);
+  GrpcMetrics grpc_metrics(&registry, service_names);
+  AddProcessMetrics(&registry);
+  settings.interceptor = &grpc_metrics;
   std::vector<grpc::Service*> services = {&service};
   if (absl::GetFlag(FLAGS_reflection)) {
     for (grpc::Service* s : reflection.services()) services.push_back(s);

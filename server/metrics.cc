@@ -97,12 +97,16 @@ void AppendSamples(absl::string_view name, absl::Span<const std::string> names,
 }
 
 // A gauge read at scrape time.
-class CallbackGauge final : public metrics_internal::Metric {
+// A gauge or counter with one series, read at scrape time.
+class CallbackMetric final : public metrics_internal::Metric {
  public:
-  CallbackGauge(std::string name, std::string help,
-                std::vector<std::pair<std::string, std::string>> labels,
-                std::function<double()> read)
-      : name_(std::move(name)), help_(std::move(help)), read_(std::move(read)) {
+  CallbackMetric(std::string name, std::string help, const char* type,
+                 std::vector<std::pair<std::string, std::string>> labels,
+                 std::function<double()> read)
+      : name_(std::move(name)),
+        help_(std::move(help)),
+        type_(type),
+        read_(std::move(read)) {
     for (auto& [label, value] : labels) {
       label_names_.push_back(std::move(label));
       label_values_.push_back(std::move(value));
@@ -110,7 +114,7 @@ class CallbackGauge final : public metrics_internal::Metric {
   }
 
   void Render(std::string* out) const override {
-    AppendHeader(name_, help_, "gauge", out);
+    AppendHeader(name_, help_, type_, out);
     out->append(name_);
     AppendLabels(label_names_, label_values_, nullptr, out);
     absl::StrAppend(out, " ", FormatNumber(read_()), "\n");
@@ -119,6 +123,7 @@ class CallbackGauge final : public metrics_internal::Metric {
  private:
   const std::string name_;
   const std::string help_;
+  const char* const type_;
   std::vector<std::string> label_names_;
   std::vector<std::string> label_values_;
   const std::function<double()> read_;
@@ -230,10 +235,20 @@ void MetricsRegistry::AddGauge(
     std::string name, std::string help,
     std::vector<std::pair<std::string, std::string>> labels,
     std::function<double()> read) {
-  auto gauge = std::make_unique<CallbackGauge>(
-      std::move(name), std::move(help), std::move(labels), std::move(read));
+  auto gauge = std::make_unique<CallbackMetric>(std::move(name), std::move(help),
+                                                "gauge", std::move(labels),
+                                                std::move(read));
   MutexLock lock(&mu_);
   metrics_.push_back(std::move(gauge));
+}
+
+void MetricsRegistry::AddCallbackCounter(std::string name, std::string help,
+                                         std::function<double()> read) {
+  auto counter = std::make_unique<CallbackMetric>(
+      std::move(name), std::move(help), "counter",
+      std::vector<std::pair<std::string, std::string>>{}, std::move(read));
+  MutexLock lock(&mu_);
+  metrics_.push_back(std::move(counter));
 }
 
 std::string MetricsRegistry::Render() const {

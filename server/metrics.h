@@ -142,6 +142,11 @@ class MetricsRegistry {
                 std::vector<std::pair<std::string, std::string>> labels,
                 std::function<double()> read) ABSL_LOCKS_EXCLUDED(mu_);
 
+  // A counter with one series whose value `read` returns at scrape time,
+  // for counts kept elsewhere (the kernel's CPU time of the process).
+  void AddCallbackCounter(std::string name, std::string help,
+                          std::function<double()> read) ABSL_LOCKS_EXCLUDED(mu_);
+
   // The text exposition of every metric, in the order they were added.
   std::string Render() const ABSL_LOCKS_EXCLUDED(mu_);
 

@@ -5,12 +5,16 @@
 #include <gtest/gtest.h>
 #include <strings.h>
 
+#include <future>
 #include <map>
 #include <string>
 #include <vector>
 
+#include <grpcpp/generic/generic_stub.h>
+
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
 #include "client/client.h"
 #include "tests/integration/server_process.h"
 
@@ -18,6 +22,7 @@ namespace ptoserve {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using ::testing::StartsWith;
 
 struct HttpResponse {
@@ -173,6 +178,67 @@ TEST(MetricsTest, StreamedAndDroppedJobsAreCountedToo) {
   EXPECT_EQ(delta("ptoserve_queue_time_seconds_count{opcode=\"TXOR\",target=\"host\"}"), 0);
   EXPECT_EQ(delta("ptoserve_queue_time_seconds_count{opcode=\"TAND\",target=\"host\"}"), 9);
   EXPECT_EQ(delta("ptoserve_batch_size_sum{opcode=\"TAND\",target=\"host\"}"), 9);
+}
+
+// The standard gRPC server metrics count every method, health and
+// reflection included, by code; a method the server does not have counts
+// as "unknown" (a client cannot make a series per name it invents).
+TEST(MetricsTest, GrpcMethodCountersByCode) {
+  ServerProcess server;
+  auto client = Client::Connect(server.address()).value();
+  const std::map<std::string, double> before = Scrape(server.metrics_url());
+  const std::vector<int32_t> a(4, 6);
+  ASSERT_TRUE(client->Tand<int32_t>({a, a, 2, 2}).ok());
+  ASSERT_TRUE(client->Tand<int32_t>({a, a, 2, 2}).ok());
+  v1::Job broken = BinaryJob<int32_t>(v1::OPCODE_TAND, BinaryArgs<int32_t>{a, a, 2, 2});
+  broken.mutable_instructions(0)->set_src1("missing");
+  ASSERT_EQ(client->Execute(broken).status().code(), absl::StatusCode::kInvalidArgument);
+  ASSERT_EQ(client->Health().value(), "SERVING");
+  std::vector<v1::Job> jobs(3, BinaryJob<int32_t>(v1::OPCODE_TAND, BinaryArgs<int32_t>{a, a, 2, 2}));
+  ASSERT_TRUE(client->ExecuteStream(jobs, [](v1::JobResult) {}).ok());
+  for (const char* method : {"/no.Such/Method", "/ptoserve.v1.TileCompute/Nope"}) {
+    grpc::GenericStub generic(client->channel());
+    grpc::ClientContext context;
+    grpc::Slice empty(std::string(""));
+    grpc::ByteBuffer request(&empty, 1), response;
+    std::promise<grpc::Status> done;
+    generic.UnaryCall(&context, method, grpc::StubOptions(), &request, &response,
+                      [&](grpc::Status s) { done.set_value(s); });
+    ASSERT_EQ(done.get_future().get().error_code(), grpc::StatusCode::UNIMPLEMENTED);
+  }
+  const std::map<std::string, double> after = Scrape(server.metrics_url());
+  auto delta = [&](const std::string& series) { return Delta(before, after, series); };
+  const std::string execute =
+      R"(grpc_type="unary",grpc_service="ptoserve.v1.TileCompute",grpc_method="Execute")";
+  EXPECT_EQ(delta("grpc_server_started_total{" + execute + "}"), 3);
+  EXPECT_EQ(delta("grpc_server_handled_total{" + execute + ",grpc_code=\"OK\"}"), 2);
+  EXPECT_EQ(delta("grpc_server_handled_total{" + execute + ",grpc_code=\"INVALID_ARGUMENT\"}"), 1);
+  EXPECT_EQ(delta("grpc_server_msg_received_total{" + execute + "}"), 3);
+  const std::string stream =
+      R"(grpc_type="bidi_stream",grpc_service="ptoserve.v1.TileCompute",grpc_method="ExecuteStream")";
+  EXPECT_EQ(delta("grpc_server_started_total{" + stream + "}"), 1);
+  EXPECT_EQ(delta("grpc_server_msg_received_total{" + stream + "}"), 3);
+  EXPECT_EQ(delta("grpc_server_msg_sent_total{" + stream + "}"), 3);
+  EXPECT_EQ(delta("grpc_server_handled_total{" + stream + ",grpc_code=\"OK\"}"), 1);
+  EXPECT_EQ(delta(R"(grpc_server_handled_total{grpc_type="unary",grpc_service="grpc.health.v1.Health",grpc_method="Check",grpc_code="OK"})"), 1);
+  EXPECT_EQ(delta(R"(grpc_server_handled_total{grpc_type="unknown",grpc_service="unknown",grpc_method="unknown",grpc_code="UNIMPLEMENTED"})"), 2);
+  for (const auto& [series, value] : after) {
+    EXPECT_THAT(series, Not(HasSubstr("no.Such"))) << series;
+  }
+}
+
+// Process metrics, as Prometheus's client libraries name them.
+TEST(MetricsTest, ProcessMetrics) {
+  ServerProcess server;
+  const std::map<std::string, double> m = Scrape(server.metrics_url());
+  EXPECT_GT(m.at("process_resident_memory_bytes"), 1 << 20);
+  EXPECT_GE(m.at("process_virtual_memory_bytes"), m.at("process_resident_memory_bytes"));
+  // stdin/out/err, the listeners, the metrics socket...
+  EXPECT_GE(m.at("process_open_fds"), 5);
+  EXPECT_GE(m.at("process_max_fds"), m.at("process_open_fds"));
+  EXPECT_GE(m.at("process_cpu_seconds_total"), 0);
+  const double now = absl::ToUnixSeconds(absl::Now());
+  EXPECT_NEAR(m.at("process_start_time_seconds"), now, 120);
 }
 
 TEST(MetricsTest, OnlyMetricsIsServed) {
