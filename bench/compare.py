@@ -12,21 +12,26 @@ Expects both servers running: echo on --echo, ptoserve on --ptoserve. The
 arguments after -- go to ptobench for both.
 """
 import argparse
+import csv
+import io
 import statistics
 import subprocess
 import sys
-
-FIELDS = ["label", "mode", "concurrency", "opcode", "shape", "dtype", "rps",
-          "tps", "p50", "p90", "p99", "max", "errors"]
 
 
 def run(ptobench, server, seconds, extra, check):
     cmd = ["taskset", "-c", "1", ptobench, f"--server={server}", "--format=csv",
            f"--duration={seconds}s", "--warmup=0.3s", f"--check={check}"] + extra
     out = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    row = dict(zip(FIELDS, out.stdout.strip().split(",")))
-    if "rps" not in row:
+    rows = list(csv.DictReader(io.StringIO(out.stdout)))
+    if len(rows) != 1:
         sys.exit(f"ptobench failed: {out.stderr}")
+    row = rows[0]
+    # The short names the rest of this script uses.
+    for long, short in [("requests_per_s", "rps"), ("tiles_per_s", "tps"),
+                        ("p50_us", "p50"), ("p90_us", "p90"),
+                        ("p99_us", "p99"), ("max_us", "max")]:
+        row[short] = row[long]
     return row
 
 

@@ -46,7 +46,10 @@ ABSL_FLAG(std::string, target, "host", "host, a2a3 or a5.");
 ABSL_FLAG(bool, check, true,
           "Check every result against the expected tile (turn off for the "
           "echo baseline, which returns src0).");
-ABSL_FLAG(std::string, format, "text", "text, or csv (one line, for scripts).");
+ABSL_FLAG(std::string, format, "text",
+          "text, or csv (a header line, unless --csv_header=false, and one "
+          "line of figures).");
+ABSL_FLAG(bool, csv_header, true, "csv: print the header line first.");
 ABSL_FLAG(std::string, label, "", "csv: a label for the first column.");
 
 namespace ptoserve {
@@ -110,6 +113,11 @@ absl::StatusOr<Workload> MakeWorkload() {
   return w;
 }
 
+// "CODE: message" (the message cut at 120 bytes), how errors are counted.
+std::string ErrorKey(absl::StatusCode code, absl::string_view message) {
+  return absl::StrCat(absl::StatusCodeToString(code), ": ", message.substr(0, 120));
+}
+
 // What one worker measured.
 struct Tally {
   std::vector<int64_t> latency_ns;
@@ -128,9 +136,11 @@ class Bench {
     if (sent < measure_from_ || now > end_) return;
     std::string error;
     if (!status.ok()) {
-      error = absl::StrCat("code ", status.error_code());
+      error = ErrorKey(static_cast<absl::StatusCode>(status.error_code()),
+                       status.error_message());
     } else if (result.status().code() != 0) {
-      error = absl::StrCat("code ", result.status().code());
+      error = ErrorKey(static_cast<absl::StatusCode>(result.status().code()),
+                       result.status().message());
     } else if (absl::GetFlag(FLAGS_check)) {
       auto it = result.tiles().find("dst");
       if (it == result.tiles().end() || it->second.data() != workload_.expected) {
@@ -146,12 +156,22 @@ class Bench {
   }
 
   void Unary(v1::TileCompute::Stub* stub, Tally* tally) const {
+    // A server that is going away answers UNAVAILABLE at once: back off
+    // (1 ms, doubling to 100 ms) rather than spin on it.
+    absl::Duration backoff = absl::ZeroDuration();
     while (absl::Now() < end_) {
       grpc::ClientContext context;
       JobResult result;
       const absl::Time sent = absl::Now();
       grpc::Status status = stub->Execute(&context, workload_.job, &result);
       Record(tally, sent, absl::Now(), status, result);
+      if (status.error_code() == grpc::StatusCode::UNAVAILABLE) {
+        backoff = std::min(std::max(2 * backoff, absl::Milliseconds(1)),
+                           absl::Milliseconds(100));
+        absl::SleepFor(std::min(backoff, end_ - absl::Now()));
+      } else {
+        backoff = absl::ZeroDuration();
+      }
     }
   }
 
@@ -196,7 +216,11 @@ class Bench {
     }
     writer.join();
     grpc::Status status = stream->Finish();
-    if (!status.ok()) ++tally->errors[absl::StrCat("stream code ", status.error_code())];
+    if (!status.ok()) {
+      ++tally->errors[absl::StrCat(
+          "stream ", ErrorKey(static_cast<absl::StatusCode>(status.error_code()),
+                              status.error_message()))];
+    }
   }
 
  private:
@@ -261,12 +285,16 @@ int Main() {
   const double rate = all.done / seconds;
   int64_t errors = 0;
   std::string error_text;
-  for (auto& [code, n] : all.errors) {
+  for (auto& [error, n] : all.errors) {
     errors += n;
-    absl::StrAppend(&error_text, error_text.empty() ? "" : ", ", code, ": ", n);
+    absl::StrAppend(&error_text, error_text.empty() ? "" : "; ", n, " x ", error);
   }
   const auto us = [&](double p) { return Percentile(all.latency_ns, p) / 1000.0; };
   if (absl::GetFlag(FLAGS_format) == "csv") {
+    if (absl::GetFlag(FLAGS_csv_header)) {
+      std::cout << "label,mode,concurrency,opcode,shape,dtype,requests_per_s,tiles_per_s,"
+                   "p50_us,p90_us,p99_us,max_us,errors\n";
+    }
     std::cout << absl::StrFormat("%s,%s,%d,%s,%s,%s,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%d\n",
                                  absl::GetFlag(FLAGS_label), absl::GetFlag(FLAGS_mode),
                                  concurrency, absl::GetFlag(FLAGS_opcode),
@@ -281,7 +309,8 @@ int Main() {
         absl::GetFlag(FLAGS_mode), absl::GetFlag(FLAGS_opcode), absl::GetFlag(FLAGS_shape),
         absl::GetFlag(FLAGS_dtype), absl::GetFlag(FLAGS_target), concurrency,
         stream ? absl::StrCat(", depth ", absl::GetFlag(FLAGS_stream_depth)) : "", seconds, rate,
-        rate, us(0.5), us(0.9), us(0.99), us(1.0), errors == 0 ? "none" : error_text);
+        rate, us(0.5), us(0.9), us(0.99), us(1.0),
+        errors == 0 ? "none" : absl::StrCat(errors, " (", error_text, ")"));
   }
   return errors == 0 ? 0 : 1;
 }

@@ -30,7 +30,7 @@ bench() {  # LABEL PORT FLAGS...
   local label=$1 port=$2
   shift 2
   taskset -c 1 bazel-bin/bench/ptobench --server="127.0.0.1:$port" --format=csv \
-    --label="$label" --duration="$duration" --warmup=1s "$@" || true
+    --csv_header=false --label="$label" --duration="$duration" --warmup=1s "$@" || true
 }
 
 echo "label,mode,concurrency,opcode,shape,dtype,requests_per_s,tiles_per_s,p50_us,p90_us,p99_us,max_us,errors"

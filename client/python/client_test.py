@@ -7,25 +7,29 @@ repository root after `bazel build //server:ptoserve //client/python:all`:
     /usr/bin/python3 client/python/client_test.py
 """
 
+import asyncio
+import concurrent.futures
 import itertools
 import os
-import select
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
 import threading
+import time
 import unittest
 
 import grpc
 import numpy as np
 
 from ptoserve.v1 import job_pb2, tile_pb2
-from ptoserve_client import (Client, PtoserveError, Result, decode_tile,
-                             encode_tile, make_job)
+from ptoserve_client import (MAX_TILE_BYTES, Client, PtoserveError, Result,
+                             ServerMetadata, aio, decode_tile,
+                             encode_operands, encode_tile, make_job)
 from ptoserve_client.client import channel_target
+from server_process import SERVER, start_server, stop_server
 
-SERVER = os.environ.get("PTOSERVE_BINARY", "server/ptoserve")
 EXAMPLE = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                        "example.py")
 DTYPES = [np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32]
@@ -39,40 +43,7 @@ TRACES = {
     ("a5", "tand"): ["vand"],
     ("a5", "txor"): ["vxor"],
 }
-STARTUP_TIMEOUT_S = 30
 CALL_TIMEOUT_S = 10
-
-
-def start_server(*flags):
-    """Starts the server on an ephemeral port with `flags`; returns it and
-    its address."""
-    # Metrics off: the default port would be shared by every server here.
-    server = subprocess.Popen(
-        [SERVER, "--address=127.0.0.1:0", "--metrics_address=", *flags],
-        stdout=subprocess.PIPE)
-    ready, _, _ = select.select([server.stdout], [], [], STARTUP_TIMEOUT_S)
-    # "ptoserve 0.1.0 listening on 127.0.0.1:PORT (default target host)"
-    line = server.stdout.readline().decode() if ready else ""
-    if "listening on " not in line:
-        server.kill()
-        server.wait()
-        raise RuntimeError(f"ptoserve did not start; it printed {line!r}")
-    # Drain the rest, so the server never blocks on a full pipe.
-    threading.Thread(target=server.stdout.read, daemon=True).start()
-    return server, line.split("listening on ")[1].split()[0]
-
-
-def stop_server(server):
-    """SIGTERM; the server must exit 0 within 15 s."""
-    server.send_signal(signal.SIGTERM)
-    try:
-        code = server.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        server.kill()
-        server.wait()
-        raise
-    if code != 0:
-        raise AssertionError(f"ptoserve exited with {code} on SIGTERM")
 
 
 def random_tile(rng, dtype, shape):
@@ -255,6 +226,268 @@ class ClientTest(unittest.TestCase):
 
     def test_health(self):
         self.assertEqual(self.client.health(), "SERVING")
+
+    def test_a_scalar_operand_is_sent_as_fill_in_the_others_dtype(self):
+        for target, dtype in itertools.product(TARGETS, DTYPES):
+            a = random_tile(self.rng, dtype, shape_for(dtype))
+            info = np.iinfo(dtype)
+            mask = int(self.rng.integers(info.min, info.max, endpoint=True))
+            with self.subTest(target=target, dtype=dtype.__name__):
+                result = self.client.tand(a, mask, target=target)
+                self.assertEqual(result.dst.dtype, np.dtype(dtype))
+                np.testing.assert_array_equal(
+                    result.dst, np.bitwise_and(a, np.array(mask, dtype)))
+                result = self.client.txor(np.int64(mask), a, target=target)
+                np.testing.assert_array_equal(
+                    result.dst, np.bitwise_xor(np.array(mask, dtype), a))
+        # A scalar costs a few bytes whatever the shape.
+        src0, src1 = encode_operands(np.zeros((256, 256), np.int32), 0x0f)
+        self.assertFalse(src0.HasField("fill"))
+        self.assertEqual((src1.dtype, src1.rows, src1.cols, src1.fill),
+                         (tile_pb2.DTYPE_INT32, 256, 256, 0x0f))
+        self.assertLess(src1.ByteSize(), 16)
+
+    def test_smaller_operands_broadcast_as_numpy_broadcasts(self):
+        a = random_tile(self.rng, np.uint16, (4, 16))
+        row = random_tile(self.rng, np.uint16, (16,))
+        column = random_tile(self.rng, np.uint16, (4, 1))
+        cases = {"row": (a, row), "row first": (row, a),
+                 "1x16": (a, row.reshape(1, 16)), "column": (a, column),
+                 "column and row": (column, row), "1x1": (a, a[:1, :1])}
+        for target, (case, (src0, src1)) in itertools.product(
+                TARGETS, cases.items()):
+            with self.subTest(target=target, case=case):
+                np.testing.assert_array_equal(
+                    self.client.tand(src0, src1, target=target).dst,
+                    np.bitwise_and(src0, src1))
+                np.testing.assert_array_equal(
+                    self.client.txor(src0, src1, target=target).dst,
+                    np.bitwise_xor(src0, src1))
+        result = self.client.txor(a, row, valid=(3, 5), target="a2a3")
+        expected = np.zeros_like(a)
+        expected[:3, :5] = np.bitwise_xor(a, row)[:3, :5]
+        np.testing.assert_array_equal(result.dst, expected)
+        # One element travels as fill; a row is sent whole.
+        src0, src1 = encode_operands(a[:1, :1], row)
+        self.assertTrue(src0.HasField("fill"))
+        self.assertEqual(len(src1.data), a.nbytes)
+
+    def test_shapes_that_make_no_tile_are_refused_before_sending(self):
+        row = np.zeros(16, np.int32)
+        with Client("127.0.0.1:1") as nowhere:  # a call would be UNAVAILABLE
+            for src0, src1, message in [
+                    (np.zeros((4, 16), np.int32), np.zeros(3, np.int32),
+                     r"^src0 \(4, 16\) and src1 \(3,\) do not broadcast"),
+                    (row, row, r"broadcast to 1-D; a tile is 2-D"),
+                    (row, 7, r"broadcast to 1-D"),
+                    (np.zeros((2, 4, 16), np.int32), 1, r"to 3-D"),
+                    # 4 GiB: refused before anything is allocated.
+                    (np.zeros((1, 1 << 15), np.int32),
+                     np.zeros((1 << 15, 1), np.int32),
+                     rf"^broadcasting to 32768x32768 int32 takes more than "
+                     rf"{MAX_TILE_BYTES} bytes$")]:
+                with self.subTest(message=message):
+                    with self.assertRaisesRegex(ValueError, message):
+                        nowhere.tand(src0, src1)
+
+    def test_lists_ints_and_wider_arrays_are_converted(self):
+        for target, dtype in itertools.product(TARGETS, DTYPES):
+            a = random_tile(self.rng, dtype, shape_for(dtype))
+            b = random_tile(self.rng, dtype, shape_for(dtype))
+            with self.subTest(target=target, dtype=dtype.__name__):
+                # dtype= converts both: nested lists, int64 arrays.
+                result = self.client.tand(a.tolist(), b.astype(np.int64),
+                                          dtype=dtype, target=target)
+                self.assertEqual(result.dst.dtype, np.dtype(dtype))
+                np.testing.assert_array_equal(result.dst,
+                                              np.bitwise_and(a, b))
+                # Without it, to the other operand's dtype.
+                result = self.client.txor(a.astype(np.int64), b,
+                                          target=target)
+                self.assertEqual(result.dst.dtype, np.dtype(dtype))
+                np.testing.assert_array_equal(result.dst,
+                                              np.bitwise_xor(a, b))
+                result = self.client.txor(b, a.tolist(), target=target)
+                np.testing.assert_array_equal(result.dst,
+                                              np.bitwise_xor(b, a))
+        # dtype= by name, and in run() for every tile.
+        a = [[0x0f, 0xf0, 0x3c, 0xff] * 2]
+        result = self.client.tand(a, 0x55, dtype="uint8")
+        np.testing.assert_array_equal(
+            result.dst, np.bitwise_and(np.array(a, np.uint8), np.uint8(0x55)))
+        a = random_tile(self.rng, np.int16, (2, 16))
+        b = random_tile(self.rng, np.int16, (2, 16))
+        result = self.client.run([("txor", "c", "a", "b", "t")],
+                                 tiles={"a": a.tolist(),
+                                        "b": b.astype(np.int64)},
+                                 dtype=np.int16, target="a2a3")
+        self.assertEqual(result.tiles["c"].dtype, np.int16)
+        np.testing.assert_array_equal(result.tiles["c"], np.bitwise_xor(a, b))
+
+    def test_values_that_do_not_fit_raise_value_error_before_sending(self):
+        a = np.zeros((2, 16), np.uint8)
+        with Client("127.0.0.1:1") as nowhere:  # a call would be UNAVAILABLE
+            for call, message in [
+                    (lambda: nowhere.tand(a, 256),
+                     r"^src1 = 256 does not fit uint8 \[0, 255\]$"),
+                    (lambda: nowhere.txor(-1, a),
+                     r"^src0 = -1 does not fit uint8 \[0, 255\]$"),
+                    (lambda: nowhere.tand([[1, 2], [3, 70000]], 0,
+                                          dtype=np.int16),
+                     r"^src0\[1, 1\] = 70000 does not fit int16 "
+                     r"\[-32768, 32767\]$"),
+                    (lambda: nowhere.tand(a, np.full(16, 2**70)),
+                     r"^src1\[0\] = 1180591620717411303424 does not fit "
+                     r"uint8"),
+                    (lambda: nowhere.txor(a.astype(np.int64) - 1, a),
+                     r"^src0\[0, 0\] = -1 does not fit uint8"),
+                    (lambda: nowhere.run([("tand", "c", "a", "a")],
+                                         tiles={"a": [[5, -1]]},
+                                         dtype=np.uint32),
+                     r"^tile 'a'\[0, 1\] = -1 does not fit uint32 "
+                     r"\[0, 4294967295\]$")]:
+                with self.subTest(message=message):
+                    with self.assertRaisesRegex(ValueError, message):
+                        call()
+
+    def test_floats_bools_and_other_kinds_raise_type_error(self):
+        a = np.zeros((2, 16), np.int32)
+        with Client("127.0.0.1:1") as nowhere:  # a call would be UNAVAILABLE
+            for src0, src1, dtype, message in [
+                    (a, 1.0, None, r"^src1 has float64 elements; TAND and "
+                                   r"TXOR take integers"),
+                    (a, np.ones((2, 16)), None, "src1 has float64 elements"),
+                    (np.ones((2, 16), bool), a, None,
+                     "src0 has bool elements"),
+                    (a, [1, 2.5], None, "src1 has float64 elements"),
+                    (a, "x", None, "src1 has <U1 elements"),
+                    (a, a.astype(np.int16), None,
+                     r"^src0 is int32 and src1 is int16: TAND and TXOR take "
+                     r"one element type; pass dtype="),
+                    ([[1]], [[2]], None,
+                     r"^neither operand is an array of int8, .*; pass "
+                     r"dtype="),
+                    (a, 1, np.float32, "dtype <class 'numpy.float32'> is "
+                                       "not one of int8, uint8"),
+                    (a, 1, "int64", "dtype 'int64' is not one of")]:
+                with self.subTest(message=message):
+                    with self.assertRaisesRegex(TypeError, message):
+                        nowhere.tand(src0, src1, dtype=dtype)
+
+    def per_call_methods(self):
+        """(name, call(client, **timeout)) for every unary method."""
+        a = random_tile(self.rng, np.int32, (1, 8))
+        job = make_job([("tand", "c", "a", "a")], tiles={"a": a})
+        return [
+            ("tand", lambda c, **kw: c.tand(a, 3, **kw)),
+            ("txor", lambda c, **kw: c.txor(a, 3, **kw)),
+            ("run", lambda c, **kw: c.run([("tand", "c", "a", "a")],
+                                          {"a": a}, **kw)),
+            ("run_assembly", lambda c, **kw: c.run_assembly(
+                "%c = tand %a, %a : !pto.tile<...>", {"a": a}, **kw)),
+            ("execute", lambda c, **kw: c.execute(job, **kw)),
+            ("run_job", lambda c, **kw: c.run_job(job, **kw)),
+            ("tand_async", lambda c, **kw: c.tand_async(a, 3, **kw).result()),
+            ("txor_async", lambda c, **kw: c.txor_async(a, 3, **kw).result()),
+            ("run_async", lambda c, **kw: c.run_async(
+                [("tand", "c", "a", "a")], {"a": a}, **kw).result()),
+            ("run_assembly_async", lambda c, **kw: c.run_assembly_async(
+                "%c = tand %a, %a : !pto.tile<...>", {"a": a},
+                **kw).result()),
+            ("execute_async",
+             lambda c, **kw: c.execute_async(job, **kw).result()),
+            ("capabilities", lambda c, **kw: c.capabilities(**kw)),
+            ("get_server_metadata",
+             lambda c, **kw: c.get_server_metadata(**kw)),
+            ("health", lambda c, **kw: c.health(**kw)),
+        ]
+
+    def test_per_call_timeout_overrides_the_clients(self):
+        # A deadline of 1 us passes before any server could answer.
+        with Client(self.address, timeout=1e-6) as impatient:
+            for name, call in self.per_call_methods():
+                with self.subTest(method=name):
+                    with self.assertRaises(PtoserveError) as raised:
+                        call(impatient)
+                    self.assertEqual(raised.exception.code,
+                                     grpc.StatusCode.DEADLINE_EXCEEDED)
+                    call(impatient, timeout=CALL_TIMEOUT_S)  # succeeds
+            self.assertFalse(impatient.is_server_live())
+            self.assertTrue(impatient.is_server_live(timeout=CALL_TIMEOUT_S))
+            self.assertTrue(impatient.is_server_ready(timeout=CALL_TIMEOUT_S))
+        for name, call in self.per_call_methods():
+            with self.subTest(method=name):
+                with self.assertRaises(PtoserveError) as raised:
+                    call(self.client, timeout=1e-6)
+                self.assertEqual(raised.exception.code,
+                                 grpc.StatusCode.DEADLINE_EXCEEDED)
+
+    def test_futures_resolve_to_results_and_errors(self):
+        calls = []
+        for i in range(60):
+            target, dtype = TARGETS[i % 3], DTYPES[i % len(DTYPES)]
+            a = random_tile(self.rng, dtype, shape_for(dtype))
+            b = random_tile(self.rng, dtype, shape_for(dtype))
+            if i % 2:
+                future = self.client.txor_async(a, b, target=target)
+                calls.append((future, np.bitwise_xor(a, b)))
+            else:
+                future = self.client.tand_async(a, b, target=target)
+                calls.append((future, np.bitwise_and(a, b)))
+        done, _ = concurrent.futures.wait([f for f, _ in calls],
+                                          timeout=CALL_TIMEOUT_S)
+        self.assertEqual(len(done), len(calls))
+        for future, expected in calls:
+            result = future.result()
+            self.assertIsInstance(result, Result)
+            np.testing.assert_array_equal(result.dst, expected)
+
+        a = random_tile(self.rng, np.uint32, (2, 8))
+        b = random_tile(self.rng, np.uint32, (2, 8))
+        result = self.client.run_async(
+            [("tand", "c", "a", "b"), ("txor", "d", "c", "a", "t")],
+            {"a": a, "b": b}, target="a2a3").result(CALL_TIMEOUT_S)
+        np.testing.assert_array_equal(result.tiles["d"],
+                                      np.bitwise_xor(np.bitwise_and(a, b), a))
+        result = self.client.run_assembly_async(
+            "%c = tand %a, %b : !pto.tile<...>",
+            {"a": a, "b": b}).result(CALL_TIMEOUT_S)
+        np.testing.assert_array_equal(result.tiles["c"], np.bitwise_and(a, b))
+        raw = self.client.execute_async(
+            make_job([("txor", "c", "a", "b")], {"a": a, "b": b})
+        ).result(CALL_TIMEOUT_S)
+        self.assertIsInstance(raw, job_pb2.JobResult)
+        np.testing.assert_array_equal(decode_tile(raw.tiles["c"]),
+                                      np.bitwise_xor(a, b))
+
+        narrow = np.zeros((16, 8), np.int16)  # 16-byte rows: not on a2a3
+        future = self.client.txor_async(narrow, 1, target="a2a3")
+        with self.assertRaises(PtoserveError) as raised:
+            future.result(CALL_TIMEOUT_S)
+        self.assertEqual(raised.exception.code,
+                         grpc.StatusCode.INVALID_ARGUMENT)
+        with self.assertRaises(PtoserveError) as sync:
+            self.client.txor(narrow, 1, target="a2a3")
+        self.assertEqual(raised.exception.details, sync.exception.details)
+        self.assertIs(future.exception(), raised.exception)
+
+    def test_readiness_and_server_metadata(self):
+        self.assertTrue(self.client.is_server_live())
+        self.assertTrue(self.client.is_server_ready())
+        version = subprocess.run([SERVER, "--version"], capture_output=True,
+                                 text=True, check=True).stdout.split()[1]
+        self.assertEqual(self.client.get_server_metadata(),
+                         ServerMetadata(name="ptoserve", version=version,
+                                        targets=TARGETS,
+                                        default_target="host"))
+
+    def test_result_as_numpy(self):
+        a = random_tile(self.rng, np.int8, (2, 32))
+        result = self.client.tand(a, -2)
+        self.assertIs(result.as_numpy("dst"), result.dst)
+        np.testing.assert_array_equal(result.as_numpy("dst"),
+                                      np.bitwise_and(a, np.int8(-2)))
+        self.assertIsNone(result.as_numpy("src0"))
 
     def test_example_runs(self):
         done = subprocess.run([sys.executable, EXAMPLE, self.address],

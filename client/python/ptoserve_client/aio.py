@@ -1,0 +1,169 @@
+"""The ptoserve client for asyncio, over grpc.aio: the same methods as
+ptoserve_client.Client, as coroutines.
+
+    from ptoserve_client import aio
+
+    async def main():
+        async with aio.Client("127.0.0.1:50051") as client:
+            r = await client.tand(a, 0x0f)
+            results = await asyncio.gather(*(client.txor(a, b) for b in bs))
+
+Create the client inside the event loop that uses it (grpc.aio binds its
+channel to the running loop).
+"""
+
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+
+import grpc
+import grpc.aio
+
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from ptoserve.v1 import job_pb2, service_pb2, service_pb2_grpc
+from ptoserve_client.client import (_NOT_LIVE, DTypeLike, Operand,
+                                    PtoserveError, Result, ServerMetadata,
+                                    Step, Target, TileLike, _error,
+                                    assembly_job, binary_job, health_name,
+                                    make_job, open_channel)
+
+
+class Client:
+    """An asyncio connection to a ptoserve server: ptoserve_client.Client's
+    methods as coroutines, with the same arguments, results and errors
+    (PtoserveError with the gRPC code and the server's message; `timeout`
+    on every call, None: the client's). Use as an async context manager,
+    or await close()."""
+
+    def __init__(self, address: str = "127.0.0.1:50051",
+                 timeout: float = 30.0, *, tls: bool = False,
+                 root_certificates: bytes | None = None,
+                 certificate_chain: bytes | None = None,
+                 private_key: bytes | None = None,
+                 token: str | None = None):
+        """As ptoserve_client.Client."""
+        self._channel = open_channel(
+            grpc.aio, address, tls=tls, root_certificates=root_certificates,
+            certificate_chain=certificate_chain, private_key=private_key)
+        self._metadata = ((("authorization", f"Bearer {token}"),)
+                          if token else None)
+        self._stub = service_pb2_grpc.TileComputeStub(self._channel)
+        self._health = health_pb2_grpc.HealthStub(self._channel)
+        self._timeout = timeout
+
+    async def close(self) -> None:
+        """Closes the channel, cancelling calls still in flight."""
+        await self._channel.close()
+
+    async def __aenter__(self) -> "Client":
+        return self
+
+    async def __aexit__(self, *exc_info) -> None:
+        await self.close()
+
+    async def _call(self, method, request, timeout: float | None):
+        try:
+            return await method(
+                request, timeout=self._timeout if timeout is None else timeout,
+                metadata=self._metadata)
+        except grpc.RpcError as error:
+            raise _error(error) from None
+
+    async def execute(self, job: job_pb2.Job, *,
+                      timeout: float | None = None) -> job_pb2.JobResult:
+        """Runs a raw ptoserve.v1.Job and returns the raw JobResult."""
+        return await self._call(self._stub.Execute, job, timeout)
+
+    async def run_job(self, job: job_pb2.Job, *,
+                      timeout: float | None = None) -> Result:
+        """Runs a ptoserve.v1.Job and decodes its result."""
+        return Result.from_proto(await self.execute(job, timeout=timeout))
+
+    async def tand(self, src0: Operand, src1: Operand,
+                   valid: tuple[int, int] | None = None,
+                   target: Target = None, *, dtype: DTypeLike = None,
+                   timeout: float | None = None) -> Result:
+        """dst = src0 & src1, as ptoserve_client.Client.tand."""
+        return await self.run_job(
+            binary_job("tand", src0, src1, valid, target, dtype),
+            timeout=timeout)
+
+    async def txor(self, src0: Operand, src1: Operand,
+                   valid: tuple[int, int] | None = None,
+                   target: Target = None, *, dtype: DTypeLike = None,
+                   timeout: float | None = None) -> Result:
+        """dst = src0 ^ src1, as ptoserve_client.Client.txor."""
+        return await self.run_job(
+            binary_job("txor", src0, src1, valid, target, dtype),
+            timeout=timeout)
+
+    async def run(self, program: Sequence[Step],
+                  tiles: Mapping[str, TileLike],
+                  outputs: Iterable[str] | None = None,
+                  target: Target = None, *, dtype: DTypeLike = None,
+                  timeout: float | None = None) -> Result:
+        """Runs a program of instructions, as ptoserve_client.Client.run."""
+        return await self.run_job(
+            make_job(program, tiles, outputs, target, dtype=dtype),
+            timeout=timeout)
+
+    async def run_assembly(self, text: str, tiles: Mapping[str, TileLike],
+                           outputs: Iterable[str] | None = None,
+                           target: Target = None, *, dtype: DTypeLike = None,
+                           timeout: float | None = None) -> Result:
+        """Runs PTO assembly, as ptoserve_client.Client.run_assembly."""
+        return await self.run_job(
+            assembly_job(text, tiles, outputs, target, dtype),
+            timeout=timeout)
+
+    async def execute_stream(self, jobs: Iterable[job_pb2.Job],
+                             timeout: float | None = None
+                             ) -> AsyncIterator[job_pb2.JobResult]:
+        """Yields each JobResult of `jobs` (an iterable or async iterable)
+        as it finishes, as ptoserve_client.Client.execute_stream: match
+        them by Job.id. `timeout` bounds the whole stream (None: none)."""
+        call = self._stub.ExecuteStream(jobs, timeout=timeout,
+                                        metadata=self._metadata)
+        try:
+            async for result in call:
+                yield result
+        except grpc.RpcError as error:
+            raise _error(error) from None
+        finally:
+            call.cancel()  # no-op once finished; stops an abandoned stream
+
+    async def capabilities(self, *, timeout: float | None = None
+                           ) -> service_pb2.Capabilities:
+        """The server's ptoserve.v1.Capabilities."""
+        return await self._call(self._stub.GetCapabilities,
+                                service_pb2.GetCapabilitiesRequest(), timeout)
+
+    async def get_server_metadata(self, *, timeout: float | None = None
+                                  ) -> ServerMetadata:
+        """The server's name, version and targets."""
+        return ServerMetadata.from_capabilities(
+            await self.capabilities(timeout=timeout))
+
+    async def health(self, service: str = "", *,
+                     timeout: float | None = None) -> str:
+        """The grpc.health.v1 status of `service`, e.g. "SERVING"."""
+        return health_name(await self._call(
+            self._health.Check, health_pb2.HealthCheckRequest(service=service),
+            timeout))
+
+    async def is_server_live(self, *, timeout: float | None = None) -> bool:
+        """As ptoserve_client.Client.is_server_live."""
+        try:
+            await self.health(timeout=timeout)
+        except PtoserveError as error:
+            if error.code in _NOT_LIVE:
+                return False
+            raise
+        return True
+
+    async def is_server_ready(self, *, timeout: float | None = None) -> bool:
+        """As ptoserve_client.Client.is_server_ready."""
+        try:
+            return await self.health(timeout=timeout) == "SERVING"
+        except PtoserveError as error:
+            if error.code in _NOT_LIVE:
+                return False
+            raise
