@@ -46,6 +46,37 @@ TRACES = {
 CALL_TIMEOUT_S = 10
 
 
+def unary_calls(rng):
+    """(name, call(client, **kwargs)) for every method that makes one call,
+    the job methods first: each TANDs or XORs 1x8 int32 tiles."""
+    a = random_tile(rng, np.int32, (1, 8))
+    job = make_job([("tand", "c", "a", "a")], tiles={"a": a})
+    program, text = [("tand", "c", "a", "a")], "%c = tand %a, %a : !pto.tile<...>"
+    return [
+        ("tand", lambda c, **kw: c.tand(a, 3, **kw)),
+        ("txor", lambda c, **kw: c.txor(a, 3, **kw)),
+        ("run", lambda c, **kw: c.run(program, {"a": a}, **kw)),
+        ("run_assembly",
+         lambda c, **kw: c.run_assembly(text, {"a": a}, **kw)),
+        ("execute", lambda c, **kw: c.execute(job, **kw)),
+        ("run_job", lambda c, **kw: c.run_job(job, **kw)),
+        ("tand_async", lambda c, **kw: c.tand_async(a, 3, **kw).result()),
+        ("txor_async", lambda c, **kw: c.txor_async(a, 3, **kw).result()),
+        ("run_async",
+         lambda c, **kw: c.run_async(program, {"a": a}, **kw).result()),
+        ("run_assembly_async", lambda c, **kw: c.run_assembly_async(
+            text, {"a": a}, **kw).result()),
+        ("execute_async",
+         lambda c, **kw: c.execute_async(job, **kw).result()),
+        ("capabilities", lambda c, **kw: c.capabilities(**kw)),
+        ("get_server_metadata", lambda c, **kw: c.get_server_metadata(**kw)),
+        ("health", lambda c, **kw: c.health(**kw)),
+    ]
+
+
+JOB_CALLS = 11  # unary_calls' first 11 run a job
+
+
 def random_tile(rng, dtype, shape):
     info = np.iinfo(dtype)
     return rng.integers(info.min, info.max, size=shape, dtype=dtype,
@@ -129,7 +160,15 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(set(results), set(expected) | {"bad"})
         self.assertEqual(results["bad"].status.code,
                          grpc.StatusCode.INVALID_ARGUMENT.value[0])
+        self.assertEqual(results["bad"].status.code,
+                         job_pb2.Code.INVALID_ARGUMENT)
         self.assertIn("a2a3", results["bad"].status.message)
+        with self.assertRaises(PtoserveError) as raised:
+            Result.from_proto(results["bad"])
+        self.assertEqual(raised.exception.code,
+                         grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertEqual(raised.exception.details,
+                         results["bad"].status.message)
         for job_id, want in expected.items():
             with self.subTest(job=job_id):
                 self.assertEqual(results[job_id].status.code, 0)
@@ -217,6 +256,32 @@ class ClientTest(unittest.TestCase):
             encode_tile(np.zeros((2, 2)))
         with self.assertRaisesRegex(ValueError, "2-D"):
             encode_tile(np.zeros(4, dtype=np.int8))
+        np.testing.assert_array_equal(
+            encode_tile([[1, 255]], dtype="uint8").data, b"\x01\xff")
+        filled = tile_pb2.Tile(dtype=tile_pb2.DTYPE_INT16, rows=2, cols=3,
+                               fill=-7)
+        np.testing.assert_array_equal(decode_tile(filled),
+                                      np.full((2, 3), -7, np.int16))
+
+    def test_decoding_refuses_hostile_tiles_before_allocating(self):
+        huge = 1 << 31  # 2^62 elements in a few bytes
+        for tile, message in [
+                (tile_pb2.Tile(dtype=tile_pb2.DTYPE_INT8, rows=huge,
+                               cols=huge, fill=1), "is over 67108864 bytes"),
+                (tile_pb2.Tile(dtype=tile_pb2.DTYPE_INT8, rows=huge,
+                               cols=huge), "is over 67108864 bytes"),
+                (tile_pb2.Tile(dtype=tile_pb2.DTYPE_UINT8, rows=1, cols=2,
+                               data=b"abc"), "data is 3 bytes; 1x2 uint8 is 2"),
+                (tile_pb2.Tile(dtype=tile_pb2.DTYPE_UINT8, rows=1, cols=2,
+                               values=[1]), "1 values for 1x2 elements"),
+                (tile_pb2.Tile(dtype=tile_pb2.DTYPE_UINT8, rows=1, cols=2,
+                               values=[1, 256]), "not all integers in the "
+                                                 "uint8 range"),
+                (tile_pb2.Tile(dtype=tile_pb2.DTYPE_INT8, rows=1, cols=1,
+                               fill=0.5), "fill 0.5 is not an integer")]:
+            with self.subTest(message=message):
+                with self.assertRaisesRegex(ValueError, message):
+                    decode_tile(tile)
 
     def test_capabilities_lists_three_targets(self):
         capabilities = self.client.capabilities()
@@ -245,7 +310,8 @@ class ClientTest(unittest.TestCase):
         self.assertFalse(src0.HasField("fill"))
         self.assertEqual((src1.dtype, src1.rows, src1.cols, src1.fill),
                          (tile_pb2.DTYPE_INT32, 256, 256, 0x0f))
-        self.assertLess(src1.ByteSize(), 16)
+        self.assertLess(src1.ByteSize(), 32)
+        self.assertGreater(src0.ByteSize(), 256 * 256 * 4)
 
     def test_smaller_operands_broadcast_as_numpy_broadcasts(self):
         a = random_tile(self.rng, np.uint16, (4, 16))
@@ -268,8 +334,9 @@ class ClientTest(unittest.TestCase):
         expected[:3, :5] = np.bitwise_xor(a, row)[:3, :5]
         np.testing.assert_array_equal(result.dst, expected)
         # One element travels as fill; a row is sent whole.
-        src0, src1 = encode_operands(a[:1, :1], row)
-        self.assertTrue(src0.HasField("fill"))
+        src0, src1 = encode_operands(a[:1, :1], a)
+        self.assertEqual(src0.fill, a[0, 0])
+        src0, src1 = encode_operands(a, row)
         self.assertEqual(len(src1.data), a.nbytes)
 
     def test_shapes_that_make_no_tile_are_refused_before_sending(self):
@@ -373,54 +440,6 @@ class ClientTest(unittest.TestCase):
                 with self.subTest(message=message):
                     with self.assertRaisesRegex(TypeError, message):
                         nowhere.tand(src0, src1, dtype=dtype)
-
-    def per_call_methods(self):
-        """(name, call(client, **timeout)) for every unary method."""
-        a = random_tile(self.rng, np.int32, (1, 8))
-        job = make_job([("tand", "c", "a", "a")], tiles={"a": a})
-        return [
-            ("tand", lambda c, **kw: c.tand(a, 3, **kw)),
-            ("txor", lambda c, **kw: c.txor(a, 3, **kw)),
-            ("run", lambda c, **kw: c.run([("tand", "c", "a", "a")],
-                                          {"a": a}, **kw)),
-            ("run_assembly", lambda c, **kw: c.run_assembly(
-                "%c = tand %a, %a : !pto.tile<...>", {"a": a}, **kw)),
-            ("execute", lambda c, **kw: c.execute(job, **kw)),
-            ("run_job", lambda c, **kw: c.run_job(job, **kw)),
-            ("tand_async", lambda c, **kw: c.tand_async(a, 3, **kw).result()),
-            ("txor_async", lambda c, **kw: c.txor_async(a, 3, **kw).result()),
-            ("run_async", lambda c, **kw: c.run_async(
-                [("tand", "c", "a", "a")], {"a": a}, **kw).result()),
-            ("run_assembly_async", lambda c, **kw: c.run_assembly_async(
-                "%c = tand %a, %a : !pto.tile<...>", {"a": a},
-                **kw).result()),
-            ("execute_async",
-             lambda c, **kw: c.execute_async(job, **kw).result()),
-            ("capabilities", lambda c, **kw: c.capabilities(**kw)),
-            ("get_server_metadata",
-             lambda c, **kw: c.get_server_metadata(**kw)),
-            ("health", lambda c, **kw: c.health(**kw)),
-        ]
-
-    def test_per_call_timeout_overrides_the_clients(self):
-        # A deadline of 1 us passes before any server could answer.
-        with Client(self.address, timeout=1e-6) as impatient:
-            for name, call in self.per_call_methods():
-                with self.subTest(method=name):
-                    with self.assertRaises(PtoserveError) as raised:
-                        call(impatient)
-                    self.assertEqual(raised.exception.code,
-                                     grpc.StatusCode.DEADLINE_EXCEEDED)
-                    call(impatient, timeout=CALL_TIMEOUT_S)  # succeeds
-            self.assertFalse(impatient.is_server_live())
-            self.assertTrue(impatient.is_server_live(timeout=CALL_TIMEOUT_S))
-            self.assertTrue(impatient.is_server_ready(timeout=CALL_TIMEOUT_S))
-        for name, call in self.per_call_methods():
-            with self.subTest(method=name):
-                with self.assertRaises(PtoserveError) as raised:
-                    call(self.client, timeout=1e-6)
-                self.assertEqual(raised.exception.code,
-                                 grpc.StatusCode.DEADLINE_EXCEEDED)
 
     def test_futures_resolve_to_results_and_errors(self):
         calls = []
@@ -559,6 +578,226 @@ class ScaleOutTest(unittest.TestCase):
         self.assertEqual(channel_target("[::1]:1,[::1]:2"),
                          "ipv6:[::1]:1,[::1]:2")
         self.assertEqual(channel_target("dns:///a:1,b:2"), "dns:///a:1,b:2")
+
+
+class UnresponsiveServerTest(unittest.TestCase):
+    """A port that accepts connections and never answers: the per-call
+    timeout bounds every call, and a future's cancel() ends its call."""
+
+    def setUp(self):
+        self.listener = socket.socket()
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen()  # never accepted: no HTTP/2 answer, ever
+        self.client = Client("127.0.0.1:%d" % self.listener.getsockname()[1],
+                             timeout=CALL_TIMEOUT_S)
+
+    def tearDown(self):
+        self.client.close()
+        self.listener.close()
+
+    def test_per_call_timeout_bounds_every_call(self):
+        # The client's own deadline is 10 s; each call's is 0.2 s.
+        for name, call in unary_calls(np.random.default_rng(1)):
+            with self.subTest(method=name):
+                start = time.monotonic()
+                with self.assertRaises(PtoserveError) as raised:
+                    call(self.client, timeout=0.2)
+                self.assertEqual(raised.exception.code,
+                                 grpc.StatusCode.DEADLINE_EXCEEDED)
+                self.assertLess(time.monotonic() - start, CALL_TIMEOUT_S / 2)
+        with self.assertRaises(PtoserveError) as raised:
+            list(self.client.execute_stream([make_job([], {})], timeout=0.2))
+        self.assertEqual(raised.exception.code,
+                         grpc.StatusCode.DEADLINE_EXCEEDED)
+        self.assertFalse(self.client.is_server_live(timeout=0.2))
+        self.assertFalse(self.client.is_server_ready(timeout=0.2))
+
+    async def aio_calls(self, address):
+        async with aio.Client(address, timeout=CALL_TIMEOUT_S) as client:
+            a = np.zeros((1, 8), np.int32)
+            for call in (client.tand(a, 1, timeout=0.2),
+                         client.txor(a, 1, timeout=0.2),
+                         client.run([("tand", "c", "a", "a")], {"a": a},
+                                    timeout=0.2),
+                         client.run_assembly("%c = tand %a, %a : !pto.tile<...>",
+                                             {"a": a}, timeout=0.2),
+                         client.capabilities(timeout=0.2),
+                         client.health(timeout=0.2)):
+                with self.assertRaises(PtoserveError) as raised:
+                    await call
+                self.assertEqual(raised.exception.code,
+                                 grpc.StatusCode.DEADLINE_EXCEEDED)
+            self.assertFalse(await client.is_server_live(timeout=0.2))
+
+    def test_per_call_timeout_bounds_every_asyncio_call(self):
+        asyncio.run(self.aio_calls(
+            "127.0.0.1:%d" % self.listener.getsockname()[1]))
+
+    def test_cancel_a_future(self):
+        future = self.client.tand_async(np.zeros((1, 8), np.int32), 1)
+        time.sleep(0.2)
+        self.assertFalse(future.done())
+        self.assertTrue(future.cancel())
+        self.assertTrue(future.cancelled())
+        with self.assertRaises(concurrent.futures.CancelledError):
+            future.result(0)
+
+    def test_no_server_is_not_live(self):
+        with socket.socket() as probe:  # a port with no listener
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        with Client(f"127.0.0.1:{port}", timeout=CALL_TIMEOUT_S) as client:
+            self.assertFalse(client.is_server_live())
+            self.assertFalse(client.is_server_ready())
+            with self.assertRaises(PtoserveError) as raised:
+                client.health()
+            self.assertEqual(raised.exception.code,
+                             grpc.StatusCode.UNAVAILABLE)
+
+
+class SlowServerTest(unittest.TestCase):
+    """A server that holds every job 300 ms (a partial batch waiting for
+    company): a call's own timeout overrides the client's default, both
+    ways."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.server, cls.address = start_server("--max_queue_delay_us=300000")
+
+    @classmethod
+    def tearDownClass(cls):
+        stop_server(cls.server)
+
+    def test_per_call_timeout_overrides_the_clients(self):
+        calls = unary_calls(np.random.default_rng(2))[:JOB_CALLS]
+        with Client(self.address, timeout=0.05) as impatient, \
+                Client(self.address, timeout=CALL_TIMEOUT_S) as patient:
+            for name, call in calls:
+                with self.subTest(method=name):
+                    for client, timeout in ((impatient, None),
+                                            (patient, 0.05)):
+                        with self.assertRaises(PtoserveError) as raised:
+                            call(client, timeout=timeout)
+                        self.assertEqual(raised.exception.code,
+                                         grpc.StatusCode.DEADLINE_EXCEEDED)
+                    call(impatient, timeout=CALL_TIMEOUT_S)  # succeeds
+            a = random_tile(np.random.default_rng(3), np.uint8, (2, 32))
+            np.testing.assert_array_equal(
+                impatient.txor(a, 0x5a, timeout=CALL_TIMEOUT_S).dst,
+                np.bitwise_xor(a, np.uint8(0x5a)))
+
+
+class ShutdownTest(unittest.TestCase):
+    """A server draining after SIGTERM is live but not ready."""
+
+    def test_draining_server_is_live_not_ready(self):
+        server, address = start_server("--lame_duck=3s")
+        try:
+            with Client(address, timeout=CALL_TIMEOUT_S) as client:
+                self.assertTrue(client.is_server_ready())
+                server.send_signal(signal.SIGTERM)
+                deadline = time.monotonic() + 2
+                while (client.is_server_ready()
+                       and time.monotonic() < deadline):
+                    time.sleep(0.02)
+                self.assertFalse(client.is_server_ready())
+                self.assertTrue(client.is_server_live())
+                self.assertEqual(client.health(), "NOT_SERVING")
+            self.assertEqual(server.wait(timeout=15), 0)
+        finally:
+            if server.poll() is None:
+                server.kill()
+                server.wait()
+
+
+class AsyncioClientTest(unittest.IsolatedAsyncioTestCase):
+    """ptoserve_client.aio against the real server."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.server, cls.address = start_server()
+
+    @classmethod
+    def tearDownClass(cls):
+        stop_server(cls.server)
+
+    async def asyncSetUp(self):
+        self.rng = np.random.default_rng(20240602)
+        self.client = aio.Client(self.address, timeout=CALL_TIMEOUT_S)
+
+    async def asyncTearDown(self):
+        await self.client.close()
+
+    async def test_concurrent_tand_and_txor_match_numpy(self):
+        calls, expected = [], []
+        for target, dtype in itertools.product(TARGETS, DTYPES):
+            a = random_tile(self.rng, dtype, shape_for(dtype))
+            b = random_tile(self.rng, dtype, shape_for(dtype))
+            mask = int(random_tile(self.rng, dtype, ()))
+            calls += [self.client.tand(a, b, target=target),
+                      self.client.txor(a, b, target=target),
+                      self.client.tand(a.tolist(), mask, dtype=dtype,
+                                       target=target),
+                      self.client.txor(a, b[0], target=target)]
+            expected += [np.bitwise_and(a, b), np.bitwise_xor(a, b),
+                         np.bitwise_and(a, np.array(mask, dtype)),
+                         np.bitwise_xor(a, b[0])]
+        results = await asyncio.gather(*calls)
+        for result, want in zip(results, expected):
+            self.assertEqual(result.dst.dtype, want.dtype)
+            np.testing.assert_array_equal(result.dst, want)
+
+    async def test_programs_assembly_and_stream(self):
+        a = random_tile(self.rng, np.int16, (1, 16))
+        b = random_tile(self.rng, np.int16, (1, 16))
+        result = await self.client.run(
+            [("tand", "c", "a", "b"), ("txor", "d", "c", "a", "t")],
+            {"a": a, "b": b}, target="a2a3")
+        np.testing.assert_array_equal(result.tiles["d"],
+                                      np.bitwise_xor(np.bitwise_and(a, b), a))
+        result = await self.client.run_assembly(
+            "%c = tand %a, %b : !pto.tile<...>", {"a": a, "b": b})
+        np.testing.assert_array_equal(result.as_numpy("c"),
+                                      np.bitwise_and(a, b))
+        raw = await self.client.execute(
+            make_job([("txor", "c", "a", "b")], {"a": a, "b": b}))
+        np.testing.assert_array_equal(decode_tile(raw.tiles["c"]),
+                                      np.bitwise_xor(a, b))
+        jobs = [make_job([("txor", "d", "a", "b")],
+                         {"a": a, "b": np.full_like(a, i)}, job_id=str(i))
+                for i in range(50)]
+        got = {r.id: Result.from_proto(r).tiles["d"]
+               async for r in self.client.execute_stream(jobs)}
+        self.assertEqual(sorted(got, key=int), [str(i) for i in range(50)])
+        for i in range(50):
+            np.testing.assert_array_equal(
+                got[str(i)], np.bitwise_xor(a, np.int16(i)))
+
+    async def test_errors_and_conversions(self):
+        narrow = np.zeros((16, 8), np.int16)
+        with self.assertRaises(PtoserveError) as raised:
+            await self.client.txor(narrow, narrow, target="a2a3")
+        self.assertEqual(raised.exception.code,
+                         grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertIn("a2a3 needs rows of a multiple of 32 bytes",
+                      raised.exception.details)
+        with self.assertRaisesRegex(ValueError, r"^src1 = 40000 does not"):
+            await self.client.tand(narrow, 40000)
+        with self.assertRaisesRegex(TypeError, "src1 has float64"):
+            await self.client.txor(narrow, 0.5)
+
+    async def test_health_readiness_and_metadata(self):
+        self.assertEqual(await self.client.health(), "SERVING")
+        self.assertTrue(await self.client.is_server_live())
+        self.assertTrue(await self.client.is_server_ready())
+        capabilities = await self.client.capabilities()
+        metadata = await self.client.get_server_metadata()
+        self.assertEqual(metadata.version, capabilities.server_version)
+        self.assertEqual(metadata.targets, TARGETS)
+        self.assertEqual(metadata.default_target, "host")
+        async with aio.Client("127.0.0.1:1") as nowhere:
+            self.assertFalse(await nowhere.is_server_live())
+            self.assertFalse(await nowhere.is_server_ready())
 
 
 def make_pki(directory):

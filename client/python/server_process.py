@@ -26,9 +26,15 @@ def start_server(*flags: str) -> tuple[subprocess.Popen, str]:
         server.kill()
         server.wait()
         raise RuntimeError(f"ptoserve did not start; it printed {line!r}")
-    # Drain the rest, so the server never blocks on a full pipe.
-    threading.Thread(target=server.stdout.read, daemon=True).start()
+    # Drain the rest, so the server never blocks on a full pipe, and close
+    # the pipe once the server has exited.
+    threading.Thread(target=_drain, args=(server.stdout,), daemon=True).start()
     return server, line.split("listening on ")[1].split()[0]
+
+
+def _drain(pipe) -> None:
+    with pipe:
+        pipe.read()
 
 
 def stop_server(server: subprocess.Popen) -> None:

@@ -11,17 +11,24 @@ layout client/python/BUILD.bazel's genrules give them:
 by the system protoc and grpc_python_plugin. The metadata is in
 pyproject.toml; install from a checkout (client/python/README.md):
 
-  python3 -m venv --system-site-packages .venv
-  .venv/bin/pip install --no-build-isolation --no-index ./client/python
+  /usr/bin/python3 -m venv --system-site-packages ~/.venvs/ptoserve
+  ~/.venvs/ptoserve/bin/pip install --no-build-isolation --no-index ./client/python
 """
 
 import pathlib
+import re
 import shutil
 import subprocess
 import tempfile
 
 from setuptools import setup
 from setuptools.command.build_py import build_py
+
+try:  # setuptools 66 builds wheels with it: fail early, saying so
+    import wheel  # noqa: F401
+except ImportError:
+    raise SystemExit("ptoserve_client: the wheel module is missing; on "
+                     "Debian 12: apt-get install python3-wheel") from None
 
 HERE = pathlib.Path(__file__).resolve().parent
 # The checkout's wire contract: this file is client/python/setup.py.
@@ -90,4 +97,11 @@ class BuildPyWithStubs(build_py):
         generate(pathlib.Path(self.build_lib))
 
 
-setup(cmdclass={"build_py": BuildPyWithStubs})
+setup(
+    version=re.search(r'^__version__ = "(.+)"$',
+                      (HERE / "ptoserve_client" / "__init__.py").read_text(),
+                      re.MULTILINE)[1],
+    packages=["ptoserve_client"],
+    package_data={"ptoserve_client": ["py.typed"]},
+    cmdclass={"build_py": BuildPyWithStubs},
+)
