@@ -10,7 +10,7 @@ packages=(
   libgrpc++-dev protobuf-compiler-grpc protobuf-compiler libprotobuf-dev
   grpc-proto libabsl-dev libgtest-dev libgmock-dev libbenchmark-dev
   python3-yaml openssl libcivetweb-dev
-  python3-grpcio python3-protobuf python3-numpy
+  python3-grpcio python3-protobuf python3-numpy python3-venv python3-wheel
 )
 
 missing=()

@@ -51,7 +51,8 @@ def unary_calls(rng):
     the job methods first: each TANDs or XORs 1x8 int32 tiles."""
     a = random_tile(rng, np.int32, (1, 8))
     job = make_job([("tand", "c", "a", "a")], tiles={"a": a})
-    program, text = [("tand", "c", "a", "a")], "%c = tand %a, %a : !pto.tile<...>"
+    program = [("tand", "c", "a", "a")]
+    text = "%c = tand %a, %a : !pto.tile<...>"
     return [
         ("tand", lambda c, **kw: c.tand(a, 3, **kw)),
         ("txor", lambda c, **kw: c.txor(a, 3, **kw)),
@@ -271,7 +272,8 @@ class ClientTest(unittest.TestCase):
                 (tile_pb2.Tile(dtype=tile_pb2.DTYPE_INT8, rows=huge,
                                cols=huge), "is over 67108864 bytes"),
                 (tile_pb2.Tile(dtype=tile_pb2.DTYPE_UINT8, rows=1, cols=2,
-                               data=b"abc"), "data is 3 bytes; 1x2 uint8 is 2"),
+                               data=b"abc"),
+                 "data is 3 bytes; 1x2 uint8 is 2"),
                 (tile_pb2.Tile(dtype=tile_pb2.DTYPE_UINT8, rows=1, cols=2,
                                values=[1]), "1 values for 1x2 elements"),
                 (tile_pb2.Tile(dtype=tile_pb2.DTYPE_UINT8, rows=1, cols=2,
@@ -619,8 +621,9 @@ class UnresponsiveServerTest(unittest.TestCase):
                          client.txor(a, 1, timeout=0.2),
                          client.run([("tand", "c", "a", "a")], {"a": a},
                                     timeout=0.2),
-                         client.run_assembly("%c = tand %a, %a : !pto.tile<...>",
-                                             {"a": a}, timeout=0.2),
+                         client.run_assembly(
+                             "%c = tand %a, %a : !pto.tile<...>", {"a": a},
+                             timeout=0.2),
                          client.capabilities(timeout=0.2),
                          client.health(timeout=0.2)):
                 with self.assertRaises(PtoserveError) as raised:

@@ -21,7 +21,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
 import unittest
 
@@ -60,8 +59,9 @@ with Client(sys.argv[1], timeout=10) as client:
         "dst": result.dst.tolist(), "dtype": str(result.dst.dtype),
         "health": client.health(),
         "version": importlib.metadata.version("ptoserve-client"),
-        "modules": [m.__file__ for m in (ptoserve_client, ptoserve.v1.service_pb2,
-                                         grpc_health.v1.health_pb2)]}))
+        "modules": [m.__file__ for m in (
+            ptoserve_client, ptoserve.v1.service_pb2,
+            grpc_health.v1.health_pb2)]}))
 """
 
 

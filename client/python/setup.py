@@ -15,6 +15,7 @@ pyproject.toml; install from a checkout (client/python/README.md):
   ~/.venvs/ptoserve/bin/pip install --no-build-isolation --no-index ./client/python
 """
 
+import importlib.util
 import pathlib
 import re
 import shutil
@@ -24,11 +25,10 @@ import tempfile
 from setuptools import setup
 from setuptools.command.build_py import build_py
 
-try:  # setuptools 66 builds wheels with it: fail early, saying so
-    import wheel  # noqa: F401
-except ImportError:
+# setuptools 66 builds wheels with it: fail early, saying so.
+if importlib.util.find_spec("wheel") is None:
     raise SystemExit("ptoserve_client: the wheel module is missing; on "
-                     "Debian 12: apt-get install python3-wheel") from None
+                     "Debian 12: apt-get install python3-wheel")
 
 HERE = pathlib.Path(__file__).resolve().parent
 # The checkout's wire contract: this file is client/python/setup.py.
