@@ -87,7 +87,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::cout << "echo_server listening on " << running->address << std::endl;
-  ptoserve::ServeUntilSignalled(running->server.get(), absl::Seconds(5),
+  ptoserve::ServeUntilSignalled(&*running, absl::Seconds(5),
                                 absl::ZeroDuration(), "echo_server");
   return 0;
 }

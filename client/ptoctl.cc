@@ -583,7 +583,7 @@ std::unique_ptr<Client> Connect(int* exit_code) {
       status = absl::Status(
           status.code(),
           absl::StrCat(status.message(),
-                       !options->tls ? " (does the server want TLS? --tls, --tls_ca)"
+                       !options->tls ? " (the server closed the connection: does it want TLS? --tls, --tls_ca)"
                        : options->tls_cert_pem.empty()
                            ? " (does the server want a client certificate? "
                              "--tls_cert, --tls_key)"

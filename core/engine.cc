@@ -70,9 +70,11 @@ namespace internal {
 class JobBinder {
  public:
   JobBinder(const JobSpec& spec, const EngineLimits& limits,
-            const BackendRegistry& backends, Target default_target)
+            const BackendRegistry& backends, Target default_target,
+            const Admission& admit)
       : spec_(spec),
         limits_(limits),
+        admit_(admit),
         target_(spec.target.value_or(default_target)),
         backend_(backends.Get(target_)),
         job_(std::make_unique<PreparedJob>()) {
@@ -88,6 +90,7 @@ class JobBinder {
       PTO_RETURN_IF_ERROR(BindInstruction(i));
     }
     PTO_RETURN_IF_ERROR(ResolveOutputs());
+    if (admit_) PTO_RETURN_IF_ERROR(admit_(Cost()));
     DerivePredecessors();
     PTO_RETURN_IF_ERROR(FillTiles());
     return std::move(job_);
@@ -125,7 +128,43 @@ class JobBinder {
           absl::StrFormat("job has %u tiles, over the limit of %u",
                           spec_.tiles.size(), limits_.max_tiles_per_job));
     }
+    for (size_t i = 0; i < spec_.instructions.size(); ++i) {
+      const size_t waits = spec_.instructions[i].wait_events.size();
+      if (waits > limits_.max_waits_per_instruction) {
+        return absl::ResourceExhaustedError(absl::StrFormat(
+            "instruction %u waits on %u events, over the limit of %u", i,
+            waits, limits_.max_waits_per_instruction));
+      }
+    }
     return absl::OkStatus();
+  }
+
+  // Which slots FillTiles will borrow rather than own: declared inputs sent
+  // as data that no instruction writes.
+  std::vector<bool> Borrowed() const {
+    std::vector<bool> borrowed(job_->slots_.size(), false);
+    for (size_t s = 0; s < spec_.tiles.size(); ++s) {
+      borrowed[s] = spec_.tiles[s].encoding == Encoding::kData;
+    }
+    for (const Wiring& w : wiring_) {
+      borrowed[w.dst] = false;
+      if (w.tmp) borrowed[*w.tmp] = false;
+    }
+    return borrowed;
+  }
+
+  JobCost Cost() const {
+    JobCost cost;
+    const std::vector<bool> borrowed = Borrowed();
+    for (size_t s = 0; s < descs_.size(); ++s) {
+      if (!borrowed[s]) cost.tile_bytes += descs_[s].bytes();
+    }
+    for (size_t s : job_->outputs_) {
+      cost.result_bytes += job_->slots_[s].encoding == Encoding::kValues
+                               ? descs_[s].elements() * sizeof(double)
+                               : descs_[s].bytes();
+    }
+    return cost;
   }
 
   // Adds a slot for tile `name`; its storage comes later, in FillTiles.
@@ -267,9 +306,11 @@ class JobBinder {
     return absl::OkStatus();
   }
 
+  // Each output once, in the order first asked for: a result holds tiles
+  // by name, so a second copy would only cost memory.
   absl::Status ResolveOutputs() {
+    absl::flat_hash_set<size_t> seen;
     if (spec_.outputs.empty()) {
-      absl::flat_hash_set<size_t> seen;
       for (const Wiring& w : wiring_) {
         if (seen.insert(w.dst).second) job_->outputs_.push_back(w.dst);
       }
@@ -281,7 +322,7 @@ class JobBinder {
         return absl::InvalidArgumentError(
             absl::StrFormat("outputs: \"%s\" is not a tile of the job", name));
       }
-      job_->outputs_.push_back(it->second);
+      if (seen.insert(it->second).second) job_->outputs_.push_back(it->second);
     }
     return absl::OkStatus();
   }
@@ -356,6 +397,7 @@ class JobBinder {
 
   const JobSpec& spec_;
   const EngineLimits& limits_;
+  const Admission& admit_;
   const Target target_;
   const Backend& backend_;
   std::unique_ptr<PreparedJob> job_;
@@ -371,8 +413,9 @@ Engine::Engine(const EngineOptions& options)
     : options_(options), backends_(options.host_buffer_bytes) {}
 
 absl::StatusOr<std::unique_ptr<PreparedJob>> Engine::Prepare(
-    const JobSpec& spec) const {
-  return internal::JobBinder(spec, options_.limits, backends_, options_.default_target)
+    const JobSpec& spec, const Admission& admit) const {
+  return internal::JobBinder(spec, options_.limits, backends_,
+                             options_.default_target, admit)
       .Bind();
 }
 
@@ -417,14 +460,6 @@ JobOutcome Engine::Finish(PreparedJob* job) const {
     const Encoding encoding = s.encoding == Encoding::kValues
                                   ? Encoding::kValues
                                   : Encoding::kData;
-    if (!s.tile.has_value()) {
-      // The same tile asked for twice: the second is a copy.
-      const OutputTile& first = *std::find_if(
-          out.outputs.begin(), out.outputs.end(),
-          [&](const OutputTile& o) { return o.name == s.name; });
-      out.outputs.push_back({s.name, OwnedCopy(first.tile), encoding});
-      continue;
-    }
     // An outcome owns all its tiles: it may outlive the job's inputs.
     Tile tile = s.tile->owned() ? std::move(*s.tile) : OwnedCopy(*s.tile);
     s.tile.reset();

@@ -5,6 +5,7 @@
 #define PTOSERVE_CORE_ENGINE_H_
 
 #include <atomic>
+#include <functional>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -51,7 +52,9 @@ struct JobSpec {
   Mode mode = Mode::kAuto;
   std::vector<TileInput> tiles;
   std::vector<Instruction> instructions;
-  std::vector<std::string> outputs;  // empty: every instruction's dst
+  // The tiles to return, each once (a name listed again is ignored);
+  // empty: every instruction's dst.
+  std::vector<std::string> outputs;
 };
 
 // What running one instruction did (the seeds' RecordEvent).
@@ -83,7 +86,28 @@ struct EngineLimits {
   size_t max_tile_bytes = size_t{16} << 20;
   size_t max_tiles_per_job = 1024;
   size_t max_instructions_per_job = 4096;
+  // The most events one instruction may wait on. A program needs few: an
+  // instruction already follows every earlier one that touches its tiles.
+  size_t max_waits_per_instruction = 64;
+  // The most bytes of PTO assembly one job may carry.
+  size_t max_assembly_bytes = size_t{1} << 20;
 };
+
+// What a job will cost in memory, known once it has passed its checks and
+// before any of its tiles exist (Engine::Prepare's admission).
+struct JobCost {
+  // The tiles the engine makes: every tile but an input sent as data that
+  // no instruction writes, which is read in place.
+  uint64_t tile_bytes = 0;
+  // The output tiles' elements as they will travel back: their bytes, or
+  // 8 bytes per element for tiles returned as values. A lower bound on the
+  // serialized result.
+  uint64_t result_bytes = 0;
+};
+
+// Decides whether a job of a given cost may go ahead; an error stops it
+// before any tile is made.
+using Admission = std::function<absl::Status(const JobCost&)>;
 
 struct EngineOptions {
   Target default_target = Target::kHost;
@@ -145,8 +169,11 @@ class Engine {
 
   // Checks `job` and binds it to freshly allocated tiles. INVALID_ARGUMENT
   // names the instruction, operand and rule (or the tile) that is wrong;
-  // RESOURCE_EXHAUSTED names the limit a job exceeds.
-  absl::StatusOr<std::unique_ptr<PreparedJob>> Prepare(const JobSpec& job) const;
+  // RESOURCE_EXHAUSTED names the limit a job exceeds. `admit` (if set) sees
+  // the job's cost once every check has passed and before any tile is
+  // made; its error is Prepare's.
+  absl::StatusOr<std::unique_ptr<PreparedJob>> Prepare(
+      const JobSpec& job, const Admission& admit = nullptr) const;
 
   // Runs `batch`, instructions of one or more jobs, as one backend call.
   // REQUIRES: all share a target; every predecessor of each has run, and

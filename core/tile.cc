@@ -7,6 +7,20 @@
 
 namespace ptoserve {
 
+namespace {
+
+// A 128-bit count in decimal.
+std::string FormatBytes(unsigned __int128 n) {
+  std::string digits;
+  do {
+    digits.insert(digits.begin(), static_cast<char>('0' + static_cast<int>(n % 10)));
+    n /= 10;
+  } while (n != 0);
+  return digits;
+}
+
+}  // namespace
+
 std::string TileDesc::ToString() const {
   std::string s = absl::StrFormat("%ux%u %s", rows, cols, DTypeName(dtype));
   if (valid_rows != rows || valid_cols != cols) {
@@ -31,10 +45,14 @@ absl::StatusOr<TileDesc> ResolveTileDesc(const TileDesc& desc,
         "tile \"%s\": valid region %ux%u exceeds its shape %ux%u", name,
         out.valid_rows, out.valid_cols, out.rows, out.cols));
   }
-  if (out.bytes() > max_bytes) {
+  // rows * cols * element bytes can pass 2^64 (2^31 x 2^31 int32 tiles
+  // wrap to 0): compared in 128 bits, before anything uses bytes().
+  const unsigned __int128 bytes = static_cast<unsigned __int128>(out.rows) *
+                                  out.cols * ElementBytes(out.dtype);
+  if (bytes > max_bytes) {
     return absl::ResourceExhaustedError(absl::StrFormat(
-        "tile \"%s\": %s is %u bytes, over the limit of %u bytes per tile",
-        name, out.ToString(), out.bytes(), max_bytes));
+        "tile \"%s\": %s is %s bytes, over the limit of %u bytes per tile",
+        name, out.ToString(), FormatBytes(bytes), max_bytes));
   }
   return out;
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_format.h"
+#include "core/quote.h"
 #include "core/status_macros.h"
 #include "core/unified_buffer.h"
 #include "core/version.h"
@@ -212,15 +213,87 @@ absl::StatusOr<JobSpec> ToJobSpec(const v1::Job& job) {
   return spec;
 }
 
+namespace {
+
+// INVALID_ARGUMENT if `name` (what `where` names) is longer than names may
+// be; the message quotes only its start.
+absl::Status CheckName(absl::string_view name, absl::string_view where) {
+  if (name.size() <= kMaxNameBytes) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrFormat("%s %s is longer than names may be (%u bytes)", where,
+                      ShortQuote(name, 32), kMaxNameBytes));
+}
+
+}  // namespace
+
+absl::Status CheckJobSize(const v1::Job& job, const EngineLimits& limits) {
+  if (job.tiles_size() > 0 &&
+      static_cast<size_t>(job.tiles_size()) > limits.max_tiles_per_job) {
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "job has %u tiles, over the limit of %u", job.tiles_size(),
+        limits.max_tiles_per_job));
+  }
+  if (static_cast<size_t>(job.instructions_size()) >
+      limits.max_instructions_per_job) {
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "job has %u instructions, over the limit of %u",
+        job.instructions_size(), limits.max_instructions_per_job));
+  }
+  // Each output is a tile of the job, named at most once that matters.
+  if (static_cast<size_t>(job.outputs_size()) > limits.max_tiles_per_job) {
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "outputs lists %u names, over the limit of %u (the most tiles a job "
+        "may have)",
+        job.outputs_size(), limits.max_tiles_per_job));
+  }
+  if (job.assembly().size() > limits.max_assembly_bytes) {
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "assembly is %u bytes, over the limit of %u", job.assembly().size(),
+        limits.max_assembly_bytes));
+  }
+  for (const auto& [name, tile] : job.tiles()) {
+    PTO_RETURN_IF_ERROR(CheckName(name, "tile name"));
+  }
+  for (int i = 0; i < job.instructions_size(); ++i) {
+    const v1::Instruction& in = job.instructions(i);
+    const std::string where = absl::StrFormat("instruction %u:", i);
+    PTO_RETURN_IF_ERROR(CheckName(in.dst(), where + " dst"));
+    PTO_RETURN_IF_ERROR(CheckName(in.src0(), where + " src0"));
+    PTO_RETURN_IF_ERROR(CheckName(in.src1(), where + " src1"));
+    PTO_RETURN_IF_ERROR(CheckName(in.tmp(), where + " tmp"));
+    PTO_RETURN_IF_ERROR(CheckName(in.record_event(), where + " record_event"));
+    if (static_cast<size_t>(in.wait_events_size()) > limits.max_waits_per_instruction) {
+      return absl::ResourceExhaustedError(absl::StrFormat(
+          "instruction %u waits on %u events, over the limit of %u", i,
+          in.wait_events_size(), limits.max_waits_per_instruction));
+    }
+    for (const std::string& wait : in.wait_events()) {
+      PTO_RETURN_IF_ERROR(CheckName(wait, where + " wait_events entry"));
+    }
+  }
+  for (const std::string& name : job.outputs()) {
+    PTO_RETURN_IF_ERROR(CheckName(name, "outputs entry"));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<DecodedJob> DecodeJob(const v1::Job& job, const Engine& engine) {
   if (!job.assembly().empty() && job.instructions_size() > 0) {
     return absl::InvalidArgumentError(
         "job has both instructions and assembly; send one of them");
   }
+  const EngineLimits& limits = engine.options().limits;
+  PTO_RETURN_IF_ERROR(CheckJobSize(job, limits));
   DecodedJob decoded;
   PTO_ASSIGN_OR_RETURN(decoded.spec, ToJobSpec(job));
   if (job.assembly().empty()) return decoded;
-  PTO_ASSIGN_OR_RETURN(decoded.program, pasm::Parse(job.assembly()));
+  pasm::ParseOptions options;
+  options.max_bytes = limits.max_assembly_bytes;
+  options.max_line_bytes = kMaxAssemblyLineBytes;
+  // Operations, and a binding for each tile.
+  options.max_statements = limits.max_instructions_per_job + limits.max_tiles_per_job;
+  options.keep_comments = false;
+  PTO_ASSIGN_OR_RETURN(decoded.program, pasm::Parse(job.assembly(), options));
   PTO_ASSIGN_OR_RETURN(
       decoded.spec, pasm::Lower(*decoded.program, std::move(decoded.spec), engine));
   return decoded;
@@ -290,6 +363,11 @@ void ToCapabilities(const Engine& engine, const ServerLimits& limits,
   l->set_priority_levels(limits.priority_levels);
   l->set_queue_capacity(limits.queue_capacity);
   l->set_stream_window(limits.stream_window);
+  l->set_max_job_bytes(limits.max_job_bytes);
+  l->set_memory_budget_bytes(limits.memory_budget_bytes);
+  l->set_max_waits_per_instruction(engine_limits.max_waits_per_instruction);
+  l->set_max_assembly_bytes(engine_limits.max_assembly_bytes);
+  l->set_max_name_bytes(kMaxNameBytes);
   for (const std::string& form : pasm::AcceptedForms()) {
     out->add_assembly_forms(form);
   }

@@ -32,7 +32,17 @@ struct DecodedJob {
   }
 };
 
-// ToJobSpec, then, for a job written as assembly, parses and lowers it
+// The longest line of assembly a job may carry, in bytes: the seeds' forms
+// with names at their longest fit in well under 4 KiB.
+inline constexpr size_t kMaxAssemblyLineBytes = 4096;
+
+// Checks the counts and sizes in `job` that decoding would pay for before
+// anything else does: tiles, instructions, outputs, waits per instruction
+// (RESOURCE_EXHAUSTED over `limits`), names longer than kMaxNameBytes
+// (INVALID_ARGUMENT) and the assembly's size.
+absl::Status CheckJobSize(const v1::Job& job, const EngineLimits& limits);
+
+// CheckJobSize and ToJobSpec, then, for a job written as assembly, parses and lowers it
 // onto the job's tiles. Errors as ToJobSpec, and "line:column: ..." ones for
 // the assembly; both instructions and assembly set is INVALID_ARGUMENT.
 absl::StatusOr<DecodedJob> DecodeJob(const v1::Job& job, const Engine& engine);
@@ -44,6 +54,8 @@ void ToJobResult(JobOutcome outcome, v1::JobResult* out);
 // Numbers that describe a server, beside what the engine knows.
 struct ServerLimits {
   uint64_t max_message_bytes = 0;
+  uint64_t max_job_bytes = 0;        // what one job may hold
+  uint64_t memory_budget_bytes = 0;  // what all jobs may hold together
   uint32_t priority_levels = 1;
   uint32_t queue_capacity = 0;  // instructions
   uint32_t stream_window = 1;   // jobs of one stream in flight

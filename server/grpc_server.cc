@@ -13,6 +13,7 @@
 #include <iostream>
 #include <thread>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 
@@ -89,7 +90,25 @@ absl::StatusOr<RunningServer> StartGrpcServer(
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
   int port = 0;
-  builder.AddListeningPort(settings.address, settings.credentials, &port);
+  RunningServer running;
+  if (!settings.tls && !absl::StartsWith(settings.address, "unix:")) {
+    ListenerOptions options;
+    options.handshake_timeout = settings.handshake_timeout;
+    absl::StatusOr<std::unique_ptr<Listener>> listener =
+        Listener::Bind(settings.address, options);
+    if (!listener.ok()) return listener.status();
+    running.listener = std::move(*listener);
+  } else {
+    builder.AddListeningPort(settings.address, settings.credentials, &port);
+  }
+  builder.AddChannelArgument(
+      GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS,
+      static_cast<int>(absl::ToInt64Milliseconds(settings.handshake_timeout)));
+  builder.AddChannelArgument(
+      GRPC_ARG_MAX_CONNECTION_IDLE_MS,
+      static_cast<int>(absl::ToInt64Milliseconds(settings.max_connection_idle)));
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 60 * 1000);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 20 * 1000);
   builder.SetMaxReceiveMessageSize(settings.max_message_bytes);
   builder.SetMaxSendMessageSize(settings.max_message_bytes);
   // gRPC sets SO_REUSEPORT by default, which lets a second server bind a
@@ -102,13 +121,19 @@ absl::StatusOr<RunningServer> StartGrpcServer(
     interceptors.push_back(std::make_unique<BorrowedInterceptor>(settings.interceptor));
     builder.experimental().SetInterceptorCreators(std::move(interceptors));
   }
-  RunningServer running;
   running.server = builder.BuildAndStart();
+  if (running.listener != nullptr && running.server != nullptr) {
+    port = running.listener->port();
+    running.listener->Start(running.server.get());
+  }
   if (running.server == nullptr || port == 0) {
     const std::string why = WhyCannotBind(settings.address);
     return absl::UnavailableError(absl::StrCat(
         "cannot listen on ", settings.address, ": ",
-        why.empty() ? "gRPC refused the address or the credentials" : why));
+        !why.empty()   ? why
+        : settings.tls ? "gRPC could not use the TLS certificate and key "
+                         "(is --tls_key the key of --tls_cert?)"
+                       : "gRPC refused the address"));
   }
   running.address = WithPort(settings.address, port);
   grpc::HealthCheckServiceInterface* health =
@@ -122,10 +147,11 @@ void BlockShutdownSignals() {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 }
 
-void ServeUntilSignalled(grpc::Server* server, absl::Duration grace,
+void ServeUntilSignalled(RunningServer* running, absl::Duration grace,
                          absl::Duration lame_duck, const std::string& name,
                          const std::function<void()>& drain) {
-  std::thread shutdown([server, grace, lame_duck, name, &drain] {
+  grpc::Server* server = running->server.get();
+  std::thread shutdown([running, server, grace, lame_duck, name, &drain] {
     sigset_t signals = ShutdownSignals();
     int signal = 0;
     sigwait(&signals, &signal);
@@ -134,6 +160,7 @@ void ServeUntilSignalled(grpc::Server* server, absl::Duration grace,
     server->GetHealthCheckService()->SetServingStatus(false);
     drain();
     absl::SleepFor(lame_duck);
+    if (running->listener != nullptr) running->listener->Stop();
     server->Shutdown(std::chrono::system_clock::now() +
                      absl::ToChronoMicroseconds(grace));
   });

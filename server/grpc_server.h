@@ -13,15 +13,24 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "server/listener.h"
 
 namespace ptoserve {
 
 struct GrpcSettings {
   std::string address;    // HOST:PORT; port 0 picks a free one
   int max_message_bytes;  // largest request or response
-  // Plaintext by default; see server/auth.h for TLS.
+  // Plaintext by default; see server/auth.h for TLS. A plaintext TCP
+  // server accepts its connections through a Listener (server/listener.h);
+  // a TLS one through gRPC's own listener.
   std::shared_ptr<grpc::ServerCredentials> credentials =
       grpc::InsecureServerCredentials();
+  bool tls = false;  // whether `credentials` are TLS
+  // A connection that has not completed its HTTP/2 (or TLS) handshake by
+  // then is closed.
+  absl::Duration handshake_timeout = absl::Seconds(10);
+  // A connection with no call for this long is closed (GOAWAY first).
+  absl::Duration max_connection_idle = absl::Minutes(10);
   // Sees every call (null: none); must outlive the server.
   grpc::experimental::ServerInterceptorFactoryInterface* interceptor = nullptr;
 };
@@ -29,11 +38,14 @@ struct GrpcSettings {
 struct RunningServer {
   std::unique_ptr<grpc::Server> server;
   std::string address;  // with the port actually bound
+  // Plaintext TCP only; stops before the server does.
+  std::unique_ptr<Listener> listener;
 };
 
 // Starts a callback-API server for `services` with the standard health
-// service (SERVING for the server).
-// UNAVAILABLE if it cannot listen.
+// service (SERVING for the server). Idle peers are pinged every minute and
+// dropped if they do not answer within 20 s.
+// UNAVAILABLE, with the reason, if it cannot listen.
 absl::StatusOr<RunningServer> StartGrpcServer(
     const GrpcSettings& settings, const std::vector<grpc::Service*>& services);
 
@@ -47,10 +59,11 @@ void BlockShutdownSignals();
 //     once accepted work is answered (the server still takes calls);
 //  3. keeps taking calls for `lame_duck` more, so that callers who come
 //     late are told UNAVAILABLE (retry elsewhere) rather than cut off;
-//  4. stops the server, letting calls in flight finish for up to `grace`.
+//  4. stops accepting connections, and stops the server, letting calls in
+//     flight finish for up to `grace`.
 // Returns once the server has stopped.
 // REQUIRES: BlockShutdownSignals() ran before any thread started.
-void ServeUntilSignalled(grpc::Server* server, absl::Duration grace,
+void ServeUntilSignalled(RunningServer* running, absl::Duration grace,
                          absl::Duration lame_duck, const std::string& name,
                          const std::function<void()>& drain = [] {});
 

@@ -1,14 +1,18 @@
 // ptoserve: the gRPC server that executes PTO tile instructions.
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <string>
 #include <thread>
+#include <tuple>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include <optional>
@@ -21,6 +25,7 @@
 #include "server/grpc_metrics.h"
 #include "server/grpc_server.h"
 #include "server/metrics.h"
+#include "server/memory_budget.h"
 #include "server/metrics_endpoint.h"
 #include "server/process_metrics.h"
 #include "server/reflection.h"
@@ -58,6 +63,20 @@ ABSL_FLAG(int, stream_window, 128,
 ABSL_FLAG(int, max_tile_mb, 16, "Largest tile, in MiB.");
 ABSL_FLAG(int, max_tiles_per_job, 1024, "Most tiles in one job.");
 ABSL_FLAG(int, max_instructions_per_job, 4096, "Most instructions in one job.");
+ABSL_FLAG(int, max_job_mb, 256,
+          "The most memory one job may hold, in MiB: its request, the tiles "
+          "the server makes for it, and its result (built and serialized). "
+          "Larger jobs get RESOURCE_EXHAUSTED before any tile is made.");
+ABSL_FLAG(int, memory_budget_mb, 768,
+          "The memory all jobs in flight may hold together, in MiB (the same "
+          "count as --max_job_mb). Over it, Execute answers "
+          "RESOURCE_EXHAUSTED at once and a stream reads no further until "
+          "its own results drain. Sized for the 1 GiB limit of "
+          "deploy/k8s/, with room for gRPC's buffers.");
+ABSL_FLAG(int, max_waits_per_instruction, 64,
+          "The most events one instruction may wait on.");
+ABSL_FLAG(int, max_assembly_kb, 1024,
+          "The most bytes of PTO assembly one job may carry, in KiB.");
 ABSL_FLAG(int, host_buffer_kb, 1024,
           "Size of the host target's unified buffer in KiB (manual-mode "
           "address bounds).");
@@ -78,6 +97,13 @@ ABSL_FLAG(std::string, metrics_address, "127.0.0.1:9464",
           "Where to serve Prometheus metrics, IP:PORT (GET /metrics over "
           "HTTP); port 0 picks a free port (the start-up lines report it). "
           "Empty: no metrics endpoint.");
+ABSL_FLAG(absl::Duration, handshake_timeout, absl::Seconds(10),
+          "A connection that has not sent the HTTP/2 preface (or completed "
+          "its TLS handshake) by then is closed, so that silent connections "
+          "cannot pile up.");
+ABSL_FLAG(absl::Duration, max_connection_idle, absl::Minutes(10),
+          "A connection with no call for this long is closed (clients "
+          "reconnect when they next call).");
 ABSL_FLAG(absl::Duration, shutdown_grace, absl::Seconds(10),
           "On SIGINT/SIGTERM, after the lame-duck period, how long calls in "
           "flight may take to finish before they are cancelled.");
@@ -97,12 +123,87 @@ absl::StatusOr<Target> ParseTarget(const std::string& name) {
       "--default_target=", name, " is not one of host, a2a3, a5"));
 }
 
+// Every numeric flag's range; a value outside it stops the server with
+// exit status 2 before anything starts.
+struct IntFlag {
+  const absl::Flag<int>* flag;
+  const char* name;
+  int64_t min, max;
+};
+
+std::vector<std::string> FlagErrors() {
+  const IntFlag ranges[] = {
+      {&FLAGS_max_message_mb, "max_message_mb", 1, 1024},
+      {&FLAGS_workers, "workers", 0, 1024},
+      {&FLAGS_max_batch_size, "max_batch_size", 1, 1 << 16},
+      {&FLAGS_max_queue_delay_us, "max_queue_delay_us", 0, 10'000'000},
+      {&FLAGS_queue_capacity, "queue_capacity", 1, 1 << 24},
+      {&FLAGS_priority_levels, "priority_levels", 1, 1024},
+      {&FLAGS_priority_aging_ms, "priority_aging_ms", 1, 3'600'000},
+      {&FLAGS_stream_window, "stream_window", 1, 1 << 16},
+      {&FLAGS_max_tile_mb, "max_tile_mb", 1, 1024},
+      {&FLAGS_max_tiles_per_job, "max_tiles_per_job", 1, 1 << 16},
+      {&FLAGS_max_instructions_per_job, "max_instructions_per_job", 1, 1 << 20},
+      {&FLAGS_max_job_mb, "max_job_mb", 1, 1 << 20},
+      {&FLAGS_memory_budget_mb, "memory_budget_mb", 1, 1 << 20},
+      {&FLAGS_max_waits_per_instruction, "max_waits_per_instruction", 0, 4096},
+      {&FLAGS_max_assembly_kb, "max_assembly_kb", 0, 1 << 16},
+      {&FLAGS_host_buffer_kb, "host_buffer_kb", 1, 1 << 20},
+  };
+  std::vector<std::string> errors;
+  for (const IntFlag& f : ranges) {
+    const int value = absl::GetFlag(*f.flag);
+    if (value < f.min || value > f.max) {
+      errors.push_back(absl::StrFormat("--%s=%d is out of range [%d, %d]", f.name,
+                                       value, f.min, f.max));
+    }
+  }
+  if (absl::GetFlag(FLAGS_max_job_mb) > absl::GetFlag(FLAGS_memory_budget_mb)) {
+    errors.push_back(absl::StrFormat(
+        "--max_job_mb=%d is more than --memory_budget_mb=%d: such a job could "
+        "never be admitted",
+        absl::GetFlag(FLAGS_max_job_mb), absl::GetFlag(FLAGS_memory_budget_mb)));
+  }
+  for (auto [flag, name, min] :
+       {std::tuple{&FLAGS_shutdown_grace, "shutdown_grace", absl::ZeroDuration()},
+        std::tuple{&FLAGS_lame_duck, "lame_duck", absl::ZeroDuration()},
+        std::tuple{&FLAGS_handshake_timeout, "handshake_timeout", absl::Milliseconds(100)},
+        std::tuple{&FLAGS_max_connection_idle, "max_connection_idle", absl::Seconds(1)}}) {
+    const absl::Duration d = absl::GetFlag(*flag);
+    if (d < min || d > absl::Hours(1)) {
+      errors.push_back(absl::StrFormat("--%s=%s is out of range [%s, 1h]", name,
+                                       absl::FormatDuration(d), absl::FormatDuration(min)));
+    }
+  }
+  return errors;
+}
+
+// Raises the soft limit on open files to the hard one (every connection is
+// a file) and says what it is now, for the start-up log.
+std::string RaiseOpenFileLimit() {
+  rlimit limit;
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return "unknown";
+  const rlim_t before = limit.rlim_cur;
+  if (limit.rlim_cur < limit.rlim_max) {
+    limit.rlim_cur = limit.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &limit) != 0) limit.rlim_cur = before;
+  }
+  return limit.rlim_cur == before
+             ? absl::StrCat(limit.rlim_cur)
+             : absl::StrCat(limit.rlim_cur, " (raised from ", before, ")");
+}
+
 int Run() {
+  if (std::vector<std::string> errors = FlagErrors(); !errors.empty()) {
+    for (const std::string& e : errors) std::cerr << "ptoserve: " << e << "\n";
+    return 2;
+  }
   absl::StatusOr<Target> target = ParseTarget(absl::GetFlag(FLAGS_default_target));
   if (!target.ok()) {
     std::cerr << "ptoserve: " << target.status().message() << "\n";
     return 2;
   }
+  const std::string open_files = RaiseOpenFileLimit();
   EngineOptions options;
   options.default_target = *target;
   options.host_buffer_bytes = uint64_t{1024} * absl::GetFlag(FLAGS_host_buffer_kb);
@@ -111,31 +212,37 @@ int Run() {
   options.limits.max_tiles_per_job = absl::GetFlag(FLAGS_max_tiles_per_job);
   options.limits.max_instructions_per_job =
       absl::GetFlag(FLAGS_max_instructions_per_job);
+  options.limits.max_waits_per_instruction =
+      absl::GetFlag(FLAGS_max_waits_per_instruction);
+  options.limits.max_assembly_bytes =
+      static_cast<size_t>(absl::GetFlag(FLAGS_max_assembly_kb)) << 10;
   const Engine engine(options);
 
   SchedulerOptions scheduling;
   scheduling.workers = absl::GetFlag(FLAGS_workers) > 0
                            ? absl::GetFlag(FLAGS_workers)
                            : std::max(1u, std::thread::hardware_concurrency());
-  scheduling.max_batch_size = std::max(1, absl::GetFlag(FLAGS_max_batch_size));
-  scheduling.max_queue_delay =
-      absl::Microseconds(std::max(0, absl::GetFlag(FLAGS_max_queue_delay_us)));
-  scheduling.queue_capacity = std::max(1, absl::GetFlag(FLAGS_queue_capacity));
-  scheduling.priority_levels = std::max(1, absl::GetFlag(FLAGS_priority_levels));
-  scheduling.priority_aging =
-      absl::Milliseconds(std::max(1, absl::GetFlag(FLAGS_priority_aging_ms)));
+  scheduling.max_batch_size = absl::GetFlag(FLAGS_max_batch_size);
+  scheduling.max_queue_delay = absl::Microseconds(absl::GetFlag(FLAGS_max_queue_delay_us));
+  scheduling.queue_capacity = absl::GetFlag(FLAGS_queue_capacity);
+  scheduling.priority_levels = absl::GetFlag(FLAGS_priority_levels);
+  scheduling.priority_aging = absl::Milliseconds(absl::GetFlag(FLAGS_priority_aging_ms));
   MetricsRegistry registry;
   ServiceMetrics metrics(&registry);
   EngineRunner runner(&engine, &metrics);
   Scheduler scheduler(scheduling, &runner);
   metrics.WatchScheduler(&scheduler);
+  MemoryBudget budget(static_cast<uint64_t>(absl::GetFlag(FLAGS_memory_budget_mb)) << 20);
+  metrics.WatchMemoryBudget(&budget);
 
   ServerLimits limits;
   const int max_message_bytes = absl::GetFlag(FLAGS_max_message_mb) << 20;
   limits.max_message_bytes = max_message_bytes;
+  limits.max_job_bytes = static_cast<uint64_t>(absl::GetFlag(FLAGS_max_job_mb)) << 20;
+  limits.memory_budget_bytes = budget.limit();
   limits.priority_levels = scheduling.priority_levels;
   limits.queue_capacity = scheduling.queue_capacity;
-  limits.stream_window = std::max(1, absl::GetFlag(FLAGS_stream_window));
+  limits.stream_window = absl::GetFlag(FLAGS_stream_window);
   absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
       ServerCredentials({absl::GetFlag(FLAGS_tls_cert),
                          absl::GetFlag(FLAGS_tls_key),
@@ -154,13 +261,16 @@ int Run() {
     }
     auth.emplace(std::move(*tokens));
   }
-  TileComputeService service(&engine, &scheduler, limits, &metrics,
+  TileComputeService service(&engine, &scheduler, limits, &metrics, &budget,
                              auth ? &*auth : nullptr);
 
   GrpcSettings settings;
   settings.address = absl::GetFlag(FLAGS_address);
   settings.max_message_bytes = max_message_bytes;
   settings.credentials = *credentials;
+  settings.tls = !absl::GetFlag(FLAGS_tls_cert).empty();
+  settings.handshake_timeout = absl::GetFlag(FLAGS_handshake_timeout);
+  settings.max_connection_idle = absl::GetFlag(FLAGS_max_connection_idle);
   const std::vector<std::string> service_names = {
       v1::TileCompute::service_full_name(), "grpc.health.v1.Health",
       grpc::reflection::v1::ServerReflection::service_full_name(),
@@ -198,9 +308,11 @@ int Run() {
   if (metrics_endpoint != nullptr) {
     std::cout << "ptoserve metrics on " << metrics_endpoint->url() << std::endl;
   }
+  std::cout << "ptoserve: open files limit " << open_files << ", memory budget "
+            << (budget.limit() >> 20) << " MiB" << std::endl;
   // Refusing new jobs while the accepted ones finish, rather than stopping
   // gRPC at once, answers late callers UNAVAILABLE instead of cancelling them.
-  ServeUntilSignalled(running->server.get(),
+  ServeUntilSignalled(&*running,
                       absl::GetFlag(FLAGS_shutdown_grace),
                       absl::GetFlag(FLAGS_lame_duck), "ptoserve",
                       [&scheduler] { scheduler.Shutdown(); });

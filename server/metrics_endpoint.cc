@@ -20,9 +20,12 @@ namespace {
 // The exposition format's content type, as Prometheus's own clients send it.
 constexpr char kContentType[] = "text/plain; version=0.0.4; charset=utf-8";
 
-// A scrape is rare and quick; two threads let one wait on a slow client
-// without blocking the next scrape.
-constexpr char kThreads[] = "2";
+// civetweb serves a connection per thread, and a connection that sends
+// nothing holds its thread until the request timeout: enough threads, and a
+// short timeout, keep idle or slow clients from blocking a scrape (a
+// scrape itself takes well under a millisecond).
+constexpr char kThreads[] = "32";
+constexpr char kRequestTimeoutMs[] = "1000";
 
 int ServeMetrics(mg_connection* connection, void* registry) {
   const char* method = mg_get_request_info(connection)->request_method;
@@ -61,8 +64,10 @@ absl::StatusOr<std::unique_ptr<MetricsEndpoint>> MetricsEndpoint::Start(
     const std::string& address, const MetricsRegistry* registry) {
   // Once per process; civetweb counts the calls, so a second is harmless.
   mg_init_library(0);
-  const char* options[] = {"listening_ports", address.c_str(),
-                           "num_threads",     kThreads,
+  const char* options[] = {"listening_ports",    address.c_str(),
+                           "num_threads",        kThreads,
+                           "request_timeout_ms", kRequestTimeoutMs,
+                           "linger_timeout_ms",  "0",
                            nullptr};
   mg_callbacks callbacks{};
   mg_init_data init{&callbacks, nullptr, options};

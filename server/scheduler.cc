@@ -125,6 +125,12 @@ absl::Status Scheduler::Admit(std::unique_ptr<JobState> state, bool notify) {
   if (stopping_) {
     return absl::UnavailableError("the server is shutting down");
   }
+  if (n > options_.queue_capacity) {
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "this job has %u instructions and the queue holds at most %u "
+        "(--queue_capacity): it can never be queued; split it",
+        n, options_.queue_capacity));
+  }
   if (queued_ + n > options_.queue_capacity) {
     return absl::ResourceExhaustedError(absl::StrFormat(
         "the queue is full: %u instructions wait and this job has %u, over "

@@ -2,6 +2,8 @@
 
 #include <chrono>
 #include <deque>
+#include <new>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -13,6 +15,10 @@
 namespace ptoserve {
 
 namespace {
+
+// What one instruction's event record may take in a result, for the
+// memory estimate: its names, times and a few micro-operations.
+constexpr uint64_t kEventBytes = 512;
 
 absl::Time CallDeadline(const grpc::CallbackServerContext& context) {
   const auto deadline = context.deadline();
@@ -41,12 +47,15 @@ TileComputeService::TileComputeService(const Engine* engine,
                                        Scheduler* scheduler,
                                        const ServerLimits& limits,
                                        ServiceMetrics* metrics,
+                                       MemoryBudget* budget,
                                        const TokenAuthenticator* auth)
     : engine_(engine),
       scheduler_(scheduler),
       metrics_(metrics),
+      budget_(budget),
       auth_(auth),
       max_message_bytes_(limits.max_message_bytes),
+      max_job_bytes_(limits.max_job_bytes),
       stream_window_(limits.stream_window) {
   ToCapabilities(*engine, limits, &capabilities_);
 }
@@ -61,8 +70,17 @@ absl::StatusOr<std::shared_ptr<const v1::Job>> TileComputeService::Decode(
   grpc::ByteBuffer shared(bytes);  // shares the slices, copies no bytes
   grpc::ProtoBufferReader reader(&shared);
   auto job = std::make_shared<v1::Job>();
-  if (!reader.status().ok() || !job->ParseFromZeroCopyStream(&reader) ||
-      !reader.status().ok()) {
+  bool parsed = false;
+  try {
+    parsed = reader.status().ok() && job->ParseFromZeroCopyStream(&reader) &&
+             reader.status().ok();
+  } catch (const std::bad_alloc&) {
+    metrics_->JobAnswered(JobRecord("unknown"), absl::StatusCode::kResourceExhausted);
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "%s (%u bytes): the server ran out of memory decoding it", what,
+        bytes.Length()));
+  }
+  if (!parsed) {
     metrics_->JobAnswered(JobRecord("unknown"), absl::StatusCode::kInvalidArgument);
     return absl::InvalidArgumentError(absl::StrFormat(
         "%s (%u bytes) is not a ptoserve.v1.Job: its protobuf encoding is "
@@ -91,20 +109,37 @@ absl::Status TileComputeService::Encode(const v1::JobResult& result,
   return absl::OkStatus();
 }
 
-absl::Status TileComputeService::Admit(const v1::Job& job,
+absl::Status TileComputeService::Admit(const v1::Job& job, uint64_t request_bytes,
                                        grpc::CallbackServerContext* context,
-                                       bool run_here, Done done) {
+                                       bool run_here, Done done, bool may_wait,
+                                       Refusal* refusal) {
   JobRecord record(TargetLabel(job, engine_->options().default_target));
-  absl::Status queued = Queue(job, context, run_here, &record, std::move(done));
+  bool over_budget = false;
+  absl::Status queued;
+  try {
+    queued = Queue(job, request_bytes, context, run_here, &record, std::move(done),
+                   &over_budget);
+  } catch (const std::bad_alloc&) {
+    // Whatever Queue made is gone with the exception; the job never
+    // reached the scheduler.
+    queued = absl::ResourceExhaustedError(
+        "the server ran out of memory preparing this job; retry later");
+  }
+  if (queued.ok()) return queued;
+  if (over_budget && may_wait) {
+    *refusal = Refusal::kOverBudget;
+    return queued;
+  }
+  if (refusal != nullptr) *refusal = Refusal::kFinal;
   // A refused job never reaches its done, which counts the others.
-  if (!queued.ok()) metrics_->JobAnswered(record, queued.code());
+  metrics_->JobAnswered(record, queued.code());
   return queued;
 }
 
-absl::Status TileComputeService::Queue(const v1::Job& job,
+absl::Status TileComputeService::Queue(const v1::Job& job, uint64_t request_bytes,
                                        grpc::CallbackServerContext* context,
                                        bool run_here, JobRecord* record,
-                                       Done done) {
+                                       Done done, bool* over_budget) {
   PTO_ASSIGN_OR_RETURN(DecodedJob decoded, DecodeJob(job, *engine_));
   record->CountInstructions(decoded.spec.instructions);
   JobTicket ticket;
@@ -118,37 +153,86 @@ absl::Status TileComputeService::Queue(const v1::Job& job,
     }
     ticket.deadline = std::min(ticket.deadline, record->arrival + timeout);
   }
+  // What the job will hold, checked and reserved once its tiles are known
+  // and before any of them is made.
+  auto hold = std::make_shared<MemoryBudget::Hold>();
+  const uint64_t events = decoded.spec.instructions.size() * kEventBytes;
+  const Admission admit = [&](const JobCost& cost) -> absl::Status {
+    if (cost.result_bytes > max_message_bytes_) {
+      return absl::ResourceExhaustedError(absl::StrFormat(
+          "the result would be at least %u bytes, more than a message may be "
+          "(%u, --max_message_mb)",
+          cost.result_bytes, max_message_bytes_));
+    }
+    const uint64_t bytes =
+        request_bytes + cost.tile_bytes + 2 * cost.result_bytes + events;
+    if (bytes > max_job_bytes_) {
+      return absl::ResourceExhaustedError(absl::StrFormat(
+          "the job would hold %u bytes (request %u, tiles the server makes "
+          "%u, result %u, built and serialized), over the limit of %u per "
+          "job (--max_job_mb)",
+          bytes, request_bytes, cost.tile_bytes, cost.result_bytes,
+          max_job_bytes_));
+    }
+    absl::StatusOr<MemoryBudget::Hold> reserved = budget_->Reserve(bytes);
+    if (!reserved.ok()) {
+      *over_budget = true;
+      return reserved.status();
+    }
+    *hold = std::move(*reserved);
+    return absl::OkStatus();
+  };
   absl::StatusOr<std::unique_ptr<PreparedJob>> prepared =
-      engine_->Prepare(decoded.spec);
+      engine_->Prepare(decoded.spec, admit);
   if (!prepared.ok()) return decoded.Locate(prepared.status());
   ticket.job = std::move(*prepared);
   ticket.priority = static_cast<int>(
       std::min<uint32_t>(job.priority(), std::numeric_limits<int>::max()));
   ticket.cancelled = [context] { return context->IsCancelled(); };
-  ticket.done = [this, id = job.id(), record = *record, done = std::move(done)](
+  ticket.done = [this, id = job.id(), record = *record, hold,
+                 done = std::move(done)](
                     absl::StatusOr<std::unique_ptr<PreparedJob>> ran) {
     if (!ran.ok()) {
       metrics_->JobAnswered(record, ran.status().code());
-      done(ran.status());
+      done(ran.status(), std::move(*hold));
       return;
     }
-    v1::JobResult result;
-    result.set_id(id);
-    ToJobResult(engine_->Finish(ran->get()), &result);
-    metrics_->JobAnswered(record, absl::StatusCode::kOk);
-    done(std::move(result));
+    absl::StatusOr<v1::JobResult> result;
+    try {
+      result.emplace();
+      result->set_id(id);
+      ToJobResult(engine_->Finish(ran->get()), &*result);
+    } catch (const std::bad_alloc&) {
+      result = absl::ResourceExhaustedError(
+          "the server ran out of memory building this job's result");
+    }
+    metrics_->JobAnswered(record, result.ok() ? absl::StatusCode::kOk
+                                              : result.status().code());
+    done(std::move(result), std::move(*hold));
   };
   return scheduler_->Submit(std::move(ticket), run_here);
 }
 
+// One Execute call: holds the request's job (the engine reads inputs in
+// place) and the job's share of the memory budget until gRPC is done with
+// the reply.
+class TileComputeService::UnaryCall final : public grpc::ServerUnaryReactor {
+ public:
+  void OnDone() override { delete this; }
+
+  std::shared_ptr<const v1::Job> job;
+  MemoryBudget::Hold hold;
+};
+
 grpc::ServerUnaryReactor* TileComputeService::Execute(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
     grpc::ByteBuffer* response) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  auto* call = new UnaryCall();
   if (absl::Status allowed = Authorize(*context); !allowed.ok()) {
-    reactor->Finish(ToGrpcStatus(allowed));
-    return reactor;
+    call->Finish(ToGrpcStatus(allowed));
+    return call;
   }
+  const uint64_t request_bytes = request->Length();
   absl::StatusOr<std::shared_ptr<const v1::Job>> job =
       Decode(*request, "the request");
   // The job has its own copy now. gRPC would keep the bytes until the call
@@ -156,26 +240,32 @@ grpc::ServerUnaryReactor* TileComputeService::Execute(
   // only the interface is.
   const_cast<grpc::ByteBuffer*>(request)->Clear();
   if (!job.ok()) {
-    reactor->Finish(ToGrpcStatus(job.status()));
-    return reactor;
+    call->Finish(ToGrpcStatus(job.status()));
+    return call;
   }
+  call->job = std::move(*job);
   // A unary call's thread runs the job itself when it can: no hand-off.
-  // The engine reads inputs in place, so the job lives until its result is
-  // made.
   absl::Status admitted = Admit(
-      **job, context, /*run_here=*/true,
-      [this, reactor, response, job = *job](absl::StatusOr<v1::JobResult> r) {
+      *call->job, request_bytes, context, /*run_here=*/true,
+      [this, call, response](absl::StatusOr<v1::JobResult> r,
+                             MemoryBudget::Hold hold) {
+        call->hold = std::move(hold);
         absl::Status encoded = r.ok() ? Encode(*r, response) : r.status();
-        reactor->Finish(ToGrpcStatus(encoded));
+        call->job.reset();  // the result holds what it needs
+        call->Finish(ToGrpcStatus(encoded));
       });
-  if (!admitted.ok()) reactor->Finish(ToGrpcStatus(admitted));
-  return reactor;
+  if (!admitted.ok()) call->Finish(ToGrpcStatus(admitted));
+  return call;
 }
 
 // One ExecuteStream call. Reads jobs while fewer than the window are
 // unanswered, writes results as they finish (one write at a time, as gRPC
 // requires), and finishes once the client is done sending and every result
-// is written. Deletes itself when gRPC is done with it.
+// is written. A result holds its job's share of the memory budget until it
+// is written; a job that does not fit in the budget waits, and the stream
+// reads no further, until one of the stream's own results is written (or
+// is refused if the stream has none in flight). Deletes itself when gRPC is
+// done with it.
 class TileComputeService::JobStream final
     : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
@@ -198,26 +288,15 @@ class TileComputeService::JobStream final
     ++received_;
     // The engine reads inputs in place, so the job must live until its
     // result is made; request_ itself is reused by the next read.
+    const uint64_t request_bytes = request_.Length();
     absl::StatusOr<std::shared_ptr<const v1::Job>> job = service_->Decode(
         request_, absl::StrCat("stream message ", received_));
     request_.Clear();
     if (!job.ok()) {
       // Its id is unknown: the result carries none, and the stream goes on.
-      Push(Encoded(Failed("", job.status())));
+      Push(Encoded(Failed("", job.status())), MemoryBudget::Hold());
     } else {
-      const std::string id = (*job)->id();
-      // Not run_here: done takes mu_, which this reaction holds.
-      absl::Status admitted = service_->Admit(
-          **job, context_, /*run_here=*/false,
-          [this, id, job = *job](absl::StatusOr<v1::JobResult> r) {
-            // Serialized before taking mu_: a large result does not hold
-            // up this stream's reactions or its other jobs' completions.
-            grpc::ByteBuffer bytes =
-                Encoded(r.ok() ? std::move(*r) : Failed(id, r.status()));
-            MutexLock lock(&mu_);
-            Push(std::move(bytes));
-          });
-      if (!admitted.ok()) Push(Encoded(Failed(id, admitted)));
+      Start(Waiting{std::move(*job), request_bytes});
     }
     MaybeRead();
   }
@@ -226,8 +305,13 @@ class TileComputeService::JobStream final
     MutexLock lock(&mu_);
     writing_ = false;
     --unanswered_;
-    outbox_.pop_front();
+    outbox_.pop_front();  // gives its share of the budget back
     if (!ok) broken_ = true;  // the client is gone: drop what is left
+    if (waiting_.has_value() && !broken_) {
+      Waiting job = std::move(*waiting_);
+      waiting_.reset();
+      Start(std::move(job));
+    }
     MaybeWrite();
     MaybeRead();
     MaybeFinish();
@@ -241,6 +325,17 @@ class TileComputeService::JobStream final
   }
 
  private:
+  // A decoded job not yet admitted.
+  struct Waiting {
+    std::shared_ptr<const v1::Job> job;
+    uint64_t request_bytes;
+  };
+  // A result to write, and the memory its job holds until it is written.
+  struct Outgoing {
+    grpc::ByteBuffer bytes;
+    MemoryBudget::Hold hold;
+  };
+
   static v1::JobResult Failed(const std::string& id, const absl::Status& s) {
     v1::JobResult result;
     result.set_id(id);
@@ -249,36 +344,70 @@ class TileComputeService::JobStream final
     return result;
   }
 
-  // `result` serialized; one too large to send becomes its job's error.
+  // `result` serialized; one too large to send, or that memory does not
+  // suffice to serialize, becomes its job's error.
   grpc::ByteBuffer Encoded(const v1::JobResult& result) const {
     grpc::ByteBuffer bytes;
-    if (absl::Status encoded = service_->Encode(result, &bytes); !encoded.ok()) {
-      (void)service_->Encode(Failed(result.id(), encoded), &bytes);
+    absl::Status encoded;
+    try {
+      encoded = service_->Encode(result, &bytes);
+    } catch (const std::bad_alloc&) {
+      encoded = absl::ResourceExhaustedError(
+          "the server ran out of memory serializing this job's result");
     }
+    if (!encoded.ok()) (void)service_->Encode(Failed(result.id(), encoded), &bytes);
     return bytes;
   }
 
+  // Admits `waiting`, or keeps it waiting while the budget is full and the
+  // stream has other jobs in flight (whose results will free some).
+  void Start(Waiting waiting) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    const std::string id = waiting.job->id();
+    Refusal refusal = Refusal::kFinal;
+    // Not run_here: done takes mu_, which this reaction holds.
+    absl::Status admitted = service_->Admit(
+        *waiting.job, waiting.request_bytes, context_, /*run_here=*/false,
+        [this, id, job = waiting.job](absl::StatusOr<v1::JobResult> r,
+                                      MemoryBudget::Hold hold) {
+          // Serialized before taking mu_: a large result does not hold
+          // up this stream's reactions or its other jobs' completions.
+          grpc::ByteBuffer bytes =
+              Encoded(r.ok() ? std::move(*r) : Failed(id, r.status()));
+          MutexLock lock(&mu_);
+          Push(std::move(bytes), std::move(hold));
+        },
+        /*may_wait=*/unanswered_ > 1, &refusal);
+    if (admitted.ok()) return;
+    if (refusal == Refusal::kOverBudget) {
+      waiting_ = std::move(waiting);
+      return;
+    }
+    Push(Encoded(Failed(id, admitted)), MemoryBudget::Hold());
+  }
+
   // Queues one job's answer for writing.
-  void Push(grpc::ByteBuffer bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    outbox_.push_back(std::move(bytes));
+  void Push(grpc::ByteBuffer bytes, MemoryBudget::Hold hold)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    outbox_.push_back(Outgoing{std::move(bytes), std::move(hold)});
     MaybeWrite();
   }
 
   void MaybeWrite() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (writing_ || finished_) return;
     if (broken_) {
-      unanswered_ -= outbox_.size();
+      unanswered_ -= outbox_.size() + (waiting_.has_value() ? 1 : 0);
       outbox_.clear();
+      waiting_.reset();
       MaybeFinish();
       return;
     }
     if (outbox_.empty()) return;
     writing_ = true;
-    StartWrite(&outbox_.front());
+    StartWrite(&outbox_.front().bytes);
   }
 
   void MaybeRead() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    if (reading_ || reads_done_ || broken_ ||
+    if (reading_ || reads_done_ || broken_ || waiting_.has_value() ||
         unanswered_ >= service_->stream_window_) {
       return;
     }
@@ -299,7 +428,9 @@ class TileComputeService::JobStream final
   grpc::CallbackServerContext* const context_;
   absl::Mutex mu_;
   grpc::ByteBuffer request_;  // the read in progress
-  std::deque<grpc::ByteBuffer> outbox_ ABSL_GUARDED_BY(mu_);  // front: writing
+  std::deque<Outgoing> outbox_ ABSL_GUARDED_BY(mu_);  // front: writing
+  // A job the memory budget has no room for yet; no reads meanwhile.
+  std::optional<Waiting> waiting_ ABSL_GUARDED_BY(mu_);
   uint32_t unanswered_ ABSL_GUARDED_BY(mu_) = 0;  // read, result not written
   uint64_t received_ ABSL_GUARDED_BY(mu_) = 0;    // messages read
   bool reading_ ABSL_GUARDED_BY(mu_) = false;

@@ -11,6 +11,7 @@
 #include "ptoserve/v1/service.grpc.pb.h"
 #include "server/auth.h"
 #include "server/codec.h"
+#include "server/memory_budget.h"
 #include "server/scheduler.h"
 #include "server/service_metrics.h"
 
@@ -46,10 +47,11 @@ class TileComputeService final
               v1::TileCompute::WithRawCallbackMethod_ExecuteStream<
                   v1::TileCompute::Service>>> {
  public:
-  // `engine`, `scheduler`, `metrics` and `auth` (null: no authentication)
-  // must outlive the service.
+  // `engine`, `scheduler`, `metrics`, `budget` and `auth` (null: no
+  // authentication) must outlive the service.
   TileComputeService(const Engine* engine, Scheduler* scheduler,
                      const ServerLimits& limits, ServiceMetrics* metrics,
+                     MemoryBudget* budget,
                      const TokenAuthenticator* auth = nullptr);
 
   // `request`: a serialized Job; `response`: a serialized JobResult.
@@ -67,26 +69,40 @@ class TileComputeService final
       v1::Capabilities* capabilities) override;
 
  private:
+  class UnaryCall;
   class JobStream;
-  using Done = std::function<void(absl::StatusOr<v1::JobResult>)>;
+  // A job's result, and its share of the memory budget, to be held until
+  // the reply is on its way.
+  using Done = std::function<void(absl::StatusOr<v1::JobResult>, MemoryBudget::Hold)>;
 
-  // Decodes, checks and queues `job`; `done` then runs exactly once with
-  // its result (with `run_here`, possibly on this thread before Admit
-  // returns; see Scheduler::Submit). Returns the error instead (and never
-  // calls `done`) when the job is refused at once.
+  // Why Admit refused a job, when the caller can do better than pass the
+  // refusal on.
+  enum class Refusal { kFinal, kOverBudget };
+
+  // Decodes, checks, reserves memory for and queues `job`, whose request
+  // was `request_bytes` on the wire; `done` then runs exactly once with its
+  // result (with `run_here`, possibly on this thread before Admit returns;
+  // see Scheduler::Submit). Returns the error instead (and never calls
+  // `done`) when the job is refused at once; with `may_wait`, a job refused
+  // only because the memory budget is full sets `*refusal` to kOverBudget
+  // and is not counted, so that the caller may offer it again.
   // Every job, refused or not, is counted in `metrics_` once answered.
-  absl::Status Admit(const v1::Job& job, grpc::CallbackServerContext* context,
-                     bool run_here, Done done);
+  absl::Status Admit(const v1::Job& job, uint64_t request_bytes,
+                     grpc::CallbackServerContext* context, bool run_here,
+                     Done done, bool may_wait = false,
+                     Refusal* refusal = nullptr);
   // The Job in `bytes`, or INVALID_ARGUMENT naming `what` ("the request",
-  // "stream message 3") when they are not one (counted in `metrics_`).
+  // "stream message 3") when they are not one, RESOURCE_EXHAUSTED if memory
+  // runs out (both counted in `metrics_`).
   absl::StatusOr<std::shared_ptr<const v1::Job>> Decode(
       const grpc::ByteBuffer& bytes, absl::string_view what) const;
   // Serializes `result` into `bytes`; RESOURCE_EXHAUSTED if it is larger
   // than a response may be.
   absl::Status Encode(const v1::JobResult& result, grpc::ByteBuffer* bytes) const;
   // Admit's work; notes in `record` what the metrics need to know.
-  absl::Status Queue(const v1::Job& job, grpc::CallbackServerContext* context,
-                     bool run_here, JobRecord* record, Done done);
+  absl::Status Queue(const v1::Job& job, uint64_t request_bytes,
+                     grpc::CallbackServerContext* context, bool run_here,
+                     JobRecord* record, Done done, bool* over_budget);
 
   // OK, or why `context`'s caller may not call (UNAUTHENTICATED).
   absl::Status Authorize(const grpc::CallbackServerContext& context) const {
@@ -96,8 +112,10 @@ class TileComputeService final
   const Engine* engine_;
   Scheduler* scheduler_;
   ServiceMetrics* metrics_;
+  MemoryBudget* budget_;
   const TokenAuthenticator* auth_;
   const uint64_t max_message_bytes_;
+  const uint64_t max_job_bytes_;
   const uint32_t stream_window_;
   v1::Capabilities capabilities_;  // fixed for the server's lifetime
 };

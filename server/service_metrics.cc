@@ -69,6 +69,15 @@ ServiceMetrics::ServiceMetrics(MetricsRegistry* registry)
                      {{"version", kVersion}}, [] { return 1.0; });
 }
 
+void ServiceMetrics::WatchMemoryBudget(const MemoryBudget* budget) {
+  registry_->AddGauge("ptoserve_memory_budget_bytes",
+                      "The memory jobs in flight may hold together (--memory_budget_mb).",
+                      {}, [budget] { return static_cast<double>(budget->limit()); });
+  registry_->AddGauge("ptoserve_memory_held_bytes",
+                      "The memory jobs in flight hold now, as admission counts it.",
+                      {}, [budget] { return static_cast<double>(budget->held()); });
+}
+
 void ServiceMetrics::WatchScheduler(const Scheduler* scheduler) {
   registry_->AddGauge(
       "ptoserve_queue_depth",

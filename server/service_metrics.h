@@ -13,6 +13,7 @@
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "core/engine.h"
+#include "server/memory_budget.h"
 #include "server/metrics.h"
 #include "server/scheduler.h"
 
@@ -48,6 +49,10 @@ class ServiceMetrics {
   // scheduler is made after this.
   // REQUIRES: `scheduler` outlives every later scrape of the registry.
   void WatchScheduler(const Scheduler* scheduler);
+
+  // Adds the gauges that read `budget` at each scrape.
+  // REQUIRES: `budget` outlives every later scrape of the registry.
+  void WatchMemoryBudget(const MemoryBudget* budget);
 
   // `job` was answered with `code`: OK once it ran, else refused at once
   // or dropped from the queue.

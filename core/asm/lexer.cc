@@ -29,7 +29,8 @@ std::string Quote(absl::string_view text) {
 
 class Lexer {
  public:
-  explicit Lexer(absl::string_view text) : text_(text) {}
+  Lexer(absl::string_view text, uint32_t first_line)
+      : text_(text), line_(first_line) {}
 
   absl::StatusOr<std::vector<Token>> Run() && {
     while (at_ < text_.size()) {
@@ -133,15 +134,16 @@ class Lexer {
 
   absl::string_view text_;
   size_t at_ = 0;
-  uint32_t line_ = 1;
+  uint32_t line_;
   size_t line_start_ = 0;  // offset of the current line's first character
   std::vector<Token> tokens_;
 };
 
 }  // namespace
 
-absl::StatusOr<std::vector<Token>> Lex(absl::string_view text) {
-  return Lexer(text).Run();
+absl::StatusOr<std::vector<Token>> Lex(absl::string_view text,
+                                       uint32_t first_line) {
+  return Lexer(text, first_line).Run();
 }
 
 std::string Describe(const Token& token) {

@@ -34,7 +34,10 @@ struct Token {
 
 // The tokens of `text`, ending with one kEnd; INVALID_ARGUMENT
 // "line:column: ..." at the first character that starts no token.
-absl::StatusOr<std::vector<Token>> Lex(absl::string_view text);
+// `first_line` numbers the first line of `text` (Parse lexes one line at a
+// time, so that the tokens of the whole text never exist at once).
+absl::StatusOr<std::vector<Token>> Lex(absl::string_view text,
+                                       uint32_t first_line = 1);
 
 // How an error message shows a token: "'%src0'", "end of line", ...
 std::string Describe(const Token& token);

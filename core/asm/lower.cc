@@ -247,12 +247,21 @@ class Lowerer {
     known_.emplace(name, KnownTile{desc, pos});
   }
 
-  // A tile name no request tile, program name or earlier scratch tile has.
-  std::string ScratchName(const std::string& dst) const {
+  // A tile name no request tile, program name or earlier scratch tile has:
+  // "<dst>.tmp", else "<dst>.tmp2", ... Each dst's count goes on from where
+  // its last scratch name stopped, so that many scratch tiles for one dst
+  // cost linear time, not quadratic.
+  std::string ScratchName(const std::string& dst) {
+    int& n = next_scratch_[dst];
     std::string name = absl::StrCat(dst, ".tmp");
-    for (int n = 2; known_.contains(name) || used_names_.contains(name); ++n) {
-      name = absl::StrCat(dst, ".tmp", n);
+    if (n == 0 && !known_.contains(name) && !used_names_.contains(name)) {
+      n = 2;
+      return name;
     }
+    n = std::max(n, 2);
+    do {
+      name = absl::StrCat(dst, ".tmp", n++);
+    } while (known_.contains(name) || used_names_.contains(name));
     return name;
   }
 
@@ -357,6 +366,7 @@ class Lowerer {
   JobSpec job_;
   absl::flat_hash_map<std::string, KnownTile> known_;
   absl::flat_hash_set<std::string> used_names_;
+  absl::flat_hash_map<std::string, int> next_scratch_;  // by dst
   absl::flat_hash_map<std::string, SourcePos> written_at_;
   absl::flat_hash_map<std::string, uint64_t> addresses_;
   std::vector<Scratch> scratch_;

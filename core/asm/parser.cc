@@ -9,6 +9,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
 #include "core/asm/lexer.h"
 #include "core/status_macros.h"
@@ -492,9 +493,46 @@ class Parser {
 
 }  // namespace
 
-absl::StatusOr<Program> Parse(absl::string_view text) {
-  PTO_ASSIGN_OR_RETURN(std::vector<Token> tokens, Lex(text));
-  return Parser(std::move(tokens)).Run();
+absl::StatusOr<Program> Parse(absl::string_view text,
+                              const ParseOptions& options) {
+  if (text.size() > options.max_bytes) {
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "assembly is %u bytes, over the limit of %u", text.size(),
+        options.max_bytes));
+  }
+  Program program;
+  size_t counted = 0;
+  uint32_t number = 0;
+  for (size_t start = 0; start <= text.size();) {
+    ++number;
+    size_t end = text.find('\n', start);
+    const bool last = end == absl::string_view::npos;
+    if (last) end = text.size();
+    // The line and its '\n', which the parser reads as the end of a statement.
+    const absl::string_view line = text.substr(start, end - start + (last ? 0 : 1));
+    start = end + 1;
+    if (line.size() > options.max_line_bytes) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%u:1: line is %u bytes, over the limit of %u", number, line.size(),
+          options.max_line_bytes));
+    }
+    PTO_ASSIGN_OR_RETURN(std::vector<Token> tokens, Lex(line, number));
+    PTO_ASSIGN_OR_RETURN(Program one, Parser(std::move(tokens)).Run());
+    for (Statement& statement : one.statements) {
+      if (std::holds_alternative<Comment>(statement.node)) {
+        if (!options.keep_comments) continue;
+      } else if (++counted > options.max_statements) {
+        return absl::ResourceExhaustedError(absl::StrFormat(
+            "%u:1: assembly has more than %u statements (operations and "
+            "bindings), the limit",
+            number, options.max_statements));
+      }
+      if (!options.keep_comments) statement.trailing_comment.clear();
+      program.statements.push_back(std::move(statement));
+    }
+    if (last) break;
+  }
+  return program;
 }
 
 const std::vector<std::string>& AcceptedForms() {

@@ -191,8 +191,8 @@ TEST_F(ProgramTest, OutputsDefaultToEachDistinctDstInOrder) {
   EXPECT_THAT(OutputNames(outcome), ElementsAre("t", "u", "a"));
 }
 
-// Asked-for outputs come back in the order asked, inputs included; a tile
-// asked for twice comes back twice with equal elements.
+// Asked-for outputs come back in the order first asked, inputs included,
+// each once.
 TEST_F(ProgramTest, ExplicitOutputsInTheirOrder) {
   std::mt19937 rng(9);
   const auto a = RandomMatrix<int32_t>(4, 8, &rng);
@@ -201,14 +201,12 @@ TEST_F(ProgramTest, ExplicitOutputsInTheirOrder) {
   job.AddMatrix("a", a);
   job.AddMatrix("b", b);
   job.Tand("t", "a", "b");
-  job.spec().outputs = {"b", "t", "b"};
+  // A name listed again comes back once: a result holds tiles by name.
+  job.spec().outputs = {"b", "t", "b", "t", "b"};
   ASSERT_OK_AND_ASSIGN(JobOutcome outcome, engine_.Execute(job.spec()));
-  EXPECT_THAT(OutputNames(outcome), ElementsAre("b", "t", "b"));
+  EXPECT_THAT(OutputNames(outcome), ElementsAre("b", "t"));
   EXPECT_TRUE(
       SameElements(b, test::ToMatrix<int32_t>(outcome.outputs[0].tile)));
-  EXPECT_TRUE(
-      SameElements(b, test::ToMatrix<int32_t>(outcome.outputs[2].tile)));
-  EXPECT_NE(outcome.outputs[0].tile.data(), outcome.outputs[2].tile.data());
   EXPECT_TRUE(SameElements(
       Reference(BitwiseOp::kAnd, a, b, Matrix<int32_t>(4, 8), 4, 8),
       test::ToMatrix<int32_t>(outcome.outputs[1].tile)));

@@ -145,8 +145,13 @@ absl::Status CheckAgainstReference(const JobSpec& spec, const Engine& engine,
       dsts.push_back(in.dst);
     }
   }
-  const std::vector<std::string>& outputs =
-      spec.outputs.empty() ? dsts : spec.outputs;
+  // Each output once, in the order first asked for.
+  std::vector<std::string> outputs;
+  for (const std::string& name : spec.outputs.empty() ? dsts : spec.outputs) {
+    if (std::find(outputs.begin(), outputs.end(), name) == outputs.end()) {
+      outputs.push_back(name);
+    }
+  }
   if (outputs.size() != outcome.outputs.size()) {
     return absl::InternalError(absl::StrFormat(
         "%u outputs, expected %u", outcome.outputs.size(), outputs.size()));

@@ -173,7 +173,7 @@ TEST(SecurityTest, PtoctlConnectionFailuresFailFastWithTheReason) {
     std::string flags, reason;
   };
   const Case cases[] = {
-      {"", "Socket closed (does the server want TLS?"},
+      {"", "Socket closed (the server closed the connection: does it want TLS?"},
       {"--tls_ca=" + pki.path("other.crt"), "certificate verify failed"},
       {"--tls_ca=" + pki.path("ca.crt"), "does the server want a client certificate?"},
   };
