@@ -1,7 +1,11 @@
 #include "server/codec.h"
 
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/wire_format_lite.h>
+
 #include <algorithm>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_format.h"
 #include "core/quote.h"
 #include "core/status_macros.h"
@@ -226,53 +230,113 @@ absl::Status CheckName(absl::string_view name, absl::string_view where) {
 
 }  // namespace
 
-absl::Status CheckJobSize(const v1::Job& job, const EngineLimits& limits) {
-  if (job.tiles_size() > 0 &&
-      static_cast<size_t>(job.tiles_size()) > limits.max_tiles_per_job) {
-    return absl::ResourceExhaustedError(absl::StrFormat(
-        "job has %u tiles, over the limit of %u", job.tiles_size(),
-        limits.max_tiles_per_job));
+namespace {
+
+using google::protobuf::io::CodedInputStream;
+using google::protobuf::internal::WireFormatLite;
+
+// Field numbers of the messages CheckJobWire looks into (job.proto).
+enum JobField { kJobTiles = 4, kJobInstructions = 5, kJobOutputs = 6, kJobAssembly = 9 };
+enum InstructionField { kInstDst = 2, kInstWaitEvents = 7 };  // names: 2..7
+enum MapEntryField { kEntryKey = 1 };
+
+// Reads a length-delimited field's length; false if the bytes end first.
+bool ReadLength(CodedInputStream* in, uint32_t* length) {
+  return in->ReadVarint32(length) && *length <= static_cast<uint32_t>(INT32_MAX);
+}
+
+// Skips a name of `length` bytes, or, if it is longer than names may be,
+// returns INVALID_ARGUMENT quoting its start. `where` says what it names.
+absl::Status CheckNameField(CodedInputStream* in, uint32_t length,
+                            absl::string_view where, bool* corrupt) {
+  if (length <= kMaxNameBytes) {
+    *corrupt = !in->Skip(static_cast<int>(length));
+    return absl::OkStatus();
   }
-  if (static_cast<size_t>(job.instructions_size()) >
-      limits.max_instructions_per_job) {
-    return absl::ResourceExhaustedError(absl::StrFormat(
-        "job has %u instructions, over the limit of %u",
-        job.instructions_size(), limits.max_instructions_per_job));
+  std::string start;
+  if (!in->ReadString(&start, 32)) {
+    *corrupt = true;
+    return absl::OkStatus();
   }
-  // Each output is a tile of the job, named at most once that matters.
-  if (static_cast<size_t>(job.outputs_size()) > limits.max_tiles_per_job) {
-    return absl::ResourceExhaustedError(absl::StrFormat(
-        "outputs lists %u names, over the limit of %u (the most tiles a job "
-        "may have)",
-        job.outputs_size(), limits.max_tiles_per_job));
-  }
-  if (job.assembly().size() > limits.max_assembly_bytes) {
-    return absl::ResourceExhaustedError(absl::StrFormat(
-        "assembly is %u bytes, over the limit of %u", job.assembly().size(),
-        limits.max_assembly_bytes));
-  }
-  for (const auto& [name, tile] : job.tiles()) {
-    PTO_RETURN_IF_ERROR(CheckName(name, "tile name"));
-  }
-  for (int i = 0; i < job.instructions_size(); ++i) {
-    const v1::Instruction& in = job.instructions(i);
-    const std::string where = absl::StrFormat("instruction %u:", i);
-    PTO_RETURN_IF_ERROR(CheckName(in.dst(), where + " dst"));
-    PTO_RETURN_IF_ERROR(CheckName(in.src0(), where + " src0"));
-    PTO_RETURN_IF_ERROR(CheckName(in.src1(), where + " src1"));
-    PTO_RETURN_IF_ERROR(CheckName(in.tmp(), where + " tmp"));
-    PTO_RETURN_IF_ERROR(CheckName(in.record_event(), where + " record_event"));
-    if (static_cast<size_t>(in.wait_events_size()) > limits.max_waits_per_instruction) {
-      return absl::ResourceExhaustedError(absl::StrFormat(
-          "instruction %u waits on %u events, over the limit of %u", i,
-          in.wait_events_size(), limits.max_waits_per_instruction));
+  return absl::InvalidArgumentError(absl::StrFormat(
+      "%s \"%s...\" (%u bytes) is longer than names may be (%u bytes)", where,
+      absl::CHexEscape(start), length, kMaxNameBytes));
+}
+
+}  // namespace
+
+absl::Status CheckJobWire(google::protobuf::io::ZeroCopyInputStream* bytes,
+                          const EngineLimits& limits) {
+  CodedInputStream in(bytes);
+  size_t tiles = 0, instructions = 0, outputs = 0;
+  bool corrupt = false;
+  // Stops at the end or at the first malformed field: malformed bytes are
+  // the parser's to report.
+  for (uint32_t tag; !corrupt && (tag = in.ReadTag()) != 0;) {
+    const int field = WireFormatLite::GetTagFieldNumber(tag);
+    if (WireFormatLite::GetTagWireType(tag) != WireFormatLite::WIRETYPE_LENGTH_DELIMITED ||
+        (field != kJobTiles && field != kJobInstructions && field != kJobOutputs &&
+         field != kJobAssembly)) {
+      corrupt = !WireFormatLite::SkipField(&in, tag);
+      continue;
     }
-    for (const std::string& wait : in.wait_events()) {
-      PTO_RETURN_IF_ERROR(CheckName(wait, where + " wait_events entry"));
+    uint32_t length = 0;
+    if (!ReadLength(&in, &length)) break;
+    if (field == kJobAssembly) {
+      if (length > limits.max_assembly_bytes) {
+        return absl::ResourceExhaustedError(absl::StrFormat(
+            "assembly is %u bytes, over the limit of %u", length,
+            limits.max_assembly_bytes));
+      }
+      corrupt = !in.Skip(static_cast<int>(length));
+    } else if (field == kJobOutputs) {
+      if (++outputs > limits.max_tiles_per_job) {
+        return absl::ResourceExhaustedError(absl::StrFormat(
+            "outputs lists more than %u names, the most tiles a job may have",
+            limits.max_tiles_per_job));
+      }
+      PTO_RETURN_IF_ERROR(CheckNameField(&in, length, "outputs entry", &corrupt));
+    } else {
+      // A tile (a map entry) or an instruction: look at its names.
+      const bool tile = field == kJobTiles;
+      if (tile && ++tiles > limits.max_tiles_per_job) {
+        return absl::ResourceExhaustedError(absl::StrFormat(
+            "job has more than %u tiles, the limit", limits.max_tiles_per_job));
+      }
+      if (!tile && ++instructions > limits.max_instructions_per_job) {
+        return absl::ResourceExhaustedError(absl::StrFormat(
+            "job has more than %u instructions, the limit",
+            limits.max_instructions_per_job));
+      }
+      const std::string where =
+          tile ? std::string("tile name")
+               : absl::StrFormat("instruction %u: a name", instructions - 1);
+      const CodedInputStream::Limit limit = in.PushLimit(static_cast<int>(length));
+      size_t waits = 0;
+      for (uint32_t inner; !corrupt && (inner = in.ReadTag()) != 0;) {
+        const int f = WireFormatLite::GetTagFieldNumber(inner);
+        const bool name =
+            WireFormatLite::GetTagWireType(inner) == WireFormatLite::WIRETYPE_LENGTH_DELIMITED &&
+            (tile ? f == kEntryKey : f >= kInstDst && f <= kInstWaitEvents);
+        if (!name) {
+          corrupt = !WireFormatLite::SkipField(&in, inner);
+          continue;
+        }
+        if (!tile && f == kInstWaitEvents &&
+            ++waits > limits.max_waits_per_instruction) {
+          return absl::ResourceExhaustedError(absl::StrFormat(
+              "instruction %u waits on more than %u events, the limit",
+              instructions - 1, limits.max_waits_per_instruction));
+        }
+        uint32_t n = 0;
+        if (!ReadLength(&in, &n)) {
+          corrupt = true;
+          break;
+        }
+        PTO_RETURN_IF_ERROR(CheckNameField(&in, n, where, &corrupt));
+      }
+      in.PopLimit(limit);
     }
-  }
-  for (const std::string& name : job.outputs()) {
-    PTO_RETURN_IF_ERROR(CheckName(name, "outputs entry"));
   }
   return absl::OkStatus();
 }
@@ -283,7 +347,6 @@ absl::StatusOr<DecodedJob> DecodeJob(const v1::Job& job, const Engine& engine) {
         "job has both instructions and assembly; send one of them");
   }
   const EngineLimits& limits = engine.options().limits;
-  PTO_RETURN_IF_ERROR(CheckJobSize(job, limits));
   DecodedJob decoded;
   PTO_ASSIGN_OR_RETURN(decoded.spec, ToJobSpec(job));
   if (job.assembly().empty()) return decoded;

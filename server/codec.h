@@ -2,6 +2,8 @@
 #ifndef PTOSERVE_SERVER_CODEC_H_
 #define PTOSERVE_SERVER_CODEC_H_
 
+#include <google/protobuf/io/zero_copy_stream.h>
+
 #include <optional>
 
 #include "absl/status/statusor.h"
@@ -36,13 +38,16 @@ struct DecodedJob {
 // with names at their longest fit in well under 4 KiB.
 inline constexpr size_t kMaxAssemblyLineBytes = 4096;
 
-// Checks the counts and sizes in `job` that decoding would pay for before
-// anything else does: tiles, instructions, outputs, waits per instruction
-// (RESOURCE_EXHAUSTED over `limits`), names longer than kMaxNameBytes
-// (INVALID_ARGUMENT) and the assembly's size.
-absl::Status CheckJobSize(const v1::Job& job, const EngineLimits& limits);
+// Checks a serialized Job, before it is parsed, for what parsing it would
+// make the server pay for: the counts of tiles, instructions, outputs and
+// waits per instruction, and the assembly's size (RESOURCE_EXHAUSTED over
+// `limits`), and names longer than kMaxNameBytes (INVALID_ARGUMENT, quoting
+// their start). Reads the bytes once and allocates nothing; bytes that are
+// not a Job are left for the parser to report.
+absl::Status CheckJobWire(google::protobuf::io::ZeroCopyInputStream* bytes,
+                          const EngineLimits& limits);
 
-// CheckJobSize and ToJobSpec, then, for a job written as assembly, parses and lowers it
+// ToJobSpec, then, for a job written as assembly, parses and lowers it
 // onto the job's tiles. Errors as ToJobSpec, and "line:column: ..." ones for
 // the assembly; both instructions and assembly set is INVALID_ARGUMENT.
 absl::StatusOr<DecodedJob> DecodeJob(const v1::Job& job, const Engine& engine);

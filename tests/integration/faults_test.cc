@@ -46,32 +46,6 @@ using ::testing::HasSubstr;
 constexpr char kExecute[] = "/ptoserve.v1.TileCompute/Execute";
 constexpr char kExecuteStream[] = "/ptoserve.v1.TileCompute/ExecuteStream";
 
-// The bytes `buffer` holds.
-std::string Bytes(const grpc::ByteBuffer& buffer) {
-  std::vector<grpc::Slice> slices;
-  (void)buffer.Dump(&slices);
-  std::string bytes;
-  for (const grpc::Slice& s : slices) {
-    bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
-  }
-  return bytes;
-}
-
-// Sends `bytes` as the request of a unary Execute, whatever they hold.
-grpc::Status RawExecute(grpc::GenericStub* stub, const std::string& bytes,
-                        std::string* reply) {
-  grpc::ClientContext context;
-  context.set_deadline(In(absl::Seconds(10)));
-  grpc::Slice slice(bytes);
-  grpc::ByteBuffer request(&slice, 1), response;
-  std::promise<grpc::Status> done;
-  stub->UnaryCall(&context, kExecute, grpc::StubOptions(), &request, &response,
-                  [&](grpc::Status s) { done.set_value(std::move(s)); });
-  grpc::Status status = done.get_future().get();
-  if (status.ok()) *reply = Bytes(response);
-  return status;
-}
-
 // An ExecuteStream call that writes raw messages one after another, then
 // half-closes, and collects every reply.
 class RawStream final

@@ -2,6 +2,9 @@
 
 #include <grpc/grpc.h>
 
+#include <future>
+#include <vector>
+
 #include "absl/status/status.h"
 
 namespace ptoserve {
@@ -21,6 +24,30 @@ std::chrono::system_clock::time_point In(absl::Duration d) {
 
 std::string CodeName(grpc::StatusCode code) {
   return absl::StatusCodeToString(static_cast<absl::StatusCode>(code));
+}
+
+std::string Bytes(const grpc::ByteBuffer& buffer) {
+  std::vector<grpc::Slice> slices;
+  (void)buffer.Dump(&slices);
+  std::string bytes;
+  for (const grpc::Slice& s : slices) {
+    bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
+  }
+  return bytes;
+}
+
+grpc::Status RawExecute(grpc::GenericStub* stub, const std::string& bytes,
+                        std::string* reply, absl::Duration deadline) {
+  grpc::ClientContext context;
+  context.set_deadline(In(deadline));
+  grpc::Slice slice(bytes);
+  grpc::ByteBuffer request(&slice, 1), response;
+  std::promise<grpc::Status> done;
+  stub->UnaryCall(&context, "/ptoserve.v1.TileCompute/Execute", grpc::StubOptions(),
+                  &request, &response, [&](grpc::Status s) { done.set_value(std::move(s)); });
+  grpc::Status status = done.get_future().get();
+  if (status.ok()) *reply = Bytes(response);
+  return status;
 }
 
 }  // namespace ptoserve

@@ -2,6 +2,7 @@
 #ifndef PTOSERVE_TESTS_INTEGRATION_GRPC_UTIL_H_
 #define PTOSERVE_TESTS_INTEGRATION_GRPC_UTIL_H_
 
+#include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 
 #include <chrono>
@@ -23,6 +24,14 @@ std::chrono::system_clock::time_point In(absl::Duration d);
 
 // "DEADLINE_EXCEEDED".
 std::string CodeName(grpc::StatusCode code);
+
+// The bytes `buffer` holds.
+std::string Bytes(const grpc::ByteBuffer& buffer);
+
+// Sends `bytes` as the request of a unary Execute, whatever they hold, with
+// a deadline `deadline` from now; on OK, `reply` gets the response's bytes.
+grpc::Status RawExecute(grpc::GenericStub* stub, const std::string& bytes,
+                        std::string* reply, absl::Duration deadline = absl::Seconds(10));
 
 // gRPC runs a call's callback after the call was started, but that ordering
 // passes through libgrpc's lock-free queues, which ThreadSanitizer cannot

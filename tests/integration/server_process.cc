@@ -2,6 +2,7 @@
 
 #include <poll.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -38,7 +39,8 @@ std::string ReadLine(int fd, int timeout_ms) {
 
 }  // namespace
 
-ServerProcess::ServerProcess(const std::vector<std::string>& flags) {
+ServerProcess::ServerProcess(const std::vector<std::string>& flags,
+                             const ProcessLimits& limits) {
   int out[2];
   if (pipe(out) != 0) Die("pipe failed");
   // Port 0 for metrics too: tests run side by side.
@@ -58,6 +60,14 @@ ServerProcess::ServerProcess(const std::vector<std::string>& flags) {
     dup2(out[1], STDOUT_FILENO);
     close(out[0]);
     close(out[1]);
+    if (limits.open_files != 0) {
+      const rlimit l{limits.open_files, limits.open_files};
+      if (setrlimit(RLIMIT_NOFILE, &l) != 0) _exit(126);
+    }
+    if (limits.address_space != 0) {
+      const rlimit l{limits.address_space, limits.address_space};
+      if (setrlimit(RLIMIT_AS, &l) != 0) _exit(126);
+    }
     std::vector<char*> argv;
     for (std::string& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);

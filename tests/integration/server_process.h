@@ -4,10 +4,18 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
+
 #include <string>
 #include <vector>
 
 namespace ptoserve {
+
+// Resource limits for a server process (0: inherit the test's).
+struct ProcessLimits {
+  uint64_t open_files = 0;     // RLIMIT_NOFILE, soft and hard
+  uint64_t address_space = 0;  // RLIMIT_AS, in bytes
+};
 
 class ServerProcess {
  public:
@@ -15,7 +23,8 @@ class ServerProcess {
   // --address=127.0.0.1:0 --metrics_address=127.0.0.1:0 plus `flags`, and
   // waits for its start-up lines. Aborts the test binary if the server does
   // not come up in 30 s.
-  explicit ServerProcess(const std::vector<std::string>& flags = {});
+  explicit ServerProcess(const std::vector<std::string>& flags = {},
+                         const ProcessLimits& limits = {});
   // Stops the server with SIGTERM (SIGKILL after 10 s) if still running.
   ~ServerProcess();
 

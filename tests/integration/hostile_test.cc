@@ -1,0 +1,588 @@
+// Hostile input against the real server: each attack that once crashed
+// ptoserve, made it allocate far more than a request declared, starved
+// other callers or stopped its listener is replayed here. Each test checks
+// the documented answer, that the server stays up and healthy (a prober
+// calls it throughout), and, in plain builds, how far the server's peak
+// resident memory may grow (docs/SECURITY.md lists the figures).
+#include <arpa/inet.h>
+#include <gmock/gmock.h>
+#include <grpcpp/generic/generic_stub.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <future>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "client/client.h"
+#include "grpc/health/v1/health.grpc.pb.h"
+#include "ptoserve/v1/service.grpc.pb.h"
+#include "server/mutex.h"
+#include "tests/integration/grpc_util.h"
+#include "tests/integration/process_stats.h"
+#include "tests/integration/server_process.h"
+
+namespace ptoserve {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr int64_t kMiB = 1024;  // in the kB that /proc reports
+
+// `n` little-endian int32 elements equal to `v`, as Tile.data holds them.
+std::string Int32s(size_t n, int32_t v) {
+  std::string bytes(n * 4, '\0');
+  for (size_t i = 0; i < n; ++i) std::memcpy(&bytes[i * 4], &v, 4);
+  return bytes;
+}
+
+// Calls the server every 20 ms on a connection of its own, a small TAND and
+// a health check, until stopped: other callers must keep being answered,
+// quickly, whatever an attacker does.
+class Prober {
+ public:
+  // `tolerated`: a code a TAND may get besides OK (e.g. RESOURCE_EXHAUSTED
+  // while an attack fills the memory budget); health must always SERVE.
+  explicit Prober(const std::string& address,
+                  grpc::StatusCode tolerated = grpc::StatusCode::OK)
+      : tolerated_(tolerated), thread_([this, address] { Run(address); }) {}
+  ~Prober() { Stop(); }
+
+  void Stop() {
+    stop_.store(true);
+    if (thread_.joinable()) thread_.join();
+  }
+
+  // After Stop(): every failure ("TAND: UNAVAILABLE: ..."), the calls
+  // made, and the 99th percentile of their latencies.
+  const std::vector<std::string>& failures() const { return failures_; }
+  size_t calls() const { return latencies_.size(); }
+  absl::Duration p99() const {
+    if (latencies_.empty()) return absl::ZeroDuration();
+    std::vector<absl::Duration> sorted = latencies_;
+    std::sort(sorted.begin(), sorted.end());
+    return sorted[std::min(sorted.size() - 1, sorted.size() * 99 / 100)];
+  }
+
+ private:
+  void Run(const std::string& address) {
+    auto channel = OwnChannel(address);
+    auto stub = v1::TileCompute::NewStub(channel);
+    auto health = grpc::health::v1::Health::NewStub(channel);
+    v1::Job job;
+    for (const char* name : {"a", "b"}) {
+      v1::Tile& t = (*job.mutable_tiles())[name];
+      t.set_dtype(v1::DTYPE_INT32);
+      t.set_rows(1);
+      t.set_cols(8);
+      t.set_fill(name[0] == 'a' ? 6 : 3);
+    }
+    v1::Instruction* inst = job.add_instructions();
+    inst->set_opcode(v1::OPCODE_TAND);
+    inst->set_dst("c");
+    inst->set_src0("a");
+    inst->set_src1("b");
+    while (!stop_.load()) {
+      const absl::Time start = absl::Now();
+      grpc::ClientContext context;
+      context.set_deadline(In(absl::Seconds(10)));
+      v1::JobResult result;
+      grpc::Status s = stub->Execute(&context, job, &result);
+      if (!s.ok() && s.error_code() != tolerated_) {
+        failures_.push_back(absl::StrCat("TAND: ", CodeName(s.error_code()), ": ",
+                                         s.error_message()));
+      } else if (s.ok() && result.tiles().at("c").data() != Int32s(8, 6 & 3)) {
+        failures_.push_back("TAND: wrong result");
+      }
+      grpc::ClientContext hc;
+      hc.set_deadline(In(absl::Seconds(10)));
+      grpc::health::v1::HealthCheckResponse response;
+      grpc::Status h = health->Check(&hc, grpc::health::v1::HealthCheckRequest(), &response);
+      if (!h.ok() || response.status() != grpc::health::v1::HealthCheckResponse::SERVING) {
+        failures_.push_back(absl::StrCat("health: ", CodeName(h.error_code()), " ",
+                                         response.status()));
+      }
+      latencies_.push_back(absl::Now() - start);
+      absl::SleepFor(absl::Milliseconds(20));
+    }
+  }
+
+  const grpc::StatusCode tolerated_;
+  std::atomic<bool> stop_{false};
+  std::vector<std::string> failures_;
+  std::vector<absl::Duration> latencies_;
+  std::thread thread_;
+};
+
+// A one-instruction TAND job over tiles a and b; shapes and elements are
+// the caller's to set.
+v1::Job TandJob() {
+  v1::Job job;
+  v1::Instruction* inst = job.add_instructions();
+  inst->set_opcode(v1::OPCODE_TAND);
+  inst->set_dst("c");
+  inst->set_src0("a");
+  inst->set_src1("b");
+  return job;
+}
+
+v1::Tile* AddTile(v1::Job* job, const std::string& name, uint32_t rows, uint32_t cols) {
+  v1::Tile& t = (*job->mutable_tiles())[name];
+  t.set_dtype(v1::DTYPE_INT32);
+  t.set_rows(rows);
+  t.set_cols(cols);
+  return &t;
+}
+
+class HostileTest : public ::testing::Test {
+ protected:
+  // Starts the server with `flags` and a prober against it.
+  void Start(const std::vector<std::string>& flags = {}, const ProcessLimits& limits = {},
+             grpc::StatusCode tolerated = grpc::StatusCode::OK) {
+    server_ = std::make_unique<ServerProcess>(flags, limits);
+    channel_ = OwnChannel(server_->address());
+    stub_ = std::make_unique<grpc::GenericStub>(channel_);
+    baseline_ = ReadProcessStats(server_->pid());
+    prober_ = std::make_unique<Prober>(server_->address(), tolerated);
+  }
+
+  // Sends `job` (or any bytes) as one Execute.
+  grpc::Status Send(const std::string& bytes, std::string* reply = nullptr,
+                    absl::Duration deadline = absl::Seconds(30)) {
+    std::string ignored;
+    return RawExecute(stub_.get(), bytes, reply ? reply : &ignored, deadline);
+  }
+  grpc::Status Send(const v1::Job& job, std::string* reply = nullptr) {
+    return Send(job.SerializeAsString(), reply);
+  }
+
+  // How much the server's peak resident memory grew since it started, in
+  // kB. Checked only in plain builds (sanitizers hold memory of their own).
+  int64_t PeakGrowthKb() const {
+    return ReadProcessStats(server_->pid()).hwm_kb - baseline_.hwm_kb;
+  }
+  void ExpectPeakGrowthBelow(int64_t kb) const {
+    const int64_t grown = PeakGrowthKb();
+    std::cout << "peak resident memory grew by " << MiB(grown) << std::endl;
+    if (kMemoryBoundsApply) {
+      EXPECT_LT(grown, kb) << "peak grew by " << MiB(grown);
+    }
+  }
+
+  // Stops the prober and checks what it saw: every call answered, health
+  // SERVING throughout, and the 99th percentile under `p99`.
+  void ExpectOthersServed(absl::Duration p99 = absl::Seconds(1)) {
+    prober_->Stop();
+    EXPECT_GT(prober_->calls(), 0u);
+    for (const std::string& f : prober_->failures()) ADD_FAILURE() << f;
+    std::cout << "prober: " << prober_->calls() << " calls, p99 "
+              << absl::FormatDuration(prober_->p99()) << std::endl;
+    EXPECT_LT(prober_->p99(), p99);
+  }
+
+  void TearDown() override {
+    if (prober_) ExpectOthersServed();
+    if (server_) {
+      EXPECT_EQ(server_->Terminate(), 0) << "the server did not exit 0 on SIGTERM";
+    }
+  }
+
+  std::unique_ptr<ServerProcess> server_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<grpc::GenericStub> stub_;
+  ProcessStats baseline_;
+  std::unique_ptr<Prober> prober_;
+};
+
+// rows = cols = 2^31 int32: rows * cols * 4 wrapped to 0 bytes, so a 48-byte
+// request passed every size check and the kernel wrote past a 0-byte tile.
+TEST_F(HostileTest, ShapesWhoseSizeOverflowsAreRefused) {
+  Start();
+  for (uint32_t valid_cols : {64u, 4194304u, 0u}) {
+    v1::Job job = TandJob();
+    for (const char* name : {"a", "b"}) {
+      v1::Tile* t = AddTile(&job, name, 2147483648u, 2147483648u);
+      t->set_valid_rows(valid_cols == 0 ? 0 : 1);
+      t->set_valid_cols(valid_cols);
+    }
+    EXPECT_LE(job.ByteSizeLong(), 80u);
+    grpc::Status s = Send(job);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << s.error_message();
+    EXPECT_THAT(s.error_message(),
+                HasSubstr("is 18446744073709551616 bytes, over the limit of 16777216"));
+  }
+  v1::Job text;
+  AddTile(&text, "a", 1, 8);
+  text.set_assembly(
+      "%c = tand %a, %a : !pto.tile_buf<dtype=i32, rows=2147483648, cols=2147483648, "
+      "v_row=1, v_col=4096>");
+  grpc::Status s = Send(text);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
+  ExpectPeakGrowthBelow(16 * kMiB);
+}
+
+// 64 repeated names in `outputs` copied a 16 MiB tile 64 times (1 GiB from
+// 220 bytes): a name listed again is returned once.
+TEST_F(HostileTest, RepeatedOutputsAreReturnedOnce) {
+  Start();
+  v1::Job job = TandJob();
+  AddTile(&job, "a", 2048, 2048)->set_fill(7);
+  AddTile(&job, "b", 2048, 2048)->set_fill(12);
+  for (int i = 0; i < 64; ++i) job.add_outputs("c");
+  EXPECT_LT(job.ByteSizeLong(), 300u);
+  std::string reply;
+  grpc::Status s = Send(job, &reply);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  v1::JobResult result;
+  ASSERT_TRUE(result.ParseFromString(reply));
+  ASSERT_EQ(result.tiles_size(), 1);
+  EXPECT_TRUE(result.tiles().at("c").data() == Int32s(2048 * 2048, 7 & 12));
+  // The two fill tiles, dst, the result and its serialization: 80 MiB.
+  ExpectPeakGrowthBelow(128 * kMiB);
+}
+
+// 48 declared destination tiles with no data made the server allocate
+// 800 MB from 15 KB: what a job's tiles cost is admitted before any exists.
+TEST_F(HostileTest, TilesWithoutDataCountAgainstTheJobLimit) {
+  Start();
+  v1::Job job = TandJob();
+  for (int i = 0; i < 48; ++i) AddTile(&job, absl::StrCat("t", i), 2048, 2048);
+  AddTile(&job, "a", 2048, 2048);
+  AddTile(&job, "b", 2048, 2048);
+  grpc::Status s = Send(job);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(s.error_message(), HasSubstr("over the limit of 268435456 per job (--max_job_mb)"));
+  ExpectPeakGrowthBelow(16 * kMiB);
+}
+
+// 4M repeated wait_events (16 MB) peaked at 1.4 GB: counts are checked on
+// the wire, before protobuf makes a string of each.
+TEST_F(HostileTest, ThousandsOfWaitsAreRefusedBeforeParsing) {
+  Start();
+  v1::Job job = TandJob();
+  AddTile(&job, "a", 1, 8);
+  AddTile(&job, "b", 1, 8);
+  // Built as bytes: the instruction's field 7 ("e0") 4M times.
+  std::string instruction = job.instructions(0).SerializeAsString();
+  for (int i = 0; i < 4'000'000; ++i) instruction.append("\x3a\x02" "e0", 4);
+  job.clear_instructions();
+  std::string bytes = job.SerializeAsString();
+  bytes.push_back('\x2a');  // field 5, length-delimited
+  for (uint32_t n = instruction.size(); ; n >>= 7) {
+    bytes.push_back(static_cast<char>((n & 0x7f) | (n >= 0x80 ? 0x80 : 0)));
+    if (n < 0x80) break;
+  }
+  bytes += instruction;
+  grpc::Status s = Send(bytes);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(s.error_message(), HasSubstr("instruction 0 waits on more than 64 events"));
+  // The request itself, in gRPC's buffers and the scan.
+  ExpectPeakGrowthBelow(3 * static_cast<int64_t>(bytes.size()) / 1024 + 16 * kMiB);
+}
+
+// 8 MiB of '(' as assembly took 560 MB to tokenize; 10^6 tiny tiles took
+// 16 s to decode. Both are refused on the wire.
+TEST_F(HostileTest, OversizedTextAndCountsAreRefusedBeforeParsing) {
+  Start();
+  v1::Job text;
+  text.set_assembly(std::string(8 << 20, '('));
+  grpc::Status s = Send(text);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(s.error_message(), HasSubstr("assembly is 8388608 bytes, over the limit of 1048576"));
+  // Under the limit, one line of it: too long a line, found before lexing.
+  text.set_assembly(std::string((1 << 20) - 1, '('));
+  s = Send(text);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), HasSubstr("1:1: line is 1048575 bytes, over the limit of 4096"));
+  v1::Job tiles = TandJob();
+  for (int i = 0; i < 1'000'000; ++i) AddTile(&tiles, absl::StrCat(i), 1, 1);
+  const absl::Time start = absl::Now();
+  s = Send(tiles);
+  const absl::Duration took = absl::Now() - start;
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(s.error_message(), HasSubstr("more than 1024 tiles"));
+  std::cout << "10^6 tiles refused in " << absl::FormatDuration(took) << std::endl;
+  ExpectPeakGrowthBelow(96 * kMiB);
+}
+
+// An 8 MiB tile name was quoted whole in the status, which then exceeded
+// gRPC's metadata limit: messages quote the start of what a client sent.
+TEST_F(HostileTest, LongNamesAreQuotedShort) {
+  Start();
+  v1::Job job = TandJob();
+  AddTile(&job, std::string(8 << 20, 'n'), 1, 8);
+  AddTile(&job, "a", 1, 8);
+  AddTile(&job, "b", 1, 8);
+  grpc::Status s = Send(job);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), HasSubstr("(8388608 bytes) is longer than names may be (256 bytes)"));
+  EXPECT_LT(s.error_message().size(), 200u) << s.error_message().size();
+  job = TandJob();
+  AddTile(&job, "a", 1, 8);
+  AddTile(&job, "b", 1, 8);
+  job.mutable_instructions(0)->set_dst(std::string(300, 'd'));
+  s = Send(job);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_LT(s.error_message().size(), 200u) << s.error_message();
+}
+
+// Lowering rescanned scratch names on every statement: 20,000 a2a3 lines
+// took 15 s on one of gRPC's threads while every other caller waited.
+TEST_F(HostileTest, LongProgramsAreLinearAndOthersKeepBeingServed) {
+  Start({"--max_instructions_per_job=20000", "--max_tiles_per_job=30000",
+         "--queue_capacity=65536", "--max_assembly_kb=2048"});
+  v1::Job job;
+  job.set_target(v1::TARGET_A2A3);
+  AddTile(&job, "a", 1, 8)->set_fill(5);
+  AddTile(&job, "b", 1, 8)->set_fill(3);
+  AddTile(&job, "d", 1, 8);
+  // Each line writes d through a scratch tmp the server names: d.tmp,
+  // d.tmp2, ... d.tmp20000.
+  std::string text;
+  for (int i = 0; i < 20'000; ++i) {
+    absl::StrAppend(&text, "pto.txor ins(%a, %b : !pto.tile_buf<...>, !pto.tile_buf<...>) "
+                           "outs(%d : !pto.tile_buf<...>)\n");
+  }
+  job.set_assembly(text);
+  job.add_outputs("d");
+  std::string reply;
+  const absl::Time start = absl::Now();
+  grpc::Status s = Send(job, &reply);
+  std::cout << "20,000 a2a3 TXOR lines answered in " << absl::FormatDuration(absl::Now() - start)
+            << std::endl;
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  v1::JobResult result;
+  ASSERT_TRUE(result.ParseFromString(reply));
+  EXPECT_EQ(result.events_size(), 20'000);
+  EXPECT_EQ(result.tiles().at("d").data(), Int32s(8, 5 ^ 3));
+  ExpectOthersServed(absl::Seconds(2));
+  prober_.reset();
+}
+
+// Streams that sent jobs and never read held 2.8 GB; every result waiting
+// on a reader now holds its share of the memory budget, and a stream whose
+// next job does not fit stops reading.
+TEST_F(HostileTest, StreamsThatNeverReadHoldAtMostTheBudget) {
+  Start({"--memory_budget_mb=64", "--max_job_mb=64"}, {},
+        grpc::StatusCode::RESOURCE_EXHAUSTED);
+  // 512x512 int32 tiles from fill: each result is 1 MiB.
+  v1::Job job = TandJob();
+  AddTile(&job, "a", 512, 512)->set_fill(1);
+  AddTile(&job, "b", 512, 512)->set_fill(3);
+  const std::string bytes = job.SerializeAsString();
+  struct Silent {
+    grpc::ClientContext context;
+    std::unique_ptr<grpc::GenericClientAsyncReaderWriter> stream;
+  };
+  grpc::CompletionQueue cq;
+  std::vector<std::unique_ptr<Silent>> streams;
+  for (int i = 0; i < 3; ++i) {
+    auto s = std::make_unique<Silent>();
+    s->stream = stub_->PrepareCall(&s->context, "/ptoserve.v1.TileCompute/ExecuteStream", &cq);
+    s->stream->StartCall(reinterpret_cast<void*>(1));
+    streams.push_back(std::move(s));
+  }
+  // Writes 400 jobs into each stream, as fast as flow control lets them
+  // through, and never reads.
+  void* tag;
+  bool ok;
+  int pending = 3;
+  while (pending > 0 && cq.AsyncNext(&tag, &ok, In(absl::Seconds(5))) ==
+                            grpc::CompletionQueue::GOT_EVENT) {
+    --pending;
+  }
+  for (auto& s : streams) {
+    for (int i = 0; i < 400; ++i) {
+      grpc::Slice slice(bytes);
+      grpc::ByteBuffer message(&slice, 1);
+      s->stream->Write(message, reinterpret_cast<void*>(2));
+      if (cq.AsyncNext(&tag, &ok, In(absl::Milliseconds(200))) !=
+              grpc::CompletionQueue::GOT_EVENT ||
+          !ok) {
+        break;  // the server stopped reading: flow control holds the rest
+      }
+    }
+  }
+  absl::SleepFor(absl::Seconds(1));
+  // 64 MiB budget, and what gRPC buffers for three streams.
+  ExpectPeakGrowthBelow(160 * kMiB);
+  for (auto& s : streams) s->context.TryCancel();
+  cq.Shutdown();
+  while (cq.Next(&tag, &ok)) {
+  }
+}
+
+// With the address space capped, a job whose tiles cannot be allocated is
+// answered RESOURCE_EXHAUSTED (it was UNIMPLEMENTED, left a job in flight
+// for good and stopped SIGTERM), and the server goes on.
+TEST_F(HostileTest, AllocationFailureIsResourceExhausted) {
+  if (!kMemoryBoundsApply) GTEST_SKIP() << "sanitizers reserve address space of their own";
+  Start({"--max_job_mb=8192", "--memory_budget_mb=8192", "--max_tile_mb=1024",
+         "--max_message_mb=1024"},
+        {.address_space = uint64_t{3} << 30});
+  // 20 tiles of 256 MiB, declared without data: 5 GiB, within the job
+  // limit and beyond the 3 GiB of address space.
+  v1::Job job = TandJob();
+  for (int i = 0; i < 20; ++i) AddTile(&job, absl::StrCat("t", i), 8192, 8192);
+  AddTile(&job, "a", 8192, 8192);
+  AddTile(&job, "b", 8192, 8192);
+  job.add_outputs("c");
+  grpc::Status s = Send(job);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << s.error_message();
+  EXPECT_THAT(s.error_message(), HasSubstr("ran out of memory"));
+  // On a stream (where the exception once ended the process), the job's own
+  // result says so and the stream goes on to the next job.
+  auto client = Client::Connect(server_->address()).value();
+  v1::Job small = TandJob();
+  AddTile(&small, "a", 1, 8)->set_fill(6);
+  AddTile(&small, "b", 1, 8)->set_fill(3);
+  std::vector<v1::Job> jobs = {job, small};
+  jobs[0].set_id("huge");
+  jobs[1].set_id("small");
+  std::map<std::string, v1::JobResult> results;
+  ASSERT_TRUE(client->ExecuteStream(jobs, [&](v1::JobResult r) { results[r.id()] = r; }).ok());
+  EXPECT_EQ(results["huge"].status().code(), v1::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(results["huge"].status().message(), HasSubstr("ran out of memory"));
+  EXPECT_EQ(results["small"].status().code(), v1::OK);
+  EXPECT_EQ(results["small"].tiles().at("c").data(), Int32s(8, 6 & 3));
+  // Nothing is left counted in flight.
+  CommandResult r = RunCommand("python3 -c \"import urllib.request,sys; sys.stdout.write("
+                               "urllib.request.urlopen('" + server_->metrics_url() +
+                               "', timeout=10).read().decode())\"");
+  EXPECT_THAT(r.output, HasSubstr("\nptoserve_jobs_in_flight 0\n"));
+  EXPECT_THAT(r.output, HasSubstr("\nptoserve_memory_held_bytes 0\n"));
+}
+
+// One EMFILE stopped gRPC 1.51's listener for good. Descriptors run out
+// here, come back, and the server takes connections again.
+TEST_F(HostileTest, RunningOutOfFileDescriptorsIsSurvived) {
+  Start({}, {.open_files = 128});
+  rlimit mine{4096, 4096};
+  setrlimit(RLIMIT_NOFILE, &mine);
+  const std::string address = server_->address();
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(std::stoi(address.substr(address.rfind(':') + 1)));
+  inet_pton(AF_INET, "127.0.0.1", &to.sin_addr);
+  std::vector<int> flood;
+  for (int i = 0; i < 400; ++i) {
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    ASSERT_GE(fd, 0);
+    if (connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof(to)) == 0) {
+      // Half of them complete the HTTP/2 preface and stay.
+      if (i % 2) (void)!write(fd, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", 24);
+    }
+    flood.push_back(fd);
+  }
+  absl::SleepFor(absl::Milliseconds(500));
+  for (int fd : flood) close(fd);
+  absl::SleepFor(absl::Milliseconds(500));
+  // A new connection, and the prober's, are served again.
+  auto fresh = OwnChannel(address);
+  grpc::ClientContext context;
+  context.set_deadline(In(absl::Seconds(10)));
+  grpc::health::v1::HealthCheckResponse response;
+  grpc::Status s = grpc::health::v1::Health::NewStub(fresh)->Check(
+      &context, grpc::health::v1::HealthCheckRequest(), &response);
+  EXPECT_TRUE(s.ok()) << s.error_message();
+  // The prober's own connection may have been the one to suffer meanwhile;
+  // what matters is that the listener lives.
+  prober_->Stop();
+  prober_.reset();
+}
+
+// Connections that never send the HTTP/2 preface were held for 126 s.
+TEST_F(HostileTest, SilentConnectionsAreClosed) {
+  Start({"--handshake_timeout=500ms"});
+  const std::string address = server_->address();
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(std::stoi(address.substr(address.rfind(':') + 1)));
+  inet_pton(AF_INET, "127.0.0.1", &to.sin_addr);
+  std::vector<int> silent;
+  for (int i = 0; i < 50; ++i) {
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof(to)), 0);
+    silent.push_back(fd);
+  }
+  absl::SleepFor(absl::Seconds(2));
+  int closed = 0;
+  for (int fd : silent) {
+    timeval timeout{1, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+    char c;
+    if (read(fd, &c, 1) <= 0) ++closed;
+    close(fd);
+  }
+  EXPECT_EQ(closed, 50);
+}
+
+// Two idle HTTP connections blocked every scrape for 30 s.
+TEST_F(HostileTest, MetricsAnswerDespiteIdleConnections) {
+  Start();
+  const std::string url = server_->metrics_url();
+  const std::string host_port = url.substr(7, url.find('/', 7) - 7);
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(std::stoi(host_port.substr(host_port.rfind(':') + 1)));
+  inet_pton(AF_INET, "127.0.0.1", &to.sin_addr);
+  std::vector<int> idle;
+  for (int i = 0; i < 40; ++i) {
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof(to)), 0);
+    if (i % 2) (void)!write(fd, "GET /metr", 9);  // half a request line
+    idle.push_back(fd);
+  }
+  const absl::Time start = absl::Now();
+  CommandResult r = RunCommand("timeout 20 python3 -c \"import urllib.request,sys; "
+                               "sys.stdout.write(urllib.request.urlopen('" + url +
+                               "', timeout=15).read().decode())\"");
+  const absl::Duration took = absl::Now() - start;
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("ptoserve_build_info"));
+  std::cout << "scrape beside 40 idle connections: " << absl::FormatDuration(took) << std::endl;
+  EXPECT_LT(took, absl::Seconds(5));
+  for (int fd : idle) close(fd);
+}
+
+TEST(HostileFlagsTest, OutOfRangeFlagsStopTheServer) {
+  struct Case {
+    std::string flag, message;
+  };
+  const Case cases[] = {
+      {"--max_message_mb=2048", "--max_message_mb=2048 is out of range [1, 1024]"},
+      {"--max_message_mb=0", "--max_message_mb=0 is out of range [1, 1024]"},
+      {"--workers=-1", "--workers=-1 is out of range [0, 1024]"},
+      {"--max_batch_size=0", "--max_batch_size=0 is out of range [1, 65536]"},
+      {"--queue_capacity=0", "--queue_capacity=0 is out of range"},
+      {"--max_tile_mb=-5", "--max_tile_mb=-5 is out of range"},
+      {"--memory_budget_mb=64 --max_job_mb=128",
+       "--max_job_mb=128 is more than --memory_budget_mb=64"},
+      {"--lame_duck=-1s", "--lame_duck=-1s is out of range"},
+      {"--handshake_timeout=0s", "--handshake_timeout=0 is out of range"},
+  };
+  for (const Case& c : cases) {
+    CommandResult r = RunCommand("timeout 20 server/ptoserve --address=127.0.0.1:0 " + c.flag);
+    EXPECT_EQ(r.exit_code, 2) << c.flag << ": " << r.output;
+    EXPECT_THAT(r.output, HasSubstr(c.message)) << c.flag;
+  }
+}
+
+}  // namespace
+}  // namespace ptoserve
