@@ -1,5 +1,8 @@
 #include "server/auth.h"
 
+#include <grpc/grpc_security_constants.h>
+
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -7,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "core/quote.h"
 
 namespace ptoserve {
 
@@ -91,12 +95,19 @@ absl::Status TokenAuthenticator::Check(
     const grpc::ServerContextBase& context) const {
   const auto& metadata = context.client_metadata();
   auto it = metadata.find("authorization");
-  if (it == metadata.end()) {
+  if (it == metadata.end()) return CheckHeader(nullptr);
+  const absl::string_view value(it->second.data(), it->second.size());
+  return CheckHeader(&value);
+}
+
+absl::Status TokenAuthenticator::CheckHeader(
+    const absl::string_view* authorization) const {
+  if (authorization == nullptr) {
     return absl::UnauthenticatedError(
         "missing credentials: send the metadata \"authorization: Bearer "
         "<token>\"");
   }
-  absl::string_view value(it->second.data(), it->second.size());
+  absl::string_view value = *authorization;
   if (!absl::ConsumePrefix(&value, "Bearer ")) {
     return absl::UnauthenticatedError(
         "the authorization metadata must read \"Bearer <token>\"");
@@ -107,6 +118,62 @@ absl::Status TokenAuthenticator::Check(
   }
   if (!known) return absl::UnauthenticatedError("unknown bearer token");
   return absl::OkStatus();
+}
+
+namespace {
+
+class Gate final : public grpc::AuthMetadataProcessor {
+ public:
+  Gate(const TokenAuthenticator* auth, std::vector<std::string> client_names)
+      : auth_(auth), client_names_(std::move(client_names)) {}
+
+  // A few short comparisons: cheap enough for gRPC's thread.
+  bool IsBlocking() const override { return false; }
+
+  grpc::Status Process(const InputMetadata& metadata, grpc::AuthContext* context,
+                       OutputMetadata*, OutputMetadata*) override {
+    // Probes (kubelet, load balancers) carry no token.
+    if (auto path = metadata.find(":path"); path != metadata.end() &&
+        absl::StartsWith(absl::string_view(path->second.data(), path->second.size()),
+                         "/grpc.health.v1.Health/")) {
+      return grpc::Status::OK;
+    }
+    if (!client_names_.empty()) {
+      bool allowed = false;
+      std::string seen;
+      for (const grpc::string_ref& name :
+           context->FindPropertyValues(GRPC_X509_CN_PROPERTY_NAME)) {
+        seen.assign(name.data(), name.size());
+        allowed |= std::find(client_names_.begin(), client_names_.end(), seen) !=
+                   client_names_.end();
+      }
+      if (!allowed) {
+        return grpc::Status(
+            grpc::StatusCode::PERMISSION_DENIED,
+            absl::StrCat("the client certificate's common name ",
+                         seen.empty() ? "(none)" : ShortQuote(seen),
+                         " is not one --tls_client_names allows"));
+      }
+    }
+    if (auth_ == nullptr) return grpc::Status::OK;
+    auto it = metadata.find("authorization");
+    absl::string_view value;
+    if (it != metadata.end()) value = absl::string_view(it->second.data(), it->second.size());
+    absl::Status allowed = auth_->CheckHeader(it == metadata.end() ? nullptr : &value);
+    if (allowed.ok()) return grpc::Status::OK;
+    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, std::string(allowed.message()));
+  }
+
+ private:
+  const TokenAuthenticator* auth_;
+  const std::vector<std::string> client_names_;
+};
+
+}  // namespace
+
+std::shared_ptr<grpc::AuthMetadataProcessor> CallGate(
+    const TokenAuthenticator* auth, std::vector<std::string> client_names) {
+  return std::make_shared<Gate>(auth, std::move(client_names));
 }
 
 }  // namespace ptoserve

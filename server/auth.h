@@ -38,10 +38,23 @@ class TokenAuthenticator {
 
   // OK, or UNAUTHENTICATED saying whether the token was missing or wrong.
   absl::Status Check(const grpc::ServerContextBase& context) const;
+  // The same, for the value of the "authorization" metadata (null: absent).
+  absl::Status CheckHeader(const absl::string_view* authorization) const;
 
  private:
   std::vector<std::string> tokens_;
 };
+
+// Checks every call but the health service's on its initial metadata, so
+// that a call without a valid token (UNAUTHENTICATED), or from a client
+// certificate whose common name is not in `client_names` (PERMISSION_DENIED;
+// empty: any the CA signed), is refused before gRPC reads its request.
+// gRPC 1.51 runs such a processor for TLS credentials only
+// (ServerCredentials::SetAuthMetadataProcessor); plaintext servers check
+// tokens in the handlers, once the request has arrived. `auth` (null: no
+// tokens) must outlive the processor.
+std::shared_ptr<grpc::AuthMetadataProcessor> CallGate(
+    const TokenAuthenticator* auth, std::vector<std::string> client_names);
 
 }  // namespace ptoserve
 

@@ -240,9 +240,11 @@ enum JobField { kJobTiles = 4, kJobInstructions = 5, kJobOutputs = 6, kJobAssemb
 enum InstructionField { kInstDst = 2, kInstWaitEvents = 7 };  // names: 2..7
 enum MapEntryField { kEntryKey = 1 };
 
-// Reads a length-delimited field's length; false if the bytes end first.
+// Reads a length-delimited field's length; false if the bytes, or the
+// message the field is in, end first.
 bool ReadLength(CodedInputStream* in, uint32_t* length) {
-  return in->ReadVarint32(length) && *length <= static_cast<uint32_t>(INT32_MAX);
+  return in->ReadVarint32(length) &&
+         static_cast<int64_t>(*length) <= in->BytesUntilLimit();
 }
 
 // Skips a name of `length` bytes, or, if it is longer than names may be,
@@ -266,8 +268,10 @@ absl::Status CheckNameField(CodedInputStream* in, uint32_t length,
 }  // namespace
 
 absl::Status CheckJobWire(google::protobuf::io::ZeroCopyInputStream* bytes,
-                          const EngineLimits& limits) {
+                          size_t size, const EngineLimits& limits) {
+  if (size > static_cast<size_t>(INT32_MAX)) return absl::OkStatus();  // the parser's
   CodedInputStream in(bytes);
+  in.PushLimit(static_cast<int>(size));
   size_t tiles = 0, instructions = 0, outputs = 0;
   bool corrupt = false;
   // Stops at the end or at the first malformed field: malformed bytes are

@@ -42,10 +42,11 @@ inline constexpr size_t kMaxAssemblyLineBytes = 4096;
 // make the server pay for: the counts of tiles, instructions, outputs and
 // waits per instruction, and the assembly's size (RESOURCE_EXHAUSTED over
 // `limits`), and names longer than kMaxNameBytes (INVALID_ARGUMENT, quoting
-// their start). Reads the bytes once and allocates nothing; bytes that are
-// not a Job are left for the parser to report.
+// their start). `bytes` holds `size` bytes. Reads them once and allocates
+// nothing; bytes that are not a Job (a field running past the end) are left
+// for the parser to report.
 absl::Status CheckJobWire(google::protobuf::io::ZeroCopyInputStream* bytes,
-                          const EngineLimits& limits);
+                          size_t size, const EngineLimits& limits);
 
 // ToJobSpec, then, for a job written as assembly, parses and lowers it
 // onto the job's tiles. Errors as ToJobSpec, and "line:column: ..." ones for

@@ -67,6 +67,8 @@ std::string WhyCannotBind(const std::string& address) {
   return why;
 }
 
+constexpr int kMaxStreamsPerConnection = 256;
+
 // Hands gRPC, which owns its interceptor factories, one that it does not.
 class BorrowedInterceptor final
     : public grpc::experimental::ServerInterceptorFactoryInterface {
@@ -108,6 +110,9 @@ absl::StatusOr<RunningServer> StartGrpcServer(
       GRPC_ARG_MAX_CONNECTION_IDLE_MS,
       static_cast<int>(absl::ToInt64Milliseconds(settings.max_connection_idle)));
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 60 * 1000);
+  // Calls one connection may have open at once (gRPC's default is
+  // unbounded); a client needing more opens another connection.
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, kMaxStreamsPerConnection);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 20 * 1000);
   builder.SetMaxReceiveMessageSize(settings.max_message_bytes);
   builder.SetMaxSendMessageSize(settings.max_message_bytes);

@@ -13,6 +13,7 @@
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include <optional>
@@ -86,6 +87,10 @@ ABSL_FLAG(std::string, tls_key, "", "Private key of --tls_cert (PEM).");
 ABSL_FLAG(std::string, tls_client_ca, "",
           "CA certificate (PEM): require clients to present a certificate it "
           "signed (mutual TLS).");
+ABSL_FLAG(std::string, tls_client_names, "",
+          "With --tls_client_ca: the common names (comma-separated) a client "
+          "certificate may carry; others get PERMISSION_DENIED. Empty: any "
+          "certificate the CA signed.");
 ABSL_FLAG(std::string, auth_token_file, "",
           "File of bearer tokens, one per line: TileCompute calls must send "
           "\"authorization: Bearer <token>\" (else UNAUTHENTICATED). The "
@@ -260,6 +265,18 @@ int Run() {
       return 2;
     }
     auth.emplace(std::move(*tokens));
+  }
+  const std::vector<std::string> client_names =
+      absl::StrSplit(absl::GetFlag(FLAGS_tls_client_names), ',', absl::SkipEmpty());
+  if (!client_names.empty() && absl::GetFlag(FLAGS_tls_client_ca).empty()) {
+    std::cerr << "ptoserve: --tls_client_names needs --tls_client_ca (mutual TLS)\n";
+    return 2;
+  }
+  // With TLS, calls are refused on their metadata, before their request
+  // is read.
+  if (!absl::GetFlag(FLAGS_tls_cert).empty() && (auth || !client_names.empty())) {
+    (*credentials)->SetAuthMetadataProcessor(
+        CallGate(auth ? &*auth : nullptr, client_names));
   }
   TileComputeService service(&engine, &scheduler, limits, &metrics, &budget,
                              auth ? &*auth : nullptr);

@@ -72,7 +72,8 @@ absl::StatusOr<std::shared_ptr<const v1::Job>> TileComputeService::Decode(
     // (16 MB on the wire) would take 160 MB as protobuf strings.
     grpc::ByteBuffer shared(bytes);  // shares the slices, copies no bytes
     grpc::ProtoBufferReader reader(&shared);
-    if (absl::Status checked = CheckJobWire(&reader, engine_->options().limits);
+    if (absl::Status checked =
+            CheckJobWire(&reader, bytes.Length(), engine_->options().limits);
         !checked.ok()) {
       metrics_->JobAnswered(JobRecord("unknown"), checked.code());
       return absl::Status(checked.code(), absl::StrCat(what, ": ", checked.message()));

@@ -1,11 +1,14 @@
 #include "tests/fuzz/job_mutator.h"
 
+#include <algorithm>
 #include <iterator>
 #include <limits>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "tests/fuzz/fuzz_util.h"
 
 namespace ptoserve {
@@ -16,6 +19,30 @@ namespace {
 // Elements a mutant may hold, beyond which it would only be rejected for
 // size: the fuzzer's inputs are a few KiB.
 constexpr size_t kMaxElementBytes = 8192;
+
+// Numbers for an element or a fill: the integer types' edges, and values
+// no integer type holds.
+constexpr double kValues[] = {
+    -1, 127, 128, 255, 256, -129, 32768, 65535, 65536, 2147483647.0,
+    2147483648.0, 4294967295.0, -2147483649.0, 0.5, -0.0, 1e300, -1e300,
+    std::numeric_limits<double>::infinity(),
+    std::numeric_limits<double>::quiet_NaN(),
+    std::numeric_limits<double>::denorm_min()};
+
+// Extents that make a tile's size overflow unless it is computed wide
+// enough: 2^31 x 2^31 int32 tiles once came to 0 bytes.
+constexpr uint32_t kHugeExtents[] = {
+    46341,      65536,      65537,      0x01000000, 0x10000000,
+    0x40000000, 0x7fffffff, 0x80000000, 0x80000001, 0xfffffffe,
+    0xffffffff};
+
+// Lengths of names around the server's limit (kMaxNameBytes, 256) and far
+// over it.
+constexpr size_t kNameLengths[] = {255, 256, 257, 300, 1024, 65536};
+
+// Counts around the fuzzer's limits (64 tiles, 64 instructions, 64 waits an
+// instruction) and over them.
+constexpr int kCounts[] = {2, 8, 48, 63, 64, 65, 100, 1000};
 
 // A mutant's element size; a dtype that names none is sized as 4 bytes.
 size_t ElementBytesOf(int dtype) {
@@ -28,7 +55,13 @@ class Mutator {
   Mutator(std::mt19937* rng, v1::Job* job) : rng_(*rng), job_(*job) {}
 
   void Run() {
-    switch (Below(17)) {
+    // One mutant in five is hostile: sizes, counts and lengths at and past
+    // the server's limits. The rest stay valid enough to run.
+    if (Below(5) == 0) {
+      Hostile();
+      return;
+    }
+    switch (Below(18)) {
       case 0: job_.set_target(static_cast<v1::Target>(Below(5))); break;
       case 1:
         job_.set_mode(job_.mode() == v1::MODE_AUTO ? v1::MODE_MANUAL
@@ -81,12 +114,30 @@ class Mutator {
           job_.add_outputs(Name());
         }
         break;
+      case 16: EditAssembly(); break;
       default:
         if (job_.instructions_size() > 1) {
           job_.mutable_instructions()->SwapElements(
               Below(job_.instructions_size()), Below(job_.instructions_size()));
         }
         break;
+    }
+  }
+
+  void Hostile() {
+    switch (Below(7)) {
+      case 0: HugeShape(); break;
+      case 1: DeclareMany(); break;
+      case 2: RepeatOutputs(); break;
+      case 3: ManyWaits(); break;
+      case 4: LongName(); break;
+      case 5: HostileAssembly(); break;
+      default: {  // a fill beside data or values, or out of range
+        v1::Tile* t = AnyTile();
+        if (t == nullptr) break;
+        t->set_fill(kValues[Below(std::size(kValues))]);
+        break;
+      }
     }
   }
 
@@ -131,6 +182,7 @@ class Mutator {
   // that is more than a mutant should carry.
   void FitElements(v1::Tile* t) {
     const uint64_t elements = uint64_t{t->rows()} * t->cols();
+    if (elements > kMaxElementBytes) return;  // (and no overflow below)
     const uint64_t bytes = elements * ElementBytesOf(t->dtype());
     if (bytes > kMaxElementBytes) return;
     if (!t->data().empty()) {
@@ -160,13 +212,24 @@ class Mutator {
     FitElements(t);
   }
 
+  // A fill value: mostly one every integer type holds.
+  double Fill() {
+    return Below(4) == 0 ? kValues[Below(std::size(kValues))]
+                         : static_cast<double>(Below(128));
+  }
+
   void Reencode() {
     v1::Tile* t = AnyTile();
     if (t == nullptr) return;
     const bool to_data = t->data().empty();
     t->clear_data();
     t->clear_values();
-    if (Below(3) == 0) return;  // no elements: zero-filled
+    t->clear_fill();
+    switch (Below(4)) {
+      case 0: return;  // no elements: zero-filled
+      case 1: t->set_fill(Fill()); return;
+      default: break;
+    }
     if (to_data) {
       t->set_data(std::string(1, '\0'));
     } else {
@@ -178,17 +241,12 @@ class Mutator {
   void ChangeElement() {
     v1::Tile* t = AnyTile();
     if (t == nullptr) return;
-    if (!t->data().empty()) {
+    if (t->has_fill()) {
+      t->set_fill(Fill());
+    } else if (!t->data().empty()) {
       (*t->mutable_data())[Below(t->data().size())] = static_cast<char>(rng_());
     } else if (t->values_size() > 0) {
-      static const double kValues[] = {
-          -1, 127, 128, 255, 256, -129, 32768, 65535, 65536, 2147483647.0,
-          2147483648.0, 4294967295.0, -2147483649.0, 0.5, -0.0, 1e300, -1e300,
-          std::numeric_limits<double>::infinity(),
-          std::numeric_limits<double>::quiet_NaN(),
-          std::numeric_limits<double>::denorm_min()};
-      t->set_values(Below(t->values_size()),
-                    kValues[Below(sizeof(kValues) / sizeof(kValues[0]))]);
+      t->set_values(Below(t->values_size()), kValues[Below(std::size(kValues))]);
     }
   }
 
@@ -263,6 +321,273 @@ class Mutator {
     const v1::Instruction& other = job_.instructions(j);
     in->add_wait_events(other.record_event().empty() ? absl::StrCat("e", j)
                                                      : other.record_event());
+  }
+
+  // --- Hostile mutations: one thing at or past a limit. ---
+
+  // Rows, columns or both near 2^31 or 2^32, whose product times the
+  // element size overflows 32 or 64 bits; the elements go (they could not
+  // be sent), or stay as they were, or become a fill.
+  void HugeShape() {
+    v1::Tile* t = AnyTile();
+    if (t == nullptr) return;
+    const uint32_t huge = kHugeExtents[Below(std::size(kHugeExtents))];
+    switch (Below(4)) {
+      case 0: t->set_rows(huge); break;
+      case 1: t->set_cols(huge); break;
+      case 2:
+        t->set_rows(huge);
+        t->set_cols(Below(2) == 0 ? huge
+                                  : kHugeExtents[Below(std::size(kHugeExtents))]);
+        break;
+      default:  // a small valid region of a huge tile
+        t->set_rows(huge);
+        t->set_cols(huge);
+        t->set_valid_rows(1);
+        t->set_valid_cols(64);
+        break;
+    }
+    switch (Below(3)) {
+      case 0: break;
+      case 1: t->set_fill(Fill()); [[fallthrough]];
+      default:
+        t->clear_data();
+        t->clear_values();
+        break;
+    }
+  }
+
+  // Many tiles of one shape declared without elements (or as a fill): a
+  // few bytes each on the wire, the tile limit's worth of memory to make.
+  void DeclareMany() {
+    static constexpr struct {
+      v1::DType dtype;
+      uint32_t rows, cols;
+    } kShapes[] = {
+        {v1::DTYPE_INT32, 2048, 2048},  // 16 MiB
+        {v1::DTYPE_INT32, 128, 128},    // 64 KiB: the fuzzer's tile limit
+        {v1::DTYPE_UINT8, 256, 256},
+        {v1::DTYPE_INT16, 64, 256},
+        {v1::DTYPE_INT32, 1, 16384},
+    };
+    const auto& shape = kShapes[Below(std::size(kShapes))];
+    v1::Tile tile;
+    tile.set_dtype(shape.dtype);
+    tile.set_rows(shape.rows);
+    tile.set_cols(shape.cols);
+    if (Below(2) == 0) tile.set_fill(Fill());
+    const int n = kCounts[Below(std::size(kCounts))];
+    const std::string prefix = Below(2) == 0 ? "big" : Name();
+    for (int k = 0; k < n; ++k) {
+      (*job_.mutable_tiles())[absl::StrCat(prefix, k)] = tile;
+    }
+    // Some of them used, so that they are returned too.
+    if (v1::Instruction* in = AnyInstruction(); in != nullptr && Below(2) == 0) {
+      in->set_src0(absl::StrCat(prefix, 0));
+      in->set_src1(absl::StrCat(prefix, Below(n)));
+      if (Below(2) == 0) in->set_dst(absl::StrCat(prefix, Below(n)));
+    }
+  }
+
+  // One name listed many times in outputs: returned once.
+  void RepeatOutputs() {
+    const std::string name =
+        job_.outputs_size() > 0 && Below(2) == 0
+            ? job_.outputs(Below(job_.outputs_size()))
+            : Name();
+    if (Below(2) == 0) job_.clear_outputs();
+    const int n = kCounts[Below(std::size(kCounts))];
+    for (int k = 0; k < n; ++k) job_.add_outputs(name);
+  }
+
+  // An instruction waiting on many events: the earlier instructions'
+  // (each many times over), or one name over and over.
+  void ManyWaits() {
+    const int count = job_.instructions_size();
+    if (count == 0) return;
+    const int i = Below(count);
+    v1::Instruction* in = job_.mutable_instructions(i);
+    in->clear_wait_events();
+    const int n = kCounts[Below(std::size(kCounts))];
+    const bool one = i == 0 || Below(3) == 0;
+    for (int k = 0; k < n; ++k) {
+      const int j = one ? 0 : k % i;
+      const v1::Instruction& other = job_.instructions(j);
+      in->add_wait_events(other.record_event().empty() ? absl::StrCat("e", j)
+                                                       : other.record_event());
+    }
+  }
+
+  // A name of kNameLengths bytes: a tile renamed everywhere it is used (a
+  // job that stays valid at 256 bytes), or one operand, event or output.
+  void LongName() {
+    const size_t length = kNameLengths[Below(std::size(kNameLengths))];
+    auto lengthen = [&](const std::string& name) {
+      std::string out = name;
+      out.resize(std::max(length, name.size()), 'n');
+      return out;
+    };
+    switch (Below(6)) {
+      case 0:
+      case 1: {
+        if (job_.tiles().empty()) return;
+        const std::string old = TileName();
+        const std::string renamed = lengthen(old.empty() ? "t" : old);
+        v1::Tile tile = job_.tiles().at(old);
+        job_.mutable_tiles()->erase(old);
+        (*job_.mutable_tiles())[renamed] = tile;
+        for (v1::Instruction& in : *job_.mutable_instructions()) {
+          for (std::string* operand : {in.mutable_dst(), in.mutable_src0(),
+                                       in.mutable_src1(), in.mutable_tmp()}) {
+            if (*operand == old) *operand = renamed;
+          }
+        }
+        for (std::string& output : *job_.mutable_outputs()) {
+          if (output == old) output = renamed;
+        }
+        if (!job_.assembly().empty() && !old.empty()) {
+          job_.set_assembly(RenameInAssembly(job_.assembly(), old, renamed));
+        }
+        return;
+      }
+      case 2:
+        if (v1::Instruction* in = AnyInstruction()) {
+          std::string* operands[] = {in->mutable_dst(), in->mutable_src0(),
+                                     in->mutable_src1(), in->mutable_tmp()};
+          std::string* operand = operands[Below(4)];
+          *operand = lengthen(*operand);
+        }
+        return;
+      case 3:  // an event recorded under a long name and waited on by name
+        if (v1::Instruction* in = AnyInstruction()) {
+          in->set_record_event(lengthen(in->record_event().empty()
+                                            ? "ev"
+                                            : in->record_event()));
+          v1::Instruction* waiter = AnyInstruction();
+          if (waiter != in) waiter->add_wait_events(in->record_event());
+        }
+        return;
+      case 4:
+        if (v1::Instruction* in = AnyInstruction()) {
+          in->add_wait_events(lengthen("e0"));
+        }
+        return;
+      default:
+        job_.add_outputs(lengthen(Name()));
+        return;
+    }
+  }
+
+  // Assembly that is huge, has a line over the 4 KiB line limit or more
+  // lines than the statement limit; an instruction list becomes assembly
+  // first.
+  void HostileAssembly() {
+    if (job_.assembly().empty()) ToAssembly();
+    std::vector<std::string> lines = absl::StrSplit(job_.assembly(), '\n');
+    static constexpr size_t kLineLengths[] = {4095, 4096, 4097, 8192, 65536};
+    static constexpr char kFillers[] = {'(', ' ', 'a', '#', ','};
+    std::string& line = lines[Below(lines.size())];
+    switch (Below(5)) {
+      case 0:  // one long line: the 64 KiB of '(' an attacker sent
+        line = std::string(kLineLengths[Below(std::size(kLineLengths))],
+                           kFillers[Below(std::size(kFillers))]);
+        break;
+      case 1:  // a statement with a long run in it
+        line.insert(Below(line.size() + 1),
+                    std::string(kLineLengths[Below(std::size(kLineLengths))],
+                                kFillers[Below(std::size(kFillers))]));
+        break;
+      case 2: {  // one statement many times: past the statement limit
+        const std::string copy = line;
+        const int n = kCounts[Below(std::size(kCounts))];
+        lines.insert(lines.begin() + Below(lines.size() + 1), n, copy);
+        break;
+      }
+      case 3: {  // many lines that are not statements
+        static constexpr const char* kEmpty[] = {"", "# c", "  ", "\r", "//"};
+        const int n = kCounts[Below(std::size(kCounts))] * (1 + Below(16));
+        lines.insert(lines.begin() + Below(lines.size() + 1), n,
+                     kEmpty[Below(std::size(kEmpty))]);
+        break;
+      }
+      default: {  // the whole text over and over
+        const std::string text = job_.assembly();
+        std::string big = text;
+        const size_t target = size_t{1024} << Below(7);  // 1 KiB to 64 KiB
+        while (!text.empty() && big.size() < target) absl::StrAppend(&big, "\n", text);
+        job_.set_assembly(big);
+        return;
+      }
+    }
+    job_.set_assembly(absl::StrJoin(lines, "\n"));
+  }
+
+  // --- Assembly ---
+
+  // `text` with every %old operand named %renamed.
+  static std::string RenameInAssembly(const std::string& text,
+                                      const std::string& old,
+                                      const std::string& renamed) {
+    auto name_char = [](char c) {
+      return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+             (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '$' ||
+             c == '-';
+    };
+    const std::string from = "%" + old;
+    std::string out;
+    size_t at = 0;
+    for (size_t k; (k = text.find(from, at)) != std::string::npos;) {
+      const size_t end = k + from.size();
+      out.append(text, at, k - at);
+      if (end < text.size() && name_char(text[end])) {
+        out += from;  // a longer name that starts the same
+      } else {
+        absl::StrAppend(&out, "%", renamed);
+      }
+      at = end;
+    }
+    out.append(text, at, std::string::npos);
+    return out;
+  }
+
+  // The instruction list as DPS statements (docs/ASSEMBLY.md): the same
+  // operands, without the events.
+  void ToAssembly() {
+    std::string text;
+    for (const v1::Instruction& in : job_.instructions()) {
+      const bool tmp = !in.tmp().empty();
+      absl::StrAppend(
+          &text, in.opcode() == v1::OPCODE_TXOR ? "pto.txor" : "pto.tand",
+          " ins(%", in.src0(), ", %", in.src1(), tmp ? ", %" : "", in.tmp(),
+          " : !pto.tile_buf<...>, !pto.tile_buf<...>",
+          tmp ? ", !pto.tile_buf<...>" : "", ") outs(%", in.dst(),
+          " : !pto.tile_buf<...>)\n");
+    }
+    job_.clear_instructions();
+    job_.set_assembly(text);
+  }
+
+  // A small change to the assembly: a statement repeated, dropped or moved,
+  // an operand renamed; sometimes an instruction list becomes assembly.
+  void EditAssembly() {
+    if (job_.assembly().empty()) {
+      if (job_.instructions_size() > 0 && Below(4) == 0) ToAssembly();
+      return;
+    }
+    std::vector<std::string> lines = absl::StrSplit(job_.assembly(), '\n');
+    const size_t i = Below(lines.size());
+    const size_t j = Below(lines.size());
+    switch (Below(4)) {
+      case 0: lines.insert(lines.begin() + j, lines[i]); break;
+      case 1: lines.erase(lines.begin() + i); break;
+      case 2: std::swap(lines[i], lines[j]); break;
+      default: {
+        if (job_.tiles().empty()) return;
+        job_.set_assembly(RenameInAssembly(job_.assembly(), TileName(), Name()));
+        return;
+      }
+    }
+    job_.set_assembly(absl::StrJoin(lines, "\n"));
   }
 
   std::mt19937& rng_;

@@ -1,8 +1,13 @@
-// RunJob (fuzz_targets.h): a serialized Job through decode, validation,
-// execution and encoding.
+// RunJob (fuzz_targets.h): a serialized Job through the wire checks,
+// decode, validation, admission, execution and encoding.
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+
 #include <algorithm>
 #include <cfloat>
+#include <cinttypes>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <optional>
@@ -13,15 +18,186 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/backends/backend.h"
+#include "core/quote.h"
+#include "core/status_macros.h"
 #include "ptoserve/v1/job.pb.h"
 #include "server/codec.h"
 #include "tests/fuzz/fuzz_targets.h"
 #include "tests/fuzz/fuzz_util.h"
 
+// The heap meter needs AddressSanitizer's allocator; without it (the gcc
+// build of corpus_test) RunJob skips the amplification check.
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define PTOSERVE_FUZZ_HEAP_METER 1
+#endif
+#endif
+#if !defined(PTOSERVE_FUZZ_HEAP_METER) && defined(__SANITIZE_ADDRESS__)
+#define PTOSERVE_FUZZ_HEAP_METER 1
+#endif
+#ifdef PTOSERVE_FUZZ_HEAP_METER
+#include <sanitizer/allocator_interface.h>
+#endif
+
 namespace ptoserve {
 namespace fuzz {
 
 namespace {
+
+// The server's admission (TileComputeService::Queue) with limits sized for
+// the fuzzer's engine: a job may hold its request, the tiles the engine
+// makes, its result twice (built and serialized) and 512 bytes an
+// instruction for its event (service.cc's kEventBytes), 4 MiB in all.
+constexpr uint64_t kEventBytes = 512;
+constexpr uint64_t kMaxJobBytes = uint64_t{4} << 20;
+constexpr uint64_t kMaxMessageBytes = uint64_t{4} << 20;
+
+// The amplification bound (docs/FUZZING.md): at no checkpoint of the
+// server's path may the heap hold more, over what it held before the
+// input, than
+//   kInputFactor * request bytes
+//     + kCostFactor * (JobCost::tile_bytes + JobCost::result_bytes)
+//     + kSlackBytes.
+// The cost is zero for a job refused before admission.
+constexpr uint64_t kInputFactor = 4;
+constexpr uint64_t kCostFactor = 3;
+constexpr uint64_t kSlackBytes = uint64_t{256} << 10;
+
+// Heap bytes in use, sampled at checkpoints, relative to where they stood
+// when the meter was made. Zero everywhere without AddressSanitizer.
+class HeapMeter {
+ public:
+  HeapMeter() : start_(Allocated()) {}
+
+  void Sample(const char* checkpoint) {
+    const int64_t now = Allocated() - start_;
+    if (samples_ < kMaxSamples) sampled_[samples_++] = {checkpoint, now};
+    if (now > peak_) {
+      peak_ = now;
+      peak_at_ = checkpoint;
+    }
+  }
+
+  static uint64_t Bound(size_t input, const std::optional<JobCost>& cost) {
+    const uint64_t declared =
+        cost.has_value() ? cost->tile_bytes + cost->result_bytes : 0;
+    return kInputFactor * input + kCostFactor * declared + kSlackBytes;
+  }
+
+  absl::Status CheckBound(size_t input,
+                          const std::optional<JobCost>& cost) const {
+    if (peak_ <= 0 || static_cast<uint64_t>(peak_) <= Bound(input, cost)) {
+      return absl::OkStatus();
+    }
+    return absl::InternalError(absl::StrFormat(
+        "memory amplification: the heap grew by %d bytes (after %s) for a "
+        "request of %u bytes declaring %u tile bytes and %u result bytes; "
+        "the bound is %u (%u x request + %u x declared + %u)",
+        peak_, peak_at_, input, cost ? cost->tile_bytes : 0,
+        cost ? cost->result_bytes : 0, Bound(input, cost), kInputFactor,
+        kCostFactor, kSlackBytes));
+  }
+
+  // One line for the measurement that chose the bound: request bytes,
+  // tile bytes, result bytes (both -1 if never admitted), peak, where, then
+  // every sample as checkpoint=bytes.
+  void Log(FILE* out, size_t input, const std::optional<JobCost>& cost) const {
+    std::fprintf(out, "%zu %" PRId64 " %" PRId64 " %" PRId64 " %s", input,
+                 cost ? static_cast<int64_t>(cost->tile_bytes) : -1,
+                 cost ? static_cast<int64_t>(cost->result_bytes) : -1, peak_,
+                 peak_at_);
+    for (int k = 0; k < samples_; ++k) {
+      std::fprintf(out, " %s=%" PRId64, sampled_[k].checkpoint,
+                   sampled_[k].bytes);
+    }
+    std::fputc('\n', out);
+    std::fflush(out);
+  }
+
+ private:
+  static int64_t Allocated() {
+#ifdef PTOSERVE_FUZZ_HEAP_METER
+    return static_cast<int64_t>(__sanitizer_get_current_allocated_bytes());
+#else
+    return 0;
+#endif
+  }
+
+  static constexpr int kMaxSamples = 8;
+  struct Sampled {
+    const char* checkpoint;
+    int64_t bytes;
+  };
+
+  int64_t start_;
+  int64_t peak_ = 0;
+  const char* peak_at_ = "start";
+  Sampled sampled_[kMaxSamples] = {};
+  int samples_ = 0;
+};
+
+// Where $PTOSERVE_FUZZ_HEAP_LOG names, opened for appending once; null if
+// it is unset. Each input adds a HeapMeter::Log line.
+FILE* HeapLog() {
+  static FILE* const kLog = [] {
+    const char* path = std::getenv("PTOSERVE_FUZZ_HEAP_LOG");
+    return path != nullptr && *path != '\0' ? std::fopen(path, "a") : nullptr;
+  }();
+  return kLog;
+}
+
+// What CheckJobWire let through must parse to a job within the limits it
+// checks: no more tiles, instructions, outputs or waits an instruction,
+// no longer names or assembly.
+absl::Status CheckWithinWireLimits(const v1::Job& job,
+                                   const EngineLimits& limits) {
+  auto over = [](absl::string_view what, size_t n, size_t limit) {
+    return absl::InternalError(absl::StrFormat(
+        "CheckJobWire passed a job with %s %u, over the limit of %u", what, n,
+        limit));
+  };
+  auto name = [&](absl::string_view what,
+                  const std::string& n) -> absl::Status {
+    if (n.size() <= kMaxNameBytes) return absl::OkStatus();
+    return over(absl::StrCat(what, " of bytes"), n.size(), kMaxNameBytes);
+  };
+  if (static_cast<size_t>(job.tiles_size()) > limits.max_tiles_per_job) {
+    return over("tiles", job.tiles_size(), limits.max_tiles_per_job);
+  }
+  if (static_cast<size_t>(job.instructions_size()) >
+      limits.max_instructions_per_job) {
+    return over("instructions", job.instructions_size(),
+                limits.max_instructions_per_job);
+  }
+  if (static_cast<size_t>(job.outputs_size()) > limits.max_tiles_per_job) {
+    return over("outputs", job.outputs_size(), limits.max_tiles_per_job);
+  }
+  if (job.assembly().size() > limits.max_assembly_bytes) {
+    return over("assembly bytes", job.assembly().size(),
+                limits.max_assembly_bytes);
+  }
+  for (const auto& [key, tile] : job.tiles()) {
+    PTO_RETURN_IF_ERROR(name("a tile name", key));
+  }
+  for (const v1::Instruction& in : job.instructions()) {
+    if (static_cast<size_t>(in.wait_events_size()) >
+        limits.max_waits_per_instruction) {
+      return over("an instruction's waits", in.wait_events_size(),
+                  limits.max_waits_per_instruction);
+    }
+    for (const std::string* n : {&in.dst(), &in.src0(), &in.src1(), &in.tmp(),
+                                 &in.record_event()}) {
+      PTO_RETURN_IF_ERROR(name("an operand or event name", *n));
+    }
+    for (const std::string& n : in.wait_events()) {
+      PTO_RETURN_IF_ERROR(name("a waited-on event name", n));
+    }
+  }
+  for (const std::string& n : job.outputs()) {
+    PTO_RETURN_IF_ERROR(name("an outputs name", n));
+  }
+  return absl::OkStatus();
+}
 
 // Every tile of a result holds exactly its elements, in one encoding.
 absl::Status CheckResult(const v1::JobResult& result) {
@@ -225,20 +401,76 @@ absl::Status CheckUnwrittenValues(const v1::Job& job, const JobSpec& spec,
 }  // namespace
 
 absl::Status RunJob(absl::string_view bytes) {
+  // Made before the meter starts: the engine lives for the whole process.
+  const Engine& engine = SmallEngine();
+  FILE* const heap_log = HeapLog();
+  HeapMeter meter;
+  std::optional<JobCost> cost;
+  // Every return after the wire check goes through here: a job refused
+  // anywhere must not have cost more memory than the bound either.
+  auto done = [&](absl::Status finding) -> absl::Status {
+    if (heap_log != nullptr) meter.Log(heap_log, bytes.size(), cost);
+    if (!finding.ok()) return finding;
+    return meter.CheckBound(bytes.size(), cost);
+  };
+
+  // The server's path (TileComputeService::Decode and Queue): the wire
+  // checks on the bytes before they are parsed, ...
+  {
+    google::protobuf::io::ArrayInputStream stream(
+        bytes.data(), static_cast<int>(bytes.size()));
+    const absl::Status checked =
+        CheckJobWire(&stream, bytes.size(), engine.options().limits);
+    if (!checked.ok()) {
+      if (checked.message().empty()) {
+        return absl::InternalError(absl::StrCat(
+            "CheckJobWire refused the job without a message: ",
+            checked.ToString()));
+      }
+      return done(absl::OkStatus());
+    }
+  }
   v1::Job job;
   if (!job.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
-    return absl::OkStatus();
+    return done(absl::OkStatus());
   }
-  const Engine& engine = SmallEngine();
+  meter.Sample("parse");
+  if (absl::Status ok = CheckWithinWireLimits(job, engine.options().limits);
+      !ok.ok()) {
+    return ok;
+  }
+  // ... DecodeJob, ...
   absl::StatusOr<DecodedJob> decoded = DecodeJob(job, engine);
-  if (!decoded.ok()) return absl::OkStatus();
+  meter.Sample("decode");
+  if (!decoded.ok()) return done(absl::OkStatus());
 
+  // ... and Prepare, admitted by the job's cost as the server admits it.
+  const uint64_t events = decoded->spec.instructions.size() * kEventBytes;
+  const Admission admit = [&](const JobCost& c) -> absl::Status {
+    if (cost.has_value()) {
+      return absl::InternalError("Prepare asked for admission twice");
+    }
+    cost = c;
+    if (c.result_bytes > kMaxMessageBytes) {
+      return absl::ResourceExhaustedError("the result would be over a message");
+    }
+    if (bytes.size() + c.tile_bytes + 2 * c.result_bytes + events >
+        kMaxJobBytes) {
+      return absl::ResourceExhaustedError("the job would hold too much");
+    }
+    return absl::OkStatus();
+  };
   absl::StatusOr<std::unique_ptr<PreparedJob>> in_order =
-      engine.Prepare(decoded->spec);
+      engine.Prepare(decoded->spec, admit);
+  meter.Sample("prepare");
   if (!in_order.ok()) {
     // The server puts the assembly's line:column in front of engine errors.
     decoded->Locate(in_order.status()).IgnoreError();
-    return absl::OkStatus();
+    return done(absl::OkStatus());
+  }
+  if (!cost.has_value()) {
+    return absl::InternalError(
+        "Prepare accepted the job without asking for admission");
   }
   PreparedJob& job_a = **in_order;
   for (uint32_t i = 0; i < job_a.num_instructions(); ++i) {
@@ -250,38 +482,47 @@ absl::Status RunJob(absl::string_view bytes) {
     }
   }
   RunInOrder(engine, &job_a);
+  meter.Sample("run");
   JobOutcome expected = engine.Finish(&job_a);
+  meter.Sample("finish");
 
-  absl::StatusOr<std::unique_ptr<PreparedJob>> reordered =
-      engine.Prepare(decoded->spec);
-  if (!reordered.ok()) {
-    return absl::InternalError(absl::StrCat(
-        "the job prepared once, then failed: ", reordered.status().ToString()));
-  }
-  if (absl::Status ran = RunReordered(engine, reordered->get()); !ran.ok()) {
-    return ran;
-  }
-  const JobOutcome actual = engine.Finish(reordered->get());
-  if (absl::Status ok = CheckAgainstReference(decoded->spec, engine, expected);
-      !ok.ok()) {
-    return absl::InternalError(
-        absl::StrCat("the outcome differs from the reference: ", ok.message()));
-  }
-  if (absl::Status same = SameOutcome(expected, actual); !same.ok()) {
-    return absl::InternalError(absl::StrCat(
-        "running in another order the dependencies allow changed the "
-        "outcome: ",
-        same.message()));
+  // The fuzzer's own checks, in a scope of their own: what they hold is
+  // gone before the next sample, which measures only the server's path.
+  {
+    absl::StatusOr<std::unique_ptr<PreparedJob>> reordered =
+        engine.Prepare(decoded->spec);
+    if (!reordered.ok()) {
+      return absl::InternalError(
+          absl::StrCat("the job prepared once, then failed: ",
+                       reordered.status().ToString()));
+    }
+    if (absl::Status ran = RunReordered(engine, reordered->get()); !ran.ok()) {
+      return ran;
+    }
+    const JobOutcome actual = engine.Finish(reordered->get());
+    if (absl::Status ok = CheckAgainstReference(decoded->spec, engine, expected);
+        !ok.ok()) {
+      return absl::InternalError(absl::StrCat(
+          "the outcome differs from the reference: ", ok.message()));
+    }
+    if (absl::Status same = SameOutcome(expected, actual); !same.ok()) {
+      return absl::InternalError(absl::StrCat(
+          "running in another order the dependencies allow changed the "
+          "outcome: ",
+          same.message()));
+    }
   }
 
   v1::JobResult result;
   ToJobResult(std::move(expected), &result);
+  meter.Sample("result");
   std::string wire;
   if (!result.SerializeToString(&wire)) {
     return absl::InternalError("the JobResult does not serialize");
   }
+  meter.Sample("serialize");
   if (absl::Status ok = CheckResult(result); !ok.ok()) return ok;
-  return CheckUnwrittenValues(job, decoded->spec, result);
+  return done(CheckUnwrittenValues(job, decoded->spec, result));
 }
 
 }  // namespace fuzz

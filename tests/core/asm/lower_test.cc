@@ -4,11 +4,14 @@
 // that point at the line.
 #include "core/asm/lower.h"
 
+#include <chrono>
+#include <iostream>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "core/asm/parser.h"
 #include "core/engine.h"
@@ -153,6 +156,67 @@ TEST_F(LowerTest, A2A3ScratchTmpIsNamedAndNoted) {
   ASSERT_OK_AND_ASSIGN(JobOutcome outcome, engine_.Execute(lowered));
   EXPECT_THAT(outcome.events[1].trace.notes,
               Contains(HasSubstr("tmp \"dst.tmp3\" allocated by the server")));
+}
+
+// Parsing and lowering take time linear in the program: 100,000 a2a3 TXOR
+// lines that each need a scratch tmp for the same dst (naming the n-th
+// once rescanned the n-1 before it: 20,000 lines took 15 s). Checked as
+// the growth from 10,000 to 100,000 lines, best of three: about 10 when
+// linear, 100 when quadratic; and an absolute bound loose enough for
+// sanitizer builds.
+TEST_F(LowerTest, LongProgramsParseAndLowerInLinearTime) {
+  auto seconds = [&](int lines) {
+    std::string text;
+    for (int i = 0; i < lines; ++i) {
+      text += "pto.txor ins(%src0, %src1 : !pto.tile_buf<...>, !pto.tile_buf<...>) "
+              "outs(%dst : !pto.tile_buf<...>)\n";
+    }
+    JobBuilder job(Target::kA2A3);
+    job.AddTile("src0", Desc(DType::kInt16, 16, 16));
+    job.AddTile("src1", Desc(DType::kInt16, 16, 16));
+    job.AddTile("dst", Desc(DType::kInt16, 16, 16));
+    double best = 1e9;
+    for (int round = 0; round < 3; ++round) {
+      const auto start = std::chrono::steady_clock::now();
+      absl::StatusOr<Program> program = Parse(text);
+      EXPECT_TRUE(program.ok()) << program.status();
+      absl::StatusOr<JobSpec> lowered = Lower(*program, job.spec(), engine_);
+      EXPECT_TRUE(lowered.ok()) << lowered.status();
+      EXPECT_EQ(lowered->instructions.size(), static_cast<size_t>(lines));
+      EXPECT_EQ(lowered->instructions.back().tmp, absl::StrCat("dst.tmp", lines));
+      best = std::min(best, std::chrono::duration<double>(
+                                std::chrono::steady_clock::now() - start).count());
+    }
+    return best;
+  };
+  const double small = seconds(10'000), large = seconds(100'000);
+  std::cout << "10,000 lines: " << small << " s; 100,000 lines: " << large << " s\n";
+  EXPECT_LT(large / small, 30) << small << " s, then " << large << " s";
+  EXPECT_LT(large, 20.0);
+}
+
+// The limits a server parses with: text size, line length and statements,
+// each refused with what it is and where; comments left out.
+TEST_F(LowerTest, ParseOptionsBoundWhatAProgramMayCost) {
+  ParseOptions options;
+  options.max_bytes = 100;
+  EXPECT_THAT(Parse(std::string(101, '#'), options).status(),
+              StatusIs(absl::StatusCode::kResourceExhausted,
+                       HasSubstr("assembly is 101 bytes, over the limit of 100")));
+  options = ParseOptions();
+  options.max_line_bytes = 40;
+  EXPECT_THAT(Parse("# fine\n" + std::string(41, ' ') + "\n", options).status(),
+              StatusIs(kInvalid, HasSubstr("2:1: line is 42 bytes, over the limit of 40")));
+  options = ParseOptions();
+  options.max_statements = 2;
+  options.keep_comments = false;
+  const std::string op = "%c = tand %a, %b : !pto.tile<...>  # and\n";
+  ASSERT_OK_AND_ASSIGN(Program two, Parse("# a comment\n" + op + op, options));
+  ASSERT_EQ(two.statements.size(), 2u);
+  EXPECT_EQ(two.statements[0].trailing_comment, "");
+  EXPECT_THAT(Parse(op + "# more\n" + op + op, options).status(),
+              StatusIs(absl::StatusCode::kResourceExhausted,
+                       HasSubstr("4:1: assembly has more than 2 statements")));
 }
 
 // The manual-mode example with its bindings on: every target places the
