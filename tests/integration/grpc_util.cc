@@ -43,9 +43,14 @@ grpc::Status RawExecute(grpc::GenericStub* stub, const std::string& bytes,
   grpc::Slice slice(bytes);
   grpc::ByteBuffer request(&slice, 1), response;
   std::promise<grpc::Status> done;
+  std::future<grpc::Status> result = done.get_future();
+  BeforeStartingCall(&done);
   stub->UnaryCall(&context, "/ptoserve.v1.TileCompute/Execute", grpc::StubOptions(),
-                  &request, &response, [&](grpc::Status s) { done.set_value(std::move(s)); });
-  grpc::Status status = done.get_future().get();
+                  &request, &response, [&](grpc::Status s) {
+                    InCallback(&done);
+                    done.set_value(std::move(s));
+                  });
+  grpc::Status status = result.get();
   if (status.ok()) *reply = Bytes(response);
   return status;
 }
