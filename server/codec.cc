@@ -235,114 +235,190 @@ namespace {
 using google::protobuf::io::CodedInputStream;
 using google::protobuf::internal::WireFormatLite;
 
-// Field numbers of the messages CheckJobWire looks into (job.proto).
-enum JobField { kJobTiles = 4, kJobInstructions = 5, kJobOutputs = 6, kJobAssembly = 9 };
-enum InstructionField { kInstDst = 2, kInstWaitEvents = 7 };  // names: 2..7
-enum MapEntryField { kEntryKey = 1 };
+// How a field of the messages a Job holds travels (job.proto, tile.proto):
+// a field the schema has, on another wire type, is an unknown field to the
+// parser too.
+enum class Wire { kVarint, kFixed64, kBytes, kPackedOrFixed64 };
 
-// Reads a length-delimited field's length; false if the bytes, or the
-// message the field is in, end first.
-bool ReadLength(CodedInputStream* in, uint32_t* length) {
-  return in->ReadVarint32(length) &&
-         static_cast<int64_t>(*length) <= in->BytesUntilLimit();
-}
+struct FieldRule {
+  int number;
+  Wire wire;
+};
 
-// Skips a name of `length` bytes, or, if it is longer than names may be,
-// returns INVALID_ARGUMENT quoting its start. `where` says what it names.
-absl::Status CheckNameField(CodedInputStream* in, uint32_t length,
-                            absl::string_view where, bool* corrupt) {
-  if (length <= kMaxNameBytes) {
-    *corrupt = !in->Skip(static_cast<int>(length));
+// The fields CheckJobWire knows, per message.
+constexpr FieldRule kJobFields[] = {{1, Wire::kBytes},  {2, Wire::kVarint}, {3, Wire::kVarint},
+                                    {4, Wire::kBytes},  {5, Wire::kBytes},  {6, Wire::kBytes},
+                                    {7, Wire::kVarint}, {8, Wire::kBytes},  {9, Wire::kBytes}};
+constexpr FieldRule kEntryFields[] = {{1, Wire::kBytes}, {2, Wire::kBytes}};
+constexpr FieldRule kTileFields[] = {
+    {1, Wire::kVarint}, {2, Wire::kVarint}, {3, Wire::kVarint},
+    {4, Wire::kVarint}, {5, Wire::kVarint}, {6, Wire::kVarint},
+    {7, Wire::kVarint}, {8, Wire::kVarint}, {9, Wire::kBytes},
+    {10, Wire::kPackedOrFixed64}, {11, Wire::kFixed64}};
+constexpr FieldRule kInstructionFields[] = {{1, Wire::kVarint}, {2, Wire::kBytes},
+                                            {3, Wire::kBytes},  {4, Wire::kBytes},
+                                            {5, Wire::kBytes},  {6, Wire::kBytes},
+                                            {7, Wire::kBytes}};
+constexpr FieldRule kDurationFields[] = {{1, Wire::kVarint}, {2, Wire::kVarint}};
+
+// The most fields a request may carry that this server's schema lacks (a
+// newer client's): protobuf keeps each, at 16 bytes or more for as few as
+// one or two on the wire.
+constexpr size_t kMaxUnknownFields = 16;
+
+// One pass over a serialized Job, one message at a time, that checks what
+// parsing it would cost. A malformed field stops the scan with nothing
+// found: malformed bytes are the parser's to report.
+class WireScan {
+ public:
+  WireScan(google::protobuf::io::ZeroCopyInputStream* bytes, size_t size,
+           const EngineLimits& limits)
+      : in_(bytes), limits_(limits) {
+    in_.PushLimit(static_cast<int>(size));
+  }
+
+  absl::Status Run() {
+    absl::Status status = Message(kJobFields, [&](int field, uint32_t length) {
+      return JobField(field, length);
+    });
+    return corrupt_ ? absl::OkStatus() : status;
+  }
+
+ private:
+  // Reads the fields of one message up to the current limit. `on_bytes`
+  // sees each known length-delimited field (its length read, its bytes
+  // not); every other known field is skipped.
+  template <size_t N, typename OnBytes>
+  absl::Status Message(const FieldRule (&rules)[N], OnBytes on_bytes) {
+    for (uint32_t tag; !corrupt_ && (tag = in_.ReadTag()) != 0;) {
+      const int number = WireFormatLite::GetTagFieldNumber(tag);
+      const WireFormatLite::WireType type = WireFormatLite::GetTagWireType(tag);
+      if (type == WireFormatLite::WIRETYPE_START_GROUP ||
+          type == WireFormatLite::WIRETYPE_END_GROUP) {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "field %u is a group, which ptoserve.v1 messages never hold", number));
+      }
+      const FieldRule* rule = nullptr;
+      for (const FieldRule& r : rules) {
+        if (r.number == number) rule = &r;
+      }
+      const bool known =
+          rule != nullptr &&
+          (rule->wire == Wire::kVarint   ? type == WireFormatLite::WIRETYPE_VARINT
+           : rule->wire == Wire::kFixed64 ? type == WireFormatLite::WIRETYPE_FIXED64
+           : rule->wire == Wire::kBytes
+               ? type == WireFormatLite::WIRETYPE_LENGTH_DELIMITED
+               : type == WireFormatLite::WIRETYPE_FIXED64 ||
+                     type == WireFormatLite::WIRETYPE_LENGTH_DELIMITED);
+      if (!known && ++unknown_ > kMaxUnknownFields) {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "the request has more than %u fields this server does not know "
+            "(the last: field %u, wire type %d)",
+            kMaxUnknownFields, number, type));
+      }
+      if (!known || type != WireFormatLite::WIRETYPE_LENGTH_DELIMITED ||
+          rule->wire == Wire::kPackedOrFixed64) {
+        corrupt_ = !WireFormatLite::SkipField(&in_, tag);
+        continue;
+      }
+      uint32_t length = 0;
+      if (!in_.ReadVarint32(&length) ||
+          static_cast<int64_t>(length) > in_.BytesUntilLimit()) {
+        corrupt_ = true;
+        break;
+      }
+      PTO_RETURN_IF_ERROR(on_bytes(number, length));
+    }
     return absl::OkStatus();
   }
-  std::string start;
-  if (!in->ReadString(&start, 32)) {
-    *corrupt = true;
+
+  // Reads a nested message of `length` bytes with `rules`.
+  template <size_t N, typename OnBytes>
+  absl::Status Nested(uint32_t length, const FieldRule (&rules)[N], OnBytes on_bytes) {
+    const CodedInputStream::Limit limit = in_.PushLimit(static_cast<int>(length));
+    absl::Status status = Message(rules, on_bytes);
+    in_.PopLimit(limit);
+    return status;
+  }
+
+  absl::Status Skip(uint32_t length) {
+    corrupt_ = !in_.Skip(static_cast<int>(length));
     return absl::OkStatus();
   }
-  return absl::InvalidArgumentError(absl::StrFormat(
-      "%s \"%s...\" (%u bytes) is longer than names may be (%u bytes)", where,
-      absl::CHexEscape(start), length, kMaxNameBytes));
-}
+
+  // Skips a name of `length` bytes, or, if it is longer than names may be,
+  // returns INVALID_ARGUMENT quoting its start.
+  absl::Status Name(uint32_t length, absl::string_view where) {
+    if (length <= kMaxNameBytes) return Skip(length);
+    std::string start;
+    if (!in_.ReadString(&start, 32)) {
+      corrupt_ = true;
+      return absl::OkStatus();
+    }
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s \"%s...\" (%u bytes) is longer than names may be (%u bytes)", where,
+        absl::CHexEscape(start), length, kMaxNameBytes));
+  }
+
+  absl::Status JobField(int field, uint32_t length) {
+    switch (field) {
+      case 4:  // tiles
+        if (++tiles_ > limits_.max_tiles_per_job) {
+          return absl::ResourceExhaustedError(absl::StrFormat(
+              "job has more than %u tiles, the limit", limits_.max_tiles_per_job));
+        }
+        return Nested(length, kEntryFields, [&](int f, uint32_t n) {
+          return f == 1 ? Name(n, "tile name")
+                        : Nested(n, kTileFields, [&](int, uint32_t m) { return Skip(m); });
+        });
+      case 5:  // instructions
+        if (++instructions_ > limits_.max_instructions_per_job) {
+          return absl::ResourceExhaustedError(absl::StrFormat(
+              "job has more than %u instructions, the limit",
+              limits_.max_instructions_per_job));
+        }
+        waits_ = 0;
+        return Nested(length, kInstructionFields, [&](int f, uint32_t n) {
+          if (f == 7 && ++waits_ > limits_.max_waits_per_instruction) {
+            return absl::ResourceExhaustedError(absl::StrFormat(
+                "instruction %u waits on more than %u events, the limit",
+                instructions_ - 1, limits_.max_waits_per_instruction));
+          }
+          return Name(n, absl::StrFormat("instruction %u: a name", instructions_ - 1));
+        });
+      case 6:  // outputs
+        if (++outputs_ > limits_.max_tiles_per_job) {
+          return absl::ResourceExhaustedError(absl::StrFormat(
+              "outputs lists more than %u names, the most tiles a job may have",
+              limits_.max_tiles_per_job));
+        }
+        return Name(length, "outputs entry");
+      case 8:  // timeout
+        return Nested(length, kDurationFields, [&](int, uint32_t n) { return Skip(n); });
+      case 9:  // assembly
+        if (length > limits_.max_assembly_bytes) {
+          return absl::ResourceExhaustedError(absl::StrFormat(
+              "assembly is %u bytes, over the limit of %u", length,
+              limits_.max_assembly_bytes));
+        }
+        return Skip(length);
+      default:  // id
+        return Skip(length);
+    }
+  }
+
+  CodedInputStream in_;
+  const EngineLimits& limits_;
+  bool corrupt_ = false;
+  size_t unknown_ = 0, tiles_ = 0, instructions_ = 0, outputs_ = 0, waits_ = 0;
+};
 
 }  // namespace
 
 absl::Status CheckJobWire(google::protobuf::io::ZeroCopyInputStream* bytes,
                           size_t size, const EngineLimits& limits) {
   if (size > static_cast<size_t>(INT32_MAX)) return absl::OkStatus();  // the parser's
-  CodedInputStream in(bytes);
-  in.PushLimit(static_cast<int>(size));
-  size_t tiles = 0, instructions = 0, outputs = 0;
-  bool corrupt = false;
-  // Stops at the end or at the first malformed field: malformed bytes are
-  // the parser's to report.
-  for (uint32_t tag; !corrupt && (tag = in.ReadTag()) != 0;) {
-    const int field = WireFormatLite::GetTagFieldNumber(tag);
-    if (WireFormatLite::GetTagWireType(tag) != WireFormatLite::WIRETYPE_LENGTH_DELIMITED ||
-        (field != kJobTiles && field != kJobInstructions && field != kJobOutputs &&
-         field != kJobAssembly)) {
-      corrupt = !WireFormatLite::SkipField(&in, tag);
-      continue;
-    }
-    uint32_t length = 0;
-    if (!ReadLength(&in, &length)) break;
-    if (field == kJobAssembly) {
-      if (length > limits.max_assembly_bytes) {
-        return absl::ResourceExhaustedError(absl::StrFormat(
-            "assembly is %u bytes, over the limit of %u", length,
-            limits.max_assembly_bytes));
-      }
-      corrupt = !in.Skip(static_cast<int>(length));
-    } else if (field == kJobOutputs) {
-      if (++outputs > limits.max_tiles_per_job) {
-        return absl::ResourceExhaustedError(absl::StrFormat(
-            "outputs lists more than %u names, the most tiles a job may have",
-            limits.max_tiles_per_job));
-      }
-      PTO_RETURN_IF_ERROR(CheckNameField(&in, length, "outputs entry", &corrupt));
-    } else {
-      // A tile (a map entry) or an instruction: look at its names.
-      const bool tile = field == kJobTiles;
-      if (tile && ++tiles > limits.max_tiles_per_job) {
-        return absl::ResourceExhaustedError(absl::StrFormat(
-            "job has more than %u tiles, the limit", limits.max_tiles_per_job));
-      }
-      if (!tile && ++instructions > limits.max_instructions_per_job) {
-        return absl::ResourceExhaustedError(absl::StrFormat(
-            "job has more than %u instructions, the limit",
-            limits.max_instructions_per_job));
-      }
-      const std::string where =
-          tile ? std::string("tile name")
-               : absl::StrFormat("instruction %u: a name", instructions - 1);
-      const CodedInputStream::Limit limit = in.PushLimit(static_cast<int>(length));
-      size_t waits = 0;
-      for (uint32_t inner; !corrupt && (inner = in.ReadTag()) != 0;) {
-        const int f = WireFormatLite::GetTagFieldNumber(inner);
-        const bool name =
-            WireFormatLite::GetTagWireType(inner) == WireFormatLite::WIRETYPE_LENGTH_DELIMITED &&
-            (tile ? f == kEntryKey : f >= kInstDst && f <= kInstWaitEvents);
-        if (!name) {
-          corrupt = !WireFormatLite::SkipField(&in, inner);
-          continue;
-        }
-        if (!tile && f == kInstWaitEvents &&
-            ++waits > limits.max_waits_per_instruction) {
-          return absl::ResourceExhaustedError(absl::StrFormat(
-              "instruction %u waits on more than %u events, the limit",
-              instructions - 1, limits.max_waits_per_instruction));
-        }
-        uint32_t n = 0;
-        if (!ReadLength(&in, &n)) {
-          corrupt = true;
-          break;
-        }
-        PTO_RETURN_IF_ERROR(CheckNameField(&in, n, where, &corrupt));
-      }
-      in.PopLimit(limit);
-    }
-  }
-  return absl::OkStatus();
+  return WireScan(bytes, size, limits).Run();
 }
 
 absl::StatusOr<DecodedJob> DecodeJob(const v1::Job& job, const Engine& engine) {

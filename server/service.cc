@@ -17,7 +17,8 @@ namespace ptoserve {
 namespace {
 
 // What one instruction's event record may take in a result, for the
-// memory estimate: its names, times and a few micro-operations.
+// memory estimate: its names, times and a few micro-operations (the names
+// of the events it waits on are counted apart).
 constexpr uint64_t kEventBytes = 512;
 
 absl::Time CallDeadline(const grpc::CallbackServerContext& context) {
@@ -177,7 +178,14 @@ absl::Status TileComputeService::Queue(const v1::Job& job, uint64_t request_byte
   // What the job will hold, checked and reserved once its tiles are known
   // and before any of them is made.
   auto hold = std::make_shared<MemoryBudget::Hold>();
-  const uint64_t events = decoded.spec.instructions.size() * kEventBytes;
+  uint64_t events = 0;
+  for (const Instruction& inst : decoded.spec.instructions) {
+    events += kEventBytes;
+    // A wait's name is in the job, its event, the result and its bytes.
+    for (const std::string& wait : inst.wait_events) {
+      events += 4 * (sizeof(std::string) + wait.size());
+    }
+  }
   const Admission admit = [&](const JobCost& cost) -> absl::Status {
     if (cost.result_bytes > max_message_bytes_) {
       return absl::ResourceExhaustedError(absl::StrFormat(
