@@ -267,8 +267,9 @@ constexpr FieldRule kDurationFields[] = {{1, Wire::kVarint}, {2, Wire::kVarint}}
 constexpr size_t kMaxUnknownFields = 16;
 
 // One pass over a serialized Job, one message at a time, that checks what
-// parsing it would cost. A malformed field stops the scan with nothing
-// found: malformed bytes are the parser's to report.
+// parsing it would cost. It reads to the end before it answers: bytes that
+// are malformed anywhere are the parser's to report, whatever else is
+// wrong with them.
 class WireScan {
  public:
   WireScan(google::protobuf::io::ZeroCopyInputStream* bytes, size_t size,
@@ -277,26 +278,39 @@ class WireScan {
     in_.PushLimit(static_cast<int>(size));
   }
 
-  absl::Status Run() {
-    absl::Status status = Message(kJobFields, [&](int field, uint32_t length) {
-      return JobField(field, length);
-    });
-    return corrupt_ ? absl::OkStatus() : status;
+  absl::StatusOr<WireShape> Run() {
+    Message(kJobFields, [&](int field, uint32_t length) { JobField(field, length); });
+    if (in_.BytesUntilLimit() != 0) corrupt_ = true;  // stopped at a 0 tag
+    if (corrupt_ || first_error_.ok()) {
+      return WireShape{tiles_, instructions_, assembly_bytes_};
+    }
+    return first_error_;
   }
 
  private:
+  // Keeps the first problem found; the scan goes on to check the rest is
+  // well formed.
+  void Fail(absl::Status status) {
+    if (first_error_.ok()) first_error_ = std::move(status);
+  }
+
   // Reads the fields of one message up to the current limit. `on_bytes`
-  // sees each known length-delimited field (its length read, its bytes
-  // not); every other known field is skipped.
+  // sees each known length-delimited field (its length read, its bytes not:
+  // it must consume them); every other field is skipped.
   template <size_t N, typename OnBytes>
-  absl::Status Message(const FieldRule (&rules)[N], OnBytes on_bytes) {
+  void Message(const FieldRule (&rules)[N], OnBytes on_bytes) {
     for (uint32_t tag; !corrupt_ && (tag = in_.ReadTag()) != 0;) {
       const int number = WireFormatLite::GetTagFieldNumber(tag);
       const WireFormatLite::WireType type = WireFormatLite::GetTagWireType(tag);
-      if (type == WireFormatLite::WIRETYPE_START_GROUP ||
-          type == WireFormatLite::WIRETYPE_END_GROUP) {
-        return absl::InvalidArgumentError(absl::StrFormat(
-            "field %u is a group, which ptoserve.v1 messages never hold", number));
+      if (type == WireFormatLite::WIRETYPE_END_GROUP) {
+        corrupt_ = true;  // without its start
+        return;
+      }
+      if (type == WireFormatLite::WIRETYPE_START_GROUP) {
+        corrupt_ = !WireFormatLite::SkipField(&in_, tag);
+        Fail(absl::InvalidArgumentError(absl::StrFormat(
+            "field %u is a group, which ptoserve.v1 messages never hold", number)));
+        continue;
       }
       const FieldRule* rule = nullptr;
       for (const FieldRule& r : rules) {
@@ -311,10 +325,10 @@ class WireScan {
                : type == WireFormatLite::WIRETYPE_FIXED64 ||
                      type == WireFormatLite::WIRETYPE_LENGTH_DELIMITED);
       if (!known && ++unknown_ > kMaxUnknownFields) {
-        return absl::InvalidArgumentError(absl::StrFormat(
+        Fail(absl::InvalidArgumentError(absl::StrFormat(
             "the request has more than %u fields this server does not know "
             "(the last: field %u, wire type %d)",
-            kMaxUnknownFields, number, type));
+            kMaxUnknownFields, number, type)));
       }
       if (!known || type != WireFormatLite::WIRETYPE_LENGTH_DELIMITED ||
           rule->wire == Wire::kPackedOrFixed64) {
@@ -325,82 +339,80 @@ class WireScan {
       if (!in_.ReadVarint32(&length) ||
           static_cast<int64_t>(length) > in_.BytesUntilLimit()) {
         corrupt_ = true;
-        break;
+        return;
       }
-      PTO_RETURN_IF_ERROR(on_bytes(number, length));
+      on_bytes(number, length);
     }
-    return absl::OkStatus();
   }
 
   // Reads a nested message of `length` bytes with `rules`.
   template <size_t N, typename OnBytes>
-  absl::Status Nested(uint32_t length, const FieldRule (&rules)[N], OnBytes on_bytes) {
+  void Nested(uint32_t length, const FieldRule (&rules)[N], OnBytes on_bytes) {
     const CodedInputStream::Limit limit = in_.PushLimit(static_cast<int>(length));
-    absl::Status status = Message(rules, on_bytes);
+    Message(rules, on_bytes);
+    if (!corrupt_ && in_.BytesUntilLimit() != 0) corrupt_ = true;
     in_.PopLimit(limit);
-    return status;
   }
 
-  absl::Status Skip(uint32_t length) {
-    corrupt_ = !in_.Skip(static_cast<int>(length));
-    return absl::OkStatus();
-  }
+  void Skip(uint32_t length) { corrupt_ |= !in_.Skip(static_cast<int>(length)); }
 
-  // Skips a name of `length` bytes, or, if it is longer than names may be,
-  // returns INVALID_ARGUMENT quoting its start.
-  absl::Status Name(uint32_t length, absl::string_view where) {
+  // Skips a name of `length` bytes, noting it if it is longer than names
+  // may be (quoting its start).
+  void Name(uint32_t length, absl::string_view where) {
     if (length <= kMaxNameBytes) return Skip(length);
     std::string start;
     if (!in_.ReadString(&start, 32)) {
       corrupt_ = true;
-      return absl::OkStatus();
+      return;
     }
-    return absl::InvalidArgumentError(absl::StrFormat(
+    Fail(absl::InvalidArgumentError(absl::StrFormat(
         "%s \"%s...\" (%u bytes) is longer than names may be (%u bytes)", where,
-        absl::CHexEscape(start), length, kMaxNameBytes));
+        absl::CHexEscape(start), length, kMaxNameBytes)));
+    Skip(length - 32);
   }
 
-  absl::Status JobField(int field, uint32_t length) {
+  void JobField(int field, uint32_t length) {
     switch (field) {
       case 4:  // tiles
-        if (++tiles_ > limits_.max_tiles_per_job) {
-          return absl::ResourceExhaustedError(absl::StrFormat(
-              "job has more than %u tiles, the limit", limits_.max_tiles_per_job));
+        if (++tiles_ == limits_.max_tiles_per_job + 1) {
+          Fail(absl::ResourceExhaustedError(absl::StrFormat(
+              "job has more than %u tiles, the limit", limits_.max_tiles_per_job)));
         }
         return Nested(length, kEntryFields, [&](int f, uint32_t n) {
-          return f == 1 ? Name(n, "tile name")
-                        : Nested(n, kTileFields, [&](int, uint32_t m) { return Skip(m); });
+          if (f == 1) return Name(n, "tile name");
+          Nested(n, kTileFields, [&](int, uint32_t m) { Skip(m); });
         });
       case 5:  // instructions
-        if (++instructions_ > limits_.max_instructions_per_job) {
-          return absl::ResourceExhaustedError(absl::StrFormat(
+        if (++instructions_ == limits_.max_instructions_per_job + 1) {
+          Fail(absl::ResourceExhaustedError(absl::StrFormat(
               "job has more than %u instructions, the limit",
-              limits_.max_instructions_per_job));
+              limits_.max_instructions_per_job)));
         }
         waits_ = 0;
         return Nested(length, kInstructionFields, [&](int f, uint32_t n) {
-          if (f == 7 && ++waits_ > limits_.max_waits_per_instruction) {
-            return absl::ResourceExhaustedError(absl::StrFormat(
+          if (f == 7 && ++waits_ == limits_.max_waits_per_instruction + 1) {
+            Fail(absl::ResourceExhaustedError(absl::StrFormat(
                 "instruction %u waits on more than %u events, the limit",
-                instructions_ - 1, limits_.max_waits_per_instruction));
+                instructions_ - 1, limits_.max_waits_per_instruction)));
           }
-          return Name(n, absl::StrFormat("instruction %u: a name", instructions_ - 1));
+          Name(n, absl::StrFormat("instruction %u: a name", instructions_ - 1));
         });
       case 6:  // outputs
-        if (++outputs_ > limits_.max_tiles_per_job) {
-          return absl::ResourceExhaustedError(absl::StrFormat(
+        if (++outputs_ == limits_.max_tiles_per_job + 1) {
+          Fail(absl::ResourceExhaustedError(absl::StrFormat(
               "outputs lists more than %u names, the most tiles a job may have",
-              limits_.max_tiles_per_job));
+              limits_.max_tiles_per_job)));
         }
         return Name(length, "outputs entry");
       case 8:  // timeout
-        return Nested(length, kDurationFields, [&](int, uint32_t n) { return Skip(n); });
+        return Nested(length, kDurationFields, [&](int, uint32_t n) { Skip(n); });
       case 9:  // assembly
         if (length > limits_.max_assembly_bytes) {
-          return absl::ResourceExhaustedError(absl::StrFormat(
+          Fail(absl::ResourceExhaustedError(absl::StrFormat(
               "assembly is %u bytes, over the limit of %u", length,
-              limits_.max_assembly_bytes));
+              limits_.max_assembly_bytes)));
         }
+        assembly_bytes_ = length;
         return Skip(length);
       default:  // id
         return Skip(length);
@@ -410,14 +422,16 @@ class WireScan {
   CodedInputStream in_;
   const EngineLimits& limits_;
   bool corrupt_ = false;
+  absl::Status first_error_;
   size_t unknown_ = 0, tiles_ = 0, instructions_ = 0, outputs_ = 0, waits_ = 0;
+  size_t assembly_bytes_ = 0;
 };
 
 }  // namespace
 
-absl::Status CheckJobWire(google::protobuf::io::ZeroCopyInputStream* bytes,
-                          size_t size, const EngineLimits& limits) {
-  if (size > static_cast<size_t>(INT32_MAX)) return absl::OkStatus();  // the parser's
+absl::StatusOr<WireShape> CheckJobWire(google::protobuf::io::ZeroCopyInputStream* bytes,
+                                       size_t size, const EngineLimits& limits) {
+  if (size > static_cast<size_t>(INT32_MAX)) return WireShape();  // the parser's
   return WireScan(bytes, size, limits).Run();
 }
 

@@ -42,11 +42,17 @@ inline constexpr size_t kMaxAssemblyLineBytes = 4096;
 // make the server pay for: the counts of tiles, instructions, outputs and
 // waits per instruction, and the assembly's size (RESOURCE_EXHAUSTED over
 // `limits`), and names longer than kMaxNameBytes (INVALID_ARGUMENT, quoting
-// their start). `bytes` holds `size` bytes. Reads them once and allocates
+// their start), and fields of no ptoserve.v1 message beyond a few (protobuf
+// keeps each). `bytes` holds `size` bytes. Reads them once and allocates
 // nothing; bytes that are not a Job (a field running past the end) are left
-// for the parser to report.
-absl::Status CheckJobWire(google::protobuf::io::ZeroCopyInputStream* bytes,
-                          size_t size, const EngineLimits& limits);
+// for the parser to report. Returns what it counted.
+struct WireShape {
+  size_t tiles = 0;
+  size_t instructions = 0;
+  size_t assembly_bytes = 0;
+};
+absl::StatusOr<WireShape> CheckJobWire(google::protobuf::io::ZeroCopyInputStream* bytes,
+                                       size_t size, const EngineLimits& limits);
 
 // ToJobSpec, then, for a job written as assembly, parses and lowers it
 // onto the job's tiles. Errors as ToJobSpec, and "line:column: ..." ones for

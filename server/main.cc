@@ -33,6 +33,7 @@
 #include "proto/descriptor_set.h"
 #include "server/service.h"
 #include "server/service_metrics.h"
+#include "server/task_pool.h"
 
 ABSL_FLAG(std::string, address, "127.0.0.1:50051",
           "Address to listen on, HOST:PORT; port 0 picks a free port (the "
@@ -278,8 +279,11 @@ int Run() {
     (*credentials)->SetAuthMetadataProcessor(
         CallGate(auth ? &*auth : nullptr, client_names));
   }
+  // Decodes requests too large to decode on gRPC's threads (service.h).
+  TaskPool decoders(std::max(1u, std::thread::hardware_concurrency()),
+                    /*capacity=*/256);
   TileComputeService service(&engine, &scheduler, limits, &metrics, &budget,
-                             auth ? &*auth : nullptr);
+                             &decoders, auth ? &*auth : nullptr);
 
   GrpcSettings settings;
   settings.address = absl::GetFlag(FLAGS_address);
@@ -332,7 +336,12 @@ int Run() {
   ServeUntilSignalled(&*running,
                       absl::GetFlag(FLAGS_shutdown_grace),
                       absl::GetFlag(FLAGS_lame_duck), "ptoserve",
-                      [&scheduler] { scheduler.Shutdown(); });
+                      [&decoders, &scheduler] {
+                        // Decoded jobs go to the scheduler, which then
+                        // refuses new ones and finishes what it has.
+                        decoders.Shutdown();
+                        scheduler.Shutdown();
+                      });
   std::cout << "ptoserve: stopped" << std::endl;
   return 0;
 }

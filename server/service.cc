@@ -21,6 +21,20 @@ namespace {
 // of the events it waits on are counted apart).
 constexpr uint64_t kEventBytes = 512;
 
+// A request at most this large, with at most this many instructions and
+// this much assembly, is decoded (and may be run, see kRunHereBytes) on the
+// gRPC thread that received it: a few microseconds to a millisecond.
+// Others are decoded on the service's decoders, so that gRPC's threads stay
+// free for other calls and health checks.
+constexpr uint64_t kLightRequestBytes = 256 << 10;
+constexpr size_t kLightInstructions = 64;
+constexpr size_t kLightAssemblyBytes = 16 << 10;
+
+// A job whose tiles and result are at most this large may run on the
+// thread that admitted it when the scheduler is idle; larger ones go to the
+// scheduler's workers.
+constexpr uint64_t kRunHereBytes = 1 << 20;
+
 absl::Time CallDeadline(const grpc::CallbackServerContext& context) {
   const auto deadline = context.deadline();
   if (deadline == std::chrono::system_clock::time_point::max()) {
@@ -49,16 +63,45 @@ TileComputeService::TileComputeService(const Engine* engine,
                                        const ServerLimits& limits,
                                        ServiceMetrics* metrics,
                                        MemoryBudget* budget,
+                                       TaskPool* decoders,
                                        const TokenAuthenticator* auth)
     : engine_(engine),
       scheduler_(scheduler),
       metrics_(metrics),
       budget_(budget),
+      decoders_(decoders),
       auth_(auth),
       max_message_bytes_(limits.max_message_bytes),
       max_job_bytes_(limits.max_job_bytes),
       stream_window_(limits.stream_window) {
   ToCapabilities(*engine, limits, &capabilities_);
+}
+
+absl::StatusOr<WireShape> TileComputeService::Inspect(
+    const grpc::ByteBuffer& bytes, absl::string_view what) const {
+  // What the parse would cost, checked first: 4M repeated wait_events
+  // (16 MB on the wire) would take 160 MB as protobuf strings.
+  grpc::ByteBuffer shared(bytes);  // shares the slices, copies no bytes
+  grpc::ProtoBufferReader reader(&shared);
+  absl::StatusOr<WireShape> shape =
+      CheckJobWire(&reader, bytes.Length(), engine_->options().limits);
+  if (!shape.ok()) {
+    metrics_->JobAnswered(JobRecord("unknown"), shape.status().code());
+    return absl::Status(shape.status().code(),
+                        absl::StrCat(what, ": ", shape.status().message()));
+  }
+  return shape;
+}
+
+bool TileComputeService::Light(const WireShape& shape, uint64_t bytes) {
+  return bytes <= kLightRequestBytes && shape.instructions <= kLightInstructions &&
+         shape.assembly_bytes <= kLightAssemblyBytes;
+}
+
+absl::Status TileComputeService::Busy(absl::string_view what) const {
+  metrics_->JobAnswered(JobRecord("unknown"), absl::StatusCode::kResourceExhausted);
+  return absl::ResourceExhaustedError(absl::StrCat(
+      what, ": the server is busy decoding other large requests; retry later"));
 }
 
 absl::StatusOr<std::shared_ptr<const v1::Job>> TileComputeService::Decode(
@@ -68,18 +111,6 @@ absl::StatusOr<std::shared_ptr<const v1::Job>> TileComputeService::Decode(
   // walks the half-parsed message (its `tiles` map included) only to say
   // nothing useful about a proto3 message, and crashed on corrupt input in
   // the ThreadSanitizer build.
-  {
-    // What the parse would cost, checked first: 4M repeated wait_events
-    // (16 MB on the wire) would take 160 MB as protobuf strings.
-    grpc::ByteBuffer shared(bytes);  // shares the slices, copies no bytes
-    grpc::ProtoBufferReader reader(&shared);
-    if (absl::Status checked =
-            CheckJobWire(&reader, bytes.Length(), engine_->options().limits);
-        !checked.ok()) {
-      metrics_->JobAnswered(JobRecord("unknown"), checked.code());
-      return absl::Status(checked.code(), absl::StrCat(what, ": ", checked.message()));
-    }
-  }
   grpc::ByteBuffer shared(bytes);  // shares the slices, copies no bytes
   grpc::ProtoBufferReader reader(&shared);
   auto job = std::make_shared<v1::Job>();
@@ -209,6 +240,7 @@ absl::Status TileComputeService::Queue(const v1::Job& job, uint64_t request_byte
       return reserved.status();
     }
     *hold = std::move(*reserved);
+    run_here = run_here && cost.tile_bytes + cost.result_bytes <= kRunHereBytes;
     return absl::OkStatus();
   };
   absl::StatusOr<std::unique_ptr<PreparedJob>> prepared =
@@ -261,21 +293,53 @@ grpc::ServerUnaryReactor* TileComputeService::Execute(
     call->Finish(ToGrpcStatus(allowed));
     return call;
   }
-  const uint64_t request_bytes = request->Length();
-  absl::StatusOr<std::shared_ptr<const v1::Job>> job =
-      Decode(*request, "the request");
-  // The job has its own copy now. gRPC would keep the bytes until the call
-  // ends (its typed handlers free them once parsed); the buffer is not const,
-  // only the interface is.
+  absl::StatusOr<WireShape> shape = Inspect(*request, "the request");
+  if (!shape.ok()) {
+    call->Finish(ToGrpcStatus(shape.status()));
+  } else if (Light(*shape, request->Length())) {
+    RunUnary(call, *request, context, response, /*run_here=*/true);
+  } else {
+    // The task shares the request's slices, copying no bytes; while it
+    // waits they count against the memory budget.
+    auto bytes = std::make_shared<grpc::ByteBuffer>(*request);
+    absl::StatusOr<MemoryBudget::Hold> queued = budget_->Reserve(bytes->Length());
+    auto hold = std::make_shared<MemoryBudget::Hold>();
+    if (queued.ok()) *hold = std::move(*queued);
+    if (!queued.ok()) {
+      metrics_->JobAnswered(JobRecord("unknown"), absl::StatusCode::kResourceExhausted);
+      call->Finish(ToGrpcStatus(queued.status()));
+    } else if (!decoders_->Post([this, call, bytes, hold, context, response] {
+          if (context->IsCancelled()) {
+            metrics_->JobAnswered(JobRecord("unknown"), absl::StatusCode::kCancelled);
+            call->Finish(grpc::Status(grpc::StatusCode::CANCELLED,
+                                      "the call was cancelled before its request was decoded"));
+            return;
+          }
+          RunUnary(call, *bytes, context, response, /*run_here=*/false);
+        })) {
+      call->Finish(ToGrpcStatus(Busy("the request")));
+    }
+  }
+  // gRPC would keep the bytes until the call ends (its typed handlers free
+  // them once parsed); the buffer is not const, only the interface is.
   const_cast<grpc::ByteBuffer*>(request)->Clear();
+  return call;
+}
+
+void TileComputeService::RunUnary(UnaryCall* call, const grpc::ByteBuffer& request,
+                                  grpc::CallbackServerContext* context,
+                                  grpc::ByteBuffer* response, bool run_here) {
+  const uint64_t request_bytes = request.Length();
+  absl::StatusOr<std::shared_ptr<const v1::Job>> job = Decode(request, "the request");
   if (!job.ok()) {
     call->Finish(ToGrpcStatus(job.status()));
-    return call;
+    return;
   }
   call->job = std::move(*job);
-  // A unary call's thread runs the job itself when it can: no hand-off.
+  // With run_here, a unary call's thread runs a small job itself when the
+  // scheduler is idle: no hand-off.
   absl::Status admitted = Admit(
-      *call->job, request_bytes, context, /*run_here=*/true,
+      *call->job, request_bytes, context, run_here,
       [this, call, response](absl::StatusOr<v1::JobResult> r,
                              MemoryBudget::Hold hold) {
         call->hold = std::move(hold);
@@ -284,7 +348,6 @@ grpc::ServerUnaryReactor* TileComputeService::Execute(
         call->Finish(ToGrpcStatus(encoded));
       });
   if (!admitted.ok()) call->Finish(ToGrpcStatus(admitted));
-  return call;
 }
 
 // One ExecuteStream call. Reads jobs while fewer than the window are
@@ -318,15 +381,41 @@ class TileComputeService::JobStream final
     // The engine reads inputs in place, so the job must live until its
     // result is made; request_ itself is reused by the next read.
     const uint64_t request_bytes = request_.Length();
-    absl::StatusOr<std::shared_ptr<const v1::Job>> job = service_->Decode(
-        request_, absl::StrCat("stream message ", received_));
-    request_.Clear();
-    if (!job.ok()) {
+    const std::string what = absl::StrCat("stream message ", received_);
+    absl::StatusOr<WireShape> shape = service_->Inspect(request_, what);
+    if (!shape.ok()) {
       // Its id is unknown: the result carries none, and the stream goes on.
-      Push(Encoded(Failed("", job.status())), MemoryBudget::Hold());
+      Push(Encoded(Failed("", shape.status())), MemoryBudget::Hold());
+    } else if (Light(*shape, request_bytes)) {
+      Take(service_->Decode(request_, what), request_bytes);
     } else {
-      Start(Waiting{std::move(*job), request_bytes});
+      // Decoded off gRPC's threads; the task shares the slices, which
+      // count against the memory budget while it waits.
+      auto bytes = std::make_shared<grpc::ByteBuffer>(request_);
+      absl::StatusOr<MemoryBudget::Hold> queued =
+          service_->budget_->Reserve(request_bytes);
+      auto hold = std::make_shared<MemoryBudget::Hold>();
+      if (queued.ok()) *hold = std::move(*queued);
+      ++decoding_;
+      if (!queued.ok()) {
+        --decoding_;
+        service_->metrics_->JobAnswered(JobRecord("unknown"),
+                                        absl::StatusCode::kResourceExhausted);
+        Push(Encoded(Failed("", queued.status())), MemoryBudget::Hold());
+      } else if (!service_->decoders_->Post([this, bytes, hold, what, request_bytes] {
+            absl::StatusOr<std::shared_ptr<const v1::Job>> job =
+                service_->Decode(*bytes, what);
+            MutexLock lock(&mu_);
+            --decoding_;
+            Take(std::move(job), request_bytes);
+            MaybeRead();
+            MaybeFinish();
+          })) {
+        --decoding_;
+        Push(Encoded(Failed("", service_->Busy(what))), MemoryBudget::Hold());
+      }
     }
+    request_.Clear();
     MaybeRead();
   }
 
@@ -388,6 +477,17 @@ class TileComputeService::JobStream final
     return bytes;
   }
 
+  // A decoded job (or why it is not one) into the stream.
+  void Take(absl::StatusOr<std::shared_ptr<const v1::Job>> job, uint64_t request_bytes)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (!job.ok()) {
+      // Its id is unknown: the result carries none, and the stream goes on.
+      Push(Encoded(Failed("", job.status())), MemoryBudget::Hold());
+      return;
+    }
+    Start(Waiting{std::move(*job), request_bytes});
+  }
+
   // Admits `waiting`, or keeps it waiting while the budget is full and the
   // stream has other jobs in flight (whose results will free some).
   void Start(Waiting waiting) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -445,7 +545,7 @@ class TileComputeService::JobStream final
   }
 
   void MaybeFinish() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    if (finished_ || unanswered_ > 0 || writing_ || reading_) return;
+    if (finished_ || unanswered_ > 0 || writing_ || reading_ || decoding_ > 0) return;
     if (!reads_done_ && !broken_) return;
     finished_ = true;
     Finish(broken_ ? grpc::Status(grpc::StatusCode::CANCELLED,
@@ -461,6 +561,7 @@ class TileComputeService::JobStream final
   // A job the memory budget has no room for yet; no reads meanwhile.
   std::optional<Waiting> waiting_ ABSL_GUARDED_BY(mu_);
   uint32_t unanswered_ ABSL_GUARDED_BY(mu_) = 0;  // read, result not written
+  uint32_t decoding_ ABSL_GUARDED_BY(mu_) = 0;    // on the decoders
   uint64_t received_ ABSL_GUARDED_BY(mu_) = 0;    // messages read
   bool reading_ ABSL_GUARDED_BY(mu_) = false;
   bool writing_ ABSL_GUARDED_BY(mu_) = false;

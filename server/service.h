@@ -14,6 +14,7 @@
 #include "server/memory_budget.h"
 #include "server/scheduler.h"
 #include "server/service_metrics.h"
+#include "server/task_pool.h"
 
 namespace ptoserve {
 
@@ -47,11 +48,13 @@ class TileComputeService final
               v1::TileCompute::WithRawCallbackMethod_ExecuteStream<
                   v1::TileCompute::Service>>> {
  public:
-  // `engine`, `scheduler`, `metrics`, `budget` and `auth` (null: no
-  // authentication) must outlive the service.
+  // `engine`, `scheduler`, `metrics`, `budget`, `decoders` and `auth`
+  // (null: no authentication) must outlive the service. Requests that are
+  // heavy to decode (see Light) are decoded on `decoders`, not on gRPC's
+  // threads; its Shutdown must come before the scheduler's.
   TileComputeService(const Engine* engine, Scheduler* scheduler,
                      const ServerLimits& limits, ServiceMetrics* metrics,
-                     MemoryBudget* budget,
+                     MemoryBudget* budget, TaskPool* decoders,
                      const TokenAuthenticator* auth = nullptr);
 
   // `request`: a serialized Job; `response`: a serialized JobResult.
@@ -91,11 +94,27 @@ class TileComputeService final
                      grpc::CallbackServerContext* context, bool run_here,
                      Done done, bool may_wait = false,
                      Refusal* refusal = nullptr);
-  // The Job in `bytes`, or INVALID_ARGUMENT naming `what` ("the request",
-  // "stream message 3") when they are not one, RESOURCE_EXHAUSTED if memory
-  // runs out (both counted in `metrics_`).
+  // What parsing `bytes` would cost, checked before it is paid
+  // (CheckJobWire); a refusal names `what` ("the request", "stream message
+  // 3") and is counted in `metrics_`.
+  absl::StatusOr<WireShape> Inspect(const grpc::ByteBuffer& bytes,
+                                    absl::string_view what) const;
+  // Whether a request of `shape` and `bytes` is quick to decode and run, so
+  // that gRPC's thread may do both: small, few instructions, little
+  // assembly. Others go to `decoders_`.
+  static bool Light(const WireShape& shape, uint64_t bytes);
+  // The Job in `bytes`, or INVALID_ARGUMENT naming `what` when they are not
+  // one, RESOURCE_EXHAUSTED if memory runs out (both counted in `metrics_`).
+  // REQUIRES: Inspect passed them.
   absl::StatusOr<std::shared_ptr<const v1::Job>> Decode(
       const grpc::ByteBuffer& bytes, absl::string_view what) const;
+  // Decodes and admits an Execute call's request; finishes `call` with the
+  // result or the error.
+  void RunUnary(UnaryCall* call, const grpc::ByteBuffer& request,
+                grpc::CallbackServerContext* context, grpc::ByteBuffer* response,
+                bool run_here);
+  // The answer when `decoders_` has no room.
+  absl::Status Busy(absl::string_view what) const;
   // Serializes `result` into `bytes`; RESOURCE_EXHAUSTED if it is larger
   // than a response may be.
   absl::Status Encode(const v1::JobResult& result, grpc::ByteBuffer* bytes) const;
@@ -113,6 +132,7 @@ class TileComputeService final
   Scheduler* scheduler_;
   ServiceMetrics* metrics_;
   MemoryBudget* budget_;
+  TaskPool* decoders_;
   const TokenAuthenticator* auth_;
   const uint64_t max_message_bytes_;
   const uint64_t max_job_bytes_;

@@ -396,6 +396,49 @@ TEST_F(HostileTest, LongProgramsAreLinearAndOthersKeepBeingServed) {
   prober_.reset();
 }
 
+// Decoding runs on gRPC's threads; the limits keep each request's share
+// short (a 1 MiB program of 4096 instructions decodes in tens of
+// milliseconds), so four clients sending the largest programs the limits
+// allow, back to back, leave health and small jobs answered promptly.
+TEST_F(HostileTest, LargestProgramsBackToBackLeaveOthersServed) {
+  Start();
+  v1::Job job;
+  job.set_target(v1::TARGET_A2A3);
+  AddTile(&job, "a", 1, 8)->set_fill(5);
+  AddTile(&job, "b", 1, 8)->set_fill(3);
+  AddTile(&job, "d", 1, 8);
+  AddTile(&job, "t", 1, 8);
+  const std::string line =
+      "pto.txor ins(%a, %b, %t : !pto.tile_buf<dtype=i32, rows=1, cols=8, v_row=1, v_col=8>, "
+      "!pto.tile_buf<dtype=i32, rows=1, cols=8, v_row=1, v_col=8>, !pto.tile_buf<dtype=i32, "
+      "rows=1, cols=8, v_row=1, v_col=8>) outs(%d : !pto.tile_buf<dtype=i32, rows=1, cols=8, "
+      "v_row=1, v_col=8>)\n";
+  std::string text;
+  for (int i = 0; i < 4096 && text.size() + line.size() <= (1 << 20); ++i) text += line;
+  job.set_assembly(text);
+  job.add_outputs("d");
+  const std::string bytes = job.SerializeAsString();
+  std::atomic<int> answered{0};
+  std::vector<std::thread> attackers;
+  const absl::Time end = absl::Now() + absl::Seconds(3);
+  for (int c = 0; c < 4; ++c) {
+    attackers.emplace_back([&] {
+      grpc::GenericStub stub(OwnChannel(server_->address()));
+      while (absl::Now() < end) {
+        std::string reply;
+        grpc::Status s = RawExecute(&stub, bytes, &reply);
+        EXPECT_TRUE(s.ok()) << s.error_message();
+        ++answered;
+      }
+    });
+  }
+  for (auto& t : attackers) t.join();
+  std::cout << answered << " programs of " << text.size() << " bytes answered in 3 s" << std::endl;
+  EXPECT_GT(answered.load(), 0);
+  ExpectOthersServed(absl::Milliseconds(500));
+  prober_.reset();
+}
+
 // Streams that sent jobs and never read held 2.8 GB; every result waiting
 // on a reader now holds its share of the memory budget, and a stream whose
 // next job does not fit stops reading.

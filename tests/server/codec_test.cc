@@ -23,7 +23,7 @@ constexpr auto kExhausted = absl::StatusCode::kResourceExhausted;
 
 absl::Status Scan(const std::string& bytes, const EngineLimits& limits = {}) {
   google::protobuf::io::ArrayInputStream in(bytes.data(), static_cast<int>(bytes.size()));
-  return CheckJobWire(&in, bytes.size(), limits);
+  return CheckJobWire(&in, bytes.size(), limits).status();
 }
 
 v1::Job SmallJob() {
