@@ -9,6 +9,7 @@
 
 #include "client/client.h"
 #include "tests/integration/server_process.h"
+#include "tests/integration/test_files.h"
 
 namespace ptoserve {
 namespace {
@@ -60,12 +61,6 @@ class AssemblyTest : public ::testing::Test {
     i1->set_src1("a");
     i1->set_tmp("d.tmp");
     return job;
-  }
-
-  static std::string WriteFile(const std::string& name, const std::string& text) {
-    const std::string path = std::string(std::getenv("TEST_TMPDIR")) + "/" + name;
-    std::ofstream(path) << text;
-    return path;
   }
 
   static ServerProcess* server_;
@@ -153,7 +148,7 @@ TEST_F(AssemblyTest, CapabilitiesListTheForms) {
 }
 
 TEST_F(AssemblyTest, PtoctlRunMatchesTheJsonJob) {
-  const std::string program = WriteFile("prog.pto", kProgram);
+  const std::string program = WriteTempFile("prog.pto", kProgram);
   std::string a_values, b_values = "3855";  // 0x0f0f for every element
   for (int i = 0; i < 256; ++i) absl::StrAppend(&a_values, i ? "," : "", i * 7 - 900);
   CommandResult text = RunCommand("client/ptoctl --server=" + server_->address() + " run " +
@@ -163,7 +158,7 @@ TEST_F(AssemblyTest, PtoctlRunMatchesTheJsonJob) {
 
   std::string json;
   (void)google::protobuf::util::MessageToJsonString(AsInstructions(v1::TARGET_A2A3), &json);
-  const std::string job = WriteFile("job.json", json);
+  const std::string job = WriteTempFile("job.json", json);
   CommandResult list = RunCommand("client/ptoctl --server=" + server_->address() + " run " + job);
   ASSERT_EQ(list.exit_code, 0) << list.output;
   // The grids (everything before the events) are the same.

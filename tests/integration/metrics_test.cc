@@ -16,6 +16,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "client/client.h"
+#include "tests/integration/metrics_scrape.h"
 #include "tests/integration/server_process.h"
 
 namespace ptoserve {
@@ -24,70 +25,6 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 using ::testing::StartsWith;
-
-struct HttpResponse {
-  int status = 0;
-  std::string content_type;
-  std::string body;
-};
-
-// GET `path` from the host and port of `url` ("http://IP:PORT/...").
-HttpResponse Get(const std::string& url, const std::string& path) {
-  const std::string host_port = url.substr(7, url.find('/', 7) - 7);
-  const size_t colon = host_port.rfind(':');
-  const std::string host = host_port.substr(0, colon);
-  int port = 0;
-  EXPECT_TRUE(absl::SimpleAtoi(host_port.substr(colon + 1), &port)) << url;
-  char error[256] = "";
-  mg_connection* connection =
-      mg_download(host.c_str(), port, 0, error, sizeof error,
-                  "GET %s HTTP/1.0\r\nHost: %s\r\n\r\n", path.c_str(),
-                  host_port.c_str());
-  HttpResponse response;
-  if (connection == nullptr) {
-    ADD_FAILURE() << "GET " << url << path << ": " << error;
-    return response;
-  }
-  const mg_response_info* info = mg_get_response_info(connection);
-  response.status = info->status_code;
-  for (int i = 0; i < info->num_headers; ++i) {
-    if (strcasecmp(info->http_headers[i].name, "Content-Type") == 0) {
-      response.content_type = info->http_headers[i].value;
-    }
-  }
-  char buf[4096];
-  int n;
-  while ((n = mg_read(connection, buf, sizeof buf)) > 0) response.body.append(buf, n);
-  mg_close_connection(connection);
-  return response;
-}
-
-// Every sample of a scrape: `name{labels}` -> value.
-std::map<std::string, double> Scrape(const std::string& url) {
-  const HttpResponse r = Get(url, "/metrics");
-  EXPECT_EQ(r.status, 200);
-  EXPECT_EQ(r.content_type, "text/plain; version=0.0.4; charset=utf-8");
-  std::map<std::string, double> samples;
-  for (absl::string_view line : absl::StrSplit(r.body, '\n', absl::SkipEmpty())) {
-    if (line[0] == '#') continue;
-    const size_t space = line.rfind(' ');
-    double value = 0;
-    EXPECT_TRUE(absl::SimpleAtod(line.substr(space + 1), &value)) << line;
-    samples[std::string(line.substr(0, space))] = value;
-  }
-  return samples;
-}
-
-// How much `series` grew from `before` to `after` (absent counts as 0).
-double Delta(const std::map<std::string, double>& before,
-             const std::map<std::string, double>& after,
-             const std::string& series) {
-  auto value = [&](const std::map<std::string, double>& m) {
-    auto it = m.find(series);
-    return it == m.end() ? 0.0 : it->second;
-  };
-  return value(after) - value(before);
-}
 
 TEST(MetricsTest, ScrapesCountJobsByTargetAndCode) {
   ServerProcess server;
@@ -243,9 +180,9 @@ TEST(MetricsTest, ProcessMetrics) {
 
 TEST(MetricsTest, OnlyMetricsIsServed) {
   ServerProcess server;
-  EXPECT_EQ(Get(server.metrics_url(), "/").status, 404);
-  EXPECT_EQ(Get(server.metrics_url(), "/metrics/x").status, 404);
-  EXPECT_EQ(Get(server.metrics_url(), "/metrics?x=1").status, 200);
+  EXPECT_EQ(HttpGet(server.metrics_url(), "/").status, 404);
+  EXPECT_EQ(HttpGet(server.metrics_url(), "/metrics/x").status, 404);
+  EXPECT_EQ(HttpGet(server.metrics_url(), "/metrics?x=1").status, 200);
 }
 
 TEST(MetricsTest, EmptyAddressTurnsTheEndpointOff) {

@@ -13,6 +13,7 @@
 
 #include "ptoserve/v1/job.pb.h"
 #include "tests/integration/server_process.h"
+#include "tests/integration/test_files.h"
 
 namespace ptoserve {
 namespace {
@@ -27,13 +28,6 @@ class PtoctlTest : public ::testing::Test {
 
   static CommandResult Ptoctl(const std::string& args) {
     return RunCommand("client/ptoctl --server=" + server_->address() + " " + args);
-  }
-
-  // Writes `bytes` to a file in the test's scratch directory.
-  static std::string WriteFile(const std::string& name, const std::string& bytes) {
-    const std::string path = std::string(std::getenv("TEST_TMPDIR")) + "/" + name;
-    std::ofstream(path, std::ios::binary) << bytes;
-    return path;
   }
 
   static ServerProcess* server_;
@@ -57,7 +51,7 @@ TEST_F(PtoctlTest, TxorWithRawFilesOnA2A3ShowsTheDecomposition) {
     a.push_back(static_cast<char>(i));
     b.push_back(static_cast<char>(3 * i));
   }
-  const std::string fa = WriteFile("a.bin", a), fb = WriteFile("b.bin", b);
+  const std::string fa = WriteTempFile("a.bin", a), fb = WriteTempFile("b.bin", b);
   CommandResult r = Ptoctl("txor --dtype=uint8 --shape=2x32 --valid=2x3 --src0=@" + fa +
                            " --src1=@" + fb + " --target=a2a3");
   ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -87,7 +81,7 @@ TEST_F(PtoctlTest, JsonOutputParsesBackAsAJobResult) {
 }
 
 TEST_F(PtoctlTest, RunSendsAJsonJobWithWaits) {
-  const std::string job = WriteFile("job.json", R"({
+  const std::string job = WriteTempFile("job.json", R"({
     "target": "TARGET_A5",
     "tiles": {
       "a": {"dtype": "DTYPE_INT32", "rows": 1, "cols": 8, "values": [1, 2, 3, 4, 5, 6, 7, 8]},
@@ -109,7 +103,7 @@ TEST_F(PtoctlTest, RunSendsAJsonJobWithWaits) {
 }
 
 TEST_F(PtoctlTest, StreamSendsOneJobPerLine) {
-  const std::string jobs = WriteFile("jobs.jsonl",
+  const std::string jobs = WriteTempFile("jobs.jsonl",
       R"({"tiles": {"a": {"dtype": "DTYPE_UINT8", "rows": 1, "cols": 2, "values": [12, 10]}}, )"
       R"("instructions": [{"opcode": "OPCODE_TAND", "dst": "c", "src0": "a", "src1": "a"}]})" "\n"
       "\n"
@@ -212,7 +206,7 @@ TEST_F(PtoctlTest, RunReadsStandardInputAndTellsJsonFromAssembly) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("c: 1x4 uint8\n  12 10  6  5\n"));
   // No extension and no '{': assembly.
-  const std::string program = WriteFile("program", "%c = txor %a, %b : !pto.tile<...>\n");
+  const std::string program = WriteTempFile("program", "%c = txor %a, %b : !pto.tile<...>\n");
   r = Ptoctl("run " + program + " --tile a=uint8:1x4:1,2,3,4 --tile b=uint8:1x4:3");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("c: 1x4 uint8\n  2 1 0 7\n"));
@@ -223,27 +217,27 @@ TEST_F(PtoctlTest, RunReadsStandardInputAndTellsJsonFromAssembly) {
 }
 
 TEST_F(PtoctlTest, JsonErrorsNameLineAndColumn) {
-  const std::string syntax = WriteFile("syntax.json", "{\n  \"target\": \"TARGET_A5\",\n  \"tiles\" {}\n}\n");
+  const std::string syntax = WriteTempFile("syntax.json", "{\n  \"target\": \"TARGET_A5\",\n  \"tiles\" {}\n}\n");
   CommandResult r = Ptoctl("run " + syntax);
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.output, HasSubstr("syntax.json:3:11: Expected : between key:value pair."));
-  const std::string field = WriteFile("field.json", "{\n  \"target\": \"TARGET_A5\",\n  \"tilez\": {}\n}\n");
+  const std::string field = WriteTempFile("field.json", "{\n  \"target\": \"TARGET_A5\",\n  \"tilez\": {}\n}\n");
   r = Ptoctl("run " + field);
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.output, HasSubstr("field.json:3:3: tilez: Cannot find field."));
-  const std::string value = WriteFile("value.json", "{\n  \"target\": \"TARGET_A6\"\n}\n");
+  const std::string value = WriteTempFile("value.json", "{\n  \"target\": \"TARGET_A6\"\n}\n");
   r = Ptoctl("run " + value);
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.output, HasSubstr("value.json:2:13: (target): invalid value \"TARGET_A6\""));
   // A stream's line numbers are the file's.
-  const std::string jobs = WriteFile("jobs.jsonl", "{}\n\n{\"id\" 1}\n");
+  const std::string jobs = WriteTempFile("jobs.jsonl", "{}\n\n{\"id\" 1}\n");
   r = Ptoctl("stream " + jobs);
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.output, HasSubstr("jobs.jsonl:3:7: Expected : between key:value pair."));
 }
 
 TEST_F(PtoctlTest, TargetFlagAppliesToJobsThatNameNone) {
-  const std::string job = WriteFile("untargeted.json",
+  const std::string job = WriteTempFile("untargeted.json",
       R"({"tiles": {"a": {"dtype": "DTYPE_UINT8", "rows": 1, "cols": 32, "fill": 6}},)"
       R"( "instructions": [{"opcode": "OPCODE_TXOR", "dst": "c", "src0": "a", "src1": "a", "tmp": "t"}]})");
   CommandResult r = Ptoctl("run " + job + " --target=a2a3");
@@ -253,7 +247,7 @@ TEST_F(PtoctlTest, TargetFlagAppliesToJobsThatNameNone) {
   r = Ptoctl("stream " + job + " --target=a5 --json");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("\"target\":\"TARGET_A5\""));
-  const std::string targeted = WriteFile("targeted.json",
+  const std::string targeted = WriteTempFile("targeted.json",
       R"({"target": "TARGET_HOST", "tiles": {"a": {"dtype": "DTYPE_UINT8", "rows": 1, "cols": 1}},)"
       R"( "instructions": [{"opcode": "OPCODE_TAND", "dst": "c", "src0": "a", "src1": "a"}]})");
   r = Ptoctl("run " + targeted + " --target=a5");
@@ -262,7 +256,7 @@ TEST_F(PtoctlTest, TargetFlagAppliesToJobsThatNameNone) {
 }
 
 TEST_F(PtoctlTest, JsonModeStreamsWithDefaultsAndReportsErrorsAsJson) {
-  const std::string jobs = WriteFile("mixed.jsonl",
+  const std::string jobs = WriteTempFile("mixed.jsonl",
       R"({"id": "ok", "tiles": {"a": {"dtype": "DTYPE_INT8", "rows": 1, "cols": 2, "values": [7, -2]}},)"
       R"( "instructions": [{"opcode": "OPCODE_TAND", "dst": "c", "src0": "a", "src1": "a"}]})" "\n"
       R"({"id": "bad", "instructions": [{"opcode": "OPCODE_TAND", "dst": "c", "src0": "x", "src1": "x"}]})" "\n");
@@ -297,7 +291,7 @@ TEST_F(PtoctlTest, JsonModeStreamsWithDefaultsAndReportsErrorsAsJson) {
 
 TEST_F(PtoctlTest, OutWritesEveryResultTileOfARun) {
   const std::string dir = std::string(std::getenv("TEST_TMPDIR")) + "/tiles";
-  const std::string job = WriteFile("two.json",
+  const std::string job = WriteTempFile("two.json",
       R"({"tiles": {"a": {"dtype": "DTYPE_UINT16", "rows": 1, "cols": 2, "values": [258, 65535]}},)"
       R"( "instructions": [{"opcode": "OPCODE_TAND", "dst": "c", "src0": "a", "src1": "a"},)"
       R"( {"opcode": "OPCODE_TXOR", "dst": "d", "src0": "a", "src1": "a"}]})");

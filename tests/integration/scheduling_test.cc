@@ -4,12 +4,14 @@
 #include <sys/wait.h>
 
 #include <atomic>
+#include <map>
 #include <random>
 #include <thread>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "client/client.h"
+#include "tests/integration/metrics_scrape.h"
 #include "tests/integration/server_process.h"
 
 namespace ptoserve {
@@ -77,14 +79,17 @@ TEST(SchedulingTest, TenThousandStreamedJobsAreEachAnsweredOnce) {
     ++answers[r.id()];
     const int i = std::stoi(r.id());
     if (i % 100 == 99) {
-      EXPECT_EQ(r.status().code(), static_cast<int>(absl::StatusCode::kInvalidArgument));
+      EXPECT_EQ(r.status().code(), v1::INVALID_ARGUMENT);
       EXPECT_THAT(r.status().message(), HasSubstr("src1 \"missing\""));
       ++errors;
       return;
     }
-    ASSERT_EQ(r.status().code(), 0) << r.status().message();
+    ASSERT_EQ(r.status().code(), v1::OK) << r.status().message();
     auto elements = TileElements<int32_t>(r.tiles().at("dst")).value();
-    EXPECT_EQ(elements[5], (i + 5) & 0x5555);
+    ASSERT_EQ(elements.size(), 32u);
+    for (size_t k = 0; k < elements.size(); ++k) {
+      ASSERT_EQ(elements[k], (i + static_cast<int>(k)) & 0x5555) << "job " << i << " element " << k;
+    }
   });
   ASSERT_TRUE(status.ok()) << status;
   EXPECT_EQ(answers.size(), 10000u);
@@ -106,6 +111,10 @@ TEST(SchedulingTest, JobTimeoutDropsAQueuedJob) {
   EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << r.status();
 }
 
+// The call's gRPC deadline, not only the client's own timer: the server
+// drops the job from its queue with DEADLINE_EXCEEDED (a server that
+// ignored the deadline would see the call cancelled instead, or run the
+// job), and never runs it.
 TEST(SchedulingTest, CallDeadlineDropsAQueuedJob) {
   ServerProcess server({"--max_queue_delay_us=1000000"});
   ClientOptions options;
@@ -114,11 +123,45 @@ TEST(SchedulingTest, CallDeadlineDropsAQueuedJob) {
   std::vector<int32_t> a(4, 1);
   absl::StatusOr<v1::JobResult> r = client->Execute(TandJob(a, a, 2, 2));
   EXPECT_EQ(r.status().code(), absl::StatusCode::kDeadlineExceeded) << r.status();
+  const std::string dropped = R"(ptoserve_jobs_total{target="host",code="DEADLINE_EXCEEDED"})";
+  const std::map<std::string, double> after =
+      ScrapeUntil(server.metrics_url(), [&](const auto& m) { return Value(m, dropped) >= 1; });
+  EXPECT_EQ(Value(after, dropped), 1);
+  EXPECT_EQ(Sum(after, "ptoserve_jobs_total"), 1);  // nothing else: not cancelled, not run
+  EXPECT_EQ(Value(after, R"(ptoserve_queue_time_seconds_count{opcode="TAND",target="host"})"), 0);
+  EXPECT_EQ(Value(after, "ptoserve_jobs_in_flight"), 0);
   // The server is still healthy and answers the next job (it waits out the
   // batch delay: give it time).
   ClientOptions patient;
   auto client2 = Client::Connect(server.address(), patient).value();
   EXPECT_TRUE(client2->Execute(TandJob(a, a, 2, 2)).ok());
+}
+
+// A call its client cancels while the job is queued: dropped as CANCELLED,
+// never run.
+TEST(SchedulingTest, CancelledCallDropsItsQueuedJob) {
+  ServerProcess server({"--max_queue_delay_us=1000000"});
+  auto channel = grpc::CreateChannel(server.address(), grpc::InsecureChannelCredentials());
+  auto stub = v1::TileCompute::NewStub(channel);
+  std::vector<int32_t> a(4, 1);
+  grpc::ClientContext context;
+  v1::JobResult result;
+  std::thread cancel([&] {
+    // Cancel once the server holds the job in its queue.
+    ScrapeUntil(server.metrics_url(),
+                [](const auto& m) { return Value(m, "ptoserve_jobs_in_flight") >= 1; });
+    context.TryCancel();
+  });
+  grpc::Status status = stub->Execute(&context, TandJob(a, a, 2, 2), &result);
+  cancel.join();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::CANCELLED);
+  const std::string cancelled = R"(ptoserve_jobs_total{target="host",code="CANCELLED"})";
+  const std::map<std::string, double> after = ScrapeUntil(
+      server.metrics_url(), [&](const auto& m) { return Value(m, cancelled) >= 1; });
+  EXPECT_EQ(Value(after, cancelled), 1);
+  EXPECT_EQ(Sum(after, "ptoserve_jobs_total"), 1);
+  EXPECT_EQ(Value(after, R"(ptoserve_queue_time_seconds_count{opcode="TAND",target="host"})"), 0);
+  EXPECT_EQ(Value(after, "ptoserve_jobs_in_flight"), 0);
 }
 
 TEST(SchedulingTest, FullQueueIsResourceExhausted) {
@@ -127,7 +170,11 @@ TEST(SchedulingTest, FullQueueIsResourceExhausted) {
   auto client = Client::Connect(server.address()).value();
   std::vector<int32_t> a(4, 1);
   std::thread first([&] { EXPECT_TRUE(client->Execute(TandJob(a, a, 2, 2)).ok()); });
-  absl::SleepFor(absl::Milliseconds(100));
+  // Once the first job holds the queue's one place:
+  const auto queued = ScrapeUntil(server.metrics_url(), [](const auto& m) {
+    return Value(m, "ptoserve_queue_depth") >= 1;
+  });
+  ASSERT_EQ(Value(queued, "ptoserve_queue_depth"), 1);
   absl::StatusOr<v1::JobResult> r = client->Execute(TandJob(a, a, 2, 2));
   EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted) << r.status();
   EXPECT_THAT(std::string(r.status().message()), HasSubstr("queue is full"));
@@ -155,7 +202,7 @@ TEST(SchedulingTest, SigtermAnswersEveryAcceptedCallAndExitsZero) {
   for (int c = 0; c < 16; ++c) {
     clients.emplace_back([&] {
       auto client = Client::Connect(server.address());
-      if (!client.ok()) return;
+      ASSERT_TRUE(client.ok()) << client.status();
       std::vector<int32_t> a(64, 7);
       for (int i = 0; i < 200 && !stop; ++i) {
         absl::StatusOr<v1::JobResult> r = (*client)->Execute(TandJob(a, a, 8, 8));
@@ -171,7 +218,10 @@ TEST(SchedulingTest, SigtermAnswersEveryAcceptedCallAndExitsZero) {
       }
     });
   }
-  absl::SleepFor(absl::Milliseconds(300));
+  // SIGTERM once the server is answering calls from every client.
+  ScrapeUntil(server.metrics_url(), [](const auto& m) {
+    return Value(m, R"(ptoserve_jobs_total{target="host",code="OK"})") >= 64;
+  });
   const int status = server.Terminate();
   stop = true;
   for (auto& t : clients) t.join();

@@ -11,45 +11,13 @@
 #include "client/client.h"
 #include "grpc/reflection/v1alpha/reflection.grpc.pb.h"
 #include "tests/integration/process_stats.h"
+#include "tests/integration/test_files.h"
 #include "tests/integration/server_process.h"
 
 namespace ptoserve {
 namespace {
 
 using ::testing::HasSubstr;
-
-std::string Read(const std::string& path) {
-  std::ifstream file(path);
-  std::stringstream text;
-  text << file.rdbuf();
-  return text.str();
-}
-
-// A CA, a server certificate for localhost and 127.0.0.1, and a client
-// certificate, all signed by the CA, in TEST_TMPDIR.
-class Pki {
- public:
-  Pki() : dir_(std::getenv("TEST_TMPDIR")) {
-    const std::string ec = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes";
-    const std::string script =
-        "cd " + dir_ + " && set -e\n"
-        "openssl req -x509 " + ec + " -keyout ca.key -out ca.crt -days 1 -subj /CN=test-ca\n"
-        "openssl req " + ec + " -keyout server.key -out server.csr -subj /CN=localhost\n"
-        "printf 'subjectAltName=DNS:localhost,IP:127.0.0.1' > san.ext\n"
-        "openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial "
-        "-out server.crt -days 1 -extfile san.ext\n"
-        "openssl req " + ec + " -keyout client.key -out client.csr -subj /CN=client\n"
-        "openssl x509 -req -in client.csr -CA ca.crt -CAkey ca.key -CAcreateserial "
-        "-out client.crt -days 1\n";
-    CommandResult r = RunCommand(script);
-    EXPECT_EQ(r.exit_code, 0) << r.output;
-  }
-  std::string path(const std::string& name) const { return dir_ + "/" + name; }
-  std::string pem(const std::string& name) const { return Read(path(name)); }
-
- private:
-  std::string dir_;
-};
 
 absl::Status TryTand(const std::string& address, const ClientOptions& options) {
   auto client = Client::Connect(address, options);
@@ -76,10 +44,14 @@ TEST(SecurityTest, TlsServerRefusesPlaintextAndServesTls) {
   tls.tls = true;
   tls.tls_ca_pem = pki.pem("ca.crt");
   EXPECT_TRUE(TryTand(server.address(), tls).ok());
-  // A client that trusts another CA does not get through.
+  // A client that trusts another CA does not get through, and says why.
   ClientOptions stranger = tls;
-  stranger.tls_ca_pem = pki.pem("client.crt");
-  EXPECT_FALSE(TryTand(server.address(), stranger).ok());
+  stranger.tls_ca_pem = pki.pem("other.crt");
+  absl::Status refused = TryTand(server.address(), stranger);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kUnavailable) << refused;
+  EXPECT_THAT(std::string(refused.message()), HasSubstr("certificate verify failed"));
+  // The server is none the worse for it.
+  EXPECT_TRUE(TryTand(server.address(), tls).ok());
 }
 
 TEST(SecurityTest, MutualTlsNeedsAClientCertificate) {
@@ -90,15 +62,23 @@ TEST(SecurityTest, MutualTlsNeedsAClientCertificate) {
   ClientOptions tls = Quick();
   tls.tls = true;
   tls.tls_ca_pem = pki.pem("ca.crt");
-  EXPECT_FALSE(TryTand(server.address(), tls).ok());  // no client certificate
+  absl::Status refused = TryTand(server.address(), tls);  // no client certificate
+  EXPECT_EQ(refused.code(), absl::StatusCode::kUnavailable) << refused;
+  EXPECT_THAT(std::string(refused.message()), HasSubstr("Socket closed"));
   tls.tls_cert_pem = pki.pem("client.crt");
   tls.tls_key_pem = pki.pem("client.key");
+  EXPECT_TRUE(TryTand(server.address(), tls).ok());
+  // A certificate another CA signed is no better than none.
+  ClientOptions impostor = tls;
+  impostor.tls_cert_pem = pki.pem("other.crt");
+  impostor.tls_key_pem = pki.pem("other.key");
+  EXPECT_EQ(TryTand(server.address(), impostor).code(), absl::StatusCode::kUnavailable);
   EXPECT_TRUE(TryTand(server.address(), tls).ok());
 }
 
 TEST(SecurityTest, BearerTokens) {
-  const std::string tokens = std::string(std::getenv("TEST_TMPDIR")) + "/tokens";
-  std::ofstream(tokens) << "# ptoserve tokens\n\nsecret-one\nsecret-two\n";
+  const std::string tokens =
+      WriteTempFile("tokens", "# ptoserve tokens\n\nsecret-one\nsecret-two\n");
   ServerProcess server({"--auth_token_file=" + tokens});
   ClientOptions o = Quick();
   absl::Status missing = TryTand(server.address(), o);
@@ -163,10 +143,6 @@ TEST(SecurityTest, PtoctlOverTls) {
 // fails: not after --timeout, and not as a bare "cannot connect".
 TEST(SecurityTest, PtoctlConnectionFailuresFailFastWithTheReason) {
   Pki pki;
-  // Another CA, which signed nothing the server presents.
-  ASSERT_EQ(RunCommand("cd " + pki.path("") + " && openssl req -x509 -newkey ec -pkeyopt "
-                       "ec_paramgen_curve:prime256v1 -nodes -keyout other.key -out other.crt "
-                       "-days 1 -subj /CN=other-ca").exit_code, 0);
   ServerProcess server({"--tls_cert=" + pki.path("server.crt"),
                         "--tls_key=" + pki.path("server.key"),
                         "--tls_client_ca=" + pki.path("ca.crt")});
@@ -205,8 +181,8 @@ TEST(SecurityTest, PtoctlConnectionFailuresFailFastWithTheReason) {
 // that is not a comment, so a server's token file works) or
 // $PTOSERVE_TOKEN.
 TEST(SecurityTest, PtoctlTokenFromAFileOrTheEnvironment) {
-  const std::string tokens = std::string(std::getenv("TEST_TMPDIR")) + "/tokens";
-  std::ofstream(tokens) << "# ptoserve tokens\n\n  secret-one\nsecret-two\n";
+  const std::string tokens =
+      WriteTempFile("tokens", "# ptoserve tokens\n\n  secret-one\nsecret-two\n");
   ServerProcess server({"--auth_token_file=" + tokens});
   const std::string ptoctl = "client/ptoctl --server=" + server.address() + " ";
   const std::string tand = " tand --dtype=int8 --shape=1x2 --src0=3 --src1=6";
@@ -218,7 +194,7 @@ TEST(SecurityTest, PtoctlTokenFromAFileOrTheEnvironment) {
   r = RunCommand("PTOSERVE_TOKEN=secret-three " + ptoctl + tand);
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.output, HasSubstr("UNAUTHENTICATED"));
-  std::ofstream(tokens + ".empty") << "# nothing here\n";
+  WriteTempFile("tokens.empty", "# nothing here\n");
   r = RunCommand(ptoctl + "--token_file=" + tokens + ".empty" + tand);
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.output, HasSubstr("holds no token"));
@@ -232,8 +208,7 @@ TEST(SecurityTest, PtoctlTokenFromAFileOrTheEnvironment) {
 // metadata processors for TLS credentials only.)
 TEST(SecurityTest, TlsTokensAreCheckedBeforeTheRequestIsRead) {
   Pki pki;
-  const std::string tokens = std::string(std::getenv("TEST_TMPDIR")) + "/tls_tokens";
-  std::ofstream(tokens) << "secret\n";
+  const std::string tokens = WriteTempFile("tls_tokens", "secret\n");
   ServerProcess server({"--tls_cert=" + pki.path("server.crt"),
                         "--tls_key=" + pki.path("server.key"), "--auth_token_file=" + tokens});
   const int64_t before = ReadProcessStats(server.pid()).hwm_kb;

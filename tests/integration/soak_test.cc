@@ -36,6 +36,7 @@
 #include "ptoserve/v1/service.grpc.pb.h"
 #include "server/mutex.h"
 #include "tests/integration/grpc_util.h"
+#include "tests/integration/metrics_scrape.h"
 #include "tests/integration/process_stats.h"
 #include "tests/integration/random_jobs.h"
 #include "tests/integration/server_process.h"
@@ -373,37 +374,6 @@ void RunLoad(const std::string& address, absl::Duration duration, int seed,
   for (auto& t : clients) t.join();
 }
 
-// `name` from the server's /metrics page (0 if absent).
-double Metric(const std::string& url, const std::string& name) {
-  const std::string host_port = url.substr(7, url.find('/', 7) - 7);
-  const size_t colon = host_port.rfind(':');
-  int port = 0;
-  EXPECT_TRUE(absl::SimpleAtoi(host_port.substr(colon + 1), &port));
-  char error[256] = "";
-  mg_connection* connection =
-      mg_download(host_port.substr(0, colon).c_str(), port, 0, error, sizeof error,
-                  "GET /metrics HTTP/1.0\r\nHost: %s\r\n\r\n", host_port.c_str());
-  if (connection == nullptr) {
-    ADD_FAILURE() << "GET " << url << ": " << error;
-    return -1;
-  }
-  std::string body;
-  char buf[4096];
-  int n;
-  while ((n = mg_read(connection, buf, sizeof buf)) > 0) body.append(buf, n);
-  mg_close_connection(connection);
-  double total = 0;
-  for (absl::string_view line : absl::StrSplit(body, '\n', absl::SkipEmpty())) {
-    if (line[0] == '#') continue;
-    const size_t space = line.rfind(' ');
-    absl::string_view series = line.substr(0, space);
-    if (series != name && !absl::StartsWith(series, name + "{")) continue;
-    double value = 0;
-    if (absl::SimpleAtod(line.substr(space + 1), &value)) total += value;
-  }
-  return total;
-}
-
 int SoakSeconds() {
   const char* env = std::getenv("PTOSERVE_SOAK_SECONDS");
   int seconds = 60;
@@ -451,9 +421,10 @@ TEST(SoakTest, TwoHundredClientsWithFaultsEveryCallAnsweredOnce) {
   const ProcessStats after = WaitForStats(pid, 20000, [&](const ProcessStats& s) {
     return s.fds <= baseline.fds && s.threads <= baseline.threads;
   });
-  const double in_flight = Metric(server.metrics_url(), "ptoserve_jobs_in_flight");
-  const double queued = Metric(server.metrics_url(), "ptoserve_queue_depth");
-  const double server_jobs = Metric(server.metrics_url(), "ptoserve_jobs_total");
+  const std::map<std::string, double> scraped = Scrape(server.metrics_url());
+  const double in_flight = Sum(scraped, "ptoserve_jobs_in_flight");
+  const double queued = Sum(scraped, "ptoserve_queue_depth");
+  const double server_jobs = Sum(scraped, "ptoserve_jobs_total");
   // VmHWM is updated lazily; a sample may have seen more.
   const int64_t peak_kb = std::max(peak.rss_kb, ReadProcessStats(pid).hwm_kb);
 
