@@ -155,6 +155,7 @@ class JobBinder {
 
   JobCost Cost() const {
     JobCost cost;
+    cost.tiles = descs_.size();
     const std::vector<bool> borrowed = Borrowed();
     for (size_t s = 0; s < descs_.size(); ++s) {
       if (!borrowed[s]) cost.tile_bytes += descs_[s].bytes();

@@ -103,6 +103,8 @@ struct JobCost {
   // 8 bytes per element for tiles returned as values. A lower bound on the
   // serialized result.
   uint64_t result_bytes = 0;
+  // The job's tiles, declared and made by the engine.
+  uint64_t tiles = 0;
 };
 
 // Decides whether a job of a given cost may go ahead; an error stops it

@@ -267,9 +267,10 @@ constexpr FieldRule kDurationFields[] = {{1, Wire::kVarint}, {2, Wire::kVarint}}
 constexpr size_t kMaxUnknownFields = 16;
 
 // One pass over a serialized Job, one message at a time, that checks what
-// parsing it would cost. It reads to the end before it answers: bytes that
-// are malformed anywhere are the parser's to report, whatever else is
-// wrong with them.
+// parsing it would cost. It reads to the end before it answers, and bytes
+// that are malformed anywhere (a field running past the end of its
+// message, a bad tag or wire type) are refused as such: protobuf would
+// parse, and keep, everything before or inside the malformed field first.
 class WireScan {
  public:
   WireScan(google::protobuf::io::ZeroCopyInputStream* bytes, size_t size,
@@ -281,10 +282,12 @@ class WireScan {
   absl::StatusOr<WireShape> Run() {
     Message(kJobFields, [&](int field, uint32_t length) { JobField(field, length); });
     if (in_.BytesUntilLimit() != 0) corrupt_ = true;  // stopped at a 0 tag
-    if (corrupt_ || first_error_.ok()) {
-      return WireShape{tiles_, instructions_, assembly_bytes_};
+    if (corrupt_) {
+      return absl::InvalidArgumentError(
+          "is not a ptoserve.v1.Job: its protobuf encoding is truncated or corrupt");
     }
-    return first_error_;
+    if (!first_error_.ok()) return first_error_;
+    return WireShape{tiles_, instructions_, assembly_bytes_};
   }
 
  private:
@@ -431,7 +434,9 @@ class WireScan {
 
 absl::StatusOr<WireShape> CheckJobWire(google::protobuf::io::ZeroCopyInputStream* bytes,
                                        size_t size, const EngineLimits& limits) {
-  if (size > static_cast<size_t>(INT32_MAX)) return WireShape();  // the parser's
+  if (size > static_cast<size_t>(INT32_MAX)) {
+    return absl::ResourceExhaustedError("a request is at most 2^31 bytes");
+  }
   return WireScan(bytes, size, limits).Run();
 }
 

@@ -44,8 +44,11 @@ inline constexpr size_t kMaxAssemblyLineBytes = 4096;
 // `limits`), and names longer than kMaxNameBytes (INVALID_ARGUMENT, quoting
 // their start), and fields of no ptoserve.v1 message beyond a few (protobuf
 // keeps each). `bytes` holds `size` bytes. Reads them once and allocates
-// nothing; bytes that are not a Job (a field running past the end) are left
-// for the parser to report. Returns what it counted.
+// nothing. Bytes that are malformed anywhere (a field running past the end
+// of its message, a bad tag) are INVALID_ARGUMENT "is not a ptoserve.v1.Job:
+// its protobuf encoding is truncated or corrupt", whatever else is wrong
+// with them; what only the parser checks (UTF-8 in strings) is left to it.
+// Returns what it counted.
 struct WireShape {
   size_t tiles = 0;
   size_t instructions = 0;

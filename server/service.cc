@@ -5,10 +5,12 @@
 #include <new>
 #include <optional>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/synchronization/mutex.h"
 #include "grpcpp/support/proto_buffer_reader.h"
+#include "server/admission.h"
 #include "server/mutex.h"
 #include "core/status_macros.h"
 
@@ -16,10 +18,6 @@ namespace ptoserve {
 
 namespace {
 
-// What one instruction's event record may take in a result, for the
-// memory estimate: its names, times and a few micro-operations (the names
-// of the events it waits on are counted apart).
-constexpr uint64_t kEventBytes = 512;
 
 // A request at most this large, with at most this many instructions and
 // this much assembly, is decoded (and may be run, see kRunHereBytes) on the
@@ -87,8 +85,13 @@ absl::StatusOr<WireShape> TileComputeService::Inspect(
       CheckJobWire(&reader, bytes.Length(), engine_->options().limits);
   if (!shape.ok()) {
     metrics_->JobAnswered(JobRecord("unknown"), shape.status().code());
+    // "the request (N bytes) is not a ptoserve.v1.Job: ...", or
+    // "the request (N bytes): job has more than 1024 tiles, the limit".
+    const absl::string_view message = shape.status().message();
     return absl::Status(shape.status().code(),
-                        absl::StrCat(what, ": ", shape.status().message()));
+                        absl::StrFormat("%s (%u bytes)%s %s", what, bytes.Length(),
+                                        absl::StartsWith(message, "is not ") ? "" : ":",
+                                        message));
   }
   return shape;
 }
@@ -209,14 +212,6 @@ absl::Status TileComputeService::Queue(const v1::Job& job, uint64_t request_byte
   // What the job will hold, checked and reserved once its tiles are known
   // and before any of them is made.
   auto hold = std::make_shared<MemoryBudget::Hold>();
-  uint64_t events = 0;
-  for (const Instruction& inst : decoded.spec.instructions) {
-    events += kEventBytes;
-    // A wait's name is in the job, its event, the result and its bytes.
-    for (const std::string& wait : inst.wait_events) {
-      events += 4 * (sizeof(std::string) + wait.size());
-    }
-  }
   const Admission admit = [&](const JobCost& cost) -> absl::Status {
     if (cost.result_bytes > max_message_bytes_) {
       return absl::ResourceExhaustedError(absl::StrFormat(
@@ -224,15 +219,14 @@ absl::Status TileComputeService::Queue(const v1::Job& job, uint64_t request_byte
           "(%u, --max_message_mb)",
           cost.result_bytes, max_message_bytes_));
     }
-    const uint64_t bytes =
-        request_bytes + cost.tile_bytes + 2 * cost.result_bytes + events;
+    const Footprint f = JobFootprint(request_bytes, decoded, cost);
+    const uint64_t bytes = f.total();
     if (bytes > max_job_bytes_) {
       return absl::ResourceExhaustedError(absl::StrFormat(
           "the job would hold %u bytes (request %u, tiles the server makes "
-          "%u, result %u, built and serialized), over the limit of %u per "
-          "job (--max_job_mb)",
-          bytes, request_bytes, cost.tile_bytes, cost.result_bytes,
-          max_job_bytes_));
+          "%u, result %u, built and serialized, bookkeeping %u), over the "
+          "limit of %u per job (--max_job_mb)",
+          bytes, f.request, f.tiles, f.result, f.bookkeeping, max_job_bytes_));
     }
     absl::StatusOr<MemoryBudget::Hold> reserved = budget_->Reserve(bytes);
     if (!reserved.ok()) {

@@ -24,14 +24,20 @@ namespace ptoserve {
 namespace fuzz {
 
 // A serialized ptoserve.v1.Job, through what the server does with one:
-// DecodeJob (assembly included), Engine::Prepare, every instruction run in
-// order, Finish, ToJobResult; on small limits (64 KiB tiles, 64 tiles and
-// 64 instructions a job) so that each input runs in milliseconds. A job
-// that runs must also give the same outcome when run again in another order
-// its dependencies allow (PreparedJob::predecessors), batching what the
+// CheckJobWire, the parse, DecodeJob (assembly included), Engine::Prepare
+// admitted by the service's formula, every instruction run in order,
+// Finish, ToJobResult and its serialization; on small limits (64 KiB
+// tiles, 64 tiles and 64 instructions a job) so that each input runs in
+// milliseconds. What the wire check lets through must parse to a job
+// within the limits it checks, with the counts it reported. A job that runs
+// must also give the same outcome when run again in another order its
+// dependencies allow (PreparedJob::predecessors), batching what the
 // scheduler may batch (BatchKey); match a naive interpreter of the job; and
 // return a tile sent as values that no instruction writes as the same
-// numbers.
+// numbers. Under AddressSanitizer (clang), the heap must never grow by
+// more than a bound made of what admission counted (docs/FUZZING.md);
+// $PTOSERVE_FUZZ_HEAP_LOG names a file that gets a line per input with
+// the measurement.
 absl::Status RunJob(absl::string_view bytes);
 
 // PTO assembly text. If it parses, printing it must give text that parses

@@ -1,6 +1,8 @@
 // RunJob (fuzz_targets.h): a serialized Job through the wire checks,
 // decode, validation, admission, execution and encoding.
+#include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+#include <google/protobuf/wire_format_lite.h>
 
 #include <algorithm>
 #include <cfloat>
@@ -16,27 +18,42 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "core/asm/ast.h"
+#include "core/asm/lexer.h"
 #include "core/backends/backend.h"
 #include "core/quote.h"
 #include "core/status_macros.h"
 #include "ptoserve/v1/job.pb.h"
+#include "server/admission.h"
 #include "server/codec.h"
 #include "tests/fuzz/fuzz_targets.h"
 #include "tests/fuzz/fuzz_util.h"
 
-// The heap meter needs AddressSanitizer's allocator; without it (the gcc
-// build of corpus_test) RunJob skips the amplification check.
+// The heap meter needs AddressSanitizer's allocator and its hooks
+// (sanitizer/allocator_interface.h, which clang has and gcc lacks); without
+// them (the gcc builds of corpus_test) RunJob skips the amplification check.
 #if defined(__has_feature)
 #if __has_feature(address_sanitizer)
-#define PTOSERVE_FUZZ_HEAP_METER 1
+#define PTOSERVE_FUZZ_ASAN 1
 #endif
 #endif
-#if !defined(PTOSERVE_FUZZ_HEAP_METER) && defined(__SANITIZE_ADDRESS__)
+#if defined(__SANITIZE_ADDRESS__)
+#define PTOSERVE_FUZZ_ASAN 1
+#endif
+#if defined(PTOSERVE_FUZZ_ASAN) && defined(__has_include)
+#if __has_include(<sanitizer/allocator_interface.h>)
 #define PTOSERVE_FUZZ_HEAP_METER 1
+#endif
 #endif
 #ifdef PTOSERVE_FUZZ_HEAP_METER
+#include <pthread.h>
 #include <sanitizer/allocator_interface.h>
+
+#include <atomic>
 #endif
 
 namespace ptoserve {
@@ -44,94 +61,241 @@ namespace fuzz {
 
 namespace {
 
-// The server's admission (TileComputeService::Queue) with limits sized for
-// the fuzzer's engine: a job may hold its request, the tiles the engine
-// makes, its result twice (built and serialized) and 512 bytes an
-// instruction for its event (service.cc's kEventBytes), 4 MiB in all.
-constexpr uint64_t kEventBytes = 512;
+// The server's admission (TileComputeService::Queue, through
+// server/admission.h), with limits sized for the fuzzer's engine: 4 MiB a
+// job, 4 MiB a message.
 constexpr uint64_t kMaxJobBytes = uint64_t{4} << 20;
 constexpr uint64_t kMaxMessageBytes = uint64_t{4} << 20;
 
-// The amplification bound (docs/FUZZING.md): at no checkpoint of the
-// server's path may the heap hold more, over what it held before the
-// input, than
-//   kInputFactor * request bytes
-//     + kCostFactor * (JobCost::tile_bytes + JobCost::result_bytes)
-//     + kSlackBytes.
-// The cost is zero for a job refused before admission.
-constexpr uint64_t kInputFactor = 4;
-constexpr uint64_t kCostFactor = 3;
-constexpr uint64_t kSlackBytes = uint64_t{256} << 10;
+// What admission knows of a request, as far as the server's path got.
+struct Admitted {
+  uint64_t request_bytes = 0;
+  // What admission counts (server/admission.h): once decoded, the request
+  // and the bookkeeping; once Prepare has asked, everything.
+  Footprint footprint;
+  // What Prepare asked admission about, if it did.
+  std::optional<JobCost> cost;
+  bool admitted = false;  // and admission said yes
+  // What the request holds on the wire (CountOnWire), each count capped at
+  // what CheckJobWire may let through; instructions lowered from assembly
+  // count too, once decoded.
+  uint64_t tiles = 0;
+  uint64_t instructions = 0;
+  uint64_t waits = 0;
+  // What parsing its assembly holds at once (ShapeOf).
+  uint64_t line_bytes = 0;
+  uint64_t statements = 0;
 
-// Heap bytes in use, sampled at checkpoints, relative to where they stood
-// when the meter was made. Zero everywhere without AddressSanitizer.
+  // The bytes admission reserves for the job, with the tile and result
+  // terms only if it admitted the job: a refused job never gets its tiles
+  // made.
+  uint64_t Bytes() const {
+    if (admitted) return footprint.total();
+    return std::max(request_bytes, footprint.request) + footprint.bookkeeping;
+  }
+};
+
+// The amplification bound (docs/FUZZING.md): at no moment of the server's
+// path may the heap hold more, over what it held before the input, than
+//
+//   kRequestFactor x request bytes + Admitted::Bytes()
+//     + what admission does not count, each term capped by a limit:
+//       kTileBytes x tiles + kInstructionBytes x instructions
+//       + kWaitBytes x waits + kStatementBytes x assembly statements
+//       + kTokenBytes x the longest lexed line of assembly
+//     + kSlackBytes.
+//
+// Admitted::Bytes() already counts the request once, and tiles and results
+// as many times as the engine and the reply hold them. The request term is
+// for the names it carries, which the server copies: into the spec, tile
+// slots and event ids, the result and its bytes. The others are costs
+// admission leaves out, measured (tests/fuzz runs with
+// $PTOSERVE_FUZZ_HEAP_LOG, docs/FUZZING.md) and rounded up:
+//   a tile: its map node and v1::Tile, its TileInput, slot and description,
+//     and its entry in the result (about 600 bytes);
+//   an instruction: its event record and trace as the engine keeps them and
+//     as the result holds them (about 2.4 KiB; admission counts 2.5 KiB
+//     once the job is decoded, server/admission.cc);
+//   a waited-on event, before admission: the parsed job's string and the
+//     spec's (about 80 bytes; admission's 4 x (32 + length) comes later);
+//   a statement of assembly: pasm::Statement in a vector that doubles (3
+//     of them at a reallocation);
+//   a byte of the longest line: at most one pasm::Token, likewise.
+// Names, assembly text and tile elements are in the request term.
+constexpr uint64_t kRequestFactor = 3;
+constexpr uint64_t kTileBytes = 768;
+constexpr uint64_t kInstructionBytes = 2048;
+constexpr uint64_t kWaitBytes = 80;
+constexpr uint64_t kStatementBytes = 3 * sizeof(pasm::Statement);
+constexpr uint64_t kTokenBytes = 3 * sizeof(pasm::Token);
+constexpr uint64_t kSlackBytes = uint64_t{8} << 10;
+
+uint64_t Bound(const Admitted& a) {
+  return kRequestFactor * a.request_bytes + a.Bytes() + kTileBytes * a.tiles +
+         kInstructionBytes * a.instructions + kWaitBytes * a.waits +
+         kStatementBytes * a.statements + kTokenBytes * a.line_bytes +
+         kSlackBytes;
+}
+
+#ifdef PTOSERVE_FUZZ_HEAP_METER
+// The allocator's hooks see every allocation and free of the process; while
+// a HeapMeter is on, those of the thread that made it move its count, so
+// that the meter holds the true high-water mark, not samples.
+struct HeapCount {
+  std::atomic<bool> on{false};
+  pthread_t owner{};
+  bool paused = false;  // counted, but no new peak
+  int64_t level = 0;
+  int64_t peak = 0;
+  const char* step = "";
+  const char* peak_step = "";
+};
+HeapCount g_heap;
+
+bool Counting() {
+  return g_heap.on.load(std::memory_order_acquire) &&
+         pthread_equal(pthread_self(), g_heap.owner);
+}
+
+void OnMalloc(const volatile void* ptr, size_t size) {
+  if (!Counting()) return;
+  g_heap.level += static_cast<int64_t>(size);
+  if (!g_heap.paused && g_heap.level > g_heap.peak) {
+    g_heap.peak = g_heap.level;
+    g_heap.peak_step = g_heap.step;
+  }
+}
+
+void OnFree(const volatile void* ptr) {
+  if (ptr == nullptr || !Counting() || !__sanitizer_get_ownership(ptr)) return;
+  g_heap.level -= static_cast<int64_t>(__sanitizer_get_allocated_size(ptr));
+}
+
+// Before main: the hooks may only be installed while the process has one
+// thread.
+const bool kHooksInstalled =
+    __sanitizer_install_malloc_and_free_hooks(&OnMalloc, &OnFree) != 0;
+#endif
+
+// Heap bytes in use by the thread that made the meter, relative to where
+// they stood then, and their high-water mark; the step of the server's path
+// that was running when it was reached. Zero everywhere without
+// AddressSanitizer.
 class HeapMeter {
  public:
-  HeapMeter() : start_(Allocated()) {}
+  HeapMeter() {
+#ifdef PTOSERVE_FUZZ_HEAP_METER
+    g_heap.owner = pthread_self();
+    g_heap.level = g_heap.peak = 0;
+    g_heap.paused = false;
+    g_heap.step = g_heap.peak_step = "wire";
+    g_heap.on.store(kHooksInstalled, std::memory_order_release);
+#endif
+  }
+  ~HeapMeter() {
+#ifdef PTOSERVE_FUZZ_HEAP_METER
+    g_heap.on.store(false, std::memory_order_release);
+#endif
+  }
+  HeapMeter(const HeapMeter&) = delete;
+  HeapMeter& operator=(const HeapMeter&) = delete;
 
-  void Sample(const char* checkpoint) {
-    const int64_t now = Allocated() - start_;
-    if (samples_ < kMaxSamples) sampled_[samples_++] = {checkpoint, now};
-    if (now > peak_) {
-      peak_ = now;
-      peak_at_ = checkpoint;
-    }
+  // The step that ran so far ends with the heap at Level(); `next` starts.
+  void Step(const char* next) {
+    if (samples_ < kMaxSamples) sampled_[samples_++] = {Current(), Level()};
+#ifdef PTOSERVE_FUZZ_HEAP_METER
+    g_heap.step = next;
+#endif
   }
 
-  static uint64_t Bound(size_t input, const std::optional<JobCost>& cost) {
-    const uint64_t declared =
-        cost.has_value() ? cost->tile_bytes + cost->result_bytes : 0;
-    return kInputFactor * input + kCostFactor * declared + kSlackBytes;
+  // What the fuzzer's own checks allocate is not the server's: it moves
+  // the count (and is freed before Resume) but sets no peak.
+  void Pause() { SetPaused(true); }
+  void Resume() { SetPaused(false); }
+
+  int64_t Peak() const {
+#ifdef PTOSERVE_FUZZ_HEAP_METER
+    return g_heap.peak;
+#else
+    return 0;
+#endif
   }
 
-  absl::Status CheckBound(size_t input,
-                          const std::optional<JobCost>& cost) const {
-    if (peak_ <= 0 || static_cast<uint64_t>(peak_) <= Bound(input, cost)) {
+  absl::Status CheckBound(const Admitted& a) const {
+    const int64_t peak = Peak();
+    if (peak <= 0 || static_cast<uint64_t>(peak) <= Bound(a)) {
       return absl::OkStatus();
     }
     return absl::InternalError(absl::StrFormat(
-        "memory amplification: the heap grew by %d bytes (after %s) for a "
-        "request of %u bytes declaring %u tile bytes and %u result bytes; "
-        "the bound is %u (%u x request + %u x declared + %u)",
-        peak_, peak_at_, input, cost ? cost->tile_bytes : 0,
-        cost ? cost->result_bytes : 0, Bound(input, cost), kInputFactor,
-        kCostFactor, kSlackBytes));
+        "memory amplification: the heap grew by %d bytes (in %s) for a "
+        "request of %u bytes, which admission counted as %u bytes (bookkeeping "
+        "%u, tiles %d, result %d, %s); with %u tiles, %u instructions, %u "
+        "waits, %u assembly statements and a %u-byte line, the bound is %u",
+        peak, PeakStep(), a.request_bytes, a.Bytes(), a.footprint.bookkeeping,
+        a.cost ? static_cast<int64_t>(a.cost->tile_bytes) : -1,
+        a.cost ? static_cast<int64_t>(a.cost->result_bytes) : -1,
+        a.admitted ? "admitted" : "not admitted", a.tiles, a.instructions,
+        a.waits, a.statements, a.line_bytes, Bound(a)));
   }
 
-  // One line for the measurement that chose the bound: request bytes,
-  // tile bytes, result bytes (both -1 if never admitted), peak, where, then
-  // every sample as checkpoint=bytes.
-  void Log(FILE* out, size_t input, const std::optional<JobCost>& cost) const {
-    std::fprintf(out, "%zu %" PRId64 " %" PRId64 " %" PRId64 " %s", input,
-                 cost ? static_cast<int64_t>(cost->tile_bytes) : -1,
-                 cost ? static_cast<int64_t>(cost->result_bytes) : -1, peak_,
-                 peak_at_);
+  // One line for the measurement that chose the bound (docs/FUZZING.md):
+  // the input's FNV-1a hash (to find it again), request bytes, tiles,
+  // instructions, waits, assembly statements, longest line, bookkeeping,
+  // tile bytes and result bytes (-1 if admission never saw them), 1 if
+  // admitted, Admitted::Bytes(), peak, Bound(), the step the peak was in,
+  // then each step's end as step=bytes.
+  void Log(FILE* out, absl::string_view input, const Admitted& a) const {
+    uint64_t hash = 0xcbf29ce484222325;
+    for (unsigned char c : input) hash = (hash ^ c) * 0x100000001b3;
+    std::fprintf(out,
+                 "%016" PRIx64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64
+                 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRId64 " %" PRId64
+                 " %d %" PRIu64 " %" PRId64 " %" PRIu64 " %s",
+                 hash, a.request_bytes, a.tiles, a.instructions, a.waits,
+                 a.statements, a.line_bytes, a.footprint.bookkeeping,
+                 a.cost ? static_cast<int64_t>(a.cost->tile_bytes) : -1,
+                 a.cost ? static_cast<int64_t>(a.cost->result_bytes) : -1,
+                 a.admitted ? 1 : 0, a.Bytes(), Peak(), Bound(a), PeakStep());
     for (int k = 0; k < samples_; ++k) {
-      std::fprintf(out, " %s=%" PRId64, sampled_[k].checkpoint,
-                   sampled_[k].bytes);
+      std::fprintf(out, " %s=%" PRId64, sampled_[k].step, sampled_[k].bytes);
     }
     std::fputc('\n', out);
     std::fflush(out);
   }
 
  private:
-  static int64_t Allocated() {
+  static int64_t Level() {
 #ifdef PTOSERVE_FUZZ_HEAP_METER
-    return static_cast<int64_t>(__sanitizer_get_current_allocated_bytes());
+    return g_heap.level;
 #else
     return 0;
 #endif
   }
+  static const char* Current() {
+#ifdef PTOSERVE_FUZZ_HEAP_METER
+    return g_heap.step;
+#else
+    return "";
+#endif
+  }
+  static const char* PeakStep() {
+#ifdef PTOSERVE_FUZZ_HEAP_METER
+    return g_heap.peak_step;
+#else
+    return "";
+#endif
+  }
+  static void SetPaused(bool paused) {
+#ifdef PTOSERVE_FUZZ_HEAP_METER
+    g_heap.paused = paused;
+#endif
+  }
 
-  static constexpr int kMaxSamples = 8;
+  static constexpr int kMaxSamples = 12;
   struct Sampled {
-    const char* checkpoint;
+    const char* step;
     int64_t bytes;
   };
-
-  int64_t start_;
-  int64_t peak_ = 0;
-  const char* peak_at_ = "start";
   Sampled sampled_[kMaxSamples] = {};
   int samples_ = 0;
 };
@@ -195,6 +359,105 @@ absl::Status CheckWithinWireLimits(const v1::Job& job,
   }
   for (const std::string& n : job.outputs()) {
     PTO_RETURN_IF_ERROR(name("an outputs name", n));
+  }
+  return absl::OkStatus();
+}
+
+// The tiles, instructions and waited-on events a serialized Job holds,
+// read from the wire as far as it is well formed (the parser gets as far),
+// each capped at what CheckJobWire must let through: the limits, and
+// max_waits_per_instruction per instruction. What a request holds beyond
+// them is the wire check's to refuse, not an allowance.
+struct WireCounts {
+  uint64_t tiles = 0;
+  uint64_t instructions = 0;
+  uint64_t waits = 0;
+};
+WireCounts CountOnWire(absl::string_view bytes, const EngineLimits& limits) {
+  using google::protobuf::internal::WireFormatLite;
+  WireCounts counts;
+  google::protobuf::io::CodedInputStream in(
+      reinterpret_cast<const uint8_t*>(bytes.data()),
+      static_cast<int>(bytes.size()));
+  for (uint32_t tag; (tag = in.ReadTag()) != 0;) {
+    const int field = WireFormatLite::GetTagFieldNumber(tag);
+    if (WireFormatLite::GetTagWireType(tag) !=
+            WireFormatLite::WIRETYPE_LENGTH_DELIMITED ||
+        (field != 4 && field != 5)) {
+      if (!WireFormatLite::SkipField(&in, tag)) break;
+      continue;
+    }
+    uint32_t length = 0;
+    if (!in.ReadVarint32(&length)) break;
+    if (field == 4) {  // tiles
+      ++counts.tiles;
+      if (!in.Skip(static_cast<int>(length))) break;
+      continue;
+    }
+    ++counts.instructions;  // instructions: count their wait_events (7)
+    const auto limit = in.PushLimit(static_cast<int>(length));
+    uint64_t waits = 0;
+    bool ok = true;
+    for (uint32_t t; ok && (t = in.ReadTag()) != 0;) {
+      if (t == WireFormatLite::MakeTag(
+                   7, WireFormatLite::WIRETYPE_LENGTH_DELIMITED)) {
+        ++waits;
+      }
+      ok = WireFormatLite::SkipField(&in, t);
+    }
+    counts.waits += std::min<uint64_t>(waits, limits.max_waits_per_instruction);
+    if (!ok || !in.ConsumedEntireMessage()) break;
+    in.PopLimit(limit);
+  }
+  counts.tiles = std::min<uint64_t>(counts.tiles, limits.max_tiles_per_job);
+  counts.instructions =
+      std::min<uint64_t>(counts.instructions, limits.max_instructions_per_job);
+  counts.waits = std::min<uint64_t>(
+      counts.waits, counts.instructions * limits.max_waits_per_instruction);
+  return counts;
+}
+
+// What parsing `assembly` (pasm::Parse, as DecodeJob calls it) holds at
+// once: the longest line it lexes (with its '\n' if it has one, at most
+// kMaxAssemblyLineBytes; the parser refuses a longer one unlexed, and
+// stops there), whose tokens are in memory together, and an upper bound on
+// the statements it keeps: each line that is neither blank nor a comment,
+// up to one past `max_statements`.
+struct AssemblyShape {
+  uint64_t line_bytes = 0;
+  uint64_t statements = 0;
+};
+AssemblyShape ShapeOf(absl::string_view assembly, size_t max_statements) {
+  AssemblyShape shape;
+  if (assembly.empty()) return shape;
+  const std::vector<absl::string_view> lines = absl::StrSplit(assembly, '\n');
+  for (size_t k = 0; k < lines.size(); ++k) {
+    const absl::string_view line = lines[k];
+    const uint64_t bytes = line.size() + (k + 1 < lines.size() ? 1 : 0);
+    if (bytes > kMaxAssemblyLineBytes) break;
+    shape.line_bytes = std::max(shape.line_bytes, bytes);
+    const absl::string_view text = absl::StripLeadingAsciiWhitespace(line);
+    if (!text.empty() && !absl::StartsWith(text, "#") &&
+        !absl::StartsWith(text, "//") && shape.statements <= max_statements) {
+      ++shape.statements;
+    }
+  }
+  return shape;
+}
+
+// What CheckJobWire counted is what the parser made of the same bytes (the
+// server decides from it where to decode a request): as many instructions
+// and as much assembly, and at least as many tiles (a map keeps one entry
+// of a key sent twice).
+absl::Status CheckWireShape(const WireShape& shape, const v1::Job& job) {
+  if (shape.instructions != static_cast<size_t>(job.instructions_size()) ||
+      shape.assembly_bytes != job.assembly().size() ||
+      shape.tiles < static_cast<size_t>(job.tiles_size())) {
+    return absl::InternalError(absl::StrFormat(
+        "CheckJobWire counted %u tiles, %u instructions and %u bytes of "
+        "assembly; the parsed job has %u, %u and %u",
+        shape.tiles, shape.instructions, shape.assembly_bytes, job.tiles_size(),
+        job.instructions_size(), job.assembly().size()));
   }
   return absl::OkStatus();
 }
@@ -405,70 +668,89 @@ absl::Status RunJob(absl::string_view bytes) {
   const Engine& engine = SmallEngine();
   FILE* const heap_log = HeapLog();
   HeapMeter meter;
-  std::optional<JobCost> cost;
-  // Every return after the wire check goes through here: a job refused
-  // anywhere must not have cost more memory than the bound either.
+  Admitted admitted;
+  admitted.request_bytes = bytes.size();
+  // Every return but a finding goes through here: a job refused anywhere
+  // must not have cost more memory than the bound either.
   auto done = [&](absl::Status finding) -> absl::Status {
-    if (heap_log != nullptr) meter.Log(heap_log, bytes.size(), cost);
+    meter.Step("done");
+    if (heap_log != nullptr) meter.Log(heap_log, bytes, admitted);
     if (!finding.ok()) return finding;
-    return meter.CheckBound(bytes.size(), cost);
+    return meter.CheckBound(admitted);
   };
 
   // The server's path (TileComputeService::Decode and Queue): the wire
   // checks on the bytes before they are parsed, ...
-  {
-    google::protobuf::io::ArrayInputStream stream(
-        bytes.data(), static_cast<int>(bytes.size()));
-    const absl::Status checked =
-        CheckJobWire(&stream, bytes.size(), engine.options().limits);
-    if (!checked.ok()) {
-      if (checked.message().empty()) {
-        return absl::InternalError(absl::StrCat(
-            "CheckJobWire refused the job without a message: ",
-            checked.ToString()));
-      }
-      return done(absl::OkStatus());
+  google::protobuf::io::ArrayInputStream stream(bytes.data(),
+                                               static_cast<int>(bytes.size()));
+  const absl::StatusOr<WireShape> shape =
+      CheckJobWire(&stream, bytes.size(), engine.options().limits);
+  if (!shape.ok()) {
+    if (shape.status().message().empty()) {
+      return absl::InternalError(
+          absl::StrCat("CheckJobWire refused the job without a message: ",
+                       shape.status().ToString()));
     }
+    return done(absl::OkStatus());
   }
+  {
+    const WireCounts counts = CountOnWire(bytes, engine.options().limits);
+    admitted.tiles = counts.tiles;
+    admitted.instructions = counts.instructions;
+    admitted.waits = counts.waits;
+  }
+  meter.Step("parse");
   v1::Job job;
   if (!job.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
     return done(absl::OkStatus());
   }
-  meter.Sample("parse");
+  meter.Pause();
   if (absl::Status ok = CheckWithinWireLimits(job, engine.options().limits);
       !ok.ok()) {
     return ok;
   }
+  if (absl::Status ok = CheckWireShape(*shape, job); !ok.ok()) return ok;
+  const EngineLimits& limits = engine.options().limits;
+  const AssemblyShape assembly =
+      ShapeOf(job.assembly(),
+              limits.max_instructions_per_job + limits.max_tiles_per_job);
+  admitted.line_bytes = assembly.line_bytes;
+  admitted.statements = assembly.statements;
+  meter.Resume();
   // ... DecodeJob, ...
+  meter.Step("decode");
   absl::StatusOr<DecodedJob> decoded = DecodeJob(job, engine);
-  meter.Sample("decode");
   if (!decoded.ok()) return done(absl::OkStatus());
 
   // ... and Prepare, admitted by the job's cost as the server admits it.
-  const uint64_t events = decoded->spec.instructions.size() * kEventBytes;
+  admitted.footprint = JobFootprint(bytes.size(), *decoded);
+  admitted.instructions = std::max<uint64_t>(
+      admitted.instructions, decoded->spec.instructions.size());
   const Admission admit = [&](const JobCost& c) -> absl::Status {
-    if (cost.has_value()) {
+    if (admitted.cost.has_value()) {
       return absl::InternalError("Prepare asked for admission twice");
     }
-    cost = c;
+    admitted.cost = c;
     if (c.result_bytes > kMaxMessageBytes) {
       return absl::ResourceExhaustedError("the result would be over a message");
     }
-    if (bytes.size() + c.tile_bytes + 2 * c.result_bytes + events >
-        kMaxJobBytes) {
+    const Footprint f = JobFootprint(bytes.size(), *decoded, c);
+    if (f.total() > kMaxJobBytes) {
       return absl::ResourceExhaustedError("the job would hold too much");
     }
+    admitted.footprint = f;
+    admitted.admitted = true;
     return absl::OkStatus();
   };
+  meter.Step("prepare");
   absl::StatusOr<std::unique_ptr<PreparedJob>> in_order =
       engine.Prepare(decoded->spec, admit);
-  meter.Sample("prepare");
   if (!in_order.ok()) {
     // The server puts the assembly's line:column in front of engine errors.
     decoded->Locate(in_order.status()).IgnoreError();
     return done(absl::OkStatus());
   }
-  if (!cost.has_value()) {
+  if (!admitted.admitted) {
     return absl::InternalError(
         "Prepare accepted the job without asking for admission");
   }
@@ -481,13 +763,15 @@ absl::Status RunJob(absl::string_view bytes) {
       }
     }
   }
+  meter.Step("run");
   RunInOrder(engine, &job_a);
-  meter.Sample("run");
+  meter.Step("finish");
   JobOutcome expected = engine.Finish(&job_a);
-  meter.Sample("finish");
 
-  // The fuzzer's own checks, in a scope of their own: what they hold is
-  // gone before the next sample, which measures only the server's path.
+  // The fuzzer's own checks, in a scope of their own and paused: what
+  // they allocate is not the server's, and is gone when they end.
+  meter.Step("checks");
+  meter.Pause();
   {
     absl::StatusOr<std::unique_ptr<PreparedJob>> reordered =
         engine.Prepare(decoded->spec);
@@ -512,15 +796,19 @@ absl::Status RunJob(absl::string_view bytes) {
           same.message()));
     }
   }
+  meter.Resume();
 
+  // The reply, as Execute builds and serializes it.
+  meter.Step("result");
   v1::JobResult result;
   ToJobResult(std::move(expected), &result);
-  meter.Sample("result");
+  meter.Step("serialize");
   std::string wire;
   if (!result.SerializeToString(&wire)) {
     return absl::InternalError("the JobResult does not serialize");
   }
-  meter.Sample("serialize");
+  meter.Step("verify");
+  meter.Pause();
   if (absl::Status ok = CheckResult(result); !ok.ok()) return ok;
   return done(CheckUnwrittenValues(job, decoded->spec, result));
 }

@@ -144,14 +144,36 @@ TEST(CheckJobWireTest, UnknownFieldsAreBounded) {
               StatusIs(kInvalid, HasSubstr("field 30")));
 }
 
-// Malformed bytes are the parser's to report: the scan passes them.
-TEST(CheckJobWireTest, MalformedBytesAreLeftToTheParser) {
+// Malformed bytes are refused by the scan, whatever else is wrong with
+// them: protobuf would parse (and keep) everything before the malformed
+// field first. Every truncation of a valid job but the empty one is
+// malformed, and so is a nested length that runs past its parent.
+TEST(CheckJobWireTest, MalformedBytesAreRefusedBeforeParsing) {
   const std::string job = SmallJob().SerializeAsString();
-  for (size_t cut = 0; cut < job.size(); ++cut) {
-    EXPECT_TRUE(Scan(job.substr(0, cut)).ok()) << cut;
+  for (size_t cut = 1; cut < job.size(); ++cut) {
+    v1::Job parsed;
+    if (parsed.ParseFromString(job.substr(0, cut))) continue;  // a field boundary
+    EXPECT_THAT(Scan(job.substr(0, cut)),
+                StatusIs(kInvalid, HasSubstr("its protobuf encoding is truncated or corrupt")))
+        << cut;
   }
-  // A name whose length runs past the end is not "too long".
-  EXPECT_TRUE(Scan(Field(6, 2, "\xff\x7f" "abc")).ok());
+  // A name whose length runs past the end is malformed, not "too long".
+  EXPECT_THAT(Scan(Field(6, 2, "\xff\x7f" "abc")), StatusIs(kInvalid, HasSubstr("corrupt")));
+  // 17 unknown fields, then a truncated one: malformed.
+  std::string many;
+  for (int i = 0; i < 17; ++i) many += Field(100 + i, 0, "\x01");
+  EXPECT_THAT(Scan(many + Field(6, 2, "\x05" "ab")), StatusIs(kInvalid, HasSubstr("corrupt")));
+  // A tile entry whose Tile runs past the entry.
+  const std::string tile = Field(2, 0, "\x01") + Field(20, 0, "\x01");
+  const std::string entry = Field(1, 2, "\x01z") + Field(2, 2, "\x40" + tile);
+  EXPECT_THAT(Scan(Field(4, 2, std::string(1, static_cast<char>(entry.size())) + entry) +
+                   std::string(64, '\x20')),
+              StatusIs(kInvalid, HasSubstr("corrupt")));
+  // Field number 0, wire types 6 and 7, an end group without its start.
+  for (const std::string& bad : {std::string("\x02\x00", 2), std::string("\x0e\x00", 2),
+                                 std::string("\x2f"), std::string("\x2c")}) {
+    EXPECT_THAT(Scan(job + bad), StatusIs(kInvalid, HasSubstr("corrupt")));
+  }
 }
 
 }  // namespace
