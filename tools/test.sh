@@ -16,7 +16,8 @@ if [[ -n "${CI:-}" ]]; then
 fi
 
 log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+started=$(mktemp)  # test logs newer than this are this run's
+trap 'rm -f "$log" "$started"' EXIT
 status=0
 stages=" ${PTOSERVE_TEST_STAGES:-tests asan tsan fuzz} "
 selected() { [[ $stages == *" $1 "* ]]; }
@@ -63,6 +64,14 @@ if selected fuzz && ((fuzz_seconds > 0)) && [[ -x tools/fuzz ]]; then
   echo "=== fuzzing: $((SECONDS - start)) s"
 fi
 
+# Skipped test cases pass in Bazel's summary; say which they were.
+skipped=$(find -L "$(bazel info output_path 2>/dev/null)" -path '*/testlogs/*' \
+  -name test.log -newer "$started" -print0 2>/dev/null |
+  xargs -0 -r grep -h '^\[  SKIPPED \] [A-Za-z]' 2>/dev/null | sort -u)
+if [[ -n $skipped ]]; then
+  echo "skipped test cases (a test that cannot run here; \$PTOSERVE_REQUIRE_KERNELS turns kernel skips into failures):"
+  echo "$skipped"
+fi
 passed=$(grep -cE '^//.* PASSED' "$log")
 failed=$(grep -cE '^//.* (FAILED|TIMEOUT|NO STATUS|FAILED TO BUILD)' "$log")
 echo "tests: ${passed} passed, ${failed} failed"

@@ -33,13 +33,18 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// tests/fuzz/<kind> in the test's runfiles.
+fs::path KindDir(const std::string& kind) {
+  const char* srcdir = std::getenv("TEST_SRCDIR");
+  return fs::path(srcdir != nullptr ? srcdir : ".") / "ptoserve/tests/fuzz" / kind;
+}
+
 // The files under tests/fuzz/<kind>/<fuzzer>/ in the test's runfiles,
-// sorted; none if the directory does not exist.
+// sorted; none if the directory does not exist (git keeps no empty
+// directory, so a fuzzer without reproducers has none).
 std::vector<fs::path> Inputs(const std::string& kind,
                              const std::string& fuzzer) {
-  const char* srcdir = std::getenv("TEST_SRCDIR");
-  const fs::path dir = fs::path(srcdir != nullptr ? srcdir : ".") /
-                       "ptoserve/tests/fuzz" / kind / fuzzer;
+  const fs::path dir = KindDir(kind) / fuzzer;
   std::vector<fs::path> files;
   std::error_code error;
   for (const fs::directory_entry& entry : fs::directory_iterator(dir, error)) {
@@ -78,7 +83,23 @@ class CorpusTest : public ::testing::TestWithParam<FuzzTarget> {
 
 TEST_P(CorpusTest, SeedCorpusPasses) { EXPECT_GT(Replay("corpus"), 0u); }
 
-TEST_P(CorpusTest, CrashReproducersPass) { Replay("regressions"); }
+// Where a fuzzer has a regressions folder it holds at least one input, and
+// every one is replayed; the folder of all of them is where the test looks
+// (were it moved, no reproducer would run and nothing would say so).
+TEST_P(CorpusTest, CrashReproducersPass) {
+  ASSERT_TRUE(fs::is_directory(KindDir("regressions"))) << KindDir("regressions");
+  const bool expected = fs::is_directory(KindDir("regressions") / GetParam().name);
+  const size_t replayed = Replay("regressions");
+  if (expected) EXPECT_GT(replayed, 0u);
+  std::printf("%s: %zu reproducers replayed\n", GetParam().name, replayed);
+}
+
+// The fuzzers with reproducers today: a move of their folders, or of the
+// files, must not go unnoticed.
+TEST(CorpusTest, KnownReproducersArePresent) {
+  EXPECT_GE(Inputs("regressions", "job_fuzzer").size(), 10u);
+  EXPECT_GE(Inputs("regressions", "asm_fuzzer").size(), 1u);
+}
 
 INSTANTIATE_TEST_SUITE_P(
     Fuzzers, CorpusTest, ::testing::ValuesIn(Targets().begin(), Targets().end()),

@@ -85,11 +85,15 @@ TEST_F(AssemblyTest, TextAndInstructionListAgreeOnEveryTarget) {
       const v1::Tile& l = from_list->tiles().at(name);
       EXPECT_EQ(t.SerializeAsString(), l.SerializeAsString()) << name;
     }
-    // Numbers in, numbers out; and the values are right: d = (a & b) ^ a.
+    // Numbers in, numbers out; and the values are a scalar loop's:
+    // c = a & b, d = c ^ a.
+    const v1::Tile& c = from_text->tiles().at("c");
     const v1::Tile& d = from_text->tiles().at("d");
+    ASSERT_EQ(c.values_size(), 256);
     ASSERT_EQ(d.values_size(), 256);
     for (int i = 0; i < 256; ++i) {
       const int16_t a = static_cast<int16_t>(i * 7 - 900);
+      ASSERT_EQ(c.values(i), static_cast<int16_t>(a & 0x0f0f)) << i;
       ASSERT_EQ(d.values(i), static_cast<int16_t>((a & 0x0f0f) ^ a)) << i;
     }
     ASSERT_EQ(from_text->events_size(), 2);
@@ -166,6 +170,19 @@ TEST_F(AssemblyTest, PtoctlRunMatchesTheJsonJob) {
   EXPECT_EQ(grids(text.output), grids(list.output));
   EXPECT_THAT(text.output, HasSubstr("d: 16x16 int16\n"));
   EXPECT_THAT(text.output, HasSubstr("note: tmp \"d.tmp\" allocated by the server"));
+  // And both are a scalar loop's: read the text's result back as JSON.
+  CommandResult json_text = RunCommand(
+      "client/ptoctl --json --server=" + server_->address() + " run " + program +
+      " --target=a2a3 --tile a=int16:16x16:" + a_values + " --tile=b=int16:16x16:" + b_values);
+  ASSERT_EQ(json_text.exit_code, 0) << json_text.output;
+  v1::JobResult result;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(json_text.output, &result).ok());
+  const v1::Tile& d = result.tiles().at("d");
+  ASSERT_EQ(d.values_size(), 256);
+  for (int i = 0; i < 256; ++i) {
+    const int16_t a = static_cast<int16_t>(i * 7 - 900);
+    ASSERT_EQ(d.values(i), static_cast<int16_t>((a & 0x0f0f) ^ a)) << i;
+  }
 }
 
 TEST(PtoctlFmtTest, PrintsTheCanonicalFormAndNamesErrors) {

@@ -34,6 +34,7 @@
 #include "ptoserve/v1/service.grpc.pb.h"
 #include "server/mutex.h"
 #include "tests/integration/grpc_util.h"
+#include "tests/integration/metrics_scrape.h"
 #include "tests/integration/process_stats.h"
 #include "tests/integration/random_jobs.h"
 #include "tests/integration/server_process.h"
@@ -289,7 +290,13 @@ TEST(FaultsTest, SigtermUnderLoadAnswersEveryAcceptedCallAndExitsZero) {
     });
   }
 
-  absl::SleepFor(absl::Seconds(1));  // full load
+  // SIGTERM under full load: once every kind of client has been answered.
+  for (const absl::Time until = absl::Now() + absl::Seconds(30);
+       absl::Now() < until && (tally.ok.load() < 100 || tally.stream_ok.load() < 100);) {
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  ASSERT_GE(tally.ok.load(), 100);
+  ASSERT_GE(tally.stream_ok.load(), 100);
   const int64_t before_sigterm = tally.calls.load();
   std::promise<int> exit_status;
   const auto sigterm = std::chrono::steady_clock::now();
@@ -299,7 +306,20 @@ TEST(FaultsTest, SigtermUnderLoadAnswersEveryAcceptedCallAndExitsZero) {
   // New callers during the lame duck: a fresh connection, refused politely.
   int probes_refused = 0, probes_not_serving = 0, probes_other = 0;
   std::vector<std::string> probe_answers;
-  absl::SleepFor(absl::Milliseconds(200));
+  // Once the server says it is draining (it reports NOT_SERVING first).
+  {
+    auto health = grpc::health::v1::Health::NewStub(OwnChannel(server.address()));
+    for (const absl::Time until = absl::Now() + absl::Seconds(10); absl::Now() < until;) {
+      grpc::ClientContext health_context;
+      health_context.set_deadline(In(absl::Seconds(1)));
+      grpc::health::v1::HealthCheckResponse response;
+      if (health->Check(&health_context, {}, &response).ok() &&
+          response.status() == grpc::health::v1::HealthCheckResponse::NOT_SERVING) {
+        break;
+      }
+      absl::SleepFor(absl::Milliseconds(5));
+    }
+  }
   for (int i = 0; i < 5; ++i) {
     // Only well inside the lame duck, where the answer is certain.
     if (std::chrono::steady_clock::now() - sigterm >
@@ -683,13 +703,16 @@ TEST(FaultsTest, SlowStreamReaderDoesNotGrowServerMemory) {
     stream->WritesDone();
   });
 
-  // Read nothing for 3 s; watch the server.
+  // Read nothing until the writer stalls (the window and flow control are
+  // full: nothing written for half a second, at most 10 s); watch the server.
   ProcessStats stalled = before;
   std::vector<int> written_at;
-  for (int second = 1; second <= 3; ++second) {
-    absl::SleepFor(absl::Seconds(1));
+  for (int quiet = 0, last = -1; quiet < 5 && written_at.size() < 100;) {
+    absl::SleepFor(absl::Milliseconds(100));
     stalled = ReadProcessStats(server.pid());
     written_at.push_back(written.load());
+    quiet = written_at.back() == last ? quiet + 1 : 0;
+    last = written_at.back();
   }
   const int64_t growth_kb = stalled.rss_kb - before.rss_kb;
   // What the window holds: its jobs (two input tiles each) and their
@@ -722,8 +745,8 @@ TEST(FaultsTest, SlowStreamReaderDoesNotGrowServerMemory) {
   const ProcessStats after = ReadProcessStats(server.pid());
 
   std::cout << "slow reader: window " << kWindow << ", " << kJobs << " jobs of "
-            << MiB(2 * kTileBytes / 1024) << "; written while stalled after 1/2/3 s: "
-            << written_at[0] << "/" << written_at[1] << "/" << written_at[2]
+            << MiB(2 * kTileBytes / 1024) << "; written before stalling: "
+            << written_at.back() << " (after " << written_at.size() * 100 << " ms)"
             << "; server before: " << ToString(before) << "; stalled: "
             << ToString(stalled) << " (growth " << MiB(growth_kb) << ", window holds "
             << MiB(window_kb) << "); after reading all: " << ToString(after)
@@ -731,10 +754,10 @@ TEST(FaultsTest, SlowStreamReaderDoesNotGrowServerMemory) {
   ASSERT_TRUE(status.ok()) << status.error_message();
   EXPECT_EQ(answered.size(), static_cast<size_t>(kJobs));
   EXPECT_EQ(wrong, 0);
-  // The server stopped reading: the writer is stuck far short of the end,
-  // and no further on at 3 s than at 2 s.
-  EXPECT_LT(written_at[2], kJobs / 4);
-  EXPECT_EQ(written_at[2], written_at[1]);
+  // The server stopped reading: the writer stalled (no progress for half a
+  // second) far short of the end.
+  EXPECT_LT(written_at.size(), 100u) << "the writer never stalled";
+  EXPECT_LT(written_at.back(), kJobs / 4);
   // Without the window the server would hold all 400 jobs and results
   // (300 MiB); with it, the window's worth, gRPC's flow-control buffers
   // and what malloc keeps.
@@ -831,12 +854,17 @@ TEST(FaultsTest, ThousandsOfIdleConnectionsDoNotExhaustTheServer) {
   EXPECT_EQ(reconnected, kConnections);
   EXPECT_GE(loaded.fds, before.fds + kConnections);
   EXPECT_LE(loaded.fds, before.fds + kConnections + 20);
-  EXPECT_LT(latency_ms.back(), 1000.0);
+  // A time bound holds only without a sanitizer's slowdown.
+  if (kMemoryBoundsApply) {
+    EXPECT_LT(latency_ms.back(), 1000.0);
+  }
   EXPECT_LE(after.fds, before.fds + 2);
   EXPECT_LE(after.threads, before.threads + 2);
   EXPECT_LE(after_again.fds, before.fds + 2);
   EXPECT_LE(after_again.threads, before.threads + 2);
-  if (kMemoryBoundsApply) EXPECT_LT(after_again.rss_kb, after.rss_kb + 8 * 1024);
+  if (kMemoryBoundsApply) {
+    EXPECT_LT(after_again.rss_kb, after.rss_kb + 8 * 1024);
+  }
 }
 
 // --- an idle server -------------------------------------------------------
@@ -848,7 +876,9 @@ TEST(FaultsTest, ThousandsOfIdleConnectionsDoNotExhaustTheServer) {
 TEST(FaultsTest, AnIdleServerSleeps) {
   ServerProcess server;
   ExpectStillCorrect(OwnChannel(server.address()), 10);  // then idle again
-  absl::SleepFor(absl::Milliseconds(200));
+  ScrapeUntil(server.metrics_url(), [](const auto& m) {
+    return Value(m, "ptoserve_jobs_in_flight") == 0 && Value(m, "ptoserve_queue_depth") == 0;
+  });
   const int64_t before = VoluntaryWaits(server.pid(), "ptoserve");
   absl::SleepFor(absl::Seconds(2));
   const int64_t after = VoluntaryWaits(server.pid(), "ptoserve");

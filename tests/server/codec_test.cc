@@ -176,5 +176,112 @@ TEST(CheckJobWireTest, MalformedBytesAreRefusedBeforeParsing) {
   }
 }
 
+// ToJobSpec: each encoding borrowed from the request as it is (data and
+// values in place, fill as its number); enums and names carried over; the
+// errors name the tile or instruction.
+TEST(ToJobSpecTest, CarriesEveryFieldAndEncoding) {
+  v1::Job job = SmallJob();
+  (*job.mutable_tiles())["d"].set_dtype(v1::DTYPE_INT16);
+  (*job.mutable_tiles())["d"].set_rows(2);
+  (*job.mutable_tiles())["d"].set_cols(3);
+  (*job.mutable_tiles())["d"].set_valid_cols(2);
+  (*job.mutable_tiles())["d"].set_data(std::string(12, '\x7f'));
+  job.mutable_instructions(0)->add_wait_events("w");
+  absl::StatusOr<JobSpec> spec = ToJobSpec(job);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->target, Target::kA5);
+  EXPECT_EQ(spec->mode, Mode::kAuto);
+  ASSERT_EQ(spec->tiles.size(), 3u);  // sorted by name
+  const TileInput& a = spec->tiles[0];
+  EXPECT_EQ(a.name, "a");
+  EXPECT_EQ(a.encoding, Encoding::kFill);
+  EXPECT_EQ(a.fill, 3);
+  EXPECT_EQ(a.desc.address, 64u);
+  const TileInput& b = spec->tiles[1];
+  EXPECT_EQ(b.encoding, Encoding::kValues);
+  ASSERT_EQ(b.values.size(), 1u);
+  EXPECT_EQ(b.values.data(), job.tiles().at("b").values().data());  // borrowed
+  const TileInput& d = spec->tiles[2];
+  EXPECT_EQ(d.encoding, Encoding::kData);
+  EXPECT_EQ(d.data.data(), job.tiles().at("d").data().data());  // borrowed
+  EXPECT_EQ(d.desc.dtype, DType::kInt16);
+  EXPECT_EQ(d.desc.valid_cols, 2u);
+  ASSERT_EQ(spec->instructions.size(), 1u);
+  const Instruction& inst = spec->instructions[0];
+  EXPECT_EQ(inst.opcode, Opcode::kTand);
+  EXPECT_EQ(inst.dst, "c");
+  EXPECT_EQ(inst.record_event, "done");
+  EXPECT_EQ(inst.wait_events, std::vector<std::string>{"w"});
+  EXPECT_EQ(spec->outputs, std::vector<std::string>{"c"});
+}
+
+TEST(ToJobSpecTest, ErrorsNameWhatIsWrong) {
+  v1::Job job = SmallJob();
+  (*job.mutable_tiles())["a"].add_values(1);  // fill and values
+  EXPECT_THAT(ToJobSpec(job).status(),
+              StatusIs(kInvalid, HasSubstr("tile \"a\": has more than one of data, values and fill")));
+  job = SmallJob();
+  (*job.mutable_tiles())["a"].set_dtype(static_cast<v1::DType>(42));
+  EXPECT_THAT(ToJobSpec(job).status(), StatusIs(kInvalid, HasSubstr("tile \"a\": unknown dtype 42")));
+  job = SmallJob();
+  job.mutable_instructions(0)->set_opcode(v1::OPCODE_UNSPECIFIED);
+  EXPECT_THAT(ToJobSpec(job).status(),
+              StatusIs(kInvalid, HasSubstr("instruction 0: opcode is not set")));
+  job = SmallJob();
+  job.set_target(static_cast<v1::Target>(9));
+  EXPECT_THAT(ToJobSpec(job).status(), StatusIs(kInvalid, HasSubstr("unknown target 9")));
+  job = SmallJob();
+  job.set_mode(static_cast<v1::Mode>(5));
+  EXPECT_THAT(ToJobSpec(job).status(), StatusIs(kInvalid, HasSubstr("unknown mode 5")));
+}
+
+// ToJobResult: tiles in the encoding their inputs used (values as numbers,
+// the rest as the bytes moved out of the engine's tile), events with every
+// field the wire has.
+TEST(ToJobResultTest, EncodesTilesAndEvents) {
+  Engine engine{EngineOptions{}};
+  v1::Job job = SmallJob();
+  job.set_target(v1::TARGET_A2A3);
+  job.clear_outputs();
+  for (const char* name : {"c", "a", "b"}) job.add_outputs(name);
+  job.mutable_instructions(0)->set_opcode(v1::OPCODE_TXOR);
+  job.mutable_instructions(0)->set_tmp("t");
+  absl::StatusOr<JobSpec> spec = ToJobSpec(job);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  spec->mode = Mode::kAuto;
+  for (TileInput& t : spec->tiles) t.desc.address.reset();
+  // b sent as values has one value for 32 elements: give it all of them.
+  std::vector<double> values(32);
+  for (int i = 0; i < 32; ++i) values[i] = i;
+  spec->tiles[1].values = values;
+  absl::StatusOr<JobOutcome> outcome = engine.Execute(*spec);
+  ASSERT_TRUE(outcome.ok()) << outcome.status();
+  v1::JobResult result;
+  ToJobResult(*std::move(outcome), &result);
+  EXPECT_EQ(result.target(), v1::TARGET_A2A3);
+  ASSERT_EQ(result.tiles_size(), 3);
+  const v1::Tile& c = result.tiles().at("c");  // like src0, a fill: data
+  ASSERT_EQ(c.data().size(), 32u);
+  for (int i = 0; i < 32; ++i) EXPECT_EQ(static_cast<uint8_t>(c.data()[i]), 3 ^ i) << i;
+  const v1::Tile& b = result.tiles().at("b");  // values in, values out
+  ASSERT_EQ(b.values_size(), 32);
+  EXPECT_EQ(b.values(31), 31);
+  EXPECT_TRUE(b.data().empty());
+  ASSERT_EQ(result.events_size(), 1);
+  const v1::EventRecord& e = result.events(0);
+  EXPECT_EQ(e.id(), "done");
+  EXPECT_EQ(e.opcode(), v1::OPCODE_TXOR);
+  EXPECT_EQ(e.pipe(), v1::PIPE_V);
+  EXPECT_EQ(e.batch_size(), 1u);
+  ASSERT_EQ(e.trace_size(), 4);
+  EXPECT_EQ(e.trace(0).op(), "vor");
+  EXPECT_EQ(e.trace(0).dst(), "tmp");
+  EXPECT_EQ(e.trace(0).elements(), 32u);
+  const int64_t queued = e.queue_time().seconds() * 1000000000 + e.queue_time().nanos();
+  const int64_t started = (e.start_time().seconds() - e.enqueue_time().seconds()) * 1000000000 +
+                          (e.start_time().nanos() - e.enqueue_time().nanos());
+  EXPECT_EQ(queued, started);
+}
+
 }  // namespace
 }  // namespace ptoserve

@@ -180,7 +180,10 @@ TEST(BuiltinApiTest, TargetRulesMatchTheService) {
 }
 
 // The same inputs through the built-in API and through the service's engine
-// give the same bytes, tmp included.
+// give the same bytes, tmp included, and both are what a scalar loop says:
+// src0 ^ src1 in dst's valid region, zeros elsewhere; tmp OR(src0, src1)
+// in the valid region on a2a3, untouched (zero) elsewhere and on the other
+// targets.
 TEST(BuiltinApiTest, MatchesTheService) {
   using TileT =
       pto::Tile<TileType::Vec, int8_t, 8, 64, BLayout::RowMajor, 7, 50>;
@@ -229,6 +232,19 @@ TEST(BuiltinApiTest, MatchesTheService) {
   EXPECT_EQ(std::memcmp(outcome->outputs[1].tile.data(), tmp.data(),
                         sizeof(tmp.data())),
             0);
+  const auto* pa = reinterpret_cast<const int8_t*>(a.data());
+  const auto* pb = reinterpret_cast<const int8_t*>(b.data());
+  const auto* pd = reinterpret_cast<const int8_t*>(dst.data());
+  const auto* pt = reinterpret_cast<const int8_t*>(tmp.data());
+  for (int r = 0; r < 8; ++r) {
+    for (int c = 0; c < 64; ++c) {
+      const int i = r * 64 + c;
+      const bool valid = r < 7 && c < 50;
+      ASSERT_EQ(pd[i], valid ? static_cast<int8_t>(pa[i] ^ pb[i]) : 0) << r << "," << c;
+      ASSERT_EQ(pt[i], valid && pto::Rules::kTxorUsesTmp ? static_cast<int8_t>(pa[i] | pb[i]) : 0)
+          << r << "," << c;
+    }
+  }
 }
 
 TEST(BuiltinApiDeathTest, ValidShapesMustAgree) {
@@ -259,8 +275,23 @@ TEST(BuiltinApiDeathTest, TmpIsCheckedWhereItIsUsed) {
         "pto: TXOR: tmp is also dst; on a2a3 tmp must be a tile of its "
         "own");
   } else {
+    // Unused, tmp may be any tile, dst itself included; the result is
+    // still src0 ^ src1.
+    std::mt19937 rng(5);
+    Randomize(a, rng);
+    Randomize(b, rng);
+    const auto expect_xor = [&] {
+      const auto* pa = reinterpret_cast<const int16_t*>(a.data());
+      const auto* pb = reinterpret_cast<const int16_t*>(b.data());
+      const auto* pd = reinterpret_cast<const int16_t*>(dst.data());
+      for (int i = 0; i < 16 * 16; ++i) {
+        ASSERT_EQ(pd[i], static_cast<int16_t>(pa[i] ^ pb[i])) << "element " << i;
+      }
+    };
     TXOR(dst, a, b, small_tmp);
+    expect_xor();
     TXOR(dst, a, b, dst);
+    expect_xor();
   }
 }
 

@@ -131,10 +131,36 @@ TEST(SeedExamplesTest, TxorExampleComputesXor) {
   EXPECT_STREQ(check.event().algorithm, pto::Rules::kTxorAlgorithm);
 }
 
-// Without an observer the examples run on zero-filled tiles.
-TEST(SeedExamplesTest, ExamplesRunUnobserved) {
+// Left as the examples make them, tiles start zero-filled: each
+// instruction reads zeros and writes zeros (an observer that only reads
+// sees both), and TXOR's tmp holds OR(0, 0) = 0 on a2a3.
+class ZerosOnly : public pto::InstructionObserver {
+ public:
+  void Before(const pto::InstructionView& v) override {
+    for (const pto::TileView* t : {&v.dst, &v.src0, &v.src1}) ExpectZeros(*t, "before");
+  }
+  void After(const pto::InstructionView& v, const pto::RecordEvent&) override {
+    ++instructions;
+    ExpectZeros(v.dst, "after");
+    if (v.tmp != nullptr) ExpectZeros(*v.tmp, "after (tmp)");
+  }
+  int instructions = 0;
+
+ private:
+  static void ExpectZeros(const pto::TileView& t, const char* when) {
+    const auto* bytes = static_cast<const unsigned char*>(t.data);
+    const size_t n = static_cast<size_t>(t.rows) * t.cols * t.element_bytes;
+    ASSERT_GT(n, 0u);
+    for (size_t i = 0; i < n; ++i) ASSERT_EQ(bytes[i], 0) << when << ", byte " << i;
+  }
+};
+
+TEST(SeedExamplesTest, ExamplesRunOnZeroFilledTiles) {
+  ZerosOnly watch;
+  pto::ScopedInstructionObserver observe(&watch);
   tand_seed::example();
   txor_seed::example();
+  EXPECT_EQ(watch.instructions, 2);
 }
 
 }  // namespace
