@@ -28,6 +28,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "proto/wire.h"
 #include "ptoserve/v1/service.grpc.pb.h"
 
 ABSL_FLAG(std::string, server, "127.0.0.1:50051", "Server address.");
@@ -63,15 +64,7 @@ struct Workload {
   std::string expected;  // dst's data
 };
 
-size_t ElementBytes(v1::DType dtype) {
-  switch (dtype) {
-    case v1::DTYPE_INT8:
-    case v1::DTYPE_UINT8: return 1;
-    case v1::DTYPE_INT16:
-    case v1::DTYPE_UINT16: return 2;
-    default: return 4;
-  }
-}
+
 
 absl::StatusOr<Workload> MakeWorkload() {
   Workload w;
@@ -89,7 +82,7 @@ absl::StatusOr<Workload> MakeWorkload() {
   if (dims.size() != 2 || !absl::SimpleAtoi(dims[0], &rows) || !absl::SimpleAtoi(dims[1], &cols)) {
     return absl::InvalidArgumentError("bad --shape");
   }
-  const size_t bytes = size_t{rows} * cols * ElementBytes(dtype);
+  const size_t bytes = size_t{rows} * cols * WireElementBytes(dtype);
   std::mt19937 rng(42);
   std::string a(bytes, '\0'), b(bytes, '\0');
   for (char& c : a) c = static_cast<char>(rng());

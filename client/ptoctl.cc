@@ -37,6 +37,7 @@
 #include "core/asm/parser.h"
 #include "core/asm/printer.h"
 #include "core/status_macros.h"
+#include "proto/wire.h"
 
 ABSL_FLAG(std::string, server, "127.0.0.1:50051",
           "ptoserve address: HOST:PORT, a comma-separated list of IP:PORT "
@@ -291,18 +292,11 @@ std::string TargetText(v1::Target target) {
   return absl::AsciiStrToLower(EnumText(v1::Target_Name(target)));
 }
 
-// Bytes per element of the integer and float32 types; 2 for the 16-bit
-// floats.
+// Bytes per element of `dtype` (4 for a value that names no type, so
+// that a corrupt reply still prints).
 int ElementBytes(v1::DType dtype) {
-  switch (dtype) {
-    case v1::DTYPE_INT8:
-    case v1::DTYPE_UINT8: return 1;
-    case v1::DTYPE_INT16:
-    case v1::DTYPE_UINT16:
-    case v1::DTYPE_FLOAT16:
-    case v1::DTYPE_BFLOAT16: return 2;
-    default: return 4;
-  }
+  const size_t bytes = WireElementBytes(dtype);
+  return bytes == 0 ? 4 : static_cast<int>(bytes);
 }
 
 bool IsSigned(v1::DType dtype) {

@@ -6,13 +6,10 @@
 
 #include "absl/status/status.h"
 #include "core/engine.h"
+#include "proto/wire.h"
 
 namespace ptoserve {
 namespace fuzz {
-
-// Bytes per element of a wire element type (a ptoserve.v1.DType value, any
-// int a mutant may hold); 0 if it names none.
-size_t WireElementBytes(int dtype);
 
 // An engine with limits small enough that any input runs in milliseconds:
 // 64 KiB tiles, 64 tiles and 64 instructions a job. Host by default.

@@ -25,10 +25,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-size_t ElementBytes(v1::DType dtype) {
-  return dtype <= v1::DTYPE_UINT8 ? 1 : dtype <= v1::DTYPE_UINT16 ? 2 : 4;
-}
-
 v1::Tile MakeTile(v1::DType dtype, uint32_t rows, uint32_t cols,
                   uint32_t valid_rows = 0, uint32_t valid_cols = 0) {
   v1::Tile t;
@@ -42,7 +38,7 @@ v1::Tile MakeTile(v1::DType dtype, uint32_t rows, uint32_t cols,
 
 // Raw elements of a recognisable pattern.
 v1::Tile WithData(v1::Tile t, uint8_t seed) {
-  std::string data(size_t{t.rows()} * t.cols() * ElementBytes(t.dtype()), '\0');
+  std::string data(size_t{t.rows()} * t.cols() * WireElementBytes(t.dtype()), '\0');
   for (size_t k = 0; k < data.size(); ++k) {
     data[k] = static_cast<char>(k * 37 + seed);
   }

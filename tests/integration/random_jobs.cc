@@ -1,5 +1,7 @@
 #include "tests/integration/random_jobs.h"
 
+#include "proto/wire.h"
+
 #include "absl/strings/str_cat.h"
 
 namespace ptoserve {
@@ -11,19 +13,6 @@ constexpr v1::DType kDTypes[] = {v1::DTYPE_INT8,   v1::DTYPE_UINT8,
                                  v1::DTYPE_INT32,  v1::DTYPE_UINT32};
 constexpr v1::Target kTargets[] = {v1::TARGET_HOST, v1::TARGET_A2A3,
                                    v1::TARGET_A5};
-
-uint32_t ElementBytes(v1::DType dtype) {
-  switch (dtype) {
-    case v1::DTYPE_INT8:
-    case v1::DTYPE_UINT8:
-      return 1;
-    case v1::DTYPE_INT16:
-    case v1::DTYPE_UINT16:
-      return 2;
-    default:
-      return 4;
-  }
-}
 
 uint32_t Uniform(std::mt19937* rng, uint32_t lo, uint32_t hi) {
   return std::uniform_int_distribution<uint32_t>(lo, hi)(*rng);
@@ -89,7 +78,7 @@ ExpectedJob RandomValidJob(std::mt19937* rng, uint32_t max_rows) {
   ExpectedJob out;
   v1::Job& job = out.job;
   const v1::DType dtype = kDTypes[Uniform(rng, 0, 5)];
-  const uint32_t size = ElementBytes(dtype);
+  const uint32_t size = static_cast<uint32_t>(WireElementBytes(dtype));
   job.set_target(kTargets[Uniform(rng, 0, 2)]);
   // Rows of 32-byte multiples suit every target; b may be wider than a.
   const uint32_t rows = Uniform(rng, 1, max_rows);
