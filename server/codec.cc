@@ -219,19 +219,6 @@ absl::StatusOr<JobSpec> ToJobSpec(const v1::Job& job) {
 
 namespace {
 
-// INVALID_ARGUMENT if `name` (what `where` names) is longer than names may
-// be; the message quotes only its start.
-absl::Status CheckName(absl::string_view name, absl::string_view where) {
-  if (name.size() <= kMaxNameBytes) return absl::OkStatus();
-  return absl::InvalidArgumentError(
-      absl::StrFormat("%s %s is longer than names may be (%u bytes)", where,
-                      ShortQuote(name, 32), kMaxNameBytes));
-}
-
-}  // namespace
-
-namespace {
-
 using google::protobuf::io::CodedInputStream;
 using google::protobuf::internal::WireFormatLite;
 

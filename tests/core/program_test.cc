@@ -20,6 +20,7 @@ using test::OutputMatrix;
 using test::RandomMatrix;
 using test::Reference;
 using test::SameElements;
+using ::testing::Each;
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
 
@@ -225,6 +226,7 @@ class EncodingTest : public ProgramTest {
       case Encoding::kValues:
         job.AddValues(name, desc, std::vector<double>(32));
         break;
+      case Encoding::kFill: job.AddFill(name, desc, 0); break;
     }
   }
 
@@ -281,6 +283,23 @@ TEST_F(EncodingTest, EncodingFollowsAChain) {
   job.Tand("v", "b", "u");
   EXPECT_THAT(Encodings(job), ElementsAre(Encoding::kValues, Encoding::kValues,
                                           Encoding::kData));
+}
+
+// A fill travels as one number but comes back as data, its elements all
+// written out; a dst computed from a fill source does too.
+TEST_F(EncodingTest, FillComesBackAsData) {
+  JobBuilder job(Target::kHost);
+  job.AddFill("a", Desc(DType::kInt32, 4, 8), -3);
+  job.AddValues("b", Desc(DType::kInt32, 4, 8), std::vector<double>(32, 6));
+  job.Tand("d", "a", "b");
+  job.spec().outputs = {"d", "a", "b"};
+  EXPECT_THAT(Encodings(job),
+              ElementsAre(Encoding::kData, Encoding::kData, Encoding::kValues));
+  absl::StatusOr<JobOutcome> outcome = engine_.Execute(job.spec());
+  ASSERT_TRUE(outcome.ok()) << outcome.status();
+  EXPECT_THAT(test::ToMatrix<int32_t>(outcome->outputs[0].tile).elements,
+              Each(-3 & 6));
+  EXPECT_THAT(test::ToMatrix<int32_t>(outcome->outputs[1].tile).elements, Each(-3));
 }
 
 // A tile that no input fed (sent without elements, never written) comes

@@ -3,24 +3,6 @@
 namespace ptoserve {
 namespace test {
 
-TileDesc Desc(DType dtype, uint32_t rows, uint32_t cols, uint32_t valid_rows,
-              uint32_t valid_cols) {
-  TileDesc d;
-  d.dtype = dtype;
-  d.rows = rows;
-  d.cols = cols;
-  d.valid_rows = valid_rows;
-  d.valid_cols = valid_cols;
-  return d;
-}
-
-TileDesc PlacedDesc(DType dtype, uint32_t rows, uint32_t cols,
-                    uint64_t address) {
-  TileDesc d = Desc(dtype, rows, cols);
-  d.address = address;
-  return d;
-}
-
 JobBuilder::JobBuilder(Target target, Mode mode) {
   spec_.target = target;
   spec_.mode = mode;
@@ -47,6 +29,12 @@ void JobBuilder::AddValues(std::string name, const TileDesc& desc,
   values_.push_back(std::move(values));
   spec_.tiles.back().encoding = Encoding::kValues;
   spec_.tiles.back().values = values_.back();
+}
+
+void JobBuilder::AddFill(std::string name, const TileDesc& desc, double value) {
+  AddTile(std::move(name), desc);
+  spec_.tiles.back().encoding = Encoding::kFill;
+  spec_.tiles.back().fill = value;
 }
 
 Instruction& JobBuilder::Add(Opcode opcode, std::string dst, std::string src0,

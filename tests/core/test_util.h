@@ -1,9 +1,6 @@
 // Helpers shared by the core unit tests: a test-side picture of a tile
-// (Matrix), the scalar reference the engine is checked against, a builder
-// for jobs, and a status matcher.
-//
-// The reference is deliberately naive: one typed element at a time, no
-// strides shared with the code under test.
+// (Matrix), the scalar reference (tests/core/reference.h) applied to it, a
+// builder for jobs, and a status matcher.
 #ifndef PTOSERVE_TESTS_CORE_TEST_UTIL_H_
 #define PTOSERVE_TESTS_CORE_TEST_UTIL_H_
 
@@ -26,6 +23,7 @@
 #include "core/types.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/core/reference.h"
 
 namespace ptoserve {
 namespace test {
@@ -45,34 +43,9 @@ void ForEachBitwiseType(F&& f) {
   f(uint32_t{});
 }
 
-template <typename T>
-constexpr DType DTypeOf() {
-  if constexpr (std::is_same_v<T, int8_t>) {
-    return DType::kInt8;
-  } else if constexpr (std::is_same_v<T, uint8_t>) {
-    return DType::kUInt8;
-  } else if constexpr (std::is_same_v<T, int16_t>) {
-    return DType::kInt16;
-  } else if constexpr (std::is_same_v<T, uint16_t>) {
-    return DType::kUInt16;
-  } else if constexpr (std::is_same_v<T, int32_t>) {
-    return DType::kInt32;
-  } else {
-    static_assert(std::is_same_v<T, uint32_t>, "not a bitwise element type");
-    return DType::kUInt32;
-  }
-}
-
 // The targets, in Target order.
 inline constexpr Target kAllTargets[] = {Target::kHost, Target::kA2A3,
                                          Target::kA5};
-
-// A tile description; zero valid extents mean the full extent.
-TileDesc Desc(DType dtype, uint32_t rows, uint32_t cols,
-              uint32_t valid_rows = 0, uint32_t valid_cols = 0);
-// The same, bound to a unified-buffer address for manual mode.
-TileDesc PlacedDesc(DType dtype, uint32_t rows, uint32_t cols,
-                    uint64_t address);
 
 // A row-major matrix of T with a physical shape: the test's own picture of
 // a tile's elements, independent of core::Tile.
@@ -126,21 +99,6 @@ Matrix<T> ToMatrix(const Tile& tile) {
   Matrix<T> m(tile.desc().rows, tile.desc().cols);
   std::memcpy(m.bytes(), tile.data(), m.elements.size() * sizeof(T));
   return m;
-}
-
-// One element of the reference, computed in T.
-template <typename T>
-T ScalarOp(BitwiseOp op, T a, T b) {
-  switch (op) {
-    case BitwiseOp::kAnd: return static_cast<T>(a & b);
-    case BitwiseOp::kOr: return static_cast<T>(a | b);
-    case BitwiseOp::kXor: return static_cast<T>(a ^ b);
-  }
-  return T{};
-}
-
-inline BitwiseOp OpOf(Opcode opcode) {
-  return opcode == Opcode::kTand ? BitwiseOp::kAnd : BitwiseOp::kXor;
 }
 
 // `dst` with each element (i, j) of the top-left valid_rows x valid_cols
@@ -210,6 +168,8 @@ class JobBuilder {
   // Declares a tile whose elements travel as numbers.
   void AddValues(std::string name, const TileDesc& desc,
                  std::vector<double> values);
+  // Declares a tile whose every element is `value`.
+  void AddFill(std::string name, const TileDesc& desc, double value);
   // Declares a tile holding `m` (as data), with the given valid region.
   template <typename T>
   void AddMatrix(std::string name, const Matrix<T>& m, uint32_t valid_rows = 0,

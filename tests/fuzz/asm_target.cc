@@ -7,6 +7,7 @@
 #include "core/asm/lower.h"
 #include "core/asm/parser.h"
 #include "core/asm/printer.h"
+#include "tests/core/reference.h"
 #include "tests/fuzz/fuzz_targets.h"
 #include "tests/fuzz/fuzz_util.h"
 
@@ -15,16 +16,7 @@ namespace fuzz {
 
 namespace {
 
-TileDesc Desc(DType dtype, uint32_t rows, uint32_t cols,
-              uint32_t valid_rows = 0, uint32_t valid_cols = 0) {
-  TileDesc d;
-  d.dtype = dtype;
-  d.rows = rows;
-  d.cols = cols;
-  d.valid_rows = valid_rows;
-  d.valid_cols = valid_cols;
-  return d;
-}
+using ::ptoserve::test::Desc;
 
 // The request a program runs on: the tile names of the seeds and of
 // docs/ASSEMBLY.md, zero-filled, with rows of 32 bytes or more so that every

@@ -13,6 +13,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "core/backends/backend.h"
+#include "tests/core/reference.h"
 #include "tests/fuzz/fuzz_targets.h"
 #include "tests/fuzz/fuzz_util.h"
 
@@ -20,6 +21,9 @@ namespace ptoserve {
 namespace fuzz {
 
 namespace {
+
+using ::ptoserve::test::ScalarOp;
+using ::ptoserve::test::WithBitwiseType;
 
 // Reads an input as the fuzzer's choices, one byte each, then element
 // bytes. Past the end of the input every choice is 0 and element bytes come
@@ -95,35 +99,12 @@ void Store(std::string* bytes, size_t index, T v) {
   std::memcpy(bytes->data() + index * sizeof(T), &v, sizeof(T));
 }
 
-// Calls f(T{}) with T the C++ type of `dtype`, one of BitwiseDTypes().
-template <typename F>
-auto WithType(DType dtype, F&& f) {
-  switch (dtype) {
-    case DType::kInt8: return f(int8_t{});
-    case DType::kUInt8: return f(uint8_t{});
-    case DType::kInt16: return f(int16_t{});
-    case DType::kUInt16: return f(uint16_t{});
-    case DType::kInt32: return f(int32_t{});
-    default: return f(uint32_t{});
-  }
-}
-
-template <typename T>
-T ScalarOp(BitwiseOp op, T a, T b) {
-  switch (op) {
-    case BitwiseOp::kAnd: return static_cast<T>(a & b);
-    case BitwiseOp::kOr: return static_cast<T>(a | b);
-    case BitwiseOp::kXor: return static_cast<T>(a ^ b);
-  }
-  return T{};
-}
-
 // out[i][j] = a[i][j] op b[i][j] over the plan's valid region, one typed
 // element at a time; the rest of `out` kept.
 void Reference(const Plan& plan, BitwiseOp op, const PlannedTile& a,
                const PlannedTile& b, const PlannedTile& shape,
                std::string* out) {
-  WithType(plan.dtype, [&](auto t) {
+  WithBitwiseType(plan.dtype, [&](auto t) {
     using T = decltype(t);
     for (uint32_t i = 0; i < plan.valid_rows; ++i) {
       for (uint32_t j = 0; j < plan.valid_cols; ++j) {
@@ -136,7 +117,7 @@ void Reference(const Plan& plan, BitwiseOp op, const PlannedTile& a,
 }
 
 std::vector<double> ToValues(DType dtype, const std::string& bytes) {
-  return WithType(dtype, [&](auto t) {
+  return WithBitwiseType(dtype, [&](auto t) {
     using T = decltype(t);
     std::vector<double> values(bytes.size() / sizeof(T));
     for (size_t k = 0; k < values.size(); ++k) values[k] = Load<T>(bytes, k);
@@ -276,8 +257,8 @@ std::vector<std::string> Expected(const Plan& plan, Target target) {
     Reference(plan, BitwiseOp::kOr, a, b, plan.tiles[*plan.tmp],
               &out[*plan.tmp]);
   }
-  Reference(plan, plan.opcode == Opcode::kTand ? BitwiseOp::kAnd : BitwiseOp::kXor,
-            a, b, plan.tiles[plan.dst], &out[plan.dst]);
+  Reference(plan, test::OpOf(plan.opcode), a, b, plan.tiles[plan.dst],
+            &out[plan.dst]);
   return out;
 }
 
@@ -306,7 +287,7 @@ std::optional<std::string> FirstDifference(const Plan& plan,
                                            const PlannedTile& shape,
                                            const std::string& expected,
                                            const uint8_t* actual) {
-  return WithType(plan.dtype, [&](auto t) -> std::optional<std::string> {
+  return WithBitwiseType(plan.dtype, [&](auto t) -> std::optional<std::string> {
     using T = decltype(t);
     std::string got(reinterpret_cast<const char*>(actual), expected.size());
     for (uint32_t i = 0; i < shape.desc.rows; ++i) {

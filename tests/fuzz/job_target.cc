@@ -30,6 +30,7 @@
 #include "ptoserve/v1/job.pb.h"
 #include "server/admission.h"
 #include "server/codec.h"
+#include "tests/core/reference.h"
 #include "tests/fuzz/fuzz_targets.h"
 #include "tests/fuzz/fuzz_util.h"
 
@@ -528,8 +529,8 @@ void ReferenceOp(BitwiseOp op, const RefTile& a, const RefTile& b,
     for (size_t j = 0; j < row_bytes; ++j) {
       const uint8_t x = a.bytes[i * a.desc.row_bytes() + j];
       const uint8_t y = b.bytes[i * b.desc.row_bytes() + j];
-      out->bytes[i * out->desc.row_bytes() + j] = static_cast<char>(
-          op == BitwiseOp::kAnd ? x & y : op == BitwiseOp::kOr ? x | y : x ^ y);
+      out->bytes[i * out->desc.row_bytes() + j] =
+          static_cast<char>(test::ScalarOp(op, x, y));
     }
   }
 }
@@ -578,8 +579,7 @@ absl::Status CheckAgainstReference(const JobSpec& spec, const Engine& engine,
       ReferenceOp(BitwiseOp::kOr, a, b, like(in.tmp, *dst));
       dst = &tiles.at(in.dst);  // the map may have moved it
     }
-    ReferenceOp(in.opcode == Opcode::kTand ? BitwiseOp::kAnd : BitwiseOp::kXor,
-                a, b, dst);
+    ReferenceOp(test::OpOf(in.opcode), a, b, dst);
     if (std::find(dsts.begin(), dsts.end(), in.dst) == dsts.end()) {
       dsts.push_back(in.dst);
     }

@@ -9,6 +9,7 @@
 
 #include "client/client.h"
 #include "tests/integration/server_process.h"
+#include "tests/integration/shared_server.h"
 #include "tests/integration/test_files.h"
 
 namespace ptoserve {
@@ -22,17 +23,8 @@ constexpr char kProgram[] =
     "%c = tand %a, %b : !pto.tile<...>\n"
     "%d = pto.txor %c, %a : (!pto.tile<...>, !pto.tile<...>) -> !pto.tile<...>\n";
 
-class AssemblyTest : public ::testing::Test {
+class AssemblyTest : public test::SharedServerTest {
  protected:
-  static void SetUpTestSuite() {
-    server_ = new ServerProcess();
-    client_ = Client::Connect(server_->address()).value().release();
-  }
-  static void TearDownTestSuite() {
-    delete client_;
-    delete server_;
-  }
-
   static v1::Job WithTiles(v1::Target target) {
     v1::Job job;
     job.set_target(target);
@@ -62,13 +54,8 @@ class AssemblyTest : public ::testing::Test {
     i1->set_tmp("d.tmp");
     return job;
   }
-
-  static ServerProcess* server_;
-  static Client* client_;
 };
 
-ServerProcess* AssemblyTest::server_ = nullptr;
-Client* AssemblyTest::client_ = nullptr;
 
 TEST_F(AssemblyTest, TextAndInstructionListAgreeOnEveryTarget) {
   for (v1::Target target : {v1::TARGET_HOST, v1::TARGET_A2A3, v1::TARGET_A5}) {

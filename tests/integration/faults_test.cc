@@ -264,11 +264,11 @@ TEST(FaultsTest, SigtermUnderLoadAnswersEveryAcceptedCallAndExitsZero) {
           job = std::move(it->second);
           pending.erase(it);
         }
-        if (result.status().code() == 0) {
+        if (result.status().code() == v1::OK) {
           ++tally.stream_ok;
           const std::string error = CheckResult(job, result);
           if (!error.empty()) tally.Odd("wrong stream result: " + error);
-        } else if (result.status().code() == grpc::StatusCode::UNAVAILABLE &&
+        } else if (result.status().code() == v1::UNAVAILABLE &&
                    result.status().message() == kShuttingDown) {
           ++tally.stream_refused;
           stop_writing = true;

@@ -9,8 +9,8 @@
 #include <sstream>
 
 #include "client/client.h"
-#include "grpc/reflection/v1alpha/reflection.grpc.pb.h"
 #include "tests/integration/process_stats.h"
+#include "tests/integration/reflection_util.h"
 #include "tests/integration/test_files.h"
 #include "tests/integration/server_process.h"
 
@@ -110,18 +110,9 @@ TEST(SecurityTest, BearerTokens) {
 
 TEST(SecurityTest, ReflectionFollowsItsFlag) {
   auto list = [](const std::string& address) {
-    auto channel = grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
-    auto stub = grpc::reflection::v1alpha::ServerReflection::NewStub(channel);
-    grpc::ClientContext context;
-    auto stream = stub->ServerReflectionInfo(&context);
-    grpc::reflection::v1alpha::ServerReflectionRequest request;
-    request.set_list_services("");
-    stream->Write(request);
-    stream->WritesDone();
-    grpc::reflection::v1alpha::ServerReflectionResponse response;
-    while (stream->Read(&response)) {
-    }
-    return stream->Finish().error_code();
+    return test::ListServices(
+               grpc::CreateChannel(address, grpc::InsecureChannelCredentials()))
+        .status.error_code();
   };
   ServerProcess with;
   EXPECT_EQ(list(with.address()), grpc::StatusCode::OK);
@@ -223,7 +214,9 @@ TEST(SecurityTest, TlsTokensAreCheckedBeforeTheRequestIsRead) {
   EXPECT_EQ(r.status().code(), absl::StatusCode::kUnauthenticated) << r.status();
   const int64_t grown = ReadProcessStats(server.pid()).hwm_kb - before;
   std::cout << "peak grew by " << MiB(grown) << " refusing a 60 MiB request\n";
-  if (kMemoryBoundsApply) EXPECT_LT(grown, 40 * 1024);
+  if (kMemoryBoundsApply) {
+    EXPECT_LT(grown, 40 * 1024);
+  }
   // Health stays open to probes; a good token passes.
   EXPECT_EQ(client->Health().value(), "SERVING");
   tls.token = "secret";

@@ -15,32 +15,17 @@
 #include <tuple>
 
 #include "client/client.h"
-#include "grpc/reflection/v1/reflection.grpc.pb.h"
 #include "grpc/reflection/v1alpha/reflection.grpc.pb.h"
+#include "tests/integration/reflection_util.h"
 #include "tests/integration/server_process.h"
+#include "tests/integration/shared_server.h"
 
 namespace ptoserve {
 namespace {
 
 using ::testing::HasSubstr;
 
-class ServerTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    server_ = new ServerProcess();
-    client_ = Client::Connect(server_->address()).value().release();
-  }
-  static void TearDownTestSuite() {
-    delete client_;
-    delete server_;
-  }
-
-  static ServerProcess* server_;
-  static Client* client_;
-};
-
-ServerProcess* ServerTest::server_ = nullptr;
-Client* ServerTest::client_ = nullptr;
+using ServerTest = test::SharedServerTest;
 
 template <typename T>
 std::vector<T> RandomElements(size_t n, std::mt19937* rng) {
@@ -340,49 +325,19 @@ TEST_F(ServerTest, HealthReportsServing) {
   EXPECT_EQ(client_->Health("ptoserve.v1.TileCompute").value(), "SERVING");
 }
 
-// One reflection request and its answers, over reflection v1 or v1alpha
-// (`Reflection` is either package's ServerReflection).
-template <typename Reflection, typename Request, typename Response>
-std::vector<Response> Reflect(const std::shared_ptr<grpc::Channel>& channel,
-                              const Request& request) {
-  auto stub = Reflection::NewStub(channel);
-  grpc::ClientContext context;
-  auto stream = stub->ServerReflectionInfo(&context);
-  EXPECT_TRUE(stream->Write(request));
-  stream->WritesDone();
-  std::vector<Response> responses;
-  Response response;
-  while (stream->Read(&response)) responses.push_back(response);
-  EXPECT_TRUE(stream->Finish().ok());
-  return responses;
-}
-
-// What `grpcurl list` does: ask the reflection service for the services.
-template <typename R = grpc::reflection::v1alpha::ServerReflection,
-          typename Request = grpc::reflection::v1alpha::ServerReflectionRequest,
-          typename Response = grpc::reflection::v1alpha::ServerReflectionResponse>
-std::set<std::string> ListServices(const std::shared_ptr<grpc::Channel>& channel) {
-  Request request;
-  request.set_list_services("");
-  std::set<std::string> names;
-  for (const Response& response : Reflect<R, Request, Response>(channel, request)) {
-    for (const auto& s : response.list_services_response().service()) {
-      names.insert(s.name());
-    }
-  }
-  return names;
-}
-
 // What `grpcurl describe SERVICE` does: ask for the file that defines the
 // symbol, build it and its imports into a pool of the client's own, and
 // find the service there. Fails the test if any step fails.
-template <typename R, typename Request, typename Response>
+template <typename Version>
 void ExpectDescribable(const std::shared_ptr<grpc::Channel>& channel,
                        const std::string& service) {
-  Request request;
+  typename Version::Request request;
   request.set_file_containing_symbol(service);
   std::vector<google::protobuf::FileDescriptorProto> files;
-  for (const Response& response : Reflect<R, Request, Response>(channel, request)) {
+  const test::ReflectionAnswer<Version> answer =
+      test::Reflect<Version>(channel, request);
+  EXPECT_TRUE(answer.status.ok()) << service << ": " << answer.status.error_message();
+  for (const auto& response : answer.responses) {
     EXPECT_FALSE(response.has_error_response())
         << service << ": " << response.error_response().error_message();
     for (const std::string& bytes :
@@ -407,8 +362,9 @@ void ExpectDescribable(const std::shared_ptr<grpc::Channel>& channel,
 }
 
 TEST_F(ServerTest, ReflectionListsTheServices) {
-  const std::set<std::string> names = ListServices(client_->channel());
-  EXPECT_EQ(names, (std::set<std::string>{
+  const test::ServiceList list = test::ListServices(client_->channel());
+  EXPECT_TRUE(list.status.ok()) << list.status.error_message();
+  EXPECT_EQ(list.names, (std::set<std::string>{
                        "ptoserve.v1.TileCompute", "grpc.health.v1.Health",
                        "grpc.reflection.v1.ServerReflection",
                        "grpc.reflection.v1alpha.ServerReflection"}));
@@ -418,17 +374,13 @@ TEST_F(ServerTest, ReflectionListsTheServices) {
 // (grpcurl could not describe grpc.health.v1.Health when its descriptors
 // were not linked into the server).
 TEST_F(ServerTest, ReflectionDescribesEveryListedServiceInBothVersions) {
-  namespace v1 = grpc::reflection::v1;
-  namespace v1alpha = grpc::reflection::v1alpha;
-  const std::set<std::string> names = ListServices(client_->channel());
-  EXPECT_EQ((ListServices<v1::ServerReflection, v1::ServerReflectionRequest,
-                          v1::ServerReflectionResponse>(client_->channel())),
-            names);
+  const std::set<std::string> names =
+      test::ListServices<test::ReflectionV1Alpha>(client_->channel()).names;
+  EXPECT_EQ(names.size(), 4u);
+  EXPECT_EQ(test::ListServices<test::ReflectionV1>(client_->channel()).names, names);
   for (const std::string& name : names) {
-    ExpectDescribable<v1::ServerReflection, v1::ServerReflectionRequest,
-                      v1::ServerReflectionResponse>(client_->channel(), name);
-    ExpectDescribable<v1alpha::ServerReflection, v1alpha::ServerReflectionRequest,
-                      v1alpha::ServerReflectionResponse>(client_->channel(), name);
+    ExpectDescribable<test::ReflectionV1>(client_->channel(), name);
+    ExpectDescribable<test::ReflectionV1Alpha>(client_->channel(), name);
   }
 }
 
