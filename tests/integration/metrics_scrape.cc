@@ -73,6 +73,23 @@ double Sum(const std::map<std::string, double>& samples, const std::string& name
   return total;
 }
 
+double Sum(const std::map<std::string, double>& samples, const std::string& name,
+           const std::string& label) {
+  double total = 0;
+  for (const auto& [series, value] : samples) {
+    if (!absl::StartsWith(series, name + "{")) continue;
+    const absl::string_view labels = absl::string_view(series).substr(name.size());
+    // Whole labels only: `code="OK"` must not match `xcode="OK"`.
+    if (absl::StrContains(labels, "{" + label + ",") ||
+        absl::StrContains(labels, "," + label + ",") ||
+        absl::StrContains(labels, "," + label + "}") ||
+        absl::StrContains(labels, "{" + label + "}")) {
+      total += value;
+    }
+  }
+  return total;
+}
+
 std::map<std::string, double> ScrapeUntil(
     const std::string& metrics_url,
     const std::function<bool(const std::map<std::string, double>&)>& done,

@@ -36,6 +36,10 @@ double Delta(const std::map<std::string, double>& before,
 // The sum of every series of metric `name` (each label set) in `samples`.
 double Sum(const std::map<std::string, double>& samples, const std::string& name);
 
+// The same over the series whose labels include `label` (`code="OK"`).
+double Sum(const std::map<std::string, double>& samples, const std::string& name,
+           const std::string& label);
+
 // Scrapes `metrics_url` every 10 ms until `done` holds for the samples or
 // `timeout` passes; returns the last scrape. For waiting on the server's
 // own account of what happened, rather than on a guess of how long it takes.

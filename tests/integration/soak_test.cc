@@ -425,6 +425,11 @@ TEST(SoakTest, TwoHundredClientsWithFaultsEveryCallAnsweredOnce) {
   const double in_flight = Sum(scraped, "ptoserve_jobs_in_flight");
   const double queued = Sum(scraped, "ptoserve_queue_depth");
   const double server_jobs = Sum(scraped, "ptoserve_jobs_total");
+  // Drops the server made itself: a client's own deadline or cancel yields
+  // its code whatever the server does.
+  const double server_deadlines =
+      Sum(scraped, "ptoserve_jobs_total", R"(code="DEADLINE_EXCEEDED")");
+  const double server_cancels = Sum(scraped, "ptoserve_jobs_total", R"(code="CANCELLED")");
   // VmHWM is updated lazily; a sample may have seen more.
   const int64_t peak_kb = std::max(peak.rss_kb, ReadProcessStats(pid).hwm_kb);
 
@@ -442,8 +447,9 @@ TEST(SoakTest, TwoHundredClientsWithFaultsEveryCallAnsweredOnce) {
             << peak.fds << " fds\n"
             << "  after, idle: " << ToString(after) << "\n"
             << absl::StrFormat("  server's metrics: %.0f jobs answered, %.0f in flight, "
-                               "%.0f queued",
-                               server_jobs, in_flight, queued)
+                               "%.0f queued, %.0f dropped at a deadline, %.0f cancelled",
+                               server_jobs, in_flight, queued, server_deadlines,
+                               server_cancels)
             << std::endl;
 
   for (const std::string& e : ledger.errors()) ADD_FAILURE() << e;
@@ -459,6 +465,8 @@ TEST(SoakTest, TwoHundredClientsWithFaultsEveryCallAnsweredOnce) {
   EXPECT_EQ(in_flight, 0);
   EXPECT_EQ(queued, 0);
   EXPECT_LE(server_jobs, warmup.calls() + ledger.calls());
+  EXPECT_GT(server_deadlines, 0);
+  EXPECT_GT(server_cancels, 0);
   // Memory bounded, and back near the baseline once idle.
   if (kMemoryBoundsApply) {
     EXPECT_LT(peak_kb, kPeakRssLimitKb);
