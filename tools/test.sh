@@ -44,12 +44,14 @@ stage asan "tests under ASan+UBSan" --config=asan --build_tests_only --test_env=
 # ThreadSanitizer over the scheduler, streaming and integration tests (the
 # server binary they start is built with it too), and a canary that shows
 # the setup still reports a race in our own code; see tools/tsan/ and
-# docs/RELIABILITY.md. The suppressions file's hash is in the environment
+# docs/RELIABILITY.md. history_size=7 (the most) keeps enough of each
+# thread's past accesses to show both stacks of a report, which the
+# suppressions need to match one. The suppressions file's hash is in the environment
 # so that editing it re-runs the tests instead of taking cached results.
 tsan_supp="$PWD/tools/tsan/suppressions.txt"
 stage tsan "tests under TSan" --config=tsan --test_env=PTOSERVE_SOAK_SECONDS=15 \
   "--test_env=PTOSERVE_TSAN_SUPPRESSIONS_SHA=$(sha256sum "$tsan_supp" | cut -c1-16)" \
-  "--test_env=TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:ignore_noninstrumented_modules=1:suppressions=$tsan_supp" \
+  "--test_env=TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:history_size=7:ignore_noninstrumented_modules=1:suppressions=$tsan_supp" \
   //tests/server/... //tests/integration/... //tests/core:program_test //tests/tsan/... "$@"
 
 fuzz_seconds=${PTOSERVE_FUZZ_SECONDS:-60}
