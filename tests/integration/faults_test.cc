@@ -859,9 +859,13 @@ TEST(FaultsTest, ThousandsOfIdleConnectionsDoNotExhaustTheServer) {
     EXPECT_LT(latency_ms.back(), 1000.0);
   }
   EXPECT_LE(after.fds, before.fds + 2);
-  EXPECT_LE(after.threads, before.threads + 2);
   EXPECT_LE(after_again.fds, before.fds + 2);
-  EXPECT_LE(after_again.threads, before.threads + 2);
+  // No thread per connection: gRPC's pools may add a few under load (3 in
+  // one CI run), never one per connection.
+  constexpr int kPoolGrowth = 8;
+  EXPECT_LE(loaded.threads, before.threads + kPoolGrowth);
+  EXPECT_LE(after.threads, before.threads + kPoolGrowth);
+  EXPECT_LE(after_again.threads, before.threads + kPoolGrowth);
   if (kMemoryBoundsApply) {
     EXPECT_LT(after_again.rss_kb, after.rss_kb + 8 * 1024);
   }
