@@ -8,6 +8,7 @@
 #include <random>
 
 #include "core/engine.h"
+#include "core/ops.h"
 #include "core/tile_codec.h"
 
 namespace ptoserve {
@@ -90,7 +91,8 @@ void RegisterAll() {
         (std::string("memcpy/") + shape.name).c_str(),
         [shape](benchmark::State& s) { BM_Memcpy(s, shape); });
     for (Target target : {Target::kHost, Target::kA2A3, Target::kA5}) {
-      for (Opcode opcode : {Opcode::kTand, Opcode::kTxor}) {
+      for (const OpInfo& op : kOps) {
+        const Opcode opcode = op.opcode;
         const std::string name = std::string(OpcodeName(opcode)) + "/" +
                                  std::string(TargetName(target)) + "/" + shape.name;
         benchmark::RegisterBenchmark(

@@ -36,6 +36,7 @@
 #include "common/cli_help.h"
 #include "core/asm/parser.h"
 #include "core/asm/printer.h"
+#include "core/ops.h"
 #include "core/status_macros.h"
 #include "proto/wire.h"
 
@@ -638,7 +639,23 @@ int Health() {
   return *status == "SERVING" ? 0 : 1;
 }
 
-int Binary(v1::Opcode opcode) {
+// "tand, txor": the mnemonics of the instructions `pick` selects.
+std::string Mnemonics(bool (*pick)(const OpInfo&)) {
+  std::vector<absl::string_view> names;
+  for (const OpInfo& op : kOps) {
+    if (pick(op)) names.push_back(op.mnemonic);
+  }
+  return absl::StrJoin(names, ", ");
+}
+
+// "--out is for tand, txor and run".
+int OutIsForInstructionsAndRun() {
+  return UsageError(absl::StrCat(
+      "--out is for ", Mnemonics([](const OpInfo&) { return true; }), " and run"));
+}
+
+// One instruction on tiles src0, src1 (and tmp) made from the flags.
+int Binary(const OpInfo& op) {
   absl::StatusOr<v1::DType> dtype = ParseDType(absl::GetFlag(FLAGS_dtype));
   if (!dtype.ok()) return UsageError(dtype.status().message());
   if (absl::GetFlag(FLAGS_shape).empty()) return UsageError("--shape is required");
@@ -658,7 +675,11 @@ int Binary(v1::Opcode opcode) {
   std::vector<std::pair<std::string, std::string>> operands = {
       {"src0", absl::GetFlag(FLAGS_src0)}, {"src1", absl::GetFlag(FLAGS_src1)}};
   if (!absl::GetFlag(FLAGS_tmp).empty()) {
-    if (opcode != v1::OPCODE_TXOR) return UsageError("--tmp is for txor only");
+    if (!op.accepts_tmp) {
+      return UsageError(absl::StrCat(
+          "--tmp is for ", Mnemonics([](const OpInfo& o) { return o.accepts_tmp; }),
+          " only"));
+    }
     operands.push_back({"tmp", absl::GetFlag(FLAGS_tmp)});
   }
   for (const auto& [name, text] : operands) {
@@ -673,11 +694,11 @@ int Binary(v1::Opcode opcode) {
     }
   }
   v1::Instruction* inst = job.add_instructions();
-  inst->set_opcode(opcode);
+  inst->set_opcode(static_cast<v1::Opcode>(op.wire_value));
   inst->set_dst("dst");
   inst->set_src0("src0");
   inst->set_src1("src1");
-  if (opcode == v1::OPCODE_TXOR) inst->set_tmp("tmp");
+  if (op.accepts_tmp) inst->set_tmp("tmp");
 
   int code = 0;
   std::unique_ptr<Client> client = Connect(&code);
@@ -804,7 +825,7 @@ int Format(const std::string& path) {
 }
 
 int StreamJobs(const std::string& path) {
-  if (!absl::GetFlag(FLAGS_out).empty()) return UsageError("--out is for tand, txor and run");
+  if (!absl::GetFlag(FLAGS_out).empty()) return OutIsForInstructionsAndRun();
   absl::StatusOr<std::string> text = ReadInput(path);
   if (!text.ok()) return UsageError(text.status().message());
   absl::StatusOr<v1::Target> target = ParseTarget(absl::GetFlag(FLAGS_target));
@@ -867,13 +888,13 @@ int Main(const std::vector<char*>& args, const std::vector<std::string>& tiles) 
     return StreamJobs(args[2]);
   }
   if (extra != 0) return UsageError(absl::StrCat("unexpected argument: ", args[2]));
-  if (!absl::GetFlag(FLAGS_out).empty() && command != "tand" && command != "txor") {
-    return UsageError("--out is for tand, txor and run");
+  const OpInfo* op = FindOpByMnemonic(command);
+  if (!absl::GetFlag(FLAGS_out).empty() && op == nullptr) {
+    return OutIsForInstructionsAndRun();
   }
   if (command == "capabilities") return Capabilities();
   if (command == "health") return Health();
-  if (command == "tand") return Binary(v1::OPCODE_TAND);
-  if (command == "txor") return Binary(v1::OPCODE_TXOR);
+  if (op != nullptr) return Binary(*op);
   return UsageError("unknown command: " + command);
 }
 

@@ -9,6 +9,7 @@
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "core/ops.h"
 #include "core/status_macros.h"
 #include "core/unified_buffer.h"
 

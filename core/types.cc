@@ -94,8 +94,4 @@ absl::string_view TargetName(Target target) {
   return "?";
 }
 
-absl::string_view OpcodeName(Opcode opcode) {
-  return opcode == Opcode::kTand ? "TAND" : "TXOR";
-}
-
 }  // namespace ptoserve

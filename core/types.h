@@ -47,9 +47,8 @@ absl::string_view TargetName(Target target);
 // Who places tiles in the on-chip buffer.
 enum class Mode : uint8_t { kAuto, kManual };
 
+// An instruction; what each is lives in core/ops.h.
 enum class Opcode : uint8_t { kTand, kTxor };
-// "TAND", "TXOR".
-absl::string_view OpcodeName(Opcode opcode);
 
 }  // namespace ptoserve
 

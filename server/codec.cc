@@ -4,9 +4,13 @@
 #include <google/protobuf/wire_format_lite.h>
 
 #include <algorithm>
+#include <iterator>
+#include <string>
 
 #include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "core/ops.h"
 #include "core/quote.h"
 #include "core/status_macros.h"
 #include "core/unified_buffer.h"
@@ -81,16 +85,21 @@ absl::StatusOr<Location> FromProto(v1::Location location,
       absl::StrFormat("tile \"%s\": unknown location %d", tile, location));
 }
 
+// "OPCODE_TAND or OPCODE_TXOR": every opcode's wire name.
+std::string WireOpcodeList() {
+  std::string list;
+  for (size_t i = 0; i < std::size(kOps); ++i) {
+    if (i > 0) absl::StrAppend(&list, i + 1 == std::size(kOps) ? " or " : ", ");
+    absl::StrAppend(&list, "OPCODE_", kOps[i].name);
+  }
+  return list;
+}
+
 absl::StatusOr<Opcode> FromProto(v1::Opcode opcode, size_t index) {
-  switch (opcode) {
-    case v1::OPCODE_TAND: return Opcode::kTand;
-    case v1::OPCODE_TXOR: return Opcode::kTxor;
-    case v1::OPCODE_UNSPECIFIED:
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "instruction %u: opcode is not set (OPCODE_TAND or OPCODE_TXOR)",
-          index));
-    default:
-      break;
+  if (const OpInfo* op = FindOpByWireValue(opcode)) return op->opcode;
+  if (opcode == v1::OPCODE_UNSPECIFIED) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "instruction %u: opcode is not set (%s)", index, WireOpcodeList()));
   }
   return absl::InvalidArgumentError(
       absl::StrFormat("instruction %u: unknown opcode %d", index, opcode));
@@ -166,7 +175,7 @@ v1::DType ToProto(DType dtype) {
 }
 
 v1::Opcode ToProto(Opcode opcode) {
-  return opcode == Opcode::kTand ? v1::OPCODE_TAND : v1::OPCODE_TXOR;
+  return static_cast<v1::Opcode>(Op(opcode).wire_value);
 }
 
 absl::StatusOr<Target> FromProto(v1::Target target) {

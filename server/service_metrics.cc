@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "core/ops.h"
 #include "core/version.h"
 
 namespace ptoserve {

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
+#include "core/ops.h"
 #include "core/status_macros.h"
 #include "core/unified_buffer.h"
 
@@ -286,7 +287,7 @@ class Lowerer {
                             "defines a new tile: to write into an existing "
                             "one use `pto.%s ins(...) outs(%%%s : ...)`",
                             op.dst.name, where, op.dst.name,
-                            op.opcode == Opcode::kTand ? "tand" : "txor",
+                            Op(op.opcode).mnemonic,
                             op.dst.name));
       }
       PTO_RETURN_IF_ERROR(CheckType(op.dst, it->second.desc));

@@ -12,6 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
 #include "core/asm/lexer.h"
+#include "core/ops.h"
 #include "core/status_macros.h"
 
 namespace ptoserve {
@@ -34,14 +35,14 @@ std::optional<Opcode> Mnemonic(absl::string_view word, bool prefixed) {
   if (prefixed) {
     if (!absl::ConsumePrefix(&word, "pto.")) return std::nullopt;
   }
-  if (word == "tand") return Opcode::kTand;
-  if (word == "txor") return Opcode::kTxor;
-  return std::nullopt;
+  const OpInfo* op = FindOpByMnemonic(word);
+  if (op == nullptr) return std::nullopt;
+  return op->opcode;
 }
 
 std::string Spelled(Opcode opcode, Form form) {
-  const char* bare = opcode == Opcode::kTand ? "tand" : "txor";
-  return form == Form::kSync ? bare : absl::StrCat("pto.", bare);
+  const absl::string_view bare = Op(opcode).mnemonic;
+  return form == Form::kSync ? std::string(bare) : absl::StrCat("pto.", bare);
 }
 
 class Parser {
@@ -208,9 +209,10 @@ class Parser {
     op.opcode = opcode;
     op.form = Form::kDps;
     const std::string name = std::string(Next().text);
-    const size_t max_inputs = opcode == Opcode::kTxor ? 3 : 2;
+    const bool accepts_tmp = Op(opcode).accepts_tmp;
+    const size_t max_inputs = accepts_tmp ? 3 : 2;
     const std::string arity =
-        opcode == Opcode::kTxor
+        accepts_tmp
             ? absl::StrCat("'", name,
                            "' takes 2 or 3 inputs (src0, src1[, tmp])")
             : absl::StrCat("'", name, "' takes 2 inputs (src0, src1)");

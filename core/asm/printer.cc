@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "core/ops.h"
 
 namespace ptoserve {
 namespace pasm {
@@ -23,8 +24,7 @@ std::string OperationText(const Operation& op) {
     names.push_back(absl::StrCat("%", in->name));
     types.push_back(Print(in->type));
   }
-  return absl::StrCat(op.opcode == Opcode::kTand ? "pto.tand" : "pto.txor",
-                      " ins(", absl::StrJoin(names, ", "), " : ",
+  return absl::StrCat("pto.", Op(op.opcode).mnemonic, " ins(", absl::StrJoin(names, ", "), " : ",
                       absl::StrJoin(types, ", "), ") outs(%", op.dst.name,
                       " : ", Print(op.dst.type), ")");
 }

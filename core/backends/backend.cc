@@ -13,7 +13,7 @@ namespace {
 
 constexpr uint64_t kVectorRepeatBytes = 256;
 
-std::string SupportedNames(const std::vector<DType>& dtypes) {
+std::string SupportedNames(absl::Span<const DType> dtypes) {
   return absl::StrJoin(dtypes, ", ", [](std::string* out, DType d) {
     out->append(DTypeName(d).data(), DTypeName(d).size());
   });
@@ -39,13 +39,6 @@ class RuleError {
 
 }  // namespace
 
-const std::vector<DType>& BitwiseDTypes() {
-  static const std::vector<DType> kTypes = {DType::kInt8,  DType::kUInt8,
-                                            DType::kInt16, DType::kUInt16,
-                                            DType::kInt32, DType::kUInt32};
-  return kTypes;
-}
-
 uint64_t VectorRepeats(size_t rows, size_t row_bytes, bool contiguous) {
   if (contiguous) {
     return (uint64_t{rows} * row_bytes + kVectorRepeatBytes - 1) /
@@ -68,7 +61,7 @@ absl::Status Backend::Check(const InstructionSig& inst) const {
   if (tmp_checked) operands.push_back(&inst.tmp);
 
   const TileDesc& dst = *inst.dst.desc;
-  const auto& dtypes = BitwiseDTypes();
+  const absl::Span<const DType> dtypes = Op(inst.opcode).dtypes;
   if (std::find(dtypes.begin(), dtypes.end(), dst.dtype) == dtypes.end()) {
     return error("dst element type %s is not supported (supported: %s)",
                  DTypeName(dst.dtype), SupportedNames(dtypes));
@@ -147,8 +140,9 @@ absl::Status Backend::Check(const InstructionSig& inst) const {
 
 std::vector<OpcodeSupport> Backend::Supported() const {
   std::vector<OpcodeSupport> out;
-  for (Opcode op : {Opcode::kTand, Opcode::kTxor}) {
-    out.push_back({op, BitwiseDTypes(), UsesTmp(op), Algorithm(op)});
+  for (const OpInfo& op : kOps) {
+    out.push_back({op.opcode, std::vector<DType>(op.dtypes.begin(), op.dtypes.end()),
+                   UsesTmp(op.opcode), Algorithm(op.opcode)});
   }
   return out;
 }

@@ -16,6 +16,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "core/kernels.h"
+#include "core/ops.h"
 #include "core/tile.h"
 #include "core/types.h"
 
@@ -95,9 +96,6 @@ struct OpcodeSupport {
   bool tmp_required;
   std::string algorithm;
 };
-
-// Element types TAND and TXOR accept on every target.
-const std::vector<DType>& BitwiseDTypes();
 
 // Number of 256-byte vector repeats that cover `rows` rows of `row_bytes`
 // bytes: one run when the rows are contiguous, else whole repeats per row.

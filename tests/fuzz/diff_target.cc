@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <iterator>
 #include <memory>
 #include <optional>
 #include <string>
@@ -127,8 +128,7 @@ std::vector<double> ToValues(DType dtype, const std::string& bytes) {
 
 Plan MakePlan(ByteReader& in) {
   Plan plan;
-  const std::vector<DType>& dtypes = BitwiseDTypes();
-  plan.dtype = dtypes[in.Below(static_cast<uint32_t>(dtypes.size()))];
+  plan.dtype = kBitwiseDTypes[in.Below(static_cast<uint32_t>(std::size(kBitwiseDTypes)))];
   plan.opcode = in.Bool() ? Opcode::kTxor : Opcode::kTand;
   plan.valid_rows = 1 + in.Below(6);
   const size_t element = ElementBytes(plan.dtype);

@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/engine.h"
+#include "core/ops.h"
 #include "tests/core/test_util.h"
 
 namespace ptoserve {
@@ -226,13 +227,36 @@ TEST(ToJobSpecTest, ErrorsNameWhatIsWrong) {
   job = SmallJob();
   job.mutable_instructions(0)->set_opcode(v1::OPCODE_UNSPECIFIED);
   EXPECT_THAT(ToJobSpec(job).status(),
-              StatusIs(kInvalid, HasSubstr("instruction 0: opcode is not set")));
+              StatusIs(kInvalid, HasSubstr("instruction 0: opcode is not set "
+                                           "(OPCODE_TAND or OPCODE_TXOR)")));
+  job = SmallJob();
+  job.mutable_instructions(0)->set_opcode(static_cast<v1::Opcode>(77));
+  EXPECT_THAT(ToJobSpec(job).status(),
+              StatusIs(kInvalid, HasSubstr("instruction 0: unknown opcode 77")));
   job = SmallJob();
   job.set_target(static_cast<v1::Target>(9));
   EXPECT_THAT(ToJobSpec(job).status(), StatusIs(kInvalid, HasSubstr("unknown target 9")));
   job = SmallJob();
   job.set_mode(static_cast<v1::Mode>(5));
   EXPECT_THAT(ToJobSpec(job).status(), StatusIs(kInvalid, HasSubstr("unknown mode 5")));
+}
+
+// Each row of the instruction table names the wire value of its own name,
+// and every wire opcode but UNSPECIFIED has a row.
+TEST(OpTableTest, WireValuesMatchTheProto) {
+  for (const OpInfo& op : kOps) {
+    EXPECT_EQ(v1::Opcode_Name(static_cast<v1::Opcode>(op.wire_value)),
+              absl::StrCat("OPCODE_", op.name));
+    EXPECT_EQ(ToProto(op.opcode), op.wire_value);
+  }
+  const google::protobuf::EnumDescriptor* wire = v1::Opcode_descriptor();
+  for (int i = 0; i < wire->value_count(); ++i) {
+    const int number = wire->value(i)->number();
+    if (number == v1::OPCODE_UNSPECIFIED) continue;
+    ASSERT_NE(FindOpByWireValue(number), nullptr) << wire->value(i)->name();
+    EXPECT_EQ(absl::StrCat("OPCODE_", FindOpByWireValue(number)->name),
+              wire->value(i)->name());
+  }
 }
 
 // ToJobResult: tiles in the encoding their inputs used (values as numbers,
