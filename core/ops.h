@@ -49,12 +49,15 @@ inline constexpr OpInfo kOps[] = {
 };
 
 constexpr bool OpsIndexedByOpcode() {
+  if (sizeof(kOps) / sizeof(kOps[0]) != static_cast<size_t>(kOpcodeCount)) {
+    return false;
+  }
   for (size_t i = 0; i < sizeof(kOps) / sizeof(kOps[0]); ++i) {
     if (static_cast<size_t>(kOps[i].opcode) != i) return false;
   }
   return true;
 }
-static_assert(OpsIndexedByOpcode(), "kOps must be in Opcode order");
+static_assert(OpsIndexedByOpcode(), "kOps must have one row per Opcode, in order");
 
 inline constexpr const OpInfo& Op(Opcode opcode) {
   return kOps[static_cast<size_t>(opcode)];

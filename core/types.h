@@ -1,4 +1,5 @@
-// The vocabulary of the engine: element types, layouts, targets, opcodes.
+// The vocabulary of the engine: element types, layouts, targets, opcodes
+// (core/opcode.h).
 #ifndef PTOSERVE_CORE_TYPES_H_
 #define PTOSERVE_CORE_TYPES_H_
 
@@ -6,6 +7,7 @@
 #include <cstdint>
 
 #include "absl/strings/string_view.h"
+#include "core/opcode.h"
 
 namespace ptoserve {
 
@@ -47,8 +49,6 @@ absl::string_view TargetName(Target target);
 // Who places tiles in the on-chip buffer.
 enum class Mode : uint8_t { kAuto, kManual };
 
-// An instruction; what each is lives in core/ops.h.
-enum class Opcode : uint8_t { kTand, kTxor };
 
 }  // namespace ptoserve
 

@@ -2,9 +2,11 @@
 
 #include <algorithm>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "core/status_macros.h"
+#include "core/targets/targets.h"
 #include "core/unified_buffer.h"
 
 namespace ptoserve {
@@ -39,6 +41,10 @@ class RuleError {
 
 }  // namespace
 
+Backend::Backend(Target target, const TargetSpec& spec, uint64_t buffer_bytes)
+    : spec_(spec),
+      rules_{target, spec.description, buffer_bytes, spec.row_alignment_bytes} {}
+
 uint64_t VectorRepeats(size_t rows, size_t row_bytes, bool contiguous) {
   if (contiguous) {
     return (uint64_t{rows} * row_bytes + kVectorRepeatBytes - 1) /
@@ -50,12 +56,11 @@ uint64_t VectorRepeats(size_t rows, size_t row_bytes, bool contiguous) {
 
 absl::Status Backend::Check(const InstructionSig& inst) const {
   const RuleError error(inst, rules_.target);
-  const bool tmp_checked = UsesTmp(inst.opcode);
+  const OpRule& rule = spec_.rule(inst.opcode);
+  const bool tmp_checked = rule.uses_tmp;
   if (tmp_checked && inst.tmp.desc == nullptr) {
-    return error(
-        "tmp is required on %s: it holds OR(src0, src1) in XOR = "
-        "AND(NOT(AND(src0, src1)), OR(src0, src1))",
-        TargetName(rules_.target));
+    return error("tmp is required on %s: %s", TargetName(rules_.target),
+                 rule.tmp_purpose);
   }
   std::vector<const Operand*> operands = {&inst.dst, &inst.src0, &inst.src1};
   if (tmp_checked) operands.push_back(&inst.tmp);
@@ -109,15 +114,12 @@ absl::Status Backend::Check(const InstructionSig& inst) const {
   if (tmp_checked) {
     for (const Operand* op : {&inst.dst, &inst.src0, &inst.src1}) {
       if (op->name == inst.tmp.name) {
-        return error(
-            "tmp \"%s\" is also %s; tmp must be a tile of its own because "
-            "it is written before the sources are read again",
-            inst.tmp.name, op->role);
+        return error("tmp \"%s\" is also %s; %s", inst.tmp.name, op->role,
+                     kTmpOwnTileReason);
       }
     }
   }
-  if (inst.opcode == Opcode::kTxor && rules_.txor_operands_disjoint &&
-      inst.mode == Mode::kManual) {
+  if (rule.operands_disjoint && inst.mode == Mode::kManual) {
     for (size_t i = 0; i < operands.size(); ++i) {
       for (size_t j = i + 1; j < operands.size(); ++j) {
         const Operand& a = *operands[i];
@@ -138,6 +140,11 @@ absl::Status Backend::Check(const InstructionSig& inst) const {
   return absl::OkStatus();
 }
 
+std::string Backend::Algorithm(Opcode opcode) const {
+  return absl::StrCat(AlgorithmText(spec_.rule(opcode)), ", with ",
+                      BestKernels().name, " kernels");
+}
+
 std::vector<OpcodeSupport> Backend::Supported() const {
   std::vector<OpcodeSupport> out;
   for (const OpInfo& op : kOps) {
@@ -145,16 +152,6 @@ std::vector<OpcodeSupport> Backend::Supported() const {
                    UsesTmp(op.opcode), Algorithm(op.opcode)});
   }
   return out;
-}
-
-absl::string_view RoleName(Role role) {
-  switch (role) {
-    case Role::kDst: return "dst";
-    case Role::kSrc0: return "src0";
-    case Role::kSrc1: return "src1";
-    case Role::kTmp: return "tmp";
-  }
-  return "?";
 }
 
 const Tile& OperandTile(const BoundInstruction& inst, Role role) {
@@ -202,31 +199,32 @@ Region ValidRegion(const BoundInstruction& inst) {
 
 }  // namespace
 
-void Backend::Step(absl::string_view name, BitwiseOp op, Role out, Role a,
-                   Role b, Batch batch, BatchTraces traces) {
+void Backend::Run(Batch batch, BatchTraces traces) const {
   const KernelSet& kernels = BestKernels();
-  for (size_t i = 0; i < batch.size(); ++i) {
-    const BoundInstruction& inst = *batch[i];
-    kernels.binary(op, ValidRegion(inst), In(inst, a), In(inst, b),
-                   Out(inst, out));
-    RecordStep(name, inst, out, {a, b}, traces[i]);
-  }
-}
-
-void Backend::InvertStep(absl::string_view name, Role out, Role in,
-                         Batch batch, BatchTraces traces) {
-  const KernelSet& kernels = BestKernels();
-  for (size_t i = 0; i < batch.size(); ++i) {
-    const BoundInstruction& inst = *batch[i];
-    kernels.invert(ValidRegion(inst), In(inst, in), Out(inst, out));
-    RecordStep(name, inst, out, {in}, traces[i]);
+  const OpRule& rule = spec_.rule(batch[0]->opcode);
+  for (size_t s = 0; s < rule.step_count; ++s) {
+    const Step& step = rule.steps[s];
+    for (size_t i = 0; i < batch.size(); ++i) {
+      const BoundInstruction& inst = *batch[i];
+      if (step.invert) {
+        kernels.invert(ValidRegion(inst), In(inst, step.a), Out(inst, step.out));
+        RecordStep(step.micro_op, inst, step.out, {step.a}, traces[i]);
+      } else {
+        kernels.binary(step.op, ValidRegion(inst), In(inst, step.a),
+                       In(inst, step.b), Out(inst, step.out));
+        RecordStep(step.micro_op, inst, step.out, {step.a, step.b}, traces[i]);
+      }
+    }
   }
 }
 
 BackendRegistry::BackendRegistry(uint64_t host_buffer_bytes) {
-  backends_.push_back(MakeHostBackend(host_buffer_bytes));
-  backends_.push_back(MakeA2A3Backend());
-  backends_.push_back(MakeA5Backend());
+  for (Target target : {Target::kHost, Target::kA2A3, Target::kA5}) {
+    const TargetSpec& spec = SpecOf(target);
+    backends_.push_back(std::make_unique<Backend>(
+        target, spec,
+        target == Target::kHost ? host_buffer_bytes : spec.buffer_bytes));
+  }
 }
 
 const Backend& BackendRegistry::Get(Target target) const {

@@ -1,8 +1,7 @@
-// A hardware target: its rules (validation) and its algorithms (execution).
-//
-// Each target lives in one file under core/backends/ (host.cc, a2a3.cc,
-// a5.cc) holding its TargetRules and its Run(). Adding an instruction means
-// one row in the opcode switch of each Run() plus, if new, one kernel.
+// A hardware target as the engine uses it: the checks its rules imply and
+// the execution of its steps over a batch. What differs from one target to
+// the next is data, in core/targets/ (one header each); this one Backend
+// class serves them all.
 #ifndef PTOSERVE_CORE_BACKENDS_BACKEND_H_
 #define PTOSERVE_CORE_BACKENDS_BACKEND_H_
 
@@ -17,6 +16,7 @@
 #include "absl/types/span.h"
 #include "core/kernels.h"
 #include "core/ops.h"
+#include "core/targets/target_spec.h"
 #include "core/tile.h"
 #include "core/types.h"
 
@@ -62,10 +62,6 @@ struct Trace {
   std::vector<std::string> notes;
 };
 
-// An operand position of an instruction.
-enum class Role : uint8_t { kDst, kSrc0, kSrc1, kTmp };
-// "dst", "src0", "src1", "tmp".
-absl::string_view RoleName(Role role);
 // The tile in position `role`. REQUIRES: present (tmp only when used).
 const Tile& OperandTile(const BoundInstruction& inst, Role role);
 
@@ -76,17 +72,12 @@ using Batch = absl::Span<const BoundInstruction* const>;
 using BatchTraces = absl::Span<Trace* const>;
 
 
-// The data that makes one target different from another.
+// A target's figures, as GetCapabilities reports them.
 struct TargetRules {
   Target target;
   absl::string_view description;
   uint64_t buffer_bytes;          // unified buffer size (manual-mode bounds)
   uint32_t row_alignment_bytes;   // physical row bytes must be a multiple; 1: any
-  // TXOR computes through tmp, which must then be given, typed and shaped
-  // like dst, and distinct from the other operands.
-  bool txor_uses_tmp;
-  // In manual mode, TXOR's dst, src0, src1 and tmp must not overlap.
-  bool txor_operands_disjoint;
 };
 
 // What one opcode supports on one target (for GetCapabilities).
@@ -103,18 +94,18 @@ uint64_t VectorRepeats(size_t rows, size_t row_bytes, bool contiguous);
 
 class Backend {
  public:
-  explicit Backend(const TargetRules& rules) : rules_(rules) {}
-  virtual ~Backend() = default;
+  // `target` as `spec` describes it, with a unified buffer of
+  // `buffer_bytes`.
+  Backend(Target target, const TargetSpec& spec, uint64_t buffer_bytes);
   Backend(const Backend&) = delete;
   Backend& operator=(const Backend&) = delete;
 
   const TargetRules& rules() const { return rules_; }
+  const TargetSpec& spec() const { return spec_; }
   Target target() const { return rules_.target; }
 
   // Whether `opcode` computes through its tmp operand on this target.
-  bool UsesTmp(Opcode opcode) const {
-    return opcode == Opcode::kTxor && rules_.txor_uses_tmp;
-  }
+  bool UsesTmp(Opcode opcode) const { return spec_.rule(opcode).uses_tmp; }
 
   // OK if `inst` may run here; else INVALID_ARGUMENT of the form
   // "instruction 2 (TXOR on a2a3): tmp element type int32 differs from dst
@@ -125,29 +116,19 @@ class Backend {
   std::vector<OpcodeSupport> Supported() const;
 
   // Executes every instruction of `batch`, appending what each did to its
-  // trace: each micro-op runs over the whole batch before the next.
+  // trace: each of the opcode's steps runs over the whole batch before the
+  // next, with the best kernels.
   // REQUIRES: Check passed for each; traces.size() == batch.size().
-  virtual void Run(Batch batch, BatchTraces traces) const = 0;
+  void Run(Batch batch, BatchTraces traces) const;
 
- protected:
-  // How this target computes `opcode`, e.g. "direct vxor".
-  virtual std::string Algorithm(Opcode opcode) const = 0;
-
-  // For each instruction of `batch`: out = a op b over dst's valid region
-  // with the best kernels, recorded as micro-op `name`.
-  static void Step(absl::string_view name, BitwiseOp op, Role out, Role a,
-                   Role b, Batch batch, BatchTraces traces);
-  // For each instruction of `batch`: out = ~in likewise.
-  static void InvertStep(absl::string_view name, Role out, Role in,
-                         Batch batch, BatchTraces traces);
+  // How this target computes `opcode`: its steps, then the kernels that
+  // run them, e.g. "dst = vxor(src0, src1) (tmp unused), with avx2 kernels".
+  std::string Algorithm(Opcode opcode) const;
 
  private:
+  TargetSpec spec_;
   TargetRules rules_;
 };
-
-std::unique_ptr<Backend> MakeHostBackend(uint64_t buffer_bytes);
-std::unique_ptr<Backend> MakeA2A3Backend();
-std::unique_ptr<Backend> MakeA5Backend();
 
 // Owns one backend per target.
 class BackendRegistry {

@@ -5,9 +5,11 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/backends/backend.h"
 #include "core/engine.h"
+#include "core/targets/targets.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/core/test_util.h"
@@ -422,6 +424,26 @@ TEST(SupportedTest, EveryTargetListsTheSixIntegerTypes) {
               HasSubstr("vxor"));
   EXPECT_THAT(registry.Get(Target::kHost).Supported()[0].algorithm,
               Not(IsEmpty()));
+}
+
+// The target specs: named as TargetName names them, one rule per opcode,
+// and the algorithm text printed from the steps as the seeds state it.
+TEST(TargetSpecTest, SpecsAreNamedAndPrintTheirSteps) {
+  for (Target target : kAllTargets) {
+    EXPECT_EQ(absl::string_view(SpecOf(target).name), TargetName(target));
+    EXPECT_TRUE(CoversEveryOpcode(SpecOf(target)));
+  }
+  EXPECT_EQ(AlgorithmText(SpecOf(Target::kA2A3).rule(Opcode::kTxor)),
+            "tmp = vor(src0, src1); dst = vand(src0, src1); dst = vnot(dst); "
+            "dst = vand(dst, tmp)");
+  EXPECT_EQ(AlgorithmText(SpecOf(Target::kA5).rule(Opcode::kTxor)),
+            "dst = vxor(src0, src1) (tmp unused)");
+  EXPECT_EQ(AlgorithmText(SpecOf(Target::kHost).rule(Opcode::kTand)),
+            "dst = and(src0, src1)");
+  const Engine engine{EngineOptions{}};
+  EXPECT_EQ(engine.backends().Get(Target::kA2A3).Supported()[0].algorithm,
+            absl::StrCat("dst = vand(src0, src1), with ", BestKernels().name,
+                         " kernels"));
 }
 
 }  // namespace

@@ -66,7 +66,7 @@ PTO_INST RecordEvent TAND(TileDataDst& dst, TileDataSrc0& src0,
                           impl::View(src1), nullptr};
   impl::CheckValidShape("TAND", "src0", v.src0, v.dst);
   impl::CheckValidShape("TAND", "src1", v.src1, v.dst);
-  return impl::Execute(v, impl::RunTand, Rules::kTandAlgorithm);
+  return impl::Execute(v, ptoserve::Opcode::kTand, Rules::kTandAlgorithm);
 }
 
 // dst = src0 ^ src1 over dst's valid region, after the events waited on.
@@ -125,7 +125,7 @@ PTO_INST RecordEvent TXOR(TileDataDst& dst, TileDataSrc0& src0,
     impl::CheckValidShape("TXOR", "tmp", tmp_view, v.dst);
     impl::CheckTmpIsItsOwn(v);
   }
-  return impl::Execute(v, impl::RunTxor, Rules::kTxorAlgorithm);
+  return impl::Execute(v, ptoserve::Opcode::kTxor, Rules::kTxorAlgorithm);
 }
 
 }  // namespace PTO_TARGET_NAMESPACE

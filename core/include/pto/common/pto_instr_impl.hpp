@@ -69,17 +69,15 @@ inline void CheckValidShape(const char* op, const char* role,
   }
 }
 
-// a2a3 writes tmp before it reads the sources again, so tmp must not be one
-// of the other operands.
+// Where a target computes through tmp it writes tmp before it reads the
+// sources again, so tmp must not be one of the other operands.
 inline void CheckTmpIsItsOwn(const InstructionView& v) {
   const std::pair<const char*, const TileView*> others[] = {
       {"dst", &v.dst}, {"src0", &v.src0}, {"src1", &v.src1}};
   for (const auto& [role, other] : others) {
     if (other->data == v.tmp->data) {
-      detail::Fail("TXOR",
-                   "tmp is also %s; on a2a3 tmp must be a tile of its own "
-                   "because it is written before the sources are read again",
-                   role);
+      detail::Fail("TXOR", "tmp is also %s; on %s %s", role, Rules::kName,
+                   ptoserve::kTmpOwnTileReason);
     }
   }
 }
@@ -89,44 +87,47 @@ inline ptoserve::Region RegionOf(const InstructionView& v) {
   return {static_cast<size_t>(v.dst.valid_rows),
           static_cast<size_t>(v.dst.valid_cols) * v.dst.element_bytes};
 }
-inline ptoserve::ConstPlane In(const TileView& t) {
+inline const TileView& Operand(const InstructionView& v, ptoserve::Role role) {
+  switch (role) {
+    case ptoserve::Role::kDst: return v.dst;
+    case ptoserve::Role::kSrc0: return v.src0;
+    case ptoserve::Role::kSrc1: return v.src1;
+    case ptoserve::Role::kTmp: return *v.tmp;
+  }
+  return v.dst;
+}
+inline ptoserve::ConstPlane In(const InstructionView& v, ptoserve::Role role) {
+  const TileView& t = Operand(v, role);
   return {static_cast<const uint8_t*>(t.data),
           static_cast<size_t>(t.cols) * t.element_bytes};
 }
-inline ptoserve::Plane Out(const TileView& t) {
+inline ptoserve::Plane Out(const InstructionView& v, ptoserve::Role role) {
+  const TileView& t = Operand(v, role);
   return {static_cast<uint8_t*>(t.data),
           static_cast<size_t>(t.cols) * t.element_bytes};
 }
 
-inline void RunTand(const InstructionView& v) {
-  ptoserve::BestKernels().binary(ptoserve::BitwiseOp::kAnd, RegionOf(v),
-                                 In(v.src0), In(v.src1), Out(v.dst));
-}
-
-inline void RunTxor(const InstructionView& v) {
+// Runs the target's steps for `opcode` (core/targets/) on one instruction,
+// as the service's backend runs them on a batch.
+inline void RunSteps(ptoserve::Opcode opcode, const InstructionView& v) {
   const ptoserve::KernelSet& k = ptoserve::BestKernels();
+  const ptoserve::OpRule& rule = Rules::kSpec.rule(opcode);
   const ptoserve::Region region = RegionOf(v);
-  if constexpr (Rules::kTxorUsesTmp) {
-    // As core/backends/a2a3.cc: XOR(a,b) = AND(NOT(AND(a,b)), OR(a,b)).
-    k.binary(ptoserve::BitwiseOp::kOr, region, In(v.src0), In(v.src1),
-             Out(*v.tmp));
-    k.binary(ptoserve::BitwiseOp::kAnd, region, In(v.src0), In(v.src1),
-             Out(v.dst));
-    k.invert(region, In(v.dst), Out(v.dst));
-    k.binary(ptoserve::BitwiseOp::kAnd, region, In(v.dst), In(*v.tmp),
-             Out(v.dst));
-  } else {
-    k.binary(ptoserve::BitwiseOp::kXor, region, In(v.src0), In(v.src1),
-             Out(v.dst));
+  for (size_t i = 0; i < rule.step_count; ++i) {
+    const ptoserve::Step& s = rule.steps[i];
+    if (s.invert) {
+      k.invert(region, In(v, s.a), Out(v, s.out));
+    } else {
+      k.binary(s.op, region, In(v, s.a), In(v, s.b), Out(v, s.out));
+    }
   }
 }
 
 // Runs a checked instruction between the observer's two looks at it.
-inline RecordEvent Execute(const InstructionView& v,
-                           void (*run)(const InstructionView&),
+inline RecordEvent Execute(const InstructionView& v, ptoserve::Opcode opcode,
                            const char* algorithm) {
   if (detail::current_observer != nullptr) detail::current_observer->Before(v);
-  run(v);
+  RunSteps(opcode, v);
   const RecordEvent event{v.op, kTarget, algorithm,
                           ptoserve::BestKernels().name};
   if (detail::current_observer != nullptr) {

@@ -1,49 +1,56 @@
 // The hardware whose rules and algorithms the built-in API follows, chosen
 // at compile time: define PTO_TARGET_A2A3 (Atlas A2/A3) or PTO_TARGET_A5
 // (Ascend 950PR/950DT) before including <pto/pto-inst.hpp>, or neither for
-// the host CPU. The rules are those of ptoserve's backends
-// (core/backends/host.cc, a2a3.cc, a5.cc).
+// the host CPU. The rules and steps are ptoserve's own (core/targets/), the
+// same data its service runs.
 #ifndef PTO_COMMON_TARGET_HPP
 #define PTO_COMMON_TARGET_HPP
+
+#include <string>
+
+#include "core/targets/a2a3.h"
+#include "core/targets/a5.h"
+#include "core/targets/host.h"
+#include "core/targets/target_spec.h"
 
 namespace pto {
 
 enum class Target { Host, A2A3, A5 };
 
-// What makes one target's rules differ from another's.
+namespace impl {
+
+// The algorithm text of `opcode` under `spec`, built once.
+template <const ptoserve::TargetSpec& Spec, ptoserve::Opcode opcode>
+const char* AlgorithmOf() {
+  static const std::string text = ptoserve::AlgorithmText(Spec.rule(opcode));
+  return text.c_str();
+}
+
+}  // namespace impl
+
+// One target's rules, as the built-in API's checks need them.
+template <const ptoserve::TargetSpec& Spec>
+struct SpecRules {
+  static constexpr const ptoserve::TargetSpec& kSpec = Spec;
+  static constexpr const char* kName = Spec.name;
+  static constexpr int kRowAlignmentBytes =
+      static_cast<int>(Spec.row_alignment_bytes);
+  static constexpr bool kTxorUsesTmp =
+      Spec.rule(ptoserve::Opcode::kTxor).uses_tmp;
+  static inline const char* const kTandAlgorithm =
+      impl::AlgorithmOf<Spec, ptoserve::Opcode::kTand>();
+  static inline const char* const kTxorAlgorithm =
+      impl::AlgorithmOf<Spec, ptoserve::Opcode::kTxor>();
+};
+
 template <Target T>
 struct TargetRules;
-
 template <>
-struct TargetRules<Target::Host> {
-  static constexpr const char* kName = "host";
-  static constexpr int kRowAlignmentBytes = 1;  // any row length
-  static constexpr bool kTxorUsesTmp = false;
-  static constexpr const char* kTandAlgorithm = "direct and";
-  static constexpr const char* kTxorAlgorithm = "direct xor";
-};
-
-// Atlas A2/A3: no vector xor, so TXOR computes through tmp.
+struct TargetRules<Target::Host> : SpecRules<ptoserve::targets::kHost> {};
 template <>
-struct TargetRules<Target::A2A3> {
-  static constexpr const char* kName = "a2a3";
-  static constexpr int kRowAlignmentBytes = 32;
-  static constexpr bool kTxorUsesTmp = true;
-  static constexpr const char* kTandAlgorithm = "vand";
-  static constexpr const char* kTxorAlgorithm =
-      "tmp = vor(src0, src1); dst = vand(src0, src1); dst = vnot(dst); "
-      "dst = vand(dst, tmp)";
-};
-
-// Ascend 950PR/950DT: a direct vxor; tmp is accepted and unused.
+struct TargetRules<Target::A2A3> : SpecRules<ptoserve::targets::kA2A3> {};
 template <>
-struct TargetRules<Target::A5> {
-  static constexpr const char* kName = "a5";
-  static constexpr int kRowAlignmentBytes = 32;
-  static constexpr bool kTxorUsesTmp = false;
-  static constexpr const char* kTandAlgorithm = "vand";
-  static constexpr const char* kTxorAlgorithm = "direct vxor (tmp unused)";
-};
+struct TargetRules<Target::A5> : SpecRules<ptoserve::targets::kA5> {};
 
 // What depends on the chosen target lives in an inline namespace named
 // after it, so that code built for different targets can share a program.
