@@ -9,6 +9,7 @@
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "core/error_site.h"
 #include "core/ops.h"
 #include "core/status_macros.h"
 #include "core/unified_buffer.h"
@@ -108,11 +109,13 @@ class JobBinder {
   absl::Status InstructionError(size_t index,
                                 const absl::FormatSpec<Args...>& format,
                                 const Args&... args) const {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("instruction %u (%s on %s): ", index,
-                        OpcodeName(spec_.instructions[index].opcode),
-                        TargetName(target_)) +
-        absl::StrFormat(format, args...));
+    return AtInstruction(
+        absl::InvalidArgumentError(
+            absl::StrFormat("instruction %u (%s on %s): ", index,
+                            OpcodeName(spec_.instructions[index].opcode),
+                            TargetName(target_)) +
+            absl::StrFormat(format, args...)),
+        index);
   }
 
   absl::Status CheckCounts() const {
@@ -132,9 +135,11 @@ class JobBinder {
     for (size_t i = 0; i < spec_.instructions.size(); ++i) {
       const size_t waits = spec_.instructions[i].wait_events.size();
       if (waits > limits_.max_waits_per_instruction) {
-        return absl::ResourceExhaustedError(absl::StrFormat(
-            "instruction %u waits on %u events, over the limit of %u", i,
-            waits, limits_.max_waits_per_instruction));
+        return AtInstruction(
+            absl::ResourceExhaustedError(absl::StrFormat(
+                "instruction %u waits on %u events, over the limit of %u", i,
+                waits, limits_.max_waits_per_instruction)),
+            i);
       }
     }
     return absl::OkStatus();
@@ -192,8 +197,9 @@ class JobBinder {
         return absl::InvalidArgumentError("a tile has an empty name");
       }
       if (slot_of_.contains(in.name)) {
-        return absl::InvalidArgumentError(
-            absl::StrFormat("tile \"%s\" is declared twice", in.name));
+        return AtTile(absl::InvalidArgumentError(absl::StrFormat(
+                          "tile \"%s\" is declared twice", in.name)),
+                      in.name);
       }
       PTO_ASSIGN_OR_RETURN(
           TileDesc desc,

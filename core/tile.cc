@@ -4,6 +4,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
+#include "core/error_site.h"
 
 namespace ptoserve {
 
@@ -33,26 +34,26 @@ absl::StatusOr<TileDesc> ResolveTileDesc(const TileDesc& desc,
                                          absl::string_view name,
                                          size_t max_bytes) {
   if (desc.rows == 0 || desc.cols == 0) {
-    return absl::InvalidArgumentError(absl::StrFormat(
+    return AtTile(absl::InvalidArgumentError(absl::StrFormat(
         "tile \"%s\": shape %ux%u is empty; rows and cols must be > 0", name,
-        desc.rows, desc.cols));
+        desc.rows, desc.cols)), name);
   }
   TileDesc out = desc;
   if (out.valid_rows == 0) out.valid_rows = out.rows;
   if (out.valid_cols == 0) out.valid_cols = out.cols;
   if (out.valid_rows > out.rows || out.valid_cols > out.cols) {
-    return absl::InvalidArgumentError(absl::StrFormat(
+    return AtTile(absl::InvalidArgumentError(absl::StrFormat(
         "tile \"%s\": valid region %ux%u exceeds its shape %ux%u", name,
-        out.valid_rows, out.valid_cols, out.rows, out.cols));
+        out.valid_rows, out.valid_cols, out.rows, out.cols)), name);
   }
   // rows * cols * element bytes can pass 2^64 (2^31 x 2^31 int32 tiles
   // wrap to 0): compared in 128 bits, before anything uses bytes().
   const unsigned __int128 bytes = static_cast<unsigned __int128>(out.rows) *
                                   out.cols * ElementBytes(out.dtype);
   if (bytes > max_bytes) {
-    return absl::ResourceExhaustedError(absl::StrFormat(
+    return AtTile(absl::ResourceExhaustedError(absl::StrFormat(
         "tile \"%s\": %s is %s bytes, over the limit of %u bytes per tile",
-        name, out.ToString(), FormatBytes(bytes), max_bytes));
+        name, out.ToString(), FormatBytes(bytes), max_bytes)), name);
   }
   return out;
 }

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "absl/strings/str_format.h"
+#include "core/error_site.h"
 
 namespace ptoserve {
 
@@ -40,11 +41,11 @@ bool HasValueEncoding(DType dtype) {
 absl::Status CheckDataSize(const TileDesc& desc, absl::string_view name,
                            size_t bytes) {
   if (bytes != desc.bytes()) {
-    return absl::InvalidArgumentError(absl::StrFormat(
+    return AtTile(absl::InvalidArgumentError(absl::StrFormat(
         "tile \"%s\": data has %u bytes, expected %u (%ux%u elements of %s, "
         "%u bytes each)",
         name, bytes, desc.bytes(), desc.rows, desc.cols, DTypeName(desc.dtype),
-        ElementBytes(desc.dtype)));
+        ElementBytes(desc.dtype))), name);
   }
   return absl::OkStatus();
 }
@@ -52,15 +53,15 @@ absl::Status CheckDataSize(const TileDesc& desc, absl::string_view name,
 absl::Status CheckValueCount(const TileDesc& desc, absl::string_view name,
                              size_t count) {
   if (!HasValueEncoding(desc.dtype)) {
-    return absl::InvalidArgumentError(absl::StrFormat(
+    return AtTile(absl::InvalidArgumentError(absl::StrFormat(
         "tile \"%s\": %s elements cannot be sent as values; send data",
-        name, DTypeName(desc.dtype)));
+        name, DTypeName(desc.dtype))), name);
   }
   if (count != desc.elements()) {
-    return absl::InvalidArgumentError(absl::StrFormat(
+    return AtTile(absl::InvalidArgumentError(absl::StrFormat(
         "tile \"%s\": values has %u entries, expected %u (one per element of "
         "the %ux%u tile)",
-        name, count, desc.elements(), desc.rows, desc.cols));
+        name, count, desc.elements(), desc.rows, desc.cols)), name);
   }
   return absl::OkStatus();
 }
@@ -117,9 +118,9 @@ absl::Status FillFromValues(absl::Span<const double> values,
   for (size_t i = 0; i < values.size(); ++i) {
     if (std::string problem = ValueProblem(dtype, values[i]); !problem.empty()) {
       const uint32_t cols = tile->desc().cols;
-      return absl::InvalidArgumentError(absl::StrFormat(
+      return AtTile(absl::InvalidArgumentError(absl::StrFormat(
           "tile \"%s\": values[%u] (element %u,%u) = %.17g %s", name, i,
-          i / cols, i % cols, values[i], problem));
+          i / cols, i % cols, values[i], problem)), name);
     }
   }
   StoreAll(dtype, values, tile->data());
@@ -129,13 +130,13 @@ absl::Status FillFromValues(absl::Span<const double> values,
 absl::Status CheckFill(const TileDesc& desc, absl::string_view name,
                        double value) {
   if (!HasValueEncoding(desc.dtype)) {
-    return absl::InvalidArgumentError(absl::StrFormat(
+    return AtTile(absl::InvalidArgumentError(absl::StrFormat(
         "tile \"%s\": %s elements cannot be given as fill; send data", name,
-        DTypeName(desc.dtype)));
+        DTypeName(desc.dtype))), name);
   }
   if (std::string problem = ValueProblem(desc.dtype, value); !problem.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("tile \"%s\": fill = %.17g %s", name, value, problem));
+    return AtTile(absl::InvalidArgumentError(
+        absl::StrFormat("tile \"%s\": fill = %.17g %s", name, value, problem)), name);
   }
   return absl::OkStatus();
 }

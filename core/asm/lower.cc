@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
+#include "core/error_site.h"
 #include "core/ops.h"
 #include "core/status_macros.h"
 #include "core/unified_buffer.h"
@@ -411,20 +412,12 @@ absl::StatusOr<JobSpec> Lower(const Program& program, JobSpec base,
 }
 
 absl::Status Locate(const Program& program, const absl::Status& status) {
-  absl::string_view message = status.message();
+  const ErrorSite site = SiteOf(status);
   std::optional<SourcePos> pos;
-  if (absl::ConsumePrefix(&message, "instruction ")) {
-    const size_t digits = message.find_first_not_of("0123456789");
-    size_t index = 0;
-    if (digits != 0 && digits != absl::string_view::npos &&
-        absl::SimpleAtoi(message.substr(0, digits), &index)) {
-      pos = OperationPos(program, index);
-    }
-  } else if (absl::ConsumePrefix(&message, "tile \"")) {
-    const size_t quote = message.find('"');
-    if (quote != absl::string_view::npos) {
-      pos = NamePos(program, message.substr(0, quote));
-    }
+  if (site.instruction) {
+    pos = OperationPos(program, *site.instruction);
+  } else if (site.tile) {
+    pos = NamePos(program, *site.tile);
   }
   return pos ? Prefixed(*pos, status) : status;
 }

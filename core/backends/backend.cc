@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "core/error_site.h"
 #include "core/status_macros.h"
 #include "core/targets/targets.h"
 #include "core/unified_buffer.h"
@@ -26,17 +27,20 @@ class RuleError {
  public:
   RuleError(const InstructionSig& inst, Target target)
       : prefix_(absl::StrFormat("instruction %u (%s on %s): ", inst.index,
-                                OpcodeName(inst.opcode), TargetName(target))) {}
+                                OpcodeName(inst.opcode), TargetName(target))),
+        index_(inst.index) {}
 
   template <typename... Args>
   absl::Status operator()(const absl::FormatSpec<Args...>& format,
                           const Args&... args) const {
-    return absl::InvalidArgumentError(
-        prefix_ + absl::StrFormat(format, args...));
+    return AtInstruction(
+        absl::InvalidArgumentError(prefix_ + absl::StrFormat(format, args...)),
+        index_);
   }
 
  private:
   std::string prefix_;
+  size_t index_;
 };
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include "absl/strings/str_replace.h"
 #include "core/asm/parser.h"
 #include "core/engine.h"
+#include "core/error_site.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/core/asm/seed_programs.h"
@@ -587,12 +588,27 @@ TEST_F(LowerTest, LocateLeavesOtherStatusesAlone) {
   EXPECT_THAT(
       Locate(program, absl::InvalidArgumentError("job has no instructions")),
       StatusIs(kInvalid, "job has no instructions"));
-  EXPECT_THAT(Locate(program, absl::InvalidArgumentError(
-                                  "instruction 7 (TAND on host): x")),
+  EXPECT_THAT(Locate(program, AtInstruction(absl::InvalidArgumentError(
+                                                "instruction 7 (TAND on host): x"),
+                                            7)),
               StatusIs(kInvalid, "instruction 7 (TAND on host): x"));
   EXPECT_THAT(
-      Locate(program, absl::ResourceExhaustedError("tile \"b\": big")),
+      Locate(program, AtTile(absl::ResourceExhaustedError("tile \"b\": big"), "b")),
       StatusIs(absl::StatusCode::kResourceExhausted, "1:15: tile \"b\": big"));
+  EXPECT_THAT(
+      Locate(program, AtInstruction(absl::InvalidArgumentError("x"), 0)),
+      StatusIs(kInvalid, "1:1: x"));
+}
+
+// Where an error lies travels with the status, not in its message: a
+// message that merely looks like one is not located.
+TEST_F(LowerTest, LocateReadsTheSiteNotTheMessage) {
+  ASSERT_OK_AND_ASSIGN(Program program,
+                       Parse("%d = tand %a, %b : !pto.tile<...>\n"));
+  EXPECT_THAT(Locate(program, absl::InvalidArgumentError("tile \"b\": big")),
+              StatusIs(kInvalid, "tile \"b\": big"));
+  EXPECT_THAT(Locate(program, absl::InvalidArgumentError("instruction 0 (TAND on host): x")),
+              StatusIs(kInvalid, "instruction 0 (TAND on host): x"));
 }
 
 TEST_F(LowerTest, JobWithInstructionsAndAssemblyIsAnError) {
