@@ -58,89 +58,139 @@ uint64_t VectorRepeats(size_t rows, size_t row_bytes, bool contiguous) {
          ((row_bytes + kVectorRepeatBytes - 1) / kVectorRepeatBytes);
 }
 
-absl::Status Backend::Check(const InstructionSig& inst) const {
-  const RuleError error(inst, rules_.target);
-  const OpRule& rule = spec_.rule(inst.opcode);
-  const bool tmp_checked = rule.uses_tmp;
-  if (tmp_checked && inst.tmp.desc == nullptr) {
-    return error("tmp is required on %s: %s", TargetName(rules_.target),
-                 rule.tmp_purpose);
-  }
-  std::vector<const Operand*> operands = {&inst.dst, &inst.src0, &inst.src1};
-  if (tmp_checked) operands.push_back(&inst.tmp);
+namespace {
 
-  const TileDesc& dst = *inst.dst.desc;
-  const absl::Span<const DType> dtypes = Op(inst.opcode).dtypes;
+// One instruction as the rules below see it.
+struct Checked {
+  const InstructionSig& inst;
+  Target target;
+  const TargetSpec& spec;
+  const OpRule& rule;
+  // dst, src0, src1, and tmp where the target computes through it.
+  absl::InlinedVector<const Operand*, 4> operands;
+  RuleError error;
+};
+
+// Each rule checks one thing; they run in this order, the first broken one
+// answering.
+using Rule = absl::Status (*)(const Checked& c);
+
+absl::Status TmpIsGiven(const Checked& c) {
+  if (!c.rule.uses_tmp || c.inst.tmp.desc != nullptr) return absl::OkStatus();
+  return c.error("tmp is required on %s: %s", TargetName(c.target),
+                 c.rule.tmp_purpose);
+}
+
+absl::Status ElementTypesAgree(const Checked& c) {
+  const TileDesc& dst = *c.inst.dst.desc;
+  const absl::Span<const DType> dtypes = Op(c.inst.opcode).dtypes;
   if (std::find(dtypes.begin(), dtypes.end(), dst.dtype) == dtypes.end()) {
-    return error("dst element type %s is not supported (supported: %s)",
-                 DTypeName(dst.dtype), SupportedNames(dtypes));
+    return c.error("dst element type %s is not supported (supported: %s)",
+                   DTypeName(dst.dtype), SupportedNames(dtypes));
   }
-  for (const Operand* op : operands) {
-    const TileDesc& d = *op->desc;
-    if (d.dtype != dst.dtype) {
-      return error("%s element type %s differs from dst element type %s",
-                   op->role, DTypeName(d.dtype), DTypeName(dst.dtype));
+  for (const Operand* op : c.operands) {
+    if (op->desc->dtype != dst.dtype) {
+      return c.error("%s element type %s differs from dst element type %s",
+                     op->role, DTypeName(op->desc->dtype), DTypeName(dst.dtype));
     }
   }
-  for (const Operand* op : operands) {
+  return absl::OkStatus();
+}
+
+absl::Status RowMajorVecTiles(const Checked& c) {
+  for (const Operand* op : c.operands) {
     const TileDesc& d = *op->desc;
     if (d.layout != Layout::kRowMajor) {
-      return error("%s \"%s\" is %s; %s needs row_major operands", op->role,
-                   op->name, LayoutName(d.layout), OpcodeName(inst.opcode));
+      return c.error("%s \"%s\" is %s; %s needs row_major operands", op->role,
+                     op->name, LayoutName(d.layout), OpcodeName(c.inst.opcode));
     }
     if (d.location != Location::kVec) {
-      return error("%s \"%s\" is in %s; %s operates on vec tiles", op->role,
-                   op->name, LocationName(d.location),
-                   OpcodeName(inst.opcode));
+      return c.error("%s \"%s\" is in %s; %s operates on vec tiles", op->role,
+                     op->name, LocationName(d.location),
+                     OpcodeName(c.inst.opcode));
     }
   }
-  for (const Operand* op : operands) {
+  return absl::OkStatus();
+}
+
+absl::Status ValidShapesAreDsts(const Checked& c) {
+  const TileDesc& dst = *c.inst.dst.desc;
+  for (const Operand* op : c.operands) {
     const TileDesc& d = *op->desc;
-    if (op != &inst.dst &&
+    if (op != &c.inst.dst &&
         (d.valid_rows != dst.valid_rows || d.valid_cols != dst.valid_cols)) {
-      return error("%s valid shape %ux%u differs from dst valid shape %ux%u",
-                   op->role, d.valid_rows, d.valid_cols, dst.valid_rows,
-                   dst.valid_cols);
+      return c.error("%s valid shape %ux%u differs from dst valid shape %ux%u",
+                     op->role, d.valid_rows, d.valid_cols, dst.valid_rows,
+                     dst.valid_cols);
     }
   }
-  if (rules_.row_alignment_bytes > 1) {
-    for (const Operand* op : operands) {
-      const TileDesc& d = *op->desc;
-      if (d.row_bytes() % rules_.row_alignment_bytes != 0) {
-        return error(
-            "%s \"%s\" rows are %u bytes (%u %s columns); %s needs rows of a "
-            "multiple of %u bytes",
-            op->role, op->name, d.row_bytes(), d.cols, DTypeName(d.dtype),
-            TargetName(rules_.target), rules_.row_alignment_bytes);
-      }
+  return absl::OkStatus();
+}
+
+absl::Status RowsAligned(const Checked& c) {
+  const uint32_t alignment = c.spec.row_alignment_bytes;
+  if (alignment <= 1) return absl::OkStatus();
+  for (const Operand* op : c.operands) {
+    const TileDesc& d = *op->desc;
+    if (d.row_bytes() % alignment != 0) {
+      return c.error(
+          "%s \"%s\" rows are %u bytes (%u %s columns); %s needs rows of a "
+          "multiple of %u bytes",
+          op->role, op->name, d.row_bytes(), d.cols, DTypeName(d.dtype),
+          TargetName(c.target), alignment);
     }
   }
-  if (tmp_checked) {
-    for (const Operand* op : {&inst.dst, &inst.src0, &inst.src1}) {
-      if (op->name == inst.tmp.name) {
-        return error("tmp \"%s\" is also %s; %s", inst.tmp.name, op->role,
+  return absl::OkStatus();
+}
+
+absl::Status TmpIsItsOwnTile(const Checked& c) {
+  if (!c.rule.uses_tmp) return absl::OkStatus();
+  for (const Operand* op : {&c.inst.dst, &c.inst.src0, &c.inst.src1}) {
+    if (op->name == c.inst.tmp.name) {
+      return c.error("tmp \"%s\" is also %s; %s", c.inst.tmp.name, op->role,
                      kTmpOwnTileReason);
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status PlacementsDisjoint(const Checked& c) {
+  if (!c.rule.operands_disjoint || c.inst.mode != Mode::kManual) {
+    return absl::OkStatus();
+  }
+  for (size_t i = 0; i < c.operands.size(); ++i) {
+    for (size_t j = i + 1; j < c.operands.size(); ++j) {
+      const Operand& a = *c.operands[i];
+      const Operand& b = *c.operands[j];
+      // Reading one source tile twice (src0 == src1) is not an overlap.
+      if (&a == &c.inst.src0 && &b == &c.inst.src1 && a.name == b.name) continue;
+      const ByteRange ra = PlacedRange(*a.desc);
+      const ByteRange rb = PlacedRange(*b.desc);
+      if (ra.Overlaps(rb)) {
+        return c.error(
+            "%s \"%s\" %s overlaps %s \"%s\" %s; in manual mode the "
+            "regions of dst, src0, src1 and tmp must not overlap",
+            a.role, a.name, ra.ToString(), b.role, b.name, rb.ToString());
       }
     }
   }
-  if (rule.operands_disjoint && inst.mode == Mode::kManual) {
-    for (size_t i = 0; i < operands.size(); ++i) {
-      for (size_t j = i + 1; j < operands.size(); ++j) {
-        const Operand& a = *operands[i];
-        const Operand& b = *operands[j];
-        // Reading one source tile twice (src0 == src1) is not an overlap.
-        if (&a == &inst.src0 && &b == &inst.src1 && a.name == b.name) continue;
-        const ByteRange ra = PlacedRange(*a.desc);
-        const ByteRange rb = PlacedRange(*b.desc);
-        if (ra.Overlaps(rb)) {
-          return error(
-              "%s \"%s\" %s overlaps %s \"%s\" %s; in manual mode the "
-              "regions of dst, src0, src1 and tmp must not overlap",
-              a.role, a.name, ra.ToString(), b.role, b.name, rb.ToString());
-        }
-      }
-    }
-  }
+  return absl::OkStatus();
+}
+
+constexpr Rule kRules[] = {ElementTypesAgree, RowMajorVecTiles,
+                           ValidShapesAreDsts, RowsAligned, TmpIsItsOwnTile,
+                           PlacementsDisjoint};
+
+}  // namespace
+
+absl::Status Backend::Check(const InstructionSig& inst) const {
+  Checked c{inst, rules_.target, spec_, spec_.rule(inst.opcode), {},
+            RuleError(inst, rules_.target)};
+  // Without its tmp the other rules cannot look at the operands.
+  PTO_RETURN_IF_ERROR(TmpIsGiven(c));
+  c.operands = {&inst.dst, &inst.src0, &inst.src1};
+  if (c.rule.uses_tmp) c.operands.push_back(&inst.tmp);
+  for (Rule rule : kRules) PTO_RETURN_IF_ERROR(rule(c));
   return absl::OkStatus();
 }
 
