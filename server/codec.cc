@@ -437,10 +437,6 @@ absl::StatusOr<WireShape> CheckJobWire(google::protobuf::io::ZeroCopyInputStream
 }
 
 absl::StatusOr<DecodedJob> DecodeJob(const v1::Job& job, const Engine& engine) {
-  if (!job.assembly().empty() && job.instructions_size() > 0) {
-    return absl::InvalidArgumentError(
-        "job has both instructions and assembly; send one of them");
-  }
   const EngineLimits& limits = engine.options().limits;
   DecodedJob decoded;
   PTO_ASSIGN_OR_RETURN(decoded.spec, ToJobSpec(job));

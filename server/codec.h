@@ -59,7 +59,8 @@ absl::StatusOr<WireShape> CheckJobWire(google::protobuf::io::ZeroCopyInputStream
 
 // ToJobSpec, then, for a job written as assembly, parses and lowers it
 // onto the job's tiles. Errors as ToJobSpec, and "line:column: ..." ones for
-// the assembly; both instructions and assembly set is INVALID_ARGUMENT.
+// the assembly; both instructions and assembly set is INVALID_ARGUMENT
+// (pasm::Lower says so).
 absl::StatusOr<DecodedJob> DecodeJob(const v1::Job& job, const Engine& engine);
 
 // Fills `out` with the outcome's tiles (each in its encoding; data moves

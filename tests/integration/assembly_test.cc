@@ -125,7 +125,7 @@ TEST_F(AssemblyTest, ErrorsNameLineAndColumn) {
   job.set_assembly(kProgram);
   r = client_->Execute(job);
   EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(std::string(r.status().message()), HasSubstr("both instructions and assembly"));
+  EXPECT_THAT(std::string(r.status().message()), HasSubstr("either assembly or instructions, not both"));
 }
 
 TEST_F(AssemblyTest, CapabilitiesListTheForms) {
