@@ -1,4 +1,4 @@
-// Tiles: a shape, a valid region and 64-byte aligned element storage.
+// Tiles: a shape, a valid region and element storage (owned or borrowed).
 #ifndef PTOSERVE_CORE_TILE_H_
 #define PTOSERVE_CORE_TILE_H_
 

@@ -42,11 +42,6 @@ bool IsInteger(DType dtype) {
          dtype != DType::kFloat32;
 }
 
-bool IsSigned(DType dtype) {
-  return dtype == DType::kInt8 || dtype == DType::kInt16 ||
-         dtype == DType::kInt32 || !IsInteger(dtype);
-}
-
 int64_t MinValue(DType dtype) {
   switch (dtype) {
     case DType::kInt8: return std::numeric_limits<int8_t>::min();
@@ -92,6 +87,22 @@ absl::string_view TargetName(Target target) {
     case Target::kA5: return "a5";
   }
   return "?";
+}
+
+std::optional<Target> TargetFromName(absl::string_view name) {
+  for (Target target : kEveryTarget) {
+    if (TargetName(target) == name) return target;
+  }
+  return std::nullopt;
+}
+
+std::string TargetNames() {
+  std::string names;
+  for (Target target : kEveryTarget) {
+    if (!names.empty()) names += ", ";
+    names.append(TargetName(target).data(), TargetName(target).size());
+  }
+  return names;
 }
 
 }  // namespace ptoserve

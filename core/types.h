@@ -5,6 +5,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
+#include <string>
 
 #include "absl/strings/string_view.h"
 #include "core/opcode.h"
@@ -29,7 +31,6 @@ size_t ElementBytes(DType dtype);
 // "int8", "uint16", "float32", ...
 absl::string_view DTypeName(DType dtype);
 bool IsInteger(DType dtype);
-bool IsSigned(DType dtype);
 // Smallest and largest value of an integer type.
 // REQUIRES: IsInteger(dtype).
 int64_t MinValue(DType dtype);
@@ -44,7 +45,15 @@ absl::string_view LocationName(Location location);
 
 // The hardware whose rules and algorithm an instruction runs under.
 enum class Target : uint8_t { kHost, kA2A3, kA5 };
+// Every target, in Target order.
+inline constexpr Target kEveryTarget[] = {Target::kHost, Target::kA2A3,
+                                          Target::kA5};
+// "host", "a2a3", "a5".
 absl::string_view TargetName(Target target);
+// The target TargetName names `name`, or nullopt.
+std::optional<Target> TargetFromName(absl::string_view name);
+// "host, a2a3, a5".
+std::string TargetNames();
 
 // Who places tiles in the on-chip buffer.
 enum class Mode : uint8_t { kAuto, kManual };

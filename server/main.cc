@@ -122,11 +122,9 @@ namespace ptoserve {
 namespace {
 
 absl::StatusOr<Target> ParseTarget(const std::string& name) {
-  if (name == "host") return Target::kHost;
-  if (name == "a2a3") return Target::kA2A3;
-  if (name == "a5") return Target::kA5;
+  if (std::optional<Target> target = TargetFromName(name)) return *target;
   return absl::InvalidArgumentError(absl::StrCat(
-      "--default_target=", name, " is not one of host, a2a3, a5"));
+      "--default_target=", name, " is not one of ", TargetNames()));
 }
 
 // Every numeric flag's range; a value outside it stops the server with

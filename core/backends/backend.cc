@@ -273,7 +273,7 @@ void Backend::Run(Batch batch, BatchTraces traces) const {
 }
 
 BackendRegistry::BackendRegistry(uint64_t host_buffer_bytes) {
-  for (Target target : {Target::kHost, Target::kA2A3, Target::kA5}) {
+  for (Target target : kEveryTarget) {
     const TargetSpec& spec = SpecOf(target);
     backends_.push_back(std::make_unique<Backend>(
         target, spec,
