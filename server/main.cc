@@ -2,11 +2,13 @@
 #include <sys/resource.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <iostream>
+#include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <tuple>
+#include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
@@ -16,24 +18,12 @@
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include <optional>
 
 #include "common/cli_help.h"
-#include "core/engine.h"
+#include "core/types.h"
 #include "core/version.h"
-#include "server/auth.h"
-#include "server/codec.h"
-#include "server/grpc_metrics.h"
 #include "server/grpc_server.h"
-#include "server/metrics.h"
-#include "server/memory_budget.h"
-#include "server/metrics_endpoint.h"
-#include "server/process_metrics.h"
-#include "server/reflection.h"
-#include "proto/descriptor_set.h"
-#include "server/service.h"
-#include "server/service_metrics.h"
-#include "server/task_pool.h"
+#include "server/server.h"
 
 ABSL_FLAG(std::string, address, "127.0.0.1:50051",
           "Address to listen on, HOST:PORT; port 0 picks a free port (the "
@@ -197,6 +187,44 @@ std::string RaiseOpenFileLimit() {
              : absl::StrCat(limit.rlim_cur, " (raised from ", before, ")");
 }
 
+// The server the flags describe.
+ServerOptions OptionsFromFlags(Target default_target) {
+  ServerOptions o;
+  o.address = absl::GetFlag(FLAGS_address);
+  o.metrics_address = absl::GetFlag(FLAGS_metrics_address);
+  o.engine.default_target = default_target;
+  o.engine.host_buffer_bytes = uint64_t{1024} * absl::GetFlag(FLAGS_host_buffer_kb);
+  o.engine.limits.max_tile_bytes = static_cast<size_t>(absl::GetFlag(FLAGS_max_tile_mb)) << 20;
+  o.engine.limits.max_tiles_per_job = absl::GetFlag(FLAGS_max_tiles_per_job);
+  o.engine.limits.max_instructions_per_job = absl::GetFlag(FLAGS_max_instructions_per_job);
+  o.engine.limits.max_waits_per_instruction = absl::GetFlag(FLAGS_max_waits_per_instruction);
+  o.engine.limits.max_assembly_bytes =
+      static_cast<size_t>(absl::GetFlag(FLAGS_max_assembly_kb)) << 10;
+  o.scheduling.workers = absl::GetFlag(FLAGS_workers) > 0
+                             ? absl::GetFlag(FLAGS_workers)
+                             : std::max(1u, std::thread::hardware_concurrency());
+  o.scheduling.max_batch_size = absl::GetFlag(FLAGS_max_batch_size);
+  o.scheduling.max_queue_delay = absl::Microseconds(absl::GetFlag(FLAGS_max_queue_delay_us));
+  o.scheduling.queue_capacity = absl::GetFlag(FLAGS_queue_capacity);
+  o.scheduling.priority_levels = absl::GetFlag(FLAGS_priority_levels);
+  o.scheduling.priority_aging = absl::Milliseconds(absl::GetFlag(FLAGS_priority_aging_ms));
+  o.max_message_bytes = absl::GetFlag(FLAGS_max_message_mb) << 20;
+  o.max_job_bytes = static_cast<uint64_t>(absl::GetFlag(FLAGS_max_job_mb)) << 20;
+  o.memory_budget_bytes = static_cast<uint64_t>(absl::GetFlag(FLAGS_memory_budget_mb)) << 20;
+  o.stream_window = absl::GetFlag(FLAGS_stream_window);
+  o.tls = {absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key),
+           absl::GetFlag(FLAGS_tls_client_ca)};
+  o.auth_token_file = absl::GetFlag(FLAGS_auth_token_file);
+  o.tls_client_names =
+      absl::StrSplit(absl::GetFlag(FLAGS_tls_client_names), ',', absl::SkipEmpty());
+  o.reflection = absl::GetFlag(FLAGS_reflection);
+  o.handshake_timeout = absl::GetFlag(FLAGS_handshake_timeout);
+  o.max_connection_idle = absl::GetFlag(FLAGS_max_connection_idle);
+  return o;
+}
+
+// Exit status 2 for flags that cannot work, 1 for an address that cannot be
+// listened on, 0 after a clean shutdown.
 int Run() {
   if (std::vector<std::string> errors = FlagErrors(); !errors.empty()) {
     for (const std::string& e : errors) std::cerr << "ptoserve: " << e << "\n";
@@ -208,138 +236,20 @@ int Run() {
     return 2;
   }
   const std::string open_files = RaiseOpenFileLimit();
-  EngineOptions options;
-  options.default_target = *target;
-  options.host_buffer_bytes = uint64_t{1024} * absl::GetFlag(FLAGS_host_buffer_kb);
-  options.limits.max_tile_bytes =
-      static_cast<size_t>(absl::GetFlag(FLAGS_max_tile_mb)) << 20;
-  options.limits.max_tiles_per_job = absl::GetFlag(FLAGS_max_tiles_per_job);
-  options.limits.max_instructions_per_job =
-      absl::GetFlag(FLAGS_max_instructions_per_job);
-  options.limits.max_waits_per_instruction =
-      absl::GetFlag(FLAGS_max_waits_per_instruction);
-  options.limits.max_assembly_bytes =
-      static_cast<size_t>(absl::GetFlag(FLAGS_max_assembly_kb)) << 10;
-  const Engine engine(options);
-
-  SchedulerOptions scheduling;
-  scheduling.workers = absl::GetFlag(FLAGS_workers) > 0
-                           ? absl::GetFlag(FLAGS_workers)
-                           : std::max(1u, std::thread::hardware_concurrency());
-  scheduling.max_batch_size = absl::GetFlag(FLAGS_max_batch_size);
-  scheduling.max_queue_delay = absl::Microseconds(absl::GetFlag(FLAGS_max_queue_delay_us));
-  scheduling.queue_capacity = absl::GetFlag(FLAGS_queue_capacity);
-  scheduling.priority_levels = absl::GetFlag(FLAGS_priority_levels);
-  scheduling.priority_aging = absl::Milliseconds(absl::GetFlag(FLAGS_priority_aging_ms));
-  MetricsRegistry registry;
-  ServiceMetrics metrics(&registry);
-  EngineRunner runner(&engine, &metrics);
-  Scheduler scheduler(scheduling, &runner);
-  metrics.WatchScheduler(&scheduler);
-  MemoryBudget budget(static_cast<uint64_t>(absl::GetFlag(FLAGS_memory_budget_mb)) << 20);
-  metrics.WatchMemoryBudget(&budget);
-
-  ServerLimits limits;
-  const int max_message_bytes = absl::GetFlag(FLAGS_max_message_mb) << 20;
-  limits.max_message_bytes = max_message_bytes;
-  limits.max_job_bytes = static_cast<uint64_t>(absl::GetFlag(FLAGS_max_job_mb)) << 20;
-  limits.memory_budget_bytes = budget.limit();
-  limits.priority_levels = scheduling.priority_levels;
-  limits.queue_capacity = scheduling.queue_capacity;
-  limits.stream_window = absl::GetFlag(FLAGS_stream_window);
-  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
-      ServerCredentials({absl::GetFlag(FLAGS_tls_cert),
-                         absl::GetFlag(FLAGS_tls_key),
-                         absl::GetFlag(FLAGS_tls_client_ca)});
-  if (!credentials.ok()) {
-    std::cerr << "ptoserve: " << credentials.status().message() << "\n";
-    return 2;
+  absl::StatusOr<std::unique_ptr<Server>> server = Server::Start(OptionsFromFlags(*target));
+  if (!server.ok()) {
+    std::cerr << "ptoserve: " << server.status().message() << "\n";
+    return server.status().code() == absl::StatusCode::kUnavailable ? 1 : 2;
   }
-  std::optional<TokenAuthenticator> auth;
-  if (!absl::GetFlag(FLAGS_auth_token_file).empty()) {
-    absl::StatusOr<TokenAuthenticator> tokens =
-        TokenAuthenticator::FromFile(absl::GetFlag(FLAGS_auth_token_file));
-    if (!tokens.ok()) {
-      std::cerr << "ptoserve: " << tokens.status().message() << "\n";
-      return 2;
-    }
-    auth.emplace(std::move(*tokens));
-  }
-  const std::vector<std::string> client_names =
-      absl::StrSplit(absl::GetFlag(FLAGS_tls_client_names), ',', absl::SkipEmpty());
-  if (!client_names.empty() && absl::GetFlag(FLAGS_tls_client_ca).empty()) {
-    std::cerr << "ptoserve: --tls_client_names needs --tls_client_ca (mutual TLS)\n";
-    return 2;
-  }
-  // With TLS, calls are refused on their metadata, before their request
-  // is read.
-  if (!absl::GetFlag(FLAGS_tls_cert).empty() && (auth || !client_names.empty())) {
-    (*credentials)->SetAuthMetadataProcessor(
-        CallGate(auth ? &*auth : nullptr, client_names));
-  }
-  // Decodes requests too large to decode on gRPC's threads (service.h).
-  TaskPool decoders(std::max(1u, std::thread::hardware_concurrency()),
-                    /*capacity=*/256);
-  TileComputeService service(&engine, &scheduler, limits, &metrics, &budget,
-                             &decoders, auth ? &*auth : nullptr);
-
-  GrpcSettings settings;
-  settings.address = absl::GetFlag(FLAGS_address);
-  settings.max_message_bytes = max_message_bytes;
-  settings.credentials = *credentials;
-  settings.tls = !absl::GetFlag(FLAGS_tls_cert).empty();
-  settings.handshake_timeout = absl::GetFlag(FLAGS_handshake_timeout);
-  settings.max_connection_idle = absl::GetFlag(FLAGS_max_connection_idle);
-  const std::vector<std::string> service_names = {
-      v1::TileCompute::service_full_name(), "grpc.health.v1.Health",
-      grpc::reflection::v1::ServerReflection::service_full_name(),
-      grpc::reflection::v1alpha::ServerReflection::service_full_name()};
-  ReflectionService reflection(service_names, DescriptorSetWithComments(),
-                               auth ? &*auth : nullptr);
-  GrpcMetrics grpc_metrics(&registry, service_names);
-  AddProcessMetrics(&registry);
-  settings.interceptor = &grpc_metrics;
-  std::vector<grpc::Service*> services = {&service};
-  if (absl::GetFlag(FLAGS_reflection)) {
-    for (grpc::Service* s : reflection.services()) services.push_back(s);
-  }
-  // Before gRPC: a port that is taken stops the server before it serves.
-  std::unique_ptr<MetricsEndpoint> metrics_endpoint;
-  if (!absl::GetFlag(FLAGS_metrics_address).empty()) {
-    absl::StatusOr<std::unique_ptr<MetricsEndpoint>> started =
-        MetricsEndpoint::Start(absl::GetFlag(FLAGS_metrics_address), &registry);
-    if (!started.ok()) {
-      std::cerr << "ptoserve: " << started.status().message() << "\n";
-      return 1;
-    }
-    metrics_endpoint = std::move(*started);
-  }
-  absl::StatusOr<RunningServer> running = StartGrpcServer(settings, services);
-  if (!running.ok()) {
-    std::cerr << "ptoserve: " << running.status().message() << "\n";
-    return 1;
-  }
-  // The health service knows a service only once its status has been set.
-  running->server->GetHealthCheckService()->SetServingStatus(
-      v1::TileCompute::service_full_name(), true);
-  std::cout << "ptoserve " << kVersion << " listening on " << running->address
+  std::cout << "ptoserve " << kVersion << " listening on " << (*server)->address()
             << " (default target " << TargetName(*target) << ")" << std::endl;
-  if (metrics_endpoint != nullptr) {
-    std::cout << "ptoserve metrics on " << metrics_endpoint->url() << std::endl;
+  if (!(*server)->metrics_url().empty()) {
+    std::cout << "ptoserve metrics on " << (*server)->metrics_url() << std::endl;
   }
   std::cout << "ptoserve: open files limit " << open_files << ", memory budget "
-            << (budget.limit() >> 20) << " MiB" << std::endl;
-  // Refusing new jobs while the accepted ones finish, rather than stopping
-  // gRPC at once, answers late callers UNAVAILABLE instead of cancelling them.
-  ServeUntilSignalled(&*running,
-                      absl::GetFlag(FLAGS_shutdown_grace),
-                      absl::GetFlag(FLAGS_lame_duck), "ptoserve",
-                      [&decoders, &scheduler] {
-                        // Decoded jobs go to the scheduler, which then
-                        // refuses new ones and finishes what it has.
-                        decoders.Shutdown();
-                        scheduler.Shutdown();
-                      });
+            << ((*server)->memory_budget_bytes() >> 20) << " MiB" << std::endl;
+  (*server)->ServeUntilSignalled(absl::GetFlag(FLAGS_shutdown_grace),
+                                 absl::GetFlag(FLAGS_lame_duck));
   std::cout << "ptoserve: stopped" << std::endl;
   return 0;
 }

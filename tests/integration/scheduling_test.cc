@@ -125,7 +125,11 @@ TEST(SchedulingTest, CallDeadlineDropsAQueuedJob) {
   EXPECT_EQ(r.status().code(), absl::StatusCode::kDeadlineExceeded) << r.status();
   const std::string dropped = R"(ptoserve_jobs_total{target="host",code="DEADLINE_EXCEEDED"})";
   const std::map<std::string, double> after =
-      ScrapeUntil(server.metrics_url(), [&](const auto& m) { return Value(m, dropped) >= 1; });
+      // The answer is counted a moment before the job leaves the in-flight
+      // gauge: wait for both.
+      ScrapeUntil(server.metrics_url(), [&](const auto& m) {
+        return Value(m, dropped) >= 1 && Value(m, "ptoserve_jobs_in_flight") == 0;
+      });
   EXPECT_EQ(Value(after, dropped), 1);
   EXPECT_EQ(Sum(after, "ptoserve_jobs_total"), 1);  // nothing else: not cancelled, not run
   EXPECT_EQ(Value(after, R"(ptoserve_queue_time_seconds_count{opcode="TAND",target="host"})"), 0);
@@ -156,8 +160,10 @@ TEST(SchedulingTest, CancelledCallDropsItsQueuedJob) {
   cancel.join();
   EXPECT_EQ(status.error_code(), grpc::StatusCode::CANCELLED);
   const std::string cancelled = R"(ptoserve_jobs_total{target="host",code="CANCELLED"})";
-  const std::map<std::string, double> after = ScrapeUntil(
-      server.metrics_url(), [&](const auto& m) { return Value(m, cancelled) >= 1; });
+  const std::map<std::string, double> after =
+      ScrapeUntil(server.metrics_url(), [&](const auto& m) {
+        return Value(m, cancelled) >= 1 && Value(m, "ptoserve_jobs_in_flight") == 0;
+      });
   EXPECT_EQ(Value(after, cancelled), 1);
   EXPECT_EQ(Sum(after, "ptoserve_jobs_total"), 1);
   EXPECT_EQ(Value(after, R"(ptoserve_queue_time_seconds_count{opcode="TAND",target="host"})"), 0);

@@ -1,0 +1,168 @@
+#include "server/server.h"
+
+#include <algorithm>
+#include <optional>
+#include <thread>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "proto/descriptor_set.h"
+#include "server/codec.h"
+#include "server/grpc_metrics.h"
+#include "server/grpc_server.h"
+#include "server/memory_budget.h"
+#include "server/metrics.h"
+#include "server/metrics_endpoint.h"
+#include "server/process_metrics.h"
+#include "server/reflection.h"
+#include "server/service.h"
+#include "server/service_metrics.h"
+#include "server/task_pool.h"
+
+namespace ptoserve {
+
+// Everything a server holds, in the order it is built (and the reverse of
+// the order it is destroyed in).
+struct Server::Parts {
+  explicit Parts(const ServerOptions& options)
+      : engine(options.engine),
+        metrics(&registry),
+        runner(&engine, &metrics),
+        scheduler(options.scheduling, &runner),
+        budget(options.memory_budget_bytes),
+        // Decodes requests too large to decode on gRPC's threads (service.h).
+        decoders(std::max(1u, std::thread::hardware_concurrency()),
+                 /*capacity=*/256) {}
+
+  const Engine engine;
+  MetricsRegistry registry;
+  ServiceMetrics metrics;
+  EngineRunner runner;
+  Scheduler scheduler;
+  MemoryBudget budget;
+  std::optional<TokenAuthenticator> auth;
+  TaskPool decoders;
+  std::unique_ptr<TileComputeService> service;
+  std::unique_ptr<ReflectionService> reflection;
+  std::unique_ptr<GrpcMetrics> grpc_metrics;
+  std::unique_ptr<MetricsEndpoint> metrics_endpoint;
+  RunningServer running;
+  bool stopped = false;
+
+  // Refuses new work and finishes what was accepted.
+  void Drain() {
+    // Decoded jobs go to the scheduler, which then refuses new ones and
+    // finishes what it has.
+    decoders.Shutdown();
+    scheduler.Shutdown();
+  }
+};
+
+absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
+      ServerCredentials(options.tls);
+  if (!credentials.ok()) return credentials.status();
+  if (!options.tls_client_names.empty() && options.tls.client_ca.empty()) {
+    return absl::InvalidArgumentError(
+        "--tls_client_names needs --tls_client_ca (mutual TLS)");
+  }
+  auto parts = std::make_unique<Parts>(options);
+  if (!options.auth_token_file.empty()) {
+    absl::StatusOr<TokenAuthenticator> tokens =
+        TokenAuthenticator::FromFile(options.auth_token_file);
+    if (!tokens.ok()) return tokens.status();
+    parts->auth.emplace(std::move(*tokens));
+  }
+  const TokenAuthenticator* auth = parts->auth ? &*parts->auth : nullptr;
+  const bool tls = !options.tls.cert.empty();
+  // With TLS, calls are refused on their metadata, before their request
+  // is read.
+  if (tls && (auth != nullptr || !options.tls_client_names.empty())) {
+    (*credentials)->SetAuthMetadataProcessor(CallGate(auth, options.tls_client_names));
+  }
+  parts->metrics.WatchScheduler(&parts->scheduler);
+  parts->metrics.WatchMemoryBudget(&parts->budget);
+
+  ServerLimits limits;
+  limits.max_message_bytes = options.max_message_bytes;
+  limits.max_job_bytes = options.max_job_bytes;
+  limits.memory_budget_bytes = parts->budget.limit();
+  limits.priority_levels = options.scheduling.priority_levels;
+  limits.queue_capacity = options.scheduling.queue_capacity;
+  limits.stream_window = options.stream_window;
+  parts->service = std::make_unique<TileComputeService>(
+      &parts->engine, &parts->scheduler, limits, &parts->metrics, &parts->budget,
+      &parts->decoders, auth);
+
+  const std::vector<std::string> service_names = {
+      v1::TileCompute::service_full_name(), "grpc.health.v1.Health",
+      grpc::reflection::v1::ServerReflection::service_full_name(),
+      grpc::reflection::v1alpha::ServerReflection::service_full_name()};
+  parts->reflection = std::make_unique<ReflectionService>(
+      service_names, DescriptorSetWithComments(), auth);
+  parts->grpc_metrics = std::make_unique<GrpcMetrics>(&parts->registry, service_names);
+  AddProcessMetrics(&parts->registry);
+  std::vector<grpc::Service*> services = {parts->service.get()};
+  if (options.reflection) {
+    for (grpc::Service* s : parts->reflection->services()) services.push_back(s);
+  }
+
+  // Before gRPC: a port that is taken stops the server before it serves.
+  if (!options.metrics_address.empty()) {
+    absl::StatusOr<std::unique_ptr<MetricsEndpoint>> started =
+        MetricsEndpoint::Start(options.metrics_address, &parts->registry);
+    if (!started.ok()) return started.status();
+    parts->metrics_endpoint = std::move(*started);
+  }
+  GrpcSettings settings;
+  settings.address = options.address;
+  settings.max_message_bytes = options.max_message_bytes;
+  settings.credentials = *credentials;
+  settings.tls = tls;
+  settings.handshake_timeout = options.handshake_timeout;
+  settings.max_connection_idle = options.max_connection_idle;
+  settings.interceptor = parts->grpc_metrics.get();
+  absl::StatusOr<RunningServer> running = StartGrpcServer(settings, services);
+  if (!running.ok()) return running.status();
+  parts->running = std::move(*running);
+  // The health service knows a service only once its status has been set.
+  parts->running.server->GetHealthCheckService()->SetServingStatus(
+      v1::TileCompute::service_full_name(), true);
+  return std::unique_ptr<Server>(new Server(std::move(parts)));
+}
+
+Server::Server(std::unique_ptr<Parts> parts) : parts_(std::move(parts)) {}
+
+Server::~Server() {
+  if (!parts_->stopped) Stop(absl::ZeroDuration());
+}
+
+const std::string& Server::address() const { return parts_->running.address; }
+
+std::string Server::metrics_url() const {
+  return parts_->metrics_endpoint != nullptr ? parts_->metrics_endpoint->url() : "";
+}
+
+uint64_t Server::memory_budget_bytes() const { return parts_->budget.limit(); }
+
+void Server::ServeUntilSignalled(absl::Duration grace, absl::Duration lame_duck) {
+  // Refusing new jobs while the accepted ones finish, rather than stopping
+  // gRPC at once, answers late callers UNAVAILABLE instead of cancelling
+  // them.
+  ptoserve::ServeUntilSignalled(&parts_->running, grace, lame_duck, "ptoserve",
+                                [this] { parts_->Drain(); });
+  parts_->stopped = true;
+}
+
+void Server::Stop(absl::Duration grace) {
+  if (parts_->stopped) return;
+  parts_->stopped = true;
+  grpc::Server* server = parts_->running.server.get();
+  server->GetHealthCheckService()->SetServingStatus(false);
+  parts_->Drain();
+  if (parts_->running.listener != nullptr) parts_->running.listener->Stop();
+  server->Shutdown(std::chrono::system_clock::now() + absl::ToChronoMicroseconds(grace));
+  server->Wait();
+}
+
+}  // namespace ptoserve

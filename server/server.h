@@ -1,0 +1,89 @@
+// A whole ptoserve in one object: the engine, the scheduler, the service,
+// reflection, metrics and the gRPC server, wired together and listening.
+// main.cc turns flags into ServerOptions and calls Start; so can a test or
+// another program that embeds the server.
+//
+//   ServerOptions options;
+//   options.address = "127.0.0.1:0";
+//   absl::StatusOr<std::unique_ptr<Server>> server = Server::Start(options);
+//   if (!server.ok()) ...;
+//   std::cout << (*server)->address();
+//   (*server)->Stop(absl::Seconds(5));
+#ifndef PTOSERVE_SERVER_SERVER_H_
+#define PTOSERVE_SERVER_SERVER_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "core/engine.h"
+#include "server/auth.h"
+#include "server/scheduler.h"
+
+namespace ptoserve {
+
+struct ServerOptions {
+  // HOST:PORT; port 0 picks a free one (address() reports it).
+  std::string address = "127.0.0.1:50051";
+  // Where /metrics is served, HOST:PORT; empty: nowhere.
+  std::string metrics_address;
+  EngineOptions engine;
+  SchedulerOptions scheduling;
+  int max_message_bytes = 64 << 20;
+  uint64_t max_job_bytes = uint64_t{256} << 20;
+  uint64_t memory_budget_bytes = uint64_t{768} << 20;
+  uint32_t stream_window = 128;
+  // TLS when tls.cert is set (server/auth.h).
+  TlsFiles tls;
+  // Bearer tokens, one a line; empty: none required.
+  std::string auth_token_file;
+  // With mutual TLS, the client certificate names let in; empty: any the CA
+  // signed.
+  std::vector<std::string> tls_client_names;
+  bool reflection = true;
+  absl::Duration handshake_timeout = absl::Seconds(10);
+  absl::Duration max_connection_idle = absl::Minutes(10);
+};
+
+class Server {
+ public:
+  // Builds and starts everything `options` describes. INVALID_ARGUMENT (or
+  // the file's error) for options that cannot work (TLS files, tokens,
+  // client names without a CA); UNAVAILABLE if an address cannot be
+  // listened on.
+  static absl::StatusOr<std::unique_ptr<Server>> Start(const ServerOptions& options);
+
+  // Stops at once if Stop has not run.
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  // The address with the port actually bound.
+  const std::string& address() const;
+  // "http://HOST:PORT/metrics", or "" without a metrics address.
+  std::string metrics_url() const;
+  uint64_t memory_budget_bytes() const;
+
+  // Until SIGINT or SIGTERM, then drains as ServeUntilSignalled
+  // (server/grpc_server.h) says: NOT_SERVING, accepted work answered, the
+  // lame duck, then at most `grace` for calls in flight.
+  // REQUIRES: BlockShutdownSignals() ran before any thread started.
+  void ServeUntilSignalled(absl::Duration grace, absl::Duration lame_duck);
+
+  // Refuses new work, finishes what was accepted and stops, letting calls
+  // in flight finish for up to `grace`.
+  void Stop(absl::Duration grace);
+
+ private:
+  struct Parts;
+  explicit Server(std::unique_ptr<Parts> parts);
+
+  std::unique_ptr<Parts> parts_;
+};
+
+}  // namespace ptoserve
+
+#endif  // PTOSERVE_SERVER_SERVER_H_
