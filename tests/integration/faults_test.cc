@@ -59,6 +59,7 @@ class RawStream final
                                    grpc::StubOptions(), this);
     StartRead(&in_);
     WriteNext();
+    BeforeStartingCall(this);
     StartCall();
   }
 
@@ -72,22 +73,30 @@ class RawStream final
  private:
   void WriteNext() {
     if (next_ == messages_.size()) {
+      BeforeStartingCall(this);
       StartWritesDone();
       return;
     }
     grpc::Slice slice(messages_[next_++]);
     out_ = grpc::ByteBuffer(&slice, 1);
+    BeforeStartingCall(this);
     StartWrite(&out_);
   }
   void OnWriteDone(bool ok) override {
+    InCallback(this);
     if (ok) WriteNext();
   }
   void OnReadDone(bool ok) override {
+    InCallback(this);
     if (!ok) return;
     replies_.emplace_back().ParseFromString(Bytes(in_));
+    BeforeStartingCall(this);
     StartRead(&in_);
   }
-  void OnDone(const grpc::Status& status) override { done_.set_value(status); }
+  void OnDone(const grpc::Status& status) override {
+    InCallback(this);
+    done_.set_value(status);
+  }
 
   grpc::ClientContext context_;
   const std::vector<std::string> messages_;
