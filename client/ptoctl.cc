@@ -72,27 +72,28 @@ ABSL_FLAG(std::string, format, "dec",
           "How tiles print: dec (numbers) or hex (each element's bits, "
           "0x00ff for int16 255).");
 ABSL_FLAG(std::string, out, "",
-          "tand/txor: also write dst's raw little-endian bytes (the whole "
+          "tand/txor/tor/tnot: also write dst's raw little-endian bytes (the whole "
           "tile) to this file. run: a directory to write every result tile "
           "into, as NAME.bin. Tiles are then not printed.");
 ABSL_FLAG(std::string, dtype, "int32",
-          "tand/txor: element type: int8, uint8, int16, uint16, int32, "
+          "tand/txor/tor/tnot: element type: int8, uint8, int16, uint16, int32, "
           "uint32.");
 ABSL_FLAG(std::string, shape, "",
-          "tand/txor: physical shape ROWSxCOLS, e.g. 16x16.");
+          "tand/txor/tor/tnot: physical shape ROWSxCOLS, e.g. 16x16.");
 ABSL_FLAG(std::string, valid, "",
-          "tand/txor: valid region ROWSxCOLS (default: the shape).");
+          "tand/txor/tor/tnot: valid region ROWSxCOLS (default: the shape).");
 ABSL_FLAG(std::string, src0, "",
-          "tand/txor: src0 elements: one value for every element (sent as "
+          "tand/txor/tor/tnot: src0 elements: one value for every element (sent as "
           "fill, a few bytes whatever the shape), comma-separated values one "
           "per element (row-major), or @FILE of raw little-endian bytes. A "
           "value is decimal (-1, 255) or hex, read as the element's bits "
           "(0xffff is int16 -1).");
-ABSL_FLAG(std::string, src1, "", "tand/txor: src1 elements, as --src0.");
+ABSL_FLAG(std::string, src1, "", "tand/txor/tor: src1 elements, as --src0.");
 ABSL_FLAG(std::string, tmp, "",
           "txor: tmp elements, as --src0 (default: the server allocates tmp).");
 ABSL_FLAG(std::string, target, "",
-          "host, a2a3 or a5: the target of tand/txor, and of every job that "
+          "host, a2a3 or a5: the target of tand/txor/tor/tnot, and of every "
+          "job that "
           "run and stream send without one (default: the server's).");
 ABSL_FLAG(std::string, service, "",
           "health: the service to ask about (default: the server).");
@@ -110,6 +111,8 @@ constexpr char kUsage[] =
     "                   --src1=V [--tmp=V] [--target=a2a3] [--out=FILE]\n"
     "                   V: one value for all elements, values one per\n"
     "                   element (1,2,0xff), or @FILE of raw bytes\n"
+    "  tor, tnot        as tand, on the host target only (beyond the\n"
+    "                   seeds); tnot takes --src0 alone: dst = ~src0\n"
     "  run FILE         send a job: proto3 JSON (FILE.json, or text that\n"
     "                   starts with '{'), or a PTO assembly program with its\n"
     "                   input tiles:\n"
@@ -673,7 +676,13 @@ int Binary(const OpInfo& op) {
   v1::Job job;
   job.set_target(*target);
   std::vector<std::pair<std::string, std::string>> operands = {
-      {"src0", absl::GetFlag(FLAGS_src0)}, {"src1", absl::GetFlag(FLAGS_src1)}};
+      {"src0", absl::GetFlag(FLAGS_src0)}};
+  if (op.sources == 2) {
+    operands.push_back({"src1", absl::GetFlag(FLAGS_src1)});
+  } else if (!absl::GetFlag(FLAGS_src1).empty()) {
+    return UsageError(absl::StrCat("--src1 is not for ", op.mnemonic,
+                                   ", which reads src0 only"));
+  }
   if (!absl::GetFlag(FLAGS_tmp).empty()) {
     if (!op.accepts_tmp) {
       return UsageError(absl::StrCat(
@@ -697,7 +706,7 @@ int Binary(const OpInfo& op) {
   inst->set_opcode(static_cast<v1::Opcode>(op.wire_value));
   inst->set_dst("dst");
   inst->set_src0("src0");
-  inst->set_src1("src1");
+  if (op.sources == 2) inst->set_src1("src1");
   if (op.accepts_tmp) inst->set_tmp("tmp");
 
   int code = 0;

@@ -243,12 +243,20 @@ class JobBinder {
 
   absl::Status BindInstruction(size_t i) {
     const Instruction& inst = spec_.instructions[i];
+    const bool unary = Op(inst.opcode).sources == 1;
+    if (unary && !inst.src1.empty()) {
+      return InstructionError(i, "src1 \"%s\" is set; %s takes one source (src0)",
+                              inst.src1, OpcodeName(inst.opcode));
+    }
+    // A one-source instruction reads src0 where others read src1 too, so
+    // the checks and hazards below treat it as src1 = src0.
+    const std::string& src1 = unary ? inst.src0 : inst.src1;
     using Named = std::pair<const char*, const std::string*>;
     for (auto [role, name] : {Named{"dst", &inst.dst}, Named{"src0", &inst.src0},
-                              Named{"src1", &inst.src1}}) {
+                              Named{"src1", &src1}}) {
       if (name->empty()) return InstructionError(i, "%s is not set; name a tile", role);
     }
-    for (auto [role, name] : {Named{"src0", &inst.src0}, Named{"src1", &inst.src1}}) {
+    for (auto [role, name] : {Named{"src0", &inst.src0}, Named{"src1", &src1}}) {
       if (!slot_of_.contains(*name)) {
         return InstructionError(
             i,
@@ -257,7 +265,7 @@ class JobBinder {
             role, *name);
       }
     }
-    Wiring w{0, slot_of_[inst.src0], slot_of_[inst.src1], std::nullopt};
+    Wiring w{0, slot_of_[inst.src0], slot_of_[src1], std::nullopt};
     PTO_ASSIGN_OR_RETURN(w.dst, SlotOrNew(inst.dst, w.src0));
     // A declared dst sent without elements comes back encoded like src0.
     Encoding& dst_encoding = job_->slots_[w.dst].encoding;
@@ -275,7 +283,7 @@ class JobBinder {
     sig.mode = spec_.mode;
     sig.dst = {"dst", inst.dst, &descs_[w.dst]};
     sig.src0 = {"src0", inst.src0, &descs_[w.src0]};
-    sig.src1 = {"src1", inst.src1, &descs_[w.src1]};
+    sig.src1 = {"src1", src1, &descs_[w.src1]};
     sig.tmp = {"tmp", inst.tmp, w.tmp ? &descs_[*w.tmp] : nullptr};
     PTO_RETURN_IF_ERROR(backend_.Check(sig));
 

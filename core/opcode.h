@@ -8,10 +8,11 @@
 
 namespace ptoserve {
 
-enum class Opcode : uint8_t { kTand, kTxor };
+// TAND and TXOR are the seeds'; TOR and TNOT run on the host target only.
+enum class Opcode : uint8_t { kTand, kTxor, kTor, kTnot };
 
 // How many values Opcode has.
-inline constexpr int kOpcodeCount = 2;
+inline constexpr int kOpcodeCount = 4;
 
 }  // namespace ptoserve
 

@@ -33,7 +33,10 @@ struct OpInfo {
   absl::string_view mnemonic;
   // Its number in ptoserve.v1.Opcode (server/codec.cc checks each).
   int wire_value;
-  // dst = src0 op src1, element by element: the reference semantics.
+  // How many sources it reads: 2 (src0, src1), or 1 (src0 only).
+  int sources;
+  // dst = src0 op src1, element by element; with one source the other
+  // operand is all ones (TNOT: src0 XOR ~0 = ~src0). The reference semantics.
   BitwiseOp op;
   // Whether a tmp operand may be given (a target may then require it).
   bool accepts_tmp;
@@ -42,10 +45,14 @@ struct OpInfo {
 
 // Indexed by Opcode.
 inline constexpr OpInfo kOps[] = {
-    {Opcode::kTand, "TAND", "tand", 1, BitwiseOp::kAnd,
+    {Opcode::kTand, "TAND", "tand", 1, 2, BitwiseOp::kAnd,
      /*accepts_tmp=*/false, kBitwiseDTypes},
-    {Opcode::kTxor, "TXOR", "txor", 2, BitwiseOp::kXor,
+    {Opcode::kTxor, "TXOR", "txor", 2, 2, BitwiseOp::kXor,
      /*accepts_tmp=*/true, kBitwiseDTypes},
+    {Opcode::kTor, "TOR", "tor", 3, 2, BitwiseOp::kOr,
+     /*accepts_tmp=*/false, kBitwiseDTypes},
+    {Opcode::kTnot, "TNOT", "tnot", 4, 1, BitwiseOp::kXor,
+     /*accepts_tmp=*/false, kBitwiseDTypes},
 };
 
 constexpr bool OpsIndexedByOpcode() {

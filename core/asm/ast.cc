@@ -3,6 +3,7 @@
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
+#include "core/ops.h"
 
 namespace ptoserve {
 namespace pasm {
@@ -92,6 +93,11 @@ bool operator==(const TileType& a, const TileType& b) {
 
 bool operator==(const Operand& a, const Operand& b) {
   return a.name == b.name && a.type == b.type;
+}
+
+std::vector<const Operand*> Sources(const Operation& op) {
+  if (Op(op.opcode).sources == 1) return {&op.src0};
+  return {&op.src0, &op.src1};
 }
 
 bool operator==(const Operation& a, const Operation& b) {

@@ -105,14 +105,18 @@ enum class Form : uint8_t {
   kDps,   // pto.txor ins(%src0, %src1[, %tmp] : T, T[, T]) outs(%dst : T)
 };
 
-// A TAND or TXOR. In the synchronous form the one type applies to every
-// operand, so each operand carries its own copy.
+// An instruction (core/ops.h). In the synchronous form the one type applies
+// to every operand, so each operand carries its own copy.
 struct Operation {
   Opcode opcode = Opcode::kTand;
   Form form = Form::kDps;
-  Operand dst, src0, src1;
+  Operand dst, src0;
+  Operand src1;  // empty name for an instruction with one source (tnot)
   std::optional<Operand> tmp;  // only the DPS form can name one
 };
+
+// The sources `op` reads, in order: src0, and src1 unless it has one.
+std::vector<const Operand*> Sources(const Operation& op);
 
 // `pto.tassign %tile, @tile(ADDRESS)`: binds a tile to a unified-buffer
 // address (manual mode).

@@ -129,9 +129,8 @@ class Lowerer {
   void CollectNames() {
     for (const Statement& statement : program_.statements) {
       if (const auto* op = std::get_if<Operation>(&statement.node)) {
-        for (const Operand* operand : {&op->dst, &op->src0, &op->src1}) {
-          used_names_.insert(operand->name);
-        }
+        used_names_.insert(op->dst.name);
+        for (const Operand* operand : Sources(*op)) used_names_.insert(operand->name);
         written_at_.emplace(op->dst.name, op->dst.pos);
         if (op->tmp) {
           used_names_.insert(op->tmp->name);
@@ -271,9 +270,11 @@ class Lowerer {
     Instruction inst;
     inst.opcode = op.opcode;
     PTO_ASSIGN_OR_RETURN(const TileDesc src0, Source(op.src0));
-    PTO_RETURN_IF_ERROR(Source(op.src1).status());
     inst.src0 = op.src0.name;
-    inst.src1 = op.src1.name;
+    if (Op(op.opcode).sources == 2) {
+      PTO_RETURN_IF_ERROR(Source(op.src1).status());
+      inst.src1 = op.src1.name;
+    }
 
     inst.dst = op.dst.name;
     if (auto it = known_.find(op.dst.name); it != known_.end()) {
@@ -390,7 +391,7 @@ std::optional<SourcePos> NamePos(const Program& program,
     if (const auto* op = std::get_if<Operation>(&statement.node)) {
       // In the order the text shows them: the two `%dst = ` forms start with
       // dst, the DPS form ends with it.
-      std::vector<const Operand*> operands = {&op->src0, &op->src1};
+      std::vector<const Operand*> operands = Sources(*op);
       if (op->tmp) operands.push_back(&*op->tmp);
       operands.insert(
           op->form == Form::kDps ? operands.end() : operands.begin(), &op->dst);

@@ -40,6 +40,28 @@ std::optional<Opcode> Mnemonic(absl::string_view word, bool prefixed) {
   return op->opcode;
 }
 
+// "a, b, c or d".
+std::string OrList(const std::vector<std::string>& items) {
+  std::string out;
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (i > 0) out += i + 1 == items.size() ? " or " : ", ";
+    out += items[i];
+  }
+  return out;
+}
+
+// Every instruction's mnemonic, each with `prefix` in front.
+std::vector<std::string> Mnemonics(absl::string_view prefix) {
+  std::vector<std::string> out;
+  for (const OpInfo& op : kOps) out.push_back(absl::StrCat(prefix, op.mnemonic));
+  return out;
+}
+
+// "%src0, %src1" or "%src0".
+std::string SourceOperands(const OpInfo& op) {
+  return op.sources == 2 ? "%src0, %src1" : "%src0";
+}
+
 std::string Spelled(Opcode opcode, Form form) {
   const absl::string_view bare = Op(opcode).mnemonic;
   return form == Form::kSync ? std::string(bare) : absl::StrCat("pto.", bare);
@@ -120,23 +142,27 @@ class Parser {
       if (std::optional<Opcode> opcode = Mnemonic(first.text, true)) {
         return ParseDps(*opcode, statement);
       }
-      if (Mnemonic(first.text, false)) {
+      if (std::optional<Opcode> opcode = Mnemonic(first.text, false)) {
         return ErrorAbout(
             first,
             absl::StrCat("'", first.text,
                          "' needs a result in the synchronous form: `%dst = ",
-                         first.text, " %src0, %src1 : !pto.tile<...>`"));
+                         first.text, " ", SourceOperands(Op(*opcode)),
+                         " : !pto.tile<...>`"));
       }
       if (absl::StartsWith(first.text, "pto.")) {
-        return ErrorAbout(first,
-                          absl::StrCat("unknown instruction '", first.text,
-                                       "'; expected pto.tand, pto.txor "
-                                       "or pto.tassign"));
+        std::vector<std::string> known = Mnemonics("pto.");
+        known.push_back("pto.tassign");
+        return ErrorAbout(first, absl::StrCat("unknown instruction '", first.text,
+                                              "'; expected ", OrList(known)));
       }
     }
-    return Error(first,
-                 "expected a statement (`%dst = ...`, `pto.tand ins(...)`, "
-                 "`pto.txor ins(...)` or `pto.tassign`)");
+    std::vector<std::string> forms = {"`%dst = ...`"};
+    for (const std::string& m : Mnemonics("pto.")) {
+      forms.push_back(absl::StrCat("`", m, " ins(...)`"));
+    }
+    forms.push_back("`pto.tassign`");
+    return Error(first, absl::StrCat("expected a statement (", OrList(forms), ")"));
   }
 
   // %name, as `role` (e.g. "as the first operand of 'tand'").
@@ -154,6 +180,8 @@ class Parser {
 
   // %dst = tand %src0, %src1 : T
   // %dst = pto.tand %src0, %src1 : (T, T) -> T
+  // and for an instruction with one source, %dst = tnot %src0 : T and
+  // %dst = pto.tnot %src0 : (T) -> T.
   absl::Status ParseDefinition(Statement* statement) {
     Operation op;
     PTO_ASSIGN_OR_RETURN(op.dst, ParseOperand(""));
@@ -168,33 +196,44 @@ class Parser {
       }
     }
     if (!opcode) {
-      return Error(mnemonic,
-                   "expected an instruction after '=' (tand, txor, pto.tand "
-                   "or pto.txor)");
+      std::vector<std::string> known = Mnemonics("");
+      for (const std::string& m : Mnemonics("pto.")) known.push_back(m);
+      return Error(mnemonic, absl::StrCat("expected an instruction after '=' (",
+                                          OrList(known), ")"));
     }
     op.opcode = *opcode;
+    const bool two = Op(op.opcode).sources == 2;
     Next();
     const std::string name = Spelled(op.opcode, op.form);
     PTO_ASSIGN_OR_RETURN(op.src0, ParseOperand(absl::StrCat(
                                       "as the first operand of '", name, "'")));
-    PTO_RETURN_IF_ERROR(
-        Expect(",", absl::StrCat("after operand %", op.src0.name)));
-    PTO_ASSIGN_OR_RETURN(
-        op.src1,
-        ParseOperand(absl::StrCat("as the second operand of '", name, "'")));
+    const Operand* last = &op.src0;
+    if (two) {
+      PTO_RETURN_IF_ERROR(
+          Expect(",", absl::StrCat("after operand %", op.src0.name)));
+      PTO_ASSIGN_OR_RETURN(
+          op.src1,
+          ParseOperand(absl::StrCat("as the second operand of '", name, "'")));
+      last = &op.src1;
+    }
     PTO_RETURN_IF_ERROR(Expect(
-        ":", absl::StrCat("and the types after operand %", op.src1.name)));
+        ":", absl::StrCat("and the types after operand %", last->name)));
     if (op.form == Form::kSync) {
       PTO_ASSIGN_OR_RETURN(TileType type, ParseType());
-      op.src0.type = op.src1.type = op.dst.type = type;
+      op.src0.type = op.dst.type = type;
+      if (two) op.src1.type = type;
     } else {
       PTO_RETURN_IF_ERROR(Expect(
-          "(", "to start the operand types of the SSA form `(T, T) -> T`"));
+          "(", two ? "to start the operand types of the SSA form `(T, T) -> T`"
+                   : "to start the operand type of the SSA form `(T) -> T`"));
       PTO_ASSIGN_OR_RETURN(op.src0.type, ParseType());
+      if (two) {
+        PTO_RETURN_IF_ERROR(
+            Expect(",", absl::StrCat("after the type of %", op.src0.name)));
+        PTO_ASSIGN_OR_RETURN(op.src1.type, ParseType());
+      }
       PTO_RETURN_IF_ERROR(
-          Expect(",", absl::StrCat("after the type of %", op.src0.name)));
-      PTO_ASSIGN_OR_RETURN(op.src1.type, ParseType());
-      PTO_RETURN_IF_ERROR(Expect(")", "after the two operand types"));
+          Expect(")", two ? "after the two operand types" : "after the operand type"));
       PTO_RETURN_IF_ERROR(
           Expect("->", "and the result type after the operand types"));
       PTO_ASSIGN_OR_RETURN(op.dst.type, ParseType());
@@ -209,13 +248,16 @@ class Parser {
     op.opcode = opcode;
     op.form = Form::kDps;
     const std::string name = std::string(Next().text);
-    const bool accepts_tmp = Op(opcode).accepts_tmp;
-    const size_t max_inputs = accepts_tmp ? 3 : 2;
-    const std::string arity =
-        accepts_tmp
-            ? absl::StrCat("'", name,
-                           "' takes 2 or 3 inputs (src0, src1[, tmp])")
-            : absl::StrCat("'", name, "' takes 2 inputs (src0, src1)");
+    const OpInfo& info = Op(opcode);
+    const size_t min_inputs = static_cast<size_t>(info.sources);
+    const size_t max_inputs = min_inputs + (info.accepts_tmp ? 1 : 0);
+    const std::string sources = info.sources == 2 ? "src0, src1" : "src0";
+    const std::string count =
+        max_inputs > min_inputs ? absl::StrCat(min_inputs, " or ", max_inputs)
+                                : absl::StrCat(min_inputs);
+    const std::string arity = absl::StrCat(
+        "'", name, "' takes ", count, max_inputs == 1 ? " input (" : " inputs (",
+        sources, info.accepts_tmp ? "[, tmp])" : ")");
 
     if (!PeekWord("ins")) {
       return Error(Peek(), absl::StrCat("expected 'ins(' after '", name, "'"));
@@ -241,8 +283,8 @@ class Parser {
       }
       inputs.push_back(std::move(input));
     }
-    if (inputs.size() < 2) {
-      return ErrorAbout(Peek(), absl::StrCat(arity, ", found 1"));
+    if (inputs.size() < min_inputs) {
+      return ErrorAbout(Peek(), absl::StrCat(arity, ", found ", inputs.size()));
     }
     Next();  // ':'
     for (size_t i = 0; i < inputs.size(); ++i) {
@@ -267,8 +309,8 @@ class Parser {
     PTO_RETURN_IF_ERROR(Expect(")", "after the output type"));
 
     op.src0 = std::move(inputs[0]);
-    op.src1 = std::move(inputs[1]);
-    if (inputs.size() == 3) op.tmp = std::move(inputs[2]);
+    if (min_inputs == 2) op.src1 = std::move(inputs[1]);
+    if (inputs.size() > min_inputs) op.tmp = std::move(inputs[min_inputs]);
     statement->node = std::move(op);
     return absl::OkStatus();
   }
@@ -538,20 +580,25 @@ absl::StatusOr<Program> Parse(absl::string_view text,
 }
 
 const std::vector<std::string>& AcceptedForms() {
-  static const auto* kForms = new std::vector<std::string>{
-      "%dst = tand %src0, %src1 : !pto.tile<...>",
-      "%dst = pto.tand %src0, %src1 : (!pto.tile<...>, !pto.tile<...>) -> "
-      "!pto.tile<...>",
-      "pto.tand ins(%src0, %src1 : !pto.tile_buf<...>, !pto.tile_buf<...>) "
-      "outs(%dst : !pto.tile_buf<...>)",
-      "%dst = txor %src0, %src1 : !pto.tile<...>",
-      "%dst = pto.txor %src0, %src1 : (!pto.tile<...>, !pto.tile<...>) -> "
-      "!pto.tile<...>",
-      "pto.txor ins(%src0, %src1[, %tmp] : !pto.tile_buf<...>, "
-      "!pto.tile_buf<...>[, !pto.tile_buf<...>]) outs(%dst : "
-      "!pto.tile_buf<...>)",
-      "pto.tassign %tile, @tile(0x1000)",
-  };
+  static const auto* kForms = [] {
+    auto* forms = new std::vector<std::string>;
+    for (const OpInfo& op : kOps) {
+      const bool two = op.sources == 2;
+      const std::string srcs = SourceOperands(op);
+      const char* in_types = two ? "!pto.tile<...>, !pto.tile<...>" : "!pto.tile<...>";
+      const char* buf_types =
+          two ? "!pto.tile_buf<...>, !pto.tile_buf<...>" : "!pto.tile_buf<...>";
+      forms->push_back(absl::StrCat("%dst = ", op.mnemonic, " ", srcs, " : !pto.tile<...>"));
+      forms->push_back(absl::StrCat("%dst = pto.", op.mnemonic, " ", srcs, " : (",
+                                    in_types, ") -> !pto.tile<...>"));
+      forms->push_back(absl::StrCat(
+          "pto.", op.mnemonic, " ins(", srcs, op.accepts_tmp ? "[, %tmp]" : "", " : ",
+          buf_types, op.accepts_tmp ? "[, !pto.tile_buf<...>]" : "",
+          ") outs(%dst : !pto.tile_buf<...>)"));
+    }
+    forms->push_back("pto.tassign %tile, @tile(0x1000)");
+    return forms;
+  }();
   return *kForms;
 }
 

@@ -17,7 +17,7 @@ std::string ExtentText(const ValidExtent& extent) {
 }
 
 std::string OperationText(const Operation& op) {
-  std::vector<const Operand*> inputs = {&op.src0, &op.src1};
+  std::vector<const Operand*> inputs = Sources(op);
   if (op.tmp) inputs.push_back(&*op.tmp);
   std::vector<std::string> names, types;
   for (const Operand* in : inputs) {

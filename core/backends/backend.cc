@@ -75,6 +75,17 @@ struct Checked {
 // answering.
 using Rule = absl::Status (*)(const Checked& c);
 
+absl::Status TargetRunsIt(const Checked& c) {
+  if (c.rule.step_count > 0) return absl::OkStatus();
+  std::string runners;
+  for (Target t : kEveryTarget) {
+    if (SpecOf(t).rule(c.inst.opcode).step_count == 0) continue;
+    absl::StrAppend(&runners, runners.empty() ? "" : ", ", TargetName(t));
+  }
+  return c.error("%s does not run %s (%s does)", TargetName(c.target),
+                 OpcodeName(c.inst.opcode), runners);
+}
+
 absl::Status TmpIsGiven(const Checked& c) {
   if (!c.rule.uses_tmp || c.inst.tmp.desc != nullptr) return absl::OkStatus();
   return c.error("tmp is required on %s: %s", TargetName(c.target),
@@ -187,6 +198,7 @@ absl::Status Backend::Check(const InstructionSig& inst) const {
   Checked c{inst, rules_.target, spec_, spec_.rule(inst.opcode), {},
             RuleError(inst, rules_.target)};
   // Without its tmp the other rules cannot look at the operands.
+  PTO_RETURN_IF_ERROR(TargetRunsIt(c));
   PTO_RETURN_IF_ERROR(TmpIsGiven(c));
   c.operands = {&inst.dst, &inst.src0, &inst.src1};
   if (c.rule.uses_tmp) c.operands.push_back(&inst.tmp);
@@ -202,6 +214,7 @@ std::string Backend::Algorithm(Opcode opcode) const {
 std::vector<OpcodeSupport> Backend::Supported() const {
   std::vector<OpcodeSupport> out;
   for (const OpInfo& op : kOps) {
+    if (spec_.rule(op.opcode).step_count == 0) continue;
     out.push_back({op.opcode, std::vector<DType>(op.dtypes.begin(), op.dtypes.end()),
                    UsesTmp(op.opcode), Algorithm(op.opcode)});
   }

@@ -29,6 +29,8 @@ inline constexpr OpRule kA2A3Ops[] = {
      "it holds OR(src0, src1) in XOR = AND(NOT(AND(src0, src1)), OR(src0, "
      "src1))",
      /*operands_disjoint=*/true, ""},
+    Unsupported(Opcode::kTor),
+    Unsupported(Opcode::kTnot),
 };
 
 inline constexpr TargetSpec kA2A3 = {

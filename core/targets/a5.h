@@ -22,6 +22,8 @@ inline constexpr OpRule kA5Ops[] = {
     {Opcode::kTand, kA5Tand, std::size(kA5Tand), false, "", false, ""},
     {Opcode::kTxor, kA5Txor, std::size(kA5Txor), false, "", false,
      "tmp unused"},
+    Unsupported(Opcode::kTor),
+    Unsupported(Opcode::kTnot),
 };
 
 inline constexpr TargetSpec kA5 = {

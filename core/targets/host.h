@@ -1,5 +1,5 @@
 // The host CPU: the fast native path, one SIMD pass per instruction. Rows of
-// any length; TXOR's tmp is accepted and unused.
+// any length; TXOR's tmp is accepted and unused. Runs TOR and TNOT too.
 #ifndef PTOSERVE_CORE_TARGETS_HOST_H_
 #define PTOSERVE_CORE_TARGETS_HOST_H_
 
@@ -15,10 +15,17 @@ inline constexpr Step kHostTand[] = {
 inline constexpr Step kHostTxor[] = {
     BinaryStep("xor", BitwiseOp::kXor, Role::kDst, Role::kSrc0, Role::kSrc1)};
 
+// Beyond the seeds: the OR and NOT that a2a3's TXOR is built from.
+inline constexpr Step kHostTor[] = {
+    BinaryStep("or", BitwiseOp::kOr, Role::kDst, Role::kSrc0, Role::kSrc1)};
+inline constexpr Step kHostTnot[] = {InvertStep("not", Role::kDst, Role::kSrc0)};
+
 inline constexpr OpRule kHostOps[] = {
     {Opcode::kTand, kHostTand, std::size(kHostTand), false, "", false, ""},
     {Opcode::kTxor, kHostTxor, std::size(kHostTxor), false, "", false,
      "tmp unused"},
+    {Opcode::kTor, kHostTor, std::size(kHostTor), false, "", false, ""},
+    {Opcode::kTnot, kHostTnot, std::size(kHostTnot), false, "", false, ""},
 };
 
 inline constexpr TargetSpec kHost = {

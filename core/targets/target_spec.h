@@ -59,7 +59,7 @@ inline constexpr char kTmpOwnTileReason[] =
 struct OpRule {
   Opcode opcode;
   const Step* steps;
-  size_t step_count;
+  size_t step_count;  // 0: the target does not run this instruction
   // Computes through tmp: tmp must then be given, typed, laid out and
   // shaped like dst, and a tile of its own (kTmpOwnTileReason).
   bool uses_tmp;
@@ -88,12 +88,16 @@ struct TargetSpec {
   }
 };
 
-// Whether `spec` has one rule per opcode, in Opcode order, each with steps.
+// A rule for an instruction the target does not run.
+constexpr OpRule Unsupported(Opcode opcode) {
+  return OpRule{opcode, nullptr, 0, false, "", false, ""};
+}
+
+// Whether `spec` has one rule per opcode, in Opcode order.
 constexpr bool CoversEveryOpcode(const TargetSpec& spec) {
   if (spec.op_count != static_cast<size_t>(kOpcodeCount)) return false;
   for (size_t i = 0; i < spec.op_count; ++i) {
     if (static_cast<size_t>(spec.ops[i].opcode) != i) return false;
-    if (spec.ops[i].step_count == 0) return false;
   }
   return true;
 }

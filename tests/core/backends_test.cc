@@ -27,12 +27,14 @@ using test::RandomMatrix;
 using test::Reference;
 using test::SameElements;
 using test::Sentinel;
+using test::StatusIs;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::Not;
 using ::testing::SizeIs;
 
+// The seeds' instructions, which every target runs.
 constexpr Opcode kOpcodes[] = {Opcode::kTand, Opcode::kTxor};
 
 std::string Where(Target target, Opcode opcode, DType dtype) {
@@ -408,7 +410,8 @@ TEST(SupportedTest, EveryTargetListsTheSixIntegerTypes) {
   for (const Backend* backend : registry.All()) {
     SCOPED_TRACE(TargetName(backend->target()));
     const std::vector<OpcodeSupport> supported = backend->Supported();
-    ASSERT_THAT(supported, SizeIs(2));
+    // The seeds' TAND and TXOR everywhere; TOR and TNOT on the host only.
+    ASSERT_THAT(supported, SizeIs(backend->target() == Target::kHost ? 4 : 2));
     for (const OpcodeSupport& s : supported) {
       EXPECT_THAT(s.dtypes,
                   ElementsAre(DType::kInt8, DType::kUInt8, DType::kInt16,
@@ -424,6 +427,57 @@ TEST(SupportedTest, EveryTargetListsTheSixIntegerTypes) {
               HasSubstr("vxor"));
   EXPECT_THAT(registry.Get(Target::kHost).Supported()[0].algorithm,
               Not(IsEmpty()));
+}
+
+// Beyond the seeds: TOR (dst = src0 | src1) and TNOT (dst = ~src0) on the
+// host, element by element against the scalar reference, with dst keeping
+// its elements outside the valid region; a2a3 and a5 refuse both, naming
+// the target that runs them.
+TYPED_TEST(BackendsTypedTest, TorAndTnotOnTheHostOnly) {
+  using T = TypeParam;
+  const uint32_t cols = ColsFor<T>(64);
+  const auto a = RandomMatrix<T>(6, cols, &this->rng_);
+  const auto b = RandomMatrix<T>(6, cols, &this->rng_);
+  const auto dst = RandomMatrix<T>(6, cols, &this->rng_);
+  JobBuilder job(Target::kHost);
+  job.AddMatrix("a", a, 5, cols - 1);
+  job.AddMatrix("b", b, 5, cols - 1);
+  job.AddMatrix("o", dst, 5, cols - 1);
+  job.AddMatrix("n", dst, 5, cols - 1);
+  job.Add(Opcode::kTor, "o", "a", "b");
+  job.Add(Opcode::kTnot, "n", "a", "");
+  ASSERT_OK_AND_ASSIGN(JobOutcome outcome, this->engine_.Execute(job.spec()));
+  EXPECT_TRUE(SameElements(Reference(BitwiseOp::kOr, a, b, dst, 5, cols - 1),
+                           OutputMatrix<T>(outcome, "o")));
+  Matrix<T> expected_not = dst;
+  for (uint32_t i = 0; i < 5; ++i) {
+    for (uint32_t j = 0; j < cols - 1; ++j) expected_not.at(i, j) = static_cast<T>(~a.at(i, j));
+  }
+  EXPECT_TRUE(SameElements(expected_not, OutputMatrix<T>(outcome, "n")));
+  EXPECT_EQ(outcome.events[1].trace.ops[0].op, "not");
+
+  for (Target target : {Target::kA2A3, Target::kA5}) {
+    JobBuilder other(target);
+    other.AddMatrix("a", a);
+    other.AddMatrix("b", b);
+    other.Add(Opcode::kTor, "o", "a", "b");
+    EXPECT_THAT(this->engine_.Execute(other.spec()).status(),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         absl::StrCat("instruction 0 (TOR on ", TargetName(target), "): ",
+                                      TargetName(target), " does not run TOR (host does)")));
+  }
+}
+
+// TNOT reads src0 only: a src1 is an error naming it.
+TEST(TnotTest, Src1IsRefused) {
+  const Engine engine{EngineOptions{}};
+  JobBuilder job(Target::kHost);
+  job.AddTile("a", test::Desc(DType::kInt8, 2, 8));
+  job.Add(Opcode::kTnot, "n", "a", "a");
+  EXPECT_THAT(engine.Execute(job.spec()).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "instruction 0 (TNOT on host): src1 \"a\" is set; TNOT takes one "
+                       "source (src0)"));
 }
 
 // The target specs: named as TargetName names them, one rule per opcode,

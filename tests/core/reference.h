@@ -8,6 +8,7 @@
 #define PTOSERVE_TESTS_CORE_REFERENCE_H_
 
 #include <cstdint>
+#include <cstdlib>
 #include <type_traits>
 
 #include "core/kernels.h"
@@ -80,10 +81,21 @@ T ScalarOp(BitwiseOp op, T a, T b) {
   return T{};
 }
 
-// The element operation of a TAND or TXOR.
+// The element operation of an instruction with two sources, written out
+// here rather than read from core/ops.h, so that a wrong table row shows.
+// REQUIRES: opcode is not TNOT (one source: dst = ~src0).
 inline BitwiseOp OpOf(Opcode opcode) {
-  return opcode == Opcode::kTand ? BitwiseOp::kAnd : BitwiseOp::kXor;
+  switch (opcode) {
+    case Opcode::kTand: return BitwiseOp::kAnd;
+    case Opcode::kTxor: return BitwiseOp::kXor;
+    case Opcode::kTor: return BitwiseOp::kOr;
+    case Opcode::kTnot: break;
+  }
+  std::abort();
 }
+
+// Whether `opcode` reads src0 only (TNOT: dst = ~src0).
+inline bool IsUnary(Opcode opcode) { return opcode == Opcode::kTnot; }
 
 }  // namespace test
 }  // namespace ptoserve

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "core/ops.h"
 #include "tests/fuzz/fuzz_util.h"
 
 namespace ptoserve {
@@ -101,7 +102,8 @@ class Mutator {
       case 10: SetOperand(); break;
       case 11:
         if (v1::Instruction* in = AnyInstruction()) {
-          in->set_opcode(static_cast<v1::Opcode>(Below(4)));
+          // Every opcode, unset, and one past the last.
+          in->set_opcode(static_cast<v1::Opcode>(Below(std::size(kOps) + 2)));
         }
         break;
       case 12: AddInstruction(); break;
@@ -556,8 +558,9 @@ class Mutator {
     std::string text;
     for (const v1::Instruction& in : job_.instructions()) {
       const bool tmp = !in.tmp().empty();
+      const OpInfo* op = FindOpByWireValue(in.opcode());
       absl::StrAppend(
-          &text, in.opcode() == v1::OPCODE_TXOR ? "pto.txor" : "pto.tand",
+          &text, "pto.", op != nullptr ? op->mnemonic : "tand",
           " ins(%", in.src0(), ", %", in.src1(), tmp ? ", %" : "", in.tmp(),
           " : !pto.tile_buf<...>, !pto.tile_buf<...>",
           tmp ? ", !pto.tile_buf<...>" : "", ") outs(%", in.dst(),

@@ -535,6 +535,17 @@ void ReferenceOp(BitwiseOp op, const RefTile& a, const RefTile& b,
   }
 }
 
+// out = ~a over out's valid region, one byte at a time.
+void ReferenceNot(const RefTile& a, RefTile* out) {
+  const size_t row_bytes = out->desc.valid_row_bytes();
+  for (uint32_t i = 0; i < out->desc.valid_rows; ++i) {
+    for (size_t j = 0; j < row_bytes; ++j) {
+      out->bytes[i * out->desc.row_bytes() + j] =
+          static_cast<char>(~static_cast<uint8_t>(a.bytes[i * a.desc.row_bytes() + j]));
+    }
+  }
+}
+
 // What a job that Prepare accepted must leave in its tiles, computed
 // naively from the spec in program order: tiles by name, a dst or tmp that
 // names no tile allocated zero-filled like src0 (dst) or dst (tmp). Checks
@@ -573,13 +584,17 @@ absl::Status CheckAgainstReference(const JobSpec& spec, const Engine& engine,
   for (const Instruction& in : spec.instructions) {
     // Copies: dst may be a source (in place).
     const RefTile a = tiles.at(in.src0);
-    const RefTile b = tiles.at(in.src1);
     RefTile* dst = like(in.dst, a);
-    if (in.opcode == Opcode::kTxor && txor_uses_tmp) {
-      ReferenceOp(BitwiseOp::kOr, a, b, like(in.tmp, *dst));
-      dst = &tiles.at(in.dst);  // the map may have moved it
+    if (test::IsUnary(in.opcode)) {
+      ReferenceNot(a, dst);
+    } else {
+      const RefTile b = tiles.at(in.src1);
+      if (in.opcode == Opcode::kTxor && txor_uses_tmp) {
+        ReferenceOp(BitwiseOp::kOr, a, b, like(in.tmp, *dst));
+        dst = &tiles.at(in.dst);  // the map may have moved it
+      }
+      ReferenceOp(test::OpOf(in.opcode), a, b, dst);
     }
-    ReferenceOp(test::OpOf(in.opcode), a, b, dst);
     if (std::find(dsts.begin(), dsts.end(), in.dst) == dsts.end()) {
       dsts.push_back(in.dst);
     }

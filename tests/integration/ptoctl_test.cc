@@ -45,6 +45,33 @@ TEST_F(PtoctlTest, TandWithValuesPrintsTheValidRegion) {
   EXPECT_THAT(r.output, HasSubstr("e0   instruction 0 TAND on host, PIPE_V"));
 }
 
+// TOR and TNOT, beyond the seeds, on the host: listed by capabilities for
+// the host alone, run by ptoctl (tnot with --src0 only), refused on a2a3.
+TEST_F(PtoctlTest, TorAndTnotOnTheHost) {
+  CommandResult r = Ptoctl("tor --dtype=int16 --shape=1x3 --src0=12,10,-256 --src1=3,5,255");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("dst: 1x3 int16\n  15 15 -1\n"));
+  EXPECT_THAT(r.output, HasSubstr("e0   instruction 0 TOR on host, PIPE_V"));
+  r = Ptoctl("tnot --dtype=uint8 --shape=1x3 --src0=0,15,255");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("dst: 1x3 uint8\n  255 240   0\n"));
+  EXPECT_THAT(r.output, HasSubstr("not   dst <- src0"));
+  r = Ptoctl("tnot --dtype=uint8 --shape=1x1 --src0=1 --src1=2");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.output, HasSubstr("--src1 is not for tnot, which reads src0 only"));
+  r = Ptoctl("tor --dtype=int16 --shape=1x16 --src0=1 --src1=2 --target=a2a3");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.output, HasSubstr("a2a3 does not run TOR (host does)"));
+  r = Ptoctl("capabilities");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const size_t a2a3 = r.output.find("\na2a3");
+  ASSERT_NE(a2a3, std::string::npos) << r.output;
+  EXPECT_THAT(r.output.substr(0, a2a3), HasSubstr("TOR [int8 uint8 int16 uint16 int32 uint32]: dst = or(src0, src1)"));
+  EXPECT_THAT(r.output.substr(0, a2a3), HasSubstr("TNOT [int8 uint8 int16 uint16 int32 uint32]: dst = not(src0)"));
+  EXPECT_THAT(r.output.substr(a2a3), Not(HasSubstr("TOR")));
+  EXPECT_THAT(r.output.substr(a2a3), Not(HasSubstr("TNOT")));
+}
+
 TEST_F(PtoctlTest, TxorWithRawFilesOnA2A3ShowsTheDecomposition) {
   std::string a, b;
   for (int i = 0; i < 64; ++i) {

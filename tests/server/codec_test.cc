@@ -228,7 +228,8 @@ TEST(ToJobSpecTest, ErrorsNameWhatIsWrong) {
   job.mutable_instructions(0)->set_opcode(v1::OPCODE_UNSPECIFIED);
   EXPECT_THAT(ToJobSpec(job).status(),
               StatusIs(kInvalid, HasSubstr("instruction 0: opcode is not set "
-                                           "(OPCODE_TAND or OPCODE_TXOR)")));
+                                           "(OPCODE_TAND, OPCODE_TXOR, OPCODE_TOR "
+                                           "or OPCODE_TNOT)")));
   job = SmallJob();
   job.mutable_instructions(0)->set_opcode(static_cast<v1::Opcode>(77));
   EXPECT_THAT(ToJobSpec(job).status(),

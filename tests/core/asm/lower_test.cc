@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "core/asm/parser.h"
+#include "core/asm/printer.h"
 #include "core/engine.h"
 #include "core/error_site.h"
 #include "gmock/gmock.h"
@@ -579,6 +580,57 @@ TEST_F(LowerTest, EngineErrorsPointAtTheInstruction) {
               StatusIs(kInvalid, HasSubstr("1:1: instruction 0 (TAND on host): "
                                            "dst element type float16 is not "
                                            "supported")));
+}
+
+// TOR and TNOT (host only, beyond the seeds) in each of their forms, printed
+// back in the DPS form and run against the scalar reference; a2a3 refuses
+// TOR at its line.
+TEST_F(LowerTest, TorAndTnotInEveryForm) {
+  constexpr char kText[] =
+      "%o = tor %src0, %src1 : !pto.tile<...>\n"
+      "%n = pto.tnot %src0 : (!pto.tile<...>) -> !pto.tile<...>\n"
+      "%m = tnot %o : !pto.tile<...>\n"
+      "pto.tnot ins(%m : !pto.tile_buf<...>) outs(%n : !pto.tile_buf<...>)\n";
+  ASSERT_OK_AND_ASSIGN(Program program, Parse(kText));
+  EXPECT_EQ(Print(program),
+            "pto.tor ins(%src0, %src1 : !pto.tile<...>, !pto.tile<...>) outs(%o : "
+            "!pto.tile<...>)\n"
+            "pto.tnot ins(%src0 : !pto.tile<...>) outs(%n : !pto.tile<...>)\n"
+            "pto.tnot ins(%o : !pto.tile<...>) outs(%m : !pto.tile<...>)\n"
+            "pto.tnot ins(%m : !pto.tile_buf<...>) outs(%n : !pto.tile_buf<...>)\n");
+  ASSERT_OK_AND_ASSIGN(Program reparsed, Parse(Print(program)));
+  EXPECT_EQ(reparsed, program);
+
+  const auto a = RandomMatrix<int16_t>(16, 16, &rng_);
+  const auto b = RandomMatrix<int16_t>(16, 16, &rng_);
+  JobBuilder job(Target::kHost);
+  AddSources(job, a, b);
+  job.spec().outputs = {"o", "m", "n"};
+  ASSERT_OK_AND_ASSIGN(JobOutcome outcome, Run(kText, job));
+  const Matrix<int16_t> o = Reference(BitwiseOp::kOr, a, b, Matrix<int16_t>(16, 16), 16, 16);
+  Matrix<int16_t> m(16, 16);
+  for (size_t k = 0; k < m.elements.size(); ++k) {
+    m.elements[k] = static_cast<int16_t>(~o.elements[k]);
+  }
+  Matrix<int16_t> n(16, 16);
+  for (size_t k = 0; k < n.elements.size(); ++k) {
+    n.elements[k] = static_cast<int16_t>(~m.elements[k]);
+  }
+  EXPECT_TRUE(SameElements(o, test::OutputMatrix<int16_t>(outcome, "o")));
+  EXPECT_TRUE(SameElements(m, test::OutputMatrix<int16_t>(outcome, "m")));
+  EXPECT_TRUE(SameElements(n, test::OutputMatrix<int16_t>(outcome, "n")));
+
+  JobBuilder a2a3(Target::kA2A3);
+  AddSources(a2a3, a, b);
+  EXPECT_THAT(RunStatus(kText, a2a3),
+              StatusIs(kInvalid, "1:1: instruction 0 (TOR on a2a3): a2a3 does not run "
+                                 "TOR (host does)"));
+  EXPECT_THAT(Parse("pto.tnot ins(%a, %b : !pto.tile_buf<...>, !pto.tile_buf<...>) "
+                    "outs(%c : !pto.tile_buf<...>)")
+                  .status(),
+              StatusIs(kInvalid, "1:18: 'pto.tnot' takes 1 input (src0); %b is one too many"));
+  EXPECT_THAT(Parse("%c = tnot %a, %b : !pto.tile<...>").status(),
+              StatusIs(kInvalid, HasSubstr("expected ':' and the types after operand %a")));
 }
 
 TEST_F(LowerTest, LocateLeavesOtherStatusesAlone) {

@@ -2,12 +2,14 @@
 // comments, errors with their line:column, and printing back.
 #include "core/asm/parser.h"
 
+#include <iterator>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "core/asm/printer.h"
+#include "core/ops.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/core/asm/seed_programs.h"
@@ -208,19 +210,20 @@ TEST(ParserTest, ErrorsSayWhereWhatAndWhatWasExpected) {
       {"\n\npto.txor ins(%src0 %src1 : !pto.tile_buf<...>, !pto.tile_buf<...>) "
        "outs(%dst : !pto.tile_buf<...>)",
        "3:20: expected ',' or ':' after operand %src0, found '%src1'"},
-      {"%dst = tor %a, %b : !pto.tile<...>",
-       "1:8: expected an instruction after '=' (tand, txor, pto.tand or "
-       "pto.txor), found 'tor'"},
-      {"pto.tor ins(%a, %b : !pto.tile<...>, !pto.tile<...>) outs(%c : "
+      {"%dst = tshl %a, %b : !pto.tile<...>",
+       "1:8: expected an instruction after '=' (tand, txor, tor, tnot, "
+       "pto.tand, pto.txor, pto.tor or pto.tnot), found 'tshl'"},
+      {"pto.tshl ins(%a, %b : !pto.tile<...>, !pto.tile<...>) outs(%c : "
        "!pto.tile<...>)",
-       "1:1: unknown instruction 'pto.tor'; expected pto.tand, pto.txor or "
-       "pto.tassign"},
+       "1:1: unknown instruction 'pto.tshl'; expected pto.tand, pto.txor, "
+       "pto.tor, pto.tnot or pto.tassign"},
       {"tand %a, %b : !pto.tile<...>",
        "1:1: 'tand' needs a result in the synchronous form: `%dst = tand "
        "%src0, %src1 : !pto.tile<...>`"},
       {"dst = tand %a, %b : !pto.tile<...>",
        "1:1: expected a statement (`%dst = ...`, `pto.tand ins(...)`, "
-       "`pto.txor ins(...)` or `pto.tassign`), found 'dst'"},
+       "`pto.txor ins(...)`, `pto.tor ins(...)`, `pto.tnot ins(...)` or "
+       "`pto.tassign`), found 'dst'"},
       {"%d tand %a, %b : !pto.tile<...>",
        "1:4: expected '=' after %d, found 'tand'"},
       {"%d = tand a, %b : !pto.tile<...>",
@@ -378,7 +381,8 @@ TEST(ParserTest, PrintThenParseGivesTheSameProgram) {
 
 // Each advertised form parses once its optional parts are chosen.
 TEST(ParserTest, AcceptedFormsParse) {
-  ASSERT_EQ(AcceptedForms().size(), 7u);
+  // Three forms of each instruction, and the binding.
+  ASSERT_EQ(AcceptedForms().size(), 3 * std::size(kOps) + 1);
   for (const std::string& form : AcceptedForms()) {
     const std::string without = absl::StrReplaceAll(
         form, {{"[, %tmp]", ""}, {"[, !pto.tile_buf<...>]", ""}});
