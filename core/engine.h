@@ -17,99 +17,12 @@
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "core/backends/backend.h"
+#include "core/job.h"
 #include "core/tile.h"
 #include "core/tile_codec.h"
 #include "core/types.h"
 
 namespace ptoserve {
-
-// A tile as a job supplies it. The elements are borrowed: they must outlive
-// the PreparedJob, which reads inputs sent as data in place unless an
-// instruction writes them.
-struct TileInput {
-  std::string name;
-  TileDesc desc;  // a zero valid extent means the full extent
-  Encoding encoding = Encoding::kNone;
-  absl::string_view data;           // when encoding == kData
-  absl::Span<const double> values;  // when encoding == kValues
-  double fill = 0;                  // when encoding == kFill
-};
-
-// One instruction; operands are tile names.
-struct Instruction {
-  Opcode opcode = Opcode::kTand;
-  std::string dst, src0, src1;
-  std::string tmp;           // TXOR scratch; may be empty
-  std::string record_event;  // empty: "e<index>"
-  std::vector<std::string> wait_events;
-  // Notes for this instruction's event from whoever built the job (e.g. the
-  // assembler saying it added a scratch tile).
-  std::vector<std::string> notes;
-};
-
-struct JobSpec {
-  std::optional<Target> target;  // unset: EngineOptions::default_target
-  Mode mode = Mode::kAuto;
-  std::vector<TileInput> tiles;
-  std::vector<Instruction> instructions;
-  // The tiles to return, each once (a name listed again is ignored);
-  // empty: every instruction's dst.
-  std::vector<std::string> outputs;
-};
-
-// What running one instruction did (the seeds' RecordEvent).
-struct Event {
-  std::string id;
-  uint32_t index = 0;
-  Opcode opcode = Opcode::kTand;
-  Target target = Target::kHost;
-  std::vector<std::string> waited_on;
-  absl::Time enqueue_time, start_time, end_time;
-  uint64_t batch_id = 0;
-  uint32_t batch_size = 0;
-  Trace trace;
-};
-
-struct OutputTile {
-  std::string name;
-  Tile tile;
-  Encoding encoding;  // how the tile's inputs travelled; kData if none did
-};
-
-struct JobOutcome {
-  Target target = Target::kHost;
-  std::vector<OutputTile> outputs;  // in the order the job asked for them
-  std::vector<Event> events;        // one per instruction, in order
-};
-
-struct EngineLimits {
-  size_t max_tile_bytes = size_t{16} << 20;
-  size_t max_tiles_per_job = 1024;
-  size_t max_instructions_per_job = 4096;
-  // The most events one instruction may wait on. A program needs few: an
-  // instruction already follows every earlier one that touches its tiles.
-  size_t max_waits_per_instruction = 64;
-  // The most bytes of PTO assembly one job may carry.
-  size_t max_assembly_bytes = size_t{1} << 20;
-};
-
-// What a job will cost in memory, known once it has passed its checks and
-// before any of its tiles exist (Engine::Prepare's admission).
-struct JobCost {
-  // The tiles the engine makes: every tile but an input sent as data that
-  // no instruction writes, which is read in place.
-  uint64_t tile_bytes = 0;
-  // The output tiles' elements as they will travel back: their bytes, or
-  // 8 bytes per element for tiles returned as values. A lower bound on the
-  // serialized result.
-  uint64_t result_bytes = 0;
-  // The job's tiles, declared and made by the engine.
-  uint64_t tiles = 0;
-};
-
-// Decides whether a job of a given cost may go ahead; an error stops it
-// before any tile is made.
-using Admission = std::function<absl::Status(const JobCost&)>;
 
 struct EngineOptions {
   Target default_target = Target::kHost;

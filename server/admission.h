@@ -7,8 +7,8 @@
 
 #include <cstdint>
 
-#include "core/engine.h"
-#include "server/codec.h"
+#include "core/job.h"
+#include "server/decode.h"
 
 namespace ptoserve {
 

@@ -13,8 +13,6 @@
 #include "core/ops.h"
 #include "core/quote.h"
 #include "core/status_macros.h"
-#include "core/unified_buffer.h"
-#include "core/version.h"
 
 namespace ptoserve {
 
@@ -436,23 +434,6 @@ absl::StatusOr<WireShape> CheckJobWire(google::protobuf::io::ZeroCopyInputStream
   return WireScan(bytes, size, limits).Run();
 }
 
-absl::StatusOr<DecodedJob> DecodeJob(const v1::Job& job, const Engine& engine) {
-  const EngineLimits& limits = engine.options().limits;
-  DecodedJob decoded;
-  PTO_ASSIGN_OR_RETURN(decoded.spec, ToJobSpec(job));
-  if (job.assembly().empty()) return decoded;
-  pasm::ParseOptions options;
-  options.max_bytes = limits.max_assembly_bytes;
-  options.max_line_bytes = kMaxAssemblyLineBytes;
-  // Operations, and a binding for each tile.
-  options.max_statements = limits.max_instructions_per_job + limits.max_tiles_per_job;
-  options.keep_comments = false;
-  PTO_ASSIGN_OR_RETURN(decoded.program, pasm::Parse(job.assembly(), options));
-  PTO_ASSIGN_OR_RETURN(
-      decoded.spec, pasm::Lower(*decoded.program, std::move(decoded.spec), engine));
-  return decoded;
-}
-
 void ToJobResult(JobOutcome outcome, v1::JobResult* out) {
   out->set_target(ToProto(outcome.target));
   auto* tiles = out->mutable_tiles();
@@ -485,45 +466,6 @@ void ToJobResult(JobOutcome outcome, v1::JobResult* out) {
       m->set_elements(static_cast<uint32_t>(op.elements));
     }
     for (const std::string& note : e.trace.notes) r->add_notes(note);
-  }
-}
-
-void ToCapabilities(const Engine& engine, const ServerLimits& limits,
-                    v1::Capabilities* out) {
-  out->set_server_version(kVersion);
-  out->set_default_target(ToProto(engine.options().default_target));
-  for (const Backend* backend : engine.backends().All()) {
-    const TargetRules& rules = backend->rules();
-    v1::TargetInfo* info = out->add_targets();
-    info->set_target(ToProto(rules.target));
-    info->set_description(std::string(rules.description));
-    info->set_buffer_bytes(rules.buffer_bytes);
-    info->set_row_alignment_bytes(rules.row_alignment_bytes);
-    info->set_address_alignment_bytes(kAddressAlignment);
-    for (const OpcodeSupport& support : backend->Supported()) {
-      v1::OpcodeSupport* s = info->add_opcodes();
-      s->set_opcode(ToProto(support.opcode));
-      for (DType d : support.dtypes) s->add_dtypes(ToProto(d));
-      s->set_tmp_required(support.tmp_required);
-      s->set_algorithm(support.algorithm);
-    }
-  }
-  const EngineLimits& engine_limits = engine.options().limits;
-  v1::Limits* l = out->mutable_limits();
-  l->set_max_tile_bytes(engine_limits.max_tile_bytes);
-  l->set_max_tiles_per_job(engine_limits.max_tiles_per_job);
-  l->set_max_instructions_per_job(engine_limits.max_instructions_per_job);
-  l->set_max_message_bytes(limits.max_message_bytes);
-  l->set_priority_levels(limits.priority_levels);
-  l->set_queue_capacity(limits.queue_capacity);
-  l->set_stream_window(limits.stream_window);
-  l->set_max_job_bytes(limits.max_job_bytes);
-  l->set_memory_budget_bytes(limits.memory_budget_bytes);
-  l->set_max_waits_per_instruction(engine_limits.max_waits_per_instruction);
-  l->set_max_assembly_bytes(engine_limits.max_assembly_bytes);
-  l->set_max_name_bytes(kMaxNameBytes);
-  for (const std::string& form : pasm::AcceptedForms()) {
-    out->add_assembly_forms(form);
   }
 }
 

@@ -1,4 +1,6 @@
-// Translation between the wire schema (ptoserve.v1) and the engine.
+// Translation between the wire schema (ptoserve.v1) and a job's vocabulary
+// (core/job.h): bytes and messages only, no engine. Assembly is parsed and
+// lowered by server/decode.h; jobs are run by server/dispatcher.h.
 #ifndef PTOSERVE_SERVER_CODEC_H_
 #define PTOSERVE_SERVER_CODEC_H_
 
@@ -7,9 +9,8 @@
 #include <optional>
 
 #include "absl/status/statusor.h"
-#include "core/asm/lower.h"
-#include "core/asm/parser.h"
-#include "core/engine.h"
+#include "core/job.h"
+#include "core/types.h"
 #include "ptoserve/v1/job.pb.h"
 #include "ptoserve/v1/service.pb.h"
 
@@ -21,18 +22,6 @@ namespace ptoserve {
 // are unset or unknown, or whose elements are sent both as data and as
 // values.
 absl::StatusOr<JobSpec> ToJobSpec(const v1::Job& job);
-
-// A job ready for Engine::Prepare, from an instruction list or assembly.
-struct DecodedJob {
-  JobSpec spec;
-  std::optional<pasm::Program> program;  // when the job came as assembly
-
-  // `status` (an engine error about `spec`) with the line:column of the
-  // assembly it is about in front, when there is assembly.
-  absl::Status Locate(const absl::Status& status) const {
-    return program ? pasm::Locate(*program, status) : status;
-  }
-};
 
 // The longest line of assembly a job may carry, in bytes: the seeds' forms
 // with names at their longest fit in well under 4 KiB.
@@ -57,28 +46,9 @@ struct WireShape {
 absl::StatusOr<WireShape> CheckJobWire(google::protobuf::io::ZeroCopyInputStream* bytes,
                                        size_t size, const EngineLimits& limits);
 
-// ToJobSpec, then, for a job written as assembly, parses and lowers it
-// onto the job's tiles. Errors as ToJobSpec, and "line:column: ..." ones for
-// the assembly; both instructions and assembly set is INVALID_ARGUMENT
-// (pasm::Lower says so).
-absl::StatusOr<DecodedJob> DecodeJob(const v1::Job& job, const Engine& engine);
-
 // Fills `out` with the outcome's tiles (each in its encoding; data moves
 // rather than copies) and events.
 void ToJobResult(JobOutcome outcome, v1::JobResult* out);
-
-// Numbers that describe a server, beside what the engine knows.
-struct ServerLimits {
-  uint64_t max_message_bytes = 0;
-  uint64_t max_job_bytes = 0;        // what one job may hold
-  uint64_t memory_budget_bytes = 0;  // what all jobs may hold together
-  uint32_t priority_levels = 1;
-  uint32_t queue_capacity = 0;  // instructions
-  uint32_t stream_window = 1;   // jobs of one stream in flight
-};
-
-void ToCapabilities(const Engine& engine, const ServerLimits& limits,
-                    v1::Capabilities* out);
 
 v1::Target ToProto(Target target);
 v1::DType ToProto(DType dtype);

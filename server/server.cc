@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "proto/descriptor_set.h"
 #include "server/codec.h"
+#include "server/dispatcher.h"
 #include "server/grpc_metrics.h"
 #include "server/grpc_server.h"
 #include "server/memory_budget.h"
@@ -42,6 +43,7 @@ struct Server::Parts {
   MemoryBudget budget;
   std::optional<TokenAuthenticator> auth;
   TaskPool decoders;
+  std::unique_ptr<Dispatcher> dispatcher;
   std::unique_ptr<TileComputeService> service;
   std::unique_ptr<ReflectionService> reflection;
   std::unique_ptr<GrpcMetrics> grpc_metrics;
@@ -90,8 +92,10 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   limits.priority_levels = options.scheduling.priority_levels;
   limits.queue_capacity = options.scheduling.queue_capacity;
   limits.stream_window = options.stream_window;
+  parts->dispatcher = std::make_unique<Dispatcher>(
+      &parts->engine, &parts->scheduler, limits, &parts->metrics, &parts->budget);
   parts->service = std::make_unique<TileComputeService>(
-      &parts->engine, &parts->scheduler, limits, &parts->metrics, &parts->budget,
+      parts->dispatcher.get(), limits, &parts->metrics, &parts->budget,
       &parts->decoders, auth);
 
   const std::vector<std::string> service_names = {

@@ -10,7 +10,6 @@
 #include "absl/strings/str_format.h"
 #include "absl/synchronization/mutex.h"
 #include "grpcpp/support/proto_buffer_reader.h"
-#include "server/admission.h"
 #include "server/mutex.h"
 #include "core/status_macros.h"
 
@@ -18,9 +17,9 @@ namespace ptoserve {
 
 namespace {
 
-
 // A request at most this large, with at most this many instructions and
-// this much assembly, is decoded (and may be run, see kRunHereBytes) on the
+// this much assembly, is decoded (and may be run, see kRunHereBytes in
+// server/dispatcher.cc) on the
 // gRPC thread that received it: a few microseconds to a millisecond.
 // Others are decoded on the service's decoders, so that gRPC's threads stay
 // free for other calls and health checks.
@@ -28,24 +27,12 @@ constexpr uint64_t kLightRequestBytes = 256 << 10;
 constexpr size_t kLightInstructions = 64;
 constexpr size_t kLightAssemblyBytes = 16 << 10;
 
-// A job whose tiles and result are at most this large may run on the
-// thread that admitted it when the scheduler is idle; larger ones go to the
-// scheduler's workers.
-constexpr uint64_t kRunHereBytes = 1 << 20;
-
 absl::Time CallDeadline(const grpc::CallbackServerContext& context) {
   const auto deadline = context.deadline();
   if (deadline == std::chrono::system_clock::time_point::max()) {
     return absl::InfiniteFuture();
   }
   return absl::FromChrono(deadline);
-}
-
-// The target `job` runs on, named for its metrics.
-absl::string_view TargetLabel(const v1::Job& job, Target default_target) {
-  if (job.target() == v1::TARGET_UNSPECIFIED) return TargetName(default_target);
-  absl::StatusOr<Target> target = FromProto(job.target());
-  return target.ok() ? TargetName(*target) : "unknown";
 }
 
 }  // namespace
@@ -56,23 +43,28 @@ grpc::Status ToGrpcStatus(const absl::Status& status) {
                       std::string(status.message()));
 }
 
-TileComputeService::TileComputeService(const Engine* engine,
-                                       Scheduler* scheduler,
+TileComputeService::TileComputeService(Dispatcher* dispatcher,
                                        const ServerLimits& limits,
-                                       ServiceMetrics* metrics,
-                                       MemoryBudget* budget,
+                                       ServiceMetrics* metrics, MemoryBudget* budget,
                                        TaskPool* decoders,
                                        const TokenAuthenticator* auth)
-    : engine_(engine),
-      scheduler_(scheduler),
+    : dispatcher_(dispatcher),
       metrics_(metrics),
       budget_(budget),
       decoders_(decoders),
       auth_(auth),
       max_message_bytes_(limits.max_message_bytes),
-      max_job_bytes_(limits.max_job_bytes),
-      stream_window_(limits.stream_window) {
-  ToCapabilities(*engine, limits, &capabilities_);
+      stream_window_(limits.stream_window) {}
+
+absl::Status TileComputeService::Dispatch(const v1::Job& job, uint64_t request_bytes,
+                                          grpc::CallbackServerContext* context,
+                                          bool run_here, Done done, bool may_wait,
+                                          Refusal* refusal) {
+  CallInfo call;
+  call.deadline = CallDeadline(*context);
+  call.cancelled = [context] { return context->IsCancelled(); };
+  return dispatcher_->Dispatch(job, request_bytes, call, run_here, std::move(done),
+                               may_wait, refusal);
 }
 
 absl::StatusOr<WireShape> TileComputeService::Inspect(
@@ -82,7 +74,7 @@ absl::StatusOr<WireShape> TileComputeService::Inspect(
   grpc::ByteBuffer shared(bytes);  // shares the slices, copies no bytes
   grpc::ProtoBufferReader reader(&shared);
   absl::StatusOr<WireShape> shape =
-      CheckJobWire(&reader, bytes.Length(), engine_->options().limits);
+      CheckJobWire(&reader, bytes.Length(), dispatcher_->job_limits());
   if (!shape.ok()) {
     metrics_->JobAnswered(JobRecord("unknown"), shape.status().code());
     // "the request (N bytes) is not a ptoserve.v1.Job: ...", or
@@ -156,117 +148,6 @@ absl::Status TileComputeService::Encode(const v1::JobResult& result,
   return absl::OkStatus();
 }
 
-absl::Status TileComputeService::Admit(const v1::Job& job, uint64_t request_bytes,
-                                       grpc::CallbackServerContext* context,
-                                       bool run_here, Done done, bool may_wait,
-                                       Refusal* refusal) {
-  JobRecord record(TargetLabel(job, engine_->options().default_target));
-  bool over_budget = false;
-  absl::Status queued;
-  try {
-    queued = Queue(job, request_bytes, context, run_here, &record, std::move(done),
-                   &over_budget);
-  } catch (const std::bad_alloc&) {
-    // Whatever Queue made is gone with the exception; the job never
-    // reached the scheduler.
-    queued = absl::ResourceExhaustedError(
-        "the server ran out of memory preparing this job; retry later");
-  }
-  if (queued.ok()) return queued;
-  if (over_budget && may_wait) {
-    *refusal = Refusal::kOverBudget;
-    return queued;
-  }
-  if (refusal != nullptr) *refusal = Refusal::kFinal;
-  // A refused job never reaches its done, which counts the others.
-  metrics_->JobAnswered(record, queued.code());
-  return queued;
-}
-
-absl::Status TileComputeService::Queue(const v1::Job& job, uint64_t request_bytes,
-                                       grpc::CallbackServerContext* context,
-                                       bool run_here, JobRecord* record,
-                                       Done done, bool* over_budget) {
-  PTO_ASSIGN_OR_RETURN(DecodedJob decoded, DecodeJob(job, *engine_));
-  record->CountInstructions(decoded.spec.instructions);
-  JobTicket ticket;
-  ticket.deadline = CallDeadline(*context);
-  if (job.has_timeout()) {
-    const absl::Duration timeout = absl::Seconds(job.timeout().seconds()) +
-                                   absl::Nanoseconds(job.timeout().nanos());
-    if (timeout <= absl::ZeroDuration()) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "timeout %s is not positive", absl::FormatDuration(timeout)));
-    }
-    ticket.deadline = std::min(ticket.deadline, record->arrival + timeout);
-  }
-  // Decoding (assembly above all) takes time: a caller that has gone, or
-  // whose deadline has passed, does not get its tiles made.
-  if (context->IsCancelled()) {
-    return absl::CancelledError("the call was cancelled while its job was decoded");
-  }
-  if (absl::Now() >= ticket.deadline) {
-    return absl::DeadlineExceededError(
-        "the job's deadline passed while it was decoded; it never ran");
-  }
-  // What the job will hold, checked and reserved once its tiles are known
-  // and before any of them is made.
-  auto hold = std::make_shared<MemoryBudget::Hold>();
-  const Admission admit = [&](const JobCost& cost) -> absl::Status {
-    if (cost.result_bytes > max_message_bytes_) {
-      return absl::ResourceExhaustedError(absl::StrFormat(
-          "the result would be at least %u bytes, more than a message may be "
-          "(%u, --max_message_mb)",
-          cost.result_bytes, max_message_bytes_));
-    }
-    const Footprint f = JobFootprint(request_bytes, decoded, cost);
-    const uint64_t bytes = f.total();
-    if (bytes > max_job_bytes_) {
-      return absl::ResourceExhaustedError(absl::StrFormat(
-          "the job would hold %u bytes (request %u, tiles the server makes "
-          "%u, result %u, built and serialized, bookkeeping %u), over the "
-          "limit of %u per job (--max_job_mb)",
-          bytes, f.request, f.tiles, f.result, f.bookkeeping, max_job_bytes_));
-    }
-    absl::StatusOr<MemoryBudget::Hold> reserved = budget_->Reserve(bytes);
-    if (!reserved.ok()) {
-      *over_budget = true;
-      return reserved.status();
-    }
-    *hold = std::move(*reserved);
-    run_here = run_here && cost.tile_bytes + cost.result_bytes <= kRunHereBytes;
-    return absl::OkStatus();
-  };
-  absl::StatusOr<std::unique_ptr<PreparedJob>> prepared =
-      engine_->Prepare(decoded.spec, admit);
-  if (!prepared.ok()) return decoded.Locate(prepared.status());
-  ticket.job = std::move(*prepared);
-  ticket.priority = static_cast<int>(
-      std::min<uint32_t>(job.priority(), std::numeric_limits<int>::max()));
-  ticket.cancelled = [context] { return context->IsCancelled(); };
-  ticket.done = [this, id = job.id(), record = *record, hold,
-                 done = std::move(done)](
-                    absl::StatusOr<std::unique_ptr<PreparedJob>> ran) {
-    if (!ran.ok()) {
-      metrics_->JobAnswered(record, ran.status().code());
-      done(ran.status(), std::move(*hold));
-      return;
-    }
-    absl::StatusOr<v1::JobResult> result;
-    try {
-      result.emplace();
-      result->set_id(id);
-      ToJobResult(engine_->Finish(ran->get()), &*result);
-    } catch (const std::bad_alloc&) {
-      result = absl::ResourceExhaustedError(
-          "the server ran out of memory building this job's result");
-    }
-    metrics_->JobAnswered(record, result.ok() ? absl::StatusCode::kOk
-                                              : result.status().code());
-    done(std::move(result), std::move(*hold));
-  };
-  return scheduler_->Submit(std::move(ticket), run_here);
-}
 
 // One Execute call: holds the request's job (the engine reads inputs in
 // place) and the job's share of the memory budget until gRPC is done with
@@ -342,7 +223,7 @@ void TileComputeService::RunUnary(UnaryCall* call, const grpc::ByteBuffer& reque
   call->job = std::move(*job);
   // With run_here, a unary call's thread runs a small job itself when the
   // scheduler is idle: no hand-off.
-  absl::Status admitted = Admit(
+  absl::Status admitted = Dispatch(
       *call->job, request_bytes, context, run_here,
       [this, call, response](absl::StatusOr<v1::JobResult> r,
                              MemoryBudget::Hold hold) {
@@ -498,7 +379,7 @@ class TileComputeService::JobStream final
     const std::string id = waiting.job->id();
     Refusal refusal = Refusal::kFinal;
     // Not run_here: done takes mu_, which this reaction holds.
-    absl::Status admitted = service_->Admit(
+    absl::Status admitted = service_->Dispatch(
         *waiting.job, waiting.request_bytes, context_, /*run_here=*/false,
         [this, id, job = waiting.job](absl::StatusOr<v1::JobResult> r,
                                       MemoryBudget::Hold hold) {
@@ -597,7 +478,7 @@ grpc::ServerUnaryReactor* TileComputeService::GetCapabilities(
     reactor->Finish(ToGrpcStatus(allowed));
     return reactor;
   }
-  *capabilities = capabilities_;
+  *capabilities = dispatcher_->capabilities();
   reactor->Finish(grpc::Status::OK);
   return reactor;
 }

@@ -1,5 +1,6 @@
-// The ptoserve.v1.TileCompute service: translates between protobuf and the
-// engine and hands jobs to the scheduler, nothing more.
+// The ptoserve.v1.TileCompute service: gRPC calls, their bytes and their
+// authentication. Jobs go to the dispatcher (server/dispatcher.h), which
+// runs them on the engine.
 #ifndef PTOSERVE_SERVER_SERVICE_H_
 #define PTOSERVE_SERVER_SERVICE_H_
 
@@ -7,12 +8,11 @@
 
 #include <functional>
 
-#include "core/engine.h"
 #include "ptoserve/v1/service.grpc.pb.h"
 #include "server/auth.h"
 #include "server/codec.h"
+#include "server/dispatcher.h"
 #include "server/memory_budget.h"
-#include "server/scheduler.h"
 #include "server/service_metrics.h"
 #include "server/task_pool.h"
 
@@ -20,23 +20,6 @@ namespace ptoserve {
 
 // absl::Status and grpc::Status share their canonical codes.
 grpc::Status ToGrpcStatus(const absl::Status& status);
-
-// Runs the scheduler's batches on the engine.
-class EngineRunner final : public BatchRunner {
- public:
-  // `engine` and `metrics` must outlive the runner.
-  EngineRunner(const Engine* engine, ServiceMetrics* metrics)
-      : engine_(engine), metrics_(metrics) {}
-  void RunBatch(absl::Span<const WorkItem> batch) override {
-    engine_->RunBatch(batch);
-    // Here, not from the job's result: this sees each batch exactly once.
-    metrics_->BatchRan(batch);
-  }
-
- private:
-  const Engine* engine_;
-  ServiceMetrics* metrics_;
-};
 
 // Execute and ExecuteStream take their messages as bytes and decode them
 // here: gRPC would answer a request that does not decode UNIMPLEMENTED, with
@@ -48,14 +31,13 @@ class TileComputeService final
               v1::TileCompute::WithRawCallbackMethod_ExecuteStream<
                   v1::TileCompute::Service>>> {
  public:
-  // `engine`, `scheduler`, `metrics`, `budget`, `decoders` and `auth`
-  // (null: no authentication) must outlive the service. Requests that are
-  // heavy to decode (see Light) are decoded on `decoders`, not on gRPC's
-  // threads; its Shutdown must come before the scheduler's.
-  TileComputeService(const Engine* engine, Scheduler* scheduler,
-                     const ServerLimits& limits, ServiceMetrics* metrics,
-                     MemoryBudget* budget, TaskPool* decoders,
-                     const TokenAuthenticator* auth = nullptr);
+  // `dispatcher`, `metrics`, `budget`, `decoders` and `auth` (null: no
+  // authentication) must outlive the service. Requests that are heavy to
+  // decode (see Light) are decoded on `decoders`, not on gRPC's threads;
+  // its Shutdown must come before the scheduler's.
+  TileComputeService(Dispatcher* dispatcher, const ServerLimits& limits,
+                     ServiceMetrics* metrics, MemoryBudget* budget,
+                     TaskPool* decoders, const TokenAuthenticator* auth = nullptr);
 
   // `request`: a serialized Job; `response`: a serialized JobResult.
   grpc::ServerUnaryReactor* Execute(grpc::CallbackServerContext* context,
@@ -74,26 +56,9 @@ class TileComputeService final
  private:
   class UnaryCall;
   class JobStream;
-  // A job's result, and its share of the memory budget, to be held until
-  // the reply is on its way.
-  using Done = std::function<void(absl::StatusOr<v1::JobResult>, MemoryBudget::Hold)>;
+  using Done = Dispatcher::Done;
+  using Refusal = Dispatcher::Refusal;
 
-  // Why Admit refused a job, when the caller can do better than pass the
-  // refusal on.
-  enum class Refusal { kFinal, kOverBudget };
-
-  // Decodes, checks, reserves memory for and queues `job`, whose request
-  // was `request_bytes` on the wire; `done` then runs exactly once with its
-  // result (with `run_here`, possibly on this thread before Admit returns;
-  // see Scheduler::Submit). Returns the error instead (and never calls
-  // `done`) when the job is refused at once; with `may_wait`, a job refused
-  // only because the memory budget is full sets `*refusal` to kOverBudget
-  // and is not counted, so that the caller may offer it again.
-  // Every job, refused or not, is counted in `metrics_` once answered.
-  absl::Status Admit(const v1::Job& job, uint64_t request_bytes,
-                     grpc::CallbackServerContext* context, bool run_here,
-                     Done done, bool may_wait = false,
-                     Refusal* refusal = nullptr);
   // What parsing `bytes` would cost, checked before it is paid
   // (CheckJobWire); a refusal names `what` ("the request", "stream message
   // 3") and is counted in `metrics_`.
@@ -118,26 +83,24 @@ class TileComputeService final
   // Serializes `result` into `bytes`; RESOURCE_EXHAUSTED if it is larger
   // than a response may be.
   absl::Status Encode(const v1::JobResult& result, grpc::ByteBuffer* bytes) const;
-  // Admit's work; notes in `record` what the metrics need to know.
-  absl::Status Queue(const v1::Job& job, uint64_t request_bytes,
-                     grpc::CallbackServerContext* context, bool run_here,
-                     JobRecord* record, Done done, bool* over_budget);
+  // Hands `job` to the dispatcher as a job of the call `context`
+  // (Dispatcher::Dispatch).
+  absl::Status Dispatch(const v1::Job& job, uint64_t request_bytes,
+                        grpc::CallbackServerContext* context, bool run_here,
+                        Done done, bool may_wait = false, Refusal* refusal = nullptr);
 
   // OK, or why `context`'s caller may not call (UNAUTHENTICATED).
   absl::Status Authorize(const grpc::CallbackServerContext& context) const {
     return auth_ == nullptr ? absl::OkStatus() : auth_->Check(context);
   }
 
-  const Engine* engine_;
-  Scheduler* scheduler_;
+  Dispatcher* dispatcher_;
   ServiceMetrics* metrics_;
   MemoryBudget* budget_;
   TaskPool* decoders_;
   const TokenAuthenticator* auth_;
   const uint64_t max_message_bytes_;
-  const uint64_t max_job_bytes_;
   const uint32_t stream_window_;
-  v1::Capabilities capabilities_;  // fixed for the server's lifetime
 };
 
 }  // namespace ptoserve

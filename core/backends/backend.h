@@ -18,6 +18,7 @@
 #include "core/ops.h"
 #include "core/targets/target_spec.h"
 #include "core/tile.h"
+#include "core/trace.h"
 #include "core/types.h"
 
 namespace ptoserve {
@@ -45,21 +46,6 @@ struct BoundInstruction {
   const Tile* src0 = nullptr;
   const Tile* src1 = nullptr;
   Tile* tmp = nullptr;  // set only when the target uses tmp
-};
-
-// One vector micro-operation of an instruction's implementation.
-struct MicroOp {
-  absl::string_view op;   // "vand", "vor", "vnot", "vxor", ...
-  absl::string_view dst;  // operand written
-  absl::InlinedVector<absl::string_view, 2> srcs;  // operands read
-  uint64_t repeats = 0;   // 256-byte vector repeats covered
-  uint64_t elements = 0;  // elements computed
-};
-
-// What a backend reports about running one instruction.
-struct Trace {
-  std::vector<MicroOp> ops;
-  std::vector<std::string> notes;
 };
 
 // The tile in position `role`. REQUIRES: present (tmp only when used).

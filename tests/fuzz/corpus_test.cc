@@ -19,6 +19,7 @@
 #include "gtest/gtest.h"
 #include "ptoserve/v1/job.pb.h"
 #include "server/codec.h"
+#include "server/decode.h"
 #include "tests/fuzz/fuzz_targets.h"
 #include "tests/fuzz/fuzz_util.h"
 #include "tests/fuzz/job_mutator.h"

@@ -30,6 +30,7 @@
 #include "ptoserve/v1/job.pb.h"
 #include "server/admission.h"
 #include "server/codec.h"
+#include "server/decode.h"
 #include "tests/core/reference.h"
 #include "tests/fuzz/fuzz_targets.h"
 #include "tests/fuzz/fuzz_util.h"

@@ -1,0 +1,199 @@
+#include "server/dispatcher.h"
+
+#include <algorithm>
+#include <limits>
+#include <memory>
+#include <new>
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_format.h"
+#include "core/asm/parser.h"
+#include "core/quote.h"
+#include "core/status_macros.h"
+#include "core/unified_buffer.h"
+#include "core/version.h"
+#include "server/admission.h"
+#include "server/codec.h"
+#include "server/decode.h"
+
+namespace ptoserve {
+
+namespace {
+
+// A job whose tiles and result are at most this large may run on the
+// thread that admitted it when the scheduler is idle; larger ones go to the
+// scheduler's workers.
+constexpr uint64_t kRunHereBytes = 1 << 20;
+
+// The target `job` runs on, named for its metrics.
+absl::string_view TargetLabel(const v1::Job& job, Target default_target) {
+  if (job.target() == v1::TARGET_UNSPECIFIED) return TargetName(default_target);
+  absl::StatusOr<Target> target = FromProto(job.target());
+  return target.ok() ? TargetName(*target) : "unknown";
+}
+
+// GetCapabilities' answer for `engine` serving with `limits`.
+void ToCapabilities(const Engine& engine, const ServerLimits& limits,
+                    v1::Capabilities* out) {
+  out->set_server_version(kVersion);
+  out->set_default_target(ToProto(engine.options().default_target));
+  for (const Backend* backend : engine.backends().All()) {
+    const TargetRules& rules = backend->rules();
+    v1::TargetInfo* info = out->add_targets();
+    info->set_target(ToProto(rules.target));
+    info->set_description(std::string(rules.description));
+    info->set_buffer_bytes(rules.buffer_bytes);
+    info->set_row_alignment_bytes(rules.row_alignment_bytes);
+    info->set_address_alignment_bytes(kAddressAlignment);
+    for (const OpcodeSupport& support : backend->Supported()) {
+      v1::OpcodeSupport* s = info->add_opcodes();
+      s->set_opcode(ToProto(support.opcode));
+      for (DType d : support.dtypes) s->add_dtypes(ToProto(d));
+      s->set_tmp_required(support.tmp_required);
+      s->set_algorithm(support.algorithm);
+    }
+  }
+  const EngineLimits& engine_limits = engine.options().limits;
+  v1::Limits* l = out->mutable_limits();
+  l->set_max_tile_bytes(engine_limits.max_tile_bytes);
+  l->set_max_tiles_per_job(engine_limits.max_tiles_per_job);
+  l->set_max_instructions_per_job(engine_limits.max_instructions_per_job);
+  l->set_max_message_bytes(limits.max_message_bytes);
+  l->set_priority_levels(limits.priority_levels);
+  l->set_queue_capacity(limits.queue_capacity);
+  l->set_stream_window(limits.stream_window);
+  l->set_max_job_bytes(limits.max_job_bytes);
+  l->set_memory_budget_bytes(limits.memory_budget_bytes);
+  l->set_max_waits_per_instruction(engine_limits.max_waits_per_instruction);
+  l->set_max_assembly_bytes(engine_limits.max_assembly_bytes);
+  l->set_max_name_bytes(kMaxNameBytes);
+  for (const std::string& form : pasm::AcceptedForms()) {
+    out->add_assembly_forms(form);
+  }
+}
+
+}  // namespace
+
+Dispatcher::Dispatcher(const Engine* engine, Scheduler* scheduler,
+                       const ServerLimits& limits, ServiceMetrics* metrics,
+                       MemoryBudget* budget)
+    : engine_(engine),
+      scheduler_(scheduler),
+      metrics_(metrics),
+      budget_(budget),
+      limits_(limits) {
+  ToCapabilities(*engine, limits, &capabilities_);
+}
+
+absl::Status Dispatcher::Dispatch(const v1::Job& job, uint64_t request_bytes,
+                                  const CallInfo& call, bool run_here, Done done,
+                                  bool may_wait, Refusal* refusal) {
+  JobRecord record(TargetLabel(job, engine_->options().default_target));
+  bool over_budget = false;
+  absl::Status queued;
+  try {
+    queued = Submit(job, request_bytes, call, run_here, &record, std::move(done),
+                    &over_budget);
+  } catch (const std::bad_alloc&) {
+    // Whatever Submit made is gone with the exception; the job never
+    // reached the scheduler.
+    queued = absl::ResourceExhaustedError(
+        "the server ran out of memory preparing this job; retry later");
+  }
+  if (queued.ok()) return queued;
+  if (over_budget && may_wait) {
+    *refusal = Refusal::kOverBudget;
+    return queued;
+  }
+  if (refusal != nullptr) *refusal = Refusal::kFinal;
+  // A refused job never reaches its done, which counts the others.
+  metrics_->JobAnswered(record, queued.code());
+  return queued;
+}
+
+absl::Status Dispatcher::Submit(const v1::Job& job, uint64_t request_bytes,
+                                const CallInfo& call, bool run_here,
+                                JobRecord* record, Done done, bool* over_budget) {
+  PTO_ASSIGN_OR_RETURN(DecodedJob decoded, DecodeJob(job, *engine_));
+  record->CountInstructions(decoded.spec.instructions);
+  JobTicket ticket;
+  ticket.deadline = call.deadline;
+  if (job.has_timeout()) {
+    const absl::Duration timeout = absl::Seconds(job.timeout().seconds()) +
+                                   absl::Nanoseconds(job.timeout().nanos());
+    if (timeout <= absl::ZeroDuration()) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "timeout %s is not positive", absl::FormatDuration(timeout)));
+    }
+    ticket.deadline = std::min(ticket.deadline, record->arrival + timeout);
+  }
+  // Decoding (assembly above all) takes time: a caller that has gone, or
+  // whose deadline has passed, does not get its tiles made.
+  if (call.cancelled && call.cancelled()) {
+    return absl::CancelledError("the call was cancelled while its job was decoded");
+  }
+  if (absl::Now() >= ticket.deadline) {
+    return absl::DeadlineExceededError(
+        "the job's deadline passed while it was decoded; it never ran");
+  }
+  // What the job will hold, checked and reserved once its tiles are known
+  // and before any of them is made.
+  auto hold = std::make_shared<MemoryBudget::Hold>();
+  const Admission admit = [&](const JobCost& cost) -> absl::Status {
+    if (cost.result_bytes > limits_.max_message_bytes) {
+      return absl::ResourceExhaustedError(absl::StrFormat(
+          "the result would be at least %u bytes, more than a message may be "
+          "(%u, --max_message_mb)",
+          cost.result_bytes, limits_.max_message_bytes));
+    }
+    const Footprint f = JobFootprint(request_bytes, decoded, cost);
+    const uint64_t bytes = f.total();
+    if (bytes > limits_.max_job_bytes) {
+      return absl::ResourceExhaustedError(absl::StrFormat(
+          "the job would hold %u bytes (request %u, tiles the server makes "
+          "%u, result %u, built and serialized, bookkeeping %u), over the "
+          "limit of %u per job (--max_job_mb)",
+          bytes, f.request, f.tiles, f.result, f.bookkeeping, limits_.max_job_bytes));
+    }
+    absl::StatusOr<MemoryBudget::Hold> reserved = budget_->Reserve(bytes);
+    if (!reserved.ok()) {
+      *over_budget = true;
+      return reserved.status();
+    }
+    *hold = std::move(*reserved);
+    run_here = run_here && cost.tile_bytes + cost.result_bytes <= kRunHereBytes;
+    return absl::OkStatus();
+  };
+  absl::StatusOr<std::unique_ptr<PreparedJob>> prepared =
+      engine_->Prepare(decoded.spec, admit);
+  if (!prepared.ok()) return decoded.Locate(prepared.status());
+  ticket.job = std::move(*prepared);
+  ticket.priority = static_cast<int>(
+      std::min<uint32_t>(job.priority(), std::numeric_limits<int>::max()));
+  ticket.cancelled = call.cancelled;
+  ticket.done = [this, id = job.id(), record = *record, hold,
+                 done = std::move(done)](
+                    absl::StatusOr<std::unique_ptr<PreparedJob>> ran) {
+    if (!ran.ok()) {
+      metrics_->JobAnswered(record, ran.status().code());
+      done(ran.status(), std::move(*hold));
+      return;
+    }
+    absl::StatusOr<v1::JobResult> result;
+    try {
+      result.emplace();
+      result->set_id(id);
+      ToJobResult(engine_->Finish(ran->get()), &*result);
+    } catch (const std::bad_alloc&) {
+      result = absl::ResourceExhaustedError(
+          "the server ran out of memory building this job's result");
+    }
+    metrics_->JobAnswered(record, result.ok() ? absl::StatusCode::kOk
+                                              : result.status().code());
+    done(std::move(result), std::move(*hold));
+  };
+  return scheduler_->Submit(std::move(ticket), run_here);
+}
+
+}  // namespace ptoserve
