@@ -3,7 +3,7 @@
 #include <utility>
 
 #include "core/status_macros.h"
-#include "server/codec.h"
+#include "proto/codec.h"
 
 namespace ptoserve {
 

@@ -14,7 +14,7 @@
 #include "core/unified_buffer.h"
 #include "core/version.h"
 #include "server/admission.h"
-#include "server/codec.h"
+#include "proto/codec.h"
 #include "server/decode.h"
 
 namespace ptoserve {

@@ -7,7 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "proto/descriptor_set.h"
-#include "server/codec.h"
+#include "proto/codec.h"
 #include "server/dispatcher.h"
 #include "server/grpc_metrics.h"
 #include "server/grpc_server.h"

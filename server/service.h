@@ -10,7 +10,7 @@
 
 #include "ptoserve/v1/service.grpc.pb.h"
 #include "server/auth.h"
-#include "server/codec.h"
+#include "proto/codec.h"
 #include "server/dispatcher.h"
 #include "server/memory_budget.h"
 #include "server/service_metrics.h"

@@ -18,7 +18,7 @@
 #include "core/asm/parser.h"
 #include "gtest/gtest.h"
 #include "ptoserve/v1/job.pb.h"
-#include "server/codec.h"
+#include "proto/codec.h"
 #include "server/decode.h"
 #include "tests/fuzz/fuzz_targets.h"
 #include "tests/fuzz/fuzz_util.h"

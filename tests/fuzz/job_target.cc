@@ -29,7 +29,7 @@
 #include "core/status_macros.h"
 #include "ptoserve/v1/job.pb.h"
 #include "server/admission.h"
-#include "server/codec.h"
+#include "proto/codec.h"
 #include "server/decode.h"
 #include "tests/core/reference.h"
 #include "tests/fuzz/fuzz_targets.h"

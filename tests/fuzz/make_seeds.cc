@@ -15,7 +15,7 @@
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "ptoserve/v1/job.pb.h"
-#include "server/codec.h"
+#include "proto/codec.h"
 #include "server/decode.h"
 #include "tests/core/asm/seed_programs.h"
 #include "tests/fuzz/fuzz_util.h"

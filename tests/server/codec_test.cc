@@ -1,6 +1,6 @@
 // server/codec: the wire scan that runs before a request is parsed, and the
 // translation of a parsed job into the engine's terms.
-#include "server/codec.h"
+#include "proto/codec.h"
 
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <gmock/gmock.h>

@@ -1,4 +1,4 @@
-#include "server/codec.h"
+#include "proto/codec.h"
 
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/wire_format_lite.h>

@@ -1,8 +1,8 @@
 // Translation between the wire schema (ptoserve.v1) and a job's vocabulary
 // (core/job.h): bytes and messages only, no engine. Assembly is parsed and
 // lowered by server/decode.h; jobs are run by server/dispatcher.h.
-#ifndef PTOSERVE_SERVER_CODEC_H_
-#define PTOSERVE_SERVER_CODEC_H_
+#ifndef PTOSERVE_PROTO_CODEC_H_
+#define PTOSERVE_PROTO_CODEC_H_
 
 #include <google/protobuf/io/zero_copy_stream.h>
 
@@ -58,4 +58,4 @@ absl::StatusOr<Target> FromProto(v1::Target target);
 
 }  // namespace ptoserve
 
-#endif  // PTOSERVE_SERVER_CODEC_H_
+#endif  // PTOSERVE_PROTO_CODEC_H_
