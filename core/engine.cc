@@ -167,16 +167,14 @@ class JobBinder {
       if (!borrowed[s]) cost.tile_bytes += descs_[s].bytes();
     }
     for (size_t s : job_->outputs_) {
-      cost.result_bytes += job_->slots_[s].encoding == Encoding::kValues
-                               ? descs_[s].elements() * sizeof(double)
-                               : descs_[s].bytes();
+      cost.outputs.push_back(
+          {job_->slots_[s].name, descs_[s].elements(), descs_[s].bytes()});
     }
     return cost;
   }
 
   // Adds a slot for tile `name`; its storage comes later, in FillTiles.
-  absl::Status AddSlot(absl::string_view name, const TileDesc& desc,
-                       Encoding encoding) {
+  absl::Status AddSlot(absl::string_view name, const TileDesc& desc) {
     if (spec_.mode == Mode::kManual) {
       PTO_RETURN_IF_ERROR(CheckPlacement(name, desc, target_,
                                          backend_.rules().buffer_bytes));
@@ -186,7 +184,7 @@ class JobBinder {
           "job needs more than %u tiles", limits_.max_tiles_per_job));
     }
     slot_of_[name] = job_->slots_.size();
-    job_->slots_.push_back({std::string(name), std::nullopt, encoding});
+    job_->slots_.push_back({std::string(name), std::nullopt});
     descs_.push_back(desc);
     return absl::OkStatus();
   }
@@ -211,7 +209,7 @@ class JobBinder {
       } else if (in.encoding == Encoding::kFill) {
         PTO_RETURN_IF_ERROR(CheckFill(desc, in.name, in.fill));
       }
-      PTO_RETURN_IF_ERROR(AddSlot(in.name, desc, in.encoding));
+      PTO_RETURN_IF_ERROR(AddSlot(in.name, desc));
     }
     return absl::OkStatus();
   }
@@ -233,11 +231,10 @@ class JobBinder {
   }
 
   // The slot of operand `name`, allocating a tile shaped like slot `like`
-  // (and encoded like it) when the job has none of that name.
+  // when the job has none of that name.
   absl::StatusOr<size_t> SlotOrNew(const std::string& name, size_t like) {
     if (auto it = slot_of_.find(name); it != slot_of_.end()) return it->second;
-    PTO_RETURN_IF_ERROR(AddSlot(name, AllocatedLike(descs_[like]),
-                                job_->slots_[like].encoding));
+    PTO_RETURN_IF_ERROR(AddSlot(name, AllocatedLike(descs_[like])));
     return job_->slots_.size() - 1;
   }
 
@@ -267,11 +264,6 @@ class JobBinder {
     }
     Wiring w{0, slot_of_[inst.src0], slot_of_[src1], std::nullopt};
     PTO_ASSIGN_OR_RETURN(w.dst, SlotOrNew(inst.dst, w.src0));
-    // A declared dst sent without elements comes back encoded like src0.
-    Encoding& dst_encoding = job_->slots_[w.dst].encoding;
-    if (dst_encoding == Encoding::kNone) {
-      dst_encoding = job_->slots_[w.src0].encoding;
-    }
     const bool uses_tmp = backend_.UsesTmp(inst.opcode);
     if (uses_tmp && !inst.tmp.empty()) {
       PTO_ASSIGN_OR_RETURN(w.tmp, SlotOrNew(inst.tmp, w.dst));
@@ -472,14 +464,10 @@ JobOutcome Engine::Finish(PreparedJob* job) const {
   out.events = std::move(job->events_);
   for (size_t slot : job->outputs_) {
     PreparedJob::Slot& s = job->slots_[slot];
-    // Tiles whose inputs sent no element list come back as data.
-    const Encoding encoding = s.encoding == Encoding::kValues
-                                  ? Encoding::kValues
-                                  : Encoding::kData;
     // An outcome owns all its tiles: it may outlive the job's inputs.
     Tile tile = s.tile->owned() ? std::move(*s.tile) : OwnedCopy(*s.tile);
     s.tile.reset();
-    out.outputs.push_back({s.name, std::move(tile), encoding});
+    out.outputs.push_back({s.name, std::move(tile)});
   }
   return out;
 }

@@ -57,7 +57,6 @@ class PreparedJob {
   struct Slot {
     std::string name;
     std::optional<Tile> tile;  // allocated once the job passed its checks
-    Encoding encoding = Encoding::kNone;
   };
 
   Target target_ = Target::kHost;

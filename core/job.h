@@ -73,7 +73,6 @@ struct Event {
 struct OutputTile {
   std::string name;
   Tile tile;
-  Encoding encoding;  // how the tile's inputs travelled; kData if none did
 };
 
 struct JobOutcome {
@@ -99,12 +98,17 @@ struct JobCost {
   // The tiles the engine makes: every tile but an input sent as data that
   // no instruction writes, which is read in place.
   uint64_t tile_bytes = 0;
-  // The output tiles' elements as they will travel back: their bytes, or
-  // 8 bytes per element for tiles returned as values. A lower bound on the
-  // serialized result.
-  uint64_t result_bytes = 0;
   // The job's tiles, declared and made by the engine.
   uint64_t tiles = 0;
+  // The output tiles, in the order the job returns them. How many bytes
+  // they take in a reply depends on how the reply encodes them, which is
+  // the codec's business (ResultBytes in proto/codec.h).
+  struct Output {
+    std::string name;
+    uint64_t elements = 0;
+    uint64_t bytes = 0;
+  };
+  std::vector<Output> outputs;
 };
 
 // Decides whether a job of a given cost may go ahead; an error stops it

@@ -136,7 +136,7 @@ absl::StatusOr<TileInput> FromProto(const std::string& name,
   return in;
 }
 
-void ToProto(OutputTile out, v1::Tile* tile) {
+void ToProto(OutputTile out, bool as_values, v1::Tile* tile) {
   const TileDesc& d = out.tile.desc();
   tile->set_dtype(ToProto(d.dtype));
   tile->set_rows(d.rows);
@@ -147,7 +147,7 @@ void ToProto(OutputTile out, v1::Tile* tile) {
                                                  : v1::LAYOUT_COL_MAJOR);
   tile->set_location(static_cast<v1::Location>(d.location));
   if (d.address.has_value()) tile->set_address(*d.address);
-  if (out.encoding == Encoding::kValues) {
+  if (as_values) {
     auto* values = tile->mutable_values();
     values->Resize(static_cast<int>(d.elements()), 0.0);
     ToValues(out.tile, absl::MakeSpan(values->mutable_data(), d.elements()));
@@ -434,12 +434,42 @@ absl::StatusOr<WireShape> CheckJobWire(google::protobuf::io::ZeroCopyInputStream
   return WireScan(bytes, size, limits).Run();
 }
 
-void ToJobResult(JobOutcome outcome, v1::JobResult* out) {
+ResultEncodings::ResultEncodings(const JobSpec& spec,
+                                 absl::FunctionRef<bool(Opcode)> uses_tmp) {
+  for (const TileInput& in : spec.tiles) of_.try_emplace(in.name, in.encoding);
+  for (const Instruction& inst : spec.instructions) {
+    auto src0 = of_.find(inst.src0);
+    const Encoding like = src0 == of_.end() ? Encoding::kNone : src0->second;
+    Encoding& dst = of_.try_emplace(inst.dst, like).first->second;
+    if (dst == Encoding::kNone) dst = like;
+    if (uses_tmp(inst.opcode) && !inst.tmp.empty()) {
+      const Encoding dst_encoding = dst;  // try_emplace may move `dst`
+      of_.try_emplace(inst.tmp, dst_encoding);
+    }
+  }
+}
+
+bool ResultEncodings::AsValues(absl::string_view name) const {
+  auto it = of_.find(name);
+  return it != of_.end() && it->second == Encoding::kValues;
+}
+
+uint64_t ResultBytes(const JobCost& cost, const ResultEncodings& encodings) {
+  uint64_t bytes = 0;
+  for (const JobCost::Output& out : cost.outputs) {
+    bytes += encodings.AsValues(out.name) ? out.elements * sizeof(double) : out.bytes;
+  }
+  return bytes;
+}
+
+void ToJobResult(JobOutcome outcome, const ResultEncodings& encodings,
+                 v1::JobResult* out) {
   out->set_target(ToProto(outcome.target));
   auto* tiles = out->mutable_tiles();
   for (OutputTile& tile : outcome.outputs) {
     v1::Tile* slot = &(*tiles)[tile.name];
-    ToProto(std::move(tile), slot);
+    const bool as_values = encodings.AsValues(tile.name);
+    ToProto(std::move(tile), as_values, slot);
   }
   for (const Event& e : outcome.events) {
     v1::EventRecord* r = out->add_events();

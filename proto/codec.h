@@ -6,9 +6,13 @@
 
 #include <google/protobuf/io/zero_copy_stream.h>
 
-#include <optional>
+#include <cstdint>
+#include <string>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "core/job.h"
 #include "core/types.h"
 #include "ptoserve/v1/job.pb.h"
@@ -46,9 +50,34 @@ struct WireShape {
 absl::StatusOr<WireShape> CheckJobWire(google::protobuf::io::ZeroCopyInputStream* bytes,
                                        size_t size, const EngineLimits& limits);
 
-// Fills `out` with the outcome's tiles (each in its encoding; data moves
-// rather than copies) and events.
-void ToJobResult(JobOutcome outcome, v1::JobResult* out);
+// How each tile of a job travels back in its JobResult: as values when its
+// elements came as values, else as bytes (data); a tile that came without
+// elements, or that the job's instructions make, travels like the src0 of
+// the first instruction that writes it, and a scratch tmp the target makes
+// like that instruction's dst.
+class ResultEncodings {
+ public:
+  ResultEncodings() = default;
+  // `uses_tmp(opcode)`: whether the job's target computes that opcode
+  // through its tmp (and so makes a tmp the job does not declare).
+  ResultEncodings(const JobSpec& spec, absl::FunctionRef<bool(Opcode)> uses_tmp);
+
+  // Whether tile `name` travels as values rather than data.
+  bool AsValues(absl::string_view name) const;
+
+ private:
+  absl::flat_hash_map<std::string, Encoding> of_;
+};
+
+// The bytes that the outputs of a job of `cost` take in its JobResult:
+// 8 per element for those sent as values, their bytes for the others. A
+// lower bound on the serialized result.
+uint64_t ResultBytes(const JobCost& cost, const ResultEncodings& encodings);
+
+// Fills `out` with the outcome's tiles (each as `encodings` says; data
+// moves rather than copies) and events.
+void ToJobResult(JobOutcome outcome, const ResultEncodings& encodings,
+                 v1::JobResult* out);
 
 v1::Target ToProto(Target target);
 v1::DType ToProto(DType dtype);

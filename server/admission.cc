@@ -24,7 +24,7 @@ Footprint JobFootprint(uint64_t request_bytes, const DecodedJob& decoded,
   Footprint f;
   f.request = request_bytes;
   f.tiles = cost.tile_bytes;
-  f.result = cost.result_bytes;
+  f.result = ResultBytes(cost, decoded.encodings);
   f.bookkeeping = cost.tiles * kTileBytes;
   if (decoded.program) f.bookkeeping += decoded.program->statements.size() * kStatementBytes;
   for (const Instruction& inst : decoded.spec.instructions) {

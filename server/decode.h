@@ -11,6 +11,7 @@
 #include "core/asm/parser.h"
 #include "core/engine.h"
 #include "core/job.h"
+#include "proto/codec.h"
 #include "ptoserve/v1/job.pb.h"
 
 namespace ptoserve {
@@ -19,6 +20,7 @@ namespace ptoserve {
 struct DecodedJob {
   JobSpec spec;
   std::optional<pasm::Program> program;  // when the job came as assembly
+  ResultEncodings encodings;             // how its result's tiles travel
 
   // `status` (an engine error about `spec`) with the line:column of the
   // assembly it is about in front, when there is assembly.
@@ -28,7 +30,8 @@ struct DecodedJob {
 };
 
 // ToJobSpec, then, for a job written as assembly, parses and lowers it
-// onto the job's tiles, within `engine`'s limits and for its targets.
+// onto the job's tiles, within `engine`'s limits and for its targets, and
+// works out how the result's tiles will travel.
 // Errors as ToJobSpec, and "line:column: ..." ones for the assembly; both
 // instructions and assembly set is INVALID_ARGUMENT (pasm::Lower says so).
 absl::StatusOr<DecodedJob> DecodeJob(const v1::Job& job, const Engine& engine);

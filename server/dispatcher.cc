@@ -141,11 +141,12 @@ absl::Status Dispatcher::Submit(const v1::Job& job, uint64_t request_bytes,
   // and before any of them is made.
   auto hold = std::make_shared<MemoryBudget::Hold>();
   const Admission admit = [&](const JobCost& cost) -> absl::Status {
-    if (cost.result_bytes > limits_.max_message_bytes) {
+    const uint64_t result_bytes = ResultBytes(cost, decoded.encodings);
+    if (result_bytes > limits_.max_message_bytes) {
       return absl::ResourceExhaustedError(absl::StrFormat(
           "the result would be at least %u bytes, more than a message may be "
           "(%u, --max_message_mb)",
-          cost.result_bytes, limits_.max_message_bytes));
+          result_bytes, limits_.max_message_bytes));
     }
     const Footprint f = JobFootprint(request_bytes, decoded, cost);
     const uint64_t bytes = f.total();
@@ -162,7 +163,7 @@ absl::Status Dispatcher::Submit(const v1::Job& job, uint64_t request_bytes,
       return reserved.status();
     }
     *hold = std::move(*reserved);
-    run_here = run_here && cost.tile_bytes + cost.result_bytes <= kRunHereBytes;
+    run_here = run_here && cost.tile_bytes + result_bytes <= kRunHereBytes;
     return absl::OkStatus();
   };
   absl::StatusOr<std::unique_ptr<PreparedJob>> prepared =
@@ -173,7 +174,7 @@ absl::Status Dispatcher::Submit(const v1::Job& job, uint64_t request_bytes,
       std::min<uint32_t>(job.priority(), std::numeric_limits<int>::max()));
   ticket.cancelled = call.cancelled;
   ticket.done = [this, id = job.id(), record = *record, hold,
-                 done = std::move(done)](
+                 encodings = std::move(decoded.encodings), done = std::move(done)](
                     absl::StatusOr<std::unique_ptr<PreparedJob>> ran) {
     if (!ran.ok()) {
       metrics_->JobAnswered(record, ran.status().code());
@@ -184,7 +185,7 @@ absl::Status Dispatcher::Submit(const v1::Job& job, uint64_t request_bytes,
     try {
       result.emplace();
       result->set_id(id);
-      ToJobResult(engine_->Finish(ran->get()), &*result);
+      ToJobResult(engine_->Finish(ran->get()), encodings, &*result);
     } catch (const std::bad_alloc&) {
       result = absl::ResourceExhaustedError(
           "the server ran out of memory building this job's result");

@@ -149,11 +149,6 @@ absl::Status SameOutcome(const JobOutcome& expected, const JobOutcome& actual) {
     if (Describe(a.tile.desc()) != Describe(b.tile.desc())) {
       return Differ(where, Describe(a.tile.desc()), Describe(b.tile.desc()));
     }
-    if (a.encoding != b.encoding) {
-      return Differ(absl::StrCat(where, " encoding"),
-                    absl::StrCat(static_cast<int>(a.encoding)),
-                    absl::StrCat(static_cast<int>(b.encoding)));
-    }
     const size_t n = a.tile.size_bytes();
     for (size_t k = 0; k < n; ++k) {
       if (a.tile.data()[k] != b.tile.data()[k]) {

@@ -235,7 +235,7 @@ class HeapMeter {
         "waits, %u assembly statements and a %u-byte line, the bound is %u",
         peak, PeakStep(), a.request_bytes, a.Bytes(), a.footprint.bookkeeping,
         a.cost ? static_cast<int64_t>(a.cost->tile_bytes) : -1,
-        a.cost ? static_cast<int64_t>(a.cost->result_bytes) : -1,
+        a.cost ? static_cast<int64_t>(a.footprint.result) : -1,
         a.admitted ? "admitted" : "not admitted", a.tiles, a.instructions,
         a.waits, a.statements, a.line_bytes, Bound(a)));
   }
@@ -256,7 +256,7 @@ class HeapMeter {
                  hash, a.request_bytes, a.tiles, a.instructions, a.waits,
                  a.statements, a.line_bytes, a.footprint.bookkeeping,
                  a.cost ? static_cast<int64_t>(a.cost->tile_bytes) : -1,
-                 a.cost ? static_cast<int64_t>(a.cost->result_bytes) : -1,
+                 a.cost ? static_cast<int64_t>(a.footprint.result) : -1,
                  a.admitted ? 1 : 0, a.Bytes(), Peak(), Bound(a), PeakStep());
     for (int k = 0; k < samples_; ++k) {
       std::fprintf(out, " %s=%" PRId64, sampled_[k].step, sampled_[k].bytes);
@@ -747,7 +747,7 @@ absl::Status RunJob(absl::string_view bytes) {
       return absl::InternalError("Prepare asked for admission twice");
     }
     admitted.cost = c;
-    if (c.result_bytes > kMaxMessageBytes) {
+    if (ResultBytes(c, decoded->encodings) > kMaxMessageBytes) {
       return absl::ResourceExhaustedError("the result would be over a message");
     }
     const Footprint f = JobFootprint(bytes.size(), *decoded, c);
@@ -817,7 +817,7 @@ absl::Status RunJob(absl::string_view bytes) {
   // The reply, as Execute builds and serializes it.
   meter.Step("result");
   v1::JobResult result;
-  ToJobResult(std::move(expected), &result);
+  ToJobResult(std::move(expected), decoded->encodings, &result);
   meter.Step("serialize");
   std::string wire;
   if (!result.SerializeToString(&wire)) {

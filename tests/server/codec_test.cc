@@ -16,7 +16,11 @@
 namespace ptoserve {
 namespace {
 
+using test::Desc;
+using test::JobBuilder;
 using test::StatusIs;
+using ::testing::Each;
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
 constexpr auto kInvalid = absl::StatusCode::kInvalidArgument;
@@ -282,7 +286,10 @@ TEST(ToJobResultTest, EncodesTilesAndEvents) {
   absl::StatusOr<JobOutcome> outcome = engine.Execute(*spec);
   ASSERT_TRUE(outcome.ok()) << outcome.status();
   v1::JobResult result;
-  ToJobResult(*std::move(outcome), &result);
+  const ResultEncodings encodings(*spec, [&](Opcode opcode) {
+    return engine.backends().Get(Target::kA2A3).UsesTmp(opcode);
+  });
+  ToJobResult(*std::move(outcome), encodings, &result);
   EXPECT_EQ(result.target(), v1::TARGET_A2A3);
   ASSERT_EQ(result.tiles_size(), 3);
   const v1::Tile& c = result.tiles().at("c");  // like src0, a fill: data
@@ -306,6 +313,133 @@ TEST(ToJobResultTest, EncodesTilesAndEvents) {
   const int64_t started = (e.start_time().seconds() - e.enqueue_time().seconds()) * 1000000000 +
                           (e.start_time().nanos() - e.enqueue_time().nanos());
   EXPECT_EQ(queued, started);
+}
+
+// How the result of a job travels: the engine runs it, the codec's
+// ResultEncodings says how each output goes back.
+class EncodingTest : public ::testing::Test {
+ protected:
+  // 4x8 int32 tile `name` of zeros, sent as `encoding` (kNone: not sent).
+  void Add(JobBuilder& job, const char* name, Encoding encoding) {
+    const TileDesc desc = Desc(DType::kInt32, 4, 8);
+    switch (encoding) {
+      case Encoding::kNone: job.AddTile(name, desc); break;
+      case Encoding::kData:
+        job.AddData(name, desc, std::string(128, '\0'));
+        break;
+      case Encoding::kValues:
+        job.AddValues(name, desc, std::vector<double>(32));
+        break;
+      case Encoding::kFill: job.AddFill(name, desc, 0); break;
+    }
+  }
+
+  // The encoding of each output of `job`, in order.
+  std::vector<Encoding> Encodings(JobBuilder& job) {
+    std::vector<Encoding> out;
+    absl::StatusOr<JobOutcome> outcome = engine_.Execute(job.spec());
+    EXPECT_TRUE(outcome.ok()) << outcome.status();
+    if (!outcome.ok()) return out;
+    const Backend& backend = engine_.backends().Get(*job.spec().target);
+    const ResultEncodings encodings(
+        job.spec(), [&](Opcode opcode) { return backend.UsesTmp(opcode); });
+    for (const OutputTile& o : outcome->outputs) {
+      out.push_back(encodings.AsValues(o.name) ? Encoding::kValues : Encoding::kData);
+    }
+    return out;
+  }
+
+  Engine engine_{EngineOptions{}};
+};
+
+TEST_F(EncodingTest, ServerAllocatedDstInheritsSrc0Encoding) {
+  for (Encoding src0 : {Encoding::kData, Encoding::kValues}) {
+    for (Encoding src1 : {Encoding::kData, Encoding::kValues}) {
+      JobBuilder job(Target::kHost);
+      Add(job, "a", src0);
+      Add(job, "b", src1);
+      job.Tand("d", "a", "b");
+      EXPECT_THAT(Encodings(job), ElementsAre(src0));
+    }
+  }
+}
+
+TEST_F(EncodingTest, DeclaredTilesKeepTheirOwnEncoding) {
+  JobBuilder job(Target::kHost);
+  Add(job, "a", Encoding::kValues);
+  Add(job, "b", Encoding::kData);
+  Add(job, "d", Encoding::kData);
+  job.Tand("d", "a", "b");
+  job.spec().outputs = {"d", "a", "b"};
+  EXPECT_THAT(Encodings(job),
+              ElementsAre(Encoding::kData, Encoding::kValues, Encoding::kData));
+}
+
+// A declared dst sent without elements comes back like its src0.
+TEST_F(EncodingTest, DeclaredDstWithoutElementsInheritsSrc0Encoding) {
+  JobBuilder job(Target::kHost);
+  Add(job, "a", Encoding::kValues);
+  Add(job, "b", Encoding::kData);
+  Add(job, "d", Encoding::kNone);
+  job.Tand("d", "a", "b");
+  EXPECT_THAT(Encodings(job), ElementsAre(Encoding::kValues));
+}
+
+TEST_F(EncodingTest, EncodingFollowsAChain) {
+  JobBuilder job(Target::kHost);
+  Add(job, "a", Encoding::kValues);
+  Add(job, "b", Encoding::kData);
+  job.Tand("t", "a", "b");
+  job.Txor("u", "t", "b");
+  job.Tand("v", "b", "u");
+  EXPECT_THAT(Encodings(job), ElementsAre(Encoding::kValues, Encoding::kValues,
+                                          Encoding::kData));
+}
+
+// A fill travels as one number but comes back as data, its elements all
+// written out; a dst computed from a fill source does too.
+TEST_F(EncodingTest, FillComesBackAsData) {
+  JobBuilder job(Target::kHost);
+  job.AddFill("a", Desc(DType::kInt32, 4, 8), -3);
+  job.AddValues("b", Desc(DType::kInt32, 4, 8), std::vector<double>(32, 6));
+  job.Tand("d", "a", "b");
+  job.spec().outputs = {"d", "a", "b"};
+  EXPECT_THAT(Encodings(job),
+              ElementsAre(Encoding::kData, Encoding::kData, Encoding::kValues));
+  absl::StatusOr<JobOutcome> outcome = engine_.Execute(job.spec());
+  ASSERT_TRUE(outcome.ok()) << outcome.status();
+  EXPECT_THAT(test::ToMatrix<int32_t>(outcome->outputs[0].tile).elements,
+              Each(-3 & 6));
+  EXPECT_THAT(test::ToMatrix<int32_t>(outcome->outputs[1].tile).elements, Each(-3));
+}
+
+// A tile that no input fed (sent without elements, never written) comes
+// back as data; a server-allocated tmp is encoded like the dst it shadows.
+TEST_F(EncodingTest, TilesWithoutInputsComeBackAsData) {
+  JobBuilder job(Target::kA2A3);
+  Add(job, "a", Encoding::kValues);
+  Add(job, "b", Encoding::kValues);
+  Add(job, "z", Encoding::kNone);
+  job.Txor("d", "a", "b", "t");
+  job.spec().outputs = {"d", "t", "z"};
+  EXPECT_THAT(Encodings(job),
+              ElementsAre(Encoding::kValues, Encoding::kValues, Encoding::kData));
+}
+
+// ResultBytes: 8 bytes per element for a tile that goes back as values,
+// its own bytes otherwise; outputs only.
+TEST(ResultBytesTest, CountsEachOutputAsItTravels) {
+  JobBuilder job(Target::kHost);
+  job.AddValues("a", Desc(DType::kInt16, 4, 8), std::vector<double>(32));
+  job.AddData("b", Desc(DType::kInt16, 4, 8), std::string(64, '\0'));
+  job.Tand("v", "a", "b");  // like a: values
+  job.Tand("d", "b", "a");  // like b: data
+  const ResultEncodings encodings(job.spec(), [](Opcode) { return false; });
+  JobCost cost;
+  cost.outputs = {{"v", 32, 64}, {"d", 32, 64}};
+  EXPECT_EQ(ResultBytes(cost, encodings), 32 * 8 + 64u);
+  cost.outputs = {{"d", 32, 64}};
+  EXPECT_EQ(ResultBytes(cost, encodings), 64u);
 }
 
 }  // namespace
