@@ -324,17 +324,20 @@ void Scheduler::Work() {
     MutexLock lock(&mu_);
     if (Drained()) return;
     // Sleep until something arrives, a partial batch falls due, or it is
-    // time to sweep (only needed while some job is live).
+    // time to sweep (only needed while some job is live). `wake` is on the
+    // injected clock, which need not be the real one, so the mutex is given
+    // how long to wait rather than a deadline.
+    const absl::Time now = clock_->Now();
     const absl::Time sweep =
-        live_.empty() ? absl::InfiniteFuture() : absl::Now() + kIdleWait;
+        live_.empty() ? absl::InfiniteFuture() : now + kIdleWait;
     std::pair<Scheduler*, uint64_t> arg(this, seen);
-    AwaitWithDeadline(
+    AwaitWithTimeout(
         &mu_,
         +[](std::pair<Scheduler*, uint64_t>* a)
              ABSL_NO_THREAD_SAFETY_ANALYSIS {  // runs with mu_ held
           return a->first->arrivals_ != a->second || a->first->Drained();
         },
-        &arg, std::min(wake, sweep));
+        &arg, std::min(wake, sweep) - now);
   }
 }
 
