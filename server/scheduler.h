@@ -138,14 +138,16 @@ class Scheduler {
 
  private:
   struct JobState;
+  // Admitted jobs, each owned here from admission until it is retired.
+  using LiveJobs = std::list<std::unique_ptr<JobState>>;
   struct Item {
-    JobState* job;
+    JobState* job;  // owned by live_
     uint32_t index;
     absl::Time ready;  // when it became ready
   };
   using Queue = std::deque<Item>;
   struct Completion {
-    JobState* job;  // owned; deleted after `done` ran
+    std::unique_ptr<JobState> job;  // deleted after its `done` ran
     absl::Status status;
   };
 
@@ -170,7 +172,8 @@ class Scheduler {
                 std::vector<Completion>* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Runs one due batch if any and returns its size (0: none was due).
   size_t Step(absl::Time* wake) ABSL_LOCKS_EXCLUDED(mu_);
-  // Takes `job` out of the live set; its done runs in Deliver.
+  // Takes `job` out of the live set and hands it to `out`; its done runs in
+  // Deliver.
   void Retire(JobState* job, absl::Status status, std::vector<Completion>* out)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Runs the done callbacks; call without the lock.
@@ -187,7 +190,7 @@ class Scheduler {
   mutable absl::Mutex mu_;
   // queues_[priority][key]
   std::vector<absl::flat_hash_map<BatchKey, Queue>> queues_ ABSL_GUARDED_BY(mu_);
-  std::list<JobState*> live_ ABSL_GUARDED_BY(mu_);  // admitted, unanswered
+  LiveJobs live_ ABSL_GUARDED_BY(mu_);              // admitted, unanswered
   size_t queued_ ABSL_GUARDED_BY(mu_) = 0;          // instructions not run
   size_t undelivered_ ABSL_GUARDED_BY(mu_) = 0;     // retired, done not run
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
