@@ -108,19 +108,19 @@ absl::Status Scheduler::Submit(JobTicket ticket, bool run_here) {
     // Only an idle scheduler runs work on the caller: under load the
     // workers batch it with what is queued already.
     run_here = run_here && queued_ == 0;
-    PTO_RETURN_IF_ERROR(Admit(std::move(state), /*notify=*/!run_here));
+    PTO_RETURN_IF_ERROR(AddJob(std::move(state), /*notify=*/!run_here));
   }
   if (!run_here) return absl::OkStatus();
   absl::Time wake = absl::InfiniteFuture();
-  Step(&wake);
-  // Whatever the step left (work that was not due, or more than one batch)
-  // is the workers' to run.
+  RunReadyBatch(&wake);
+  // Whatever that left queued (work that was not due, or more than one
+  // batch) is the workers' to run.
   MutexLock lock(&mu_);
   if (queued_ > 0) ++arrivals_;
   return absl::OkStatus();
 }
 
-absl::Status Scheduler::Admit(std::unique_ptr<JobState> state, bool notify) {
+absl::Status Scheduler::AddJob(std::unique_ptr<JobState> state, bool notify) {
   const size_t n = state->unfinished;
   if (stopping_) {
     return absl::UnavailableError("the server is shutting down");
@@ -273,7 +273,7 @@ void Scheduler::Deliver(std::vector<Completion>* completions) {
   undelivered_ -= n;
 }
 
-size_t Scheduler::Step(absl::Time* wake) {
+size_t Scheduler::RunReadyBatch(absl::Time* wake) {
   std::vector<Completion> completions;
   std::vector<Item> batch;
   {
@@ -313,7 +313,7 @@ size_t Scheduler::Step(absl::Time* wake) {
 
 size_t Scheduler::RunOnce() {
   absl::Time wake = absl::InfiniteFuture();
-  return Step(&wake);
+  return RunReadyBatch(&wake);
 }
 
 void Scheduler::Work() {
@@ -324,7 +324,7 @@ void Scheduler::Work() {
       MutexLock lock(&mu_);
       seen = arrivals_;
     }
-    if (Step(&wake) > 0) continue;
+    if (RunReadyBatch(&wake) > 0) continue;
     MutexLock lock(&mu_);
     if (Drained()) return;
     // Sleep until something arrives, a partial batch falls due, or it is

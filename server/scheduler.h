@@ -156,8 +156,9 @@ class Scheduler {
   // `*wake` to when the next partial batch falls due.
   std::vector<Item> TakeBatch(absl::Time now, absl::Time* wake)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Queues the admitted job's ready instructions; refuses as Submit does.
-  absl::Status Admit(std::unique_ptr<JobState> state, bool notify)
+  // Makes `state` live and queues its ready instructions, or refuses it as
+  // Submit does (then it is deleted and its done never runs).
+  absl::Status AddJob(std::unique_ptr<JobState> state, bool notify)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // `notify`: wake idle workers for it.
   void Enqueue(JobState* job, uint32_t index, absl::Time now, bool notify = true)
@@ -170,8 +171,10 @@ class Scheduler {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Complete(const std::vector<Item>& batch, absl::Time now,
                 std::vector<Completion>* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Runs one due batch if any and returns its size (0: none was due).
-  size_t Step(absl::Time* wake) ABSL_LOCKS_EXCLUDED(mu_);
+  // Sweeps expired jobs, then runs one due batch if any and returns its size
+  // (0: none was due); `*wake` is lowered to when the next partial batch
+  // falls due.
+  size_t RunReadyBatch(absl::Time* wake) ABSL_LOCKS_EXCLUDED(mu_);
   // Takes `job` out of the live set and hands it to `out`; its done runs in
   // Deliver.
   void Retire(JobState* job, absl::Status status, std::vector<Completion>* out)
