@@ -108,7 +108,7 @@ Client::Client(std::shared_ptr<grpc::Channel> channel,
       stub_(v1::TileCompute::NewStub(channel_)),
       options_(options) {}
 
-void Client::Prepare(grpc::ClientContext* context) const {
+void Client::ConfigureContext(grpc::ClientContext* context) const {
   context->set_deadline(std::chrono::system_clock::now() +
                         absl::ToChronoMilliseconds(options_.call_timeout));
   if (!options_.token.empty()) {
@@ -118,7 +118,7 @@ void Client::Prepare(grpc::ClientContext* context) const {
 
 absl::StatusOr<v1::JobResult> Client::Execute(const v1::Job& job) const {
   grpc::ClientContext context;
-  Prepare(&context);
+  ConfigureContext(&context);
   v1::JobResult result;
   grpc::Status status = stub_->Execute(&context, job, &result);
   if (!status.ok()) return FromGrpc(status);
@@ -129,7 +129,7 @@ absl::Status Client::ExecuteStream(
     absl::Span<const v1::Job> jobs,
     const std::function<void(v1::JobResult)>& on_result) const {
   grpc::ClientContext context;
-  Prepare(&context);
+  ConfigureContext(&context);
   auto stream = stub_->ExecuteStream(&context);
   // Writes block while the server's window is full, so they run beside the
   // reads rather than before them.
@@ -147,7 +147,7 @@ absl::Status Client::ExecuteStream(
 
 absl::StatusOr<v1::Capabilities> Client::GetCapabilities() const {
   grpc::ClientContext context;
-  Prepare(&context);
+  ConfigureContext(&context);
   v1::Capabilities capabilities;
   grpc::Status status = stub_->GetCapabilities(
       &context, v1::GetCapabilitiesRequest(), &capabilities);
@@ -158,7 +158,7 @@ absl::StatusOr<v1::Capabilities> Client::GetCapabilities() const {
 absl::StatusOr<std::string> Client::Health(const std::string& service) const {
   auto stub = grpc::health::v1::Health::NewStub(channel_);
   grpc::ClientContext context;
-  Prepare(&context);
+  ConfigureContext(&context);
   grpc::health::v1::HealthCheckRequest request;
   request.set_service(service);
   grpc::health::v1::HealthCheckResponse response;

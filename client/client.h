@@ -139,7 +139,7 @@ class Client {
  private:
   Client(std::shared_ptr<grpc::Channel> channel, const ClientOptions& options);
   // Sets the call's deadline and credentials.
-  void Prepare(grpc::ClientContext* context) const;
+  void ConfigureContext(grpc::ClientContext* context) const;
 
   template <typename T>
   absl::StatusOr<TileResult<T>> RunBinary(v1::Opcode opcode,
