@@ -102,6 +102,29 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Connect(
   return std::unique_ptr<Client>(new Client(std::move(channel), options));
 }
 
+v1::Job InstructionJob(const InstructionJobArgs& args) {
+  v1::Job job;
+  job.set_target(args.target);
+  std::vector<const char*> tiles = {"src0"};
+  if (args.src1) tiles.push_back("src1");
+  if (args.tmp_tile) tiles.push_back("tmp");
+  for (const char* name : tiles) {
+    v1::Tile& tile = (*job.mutable_tiles())[name];
+    tile.set_dtype(args.dtype);
+    tile.set_rows(args.rows);
+    tile.set_cols(args.cols);
+    tile.set_valid_rows(args.valid_rows);
+    tile.set_valid_cols(args.valid_cols);
+  }
+  v1::Instruction* inst = job.add_instructions();
+  inst->set_opcode(args.opcode);
+  inst->set_dst("dst");
+  inst->set_src0("src0");
+  if (args.src1) inst->set_src1("src1");
+  if (args.tmp) inst->set_tmp("tmp");
+  return job;
+}
+
 Client::Client(std::shared_ptr<grpc::Channel> channel,
                const ClientOptions& options)
     : channel_(std::move(channel)),

@@ -673,8 +673,17 @@ int Binary(const OpInfo& op) {
   absl::StatusOr<v1::Target> target = ParseTarget(absl::GetFlag(FLAGS_target));
   if (!target.ok()) return UsageError(target.status().message());
 
-  v1::Job job;
-  job.set_target(*target);
+  // Laid out as the SDK lays out its jobs; the elements come from the flags.
+  InstructionJobArgs layout;
+  layout.opcode = static_cast<v1::Opcode>(op.wire_value);
+  layout.dtype = *dtype;
+  layout.rows = shape->first;
+  layout.cols = shape->second;
+  layout.valid_rows = valid.first;
+  layout.valid_cols = valid.second;
+  layout.target = *target;
+  layout.src1 = op.sources == 2;
+  layout.tmp = op.accepts_tmp;
   std::vector<std::pair<std::string, std::string>> operands = {
       {"src0", absl::GetFlag(FLAGS_src0)}};
   if (op.sources == 2) {
@@ -690,24 +699,15 @@ int Binary(const OpInfo& op) {
           " only"));
     }
     operands.push_back({"tmp", absl::GetFlag(FLAGS_tmp)});
+    layout.tmp_tile = true;
   }
+  v1::Job job = InstructionJob(layout);
   for (const auto& [name, text] : operands) {
     v1::Tile& tile = (*job.mutable_tiles())[name];
-    tile.set_dtype(*dtype);
-    tile.set_rows(shape->first);
-    tile.set_cols(shape->second);
-    tile.set_valid_rows(valid.first);
-    tile.set_valid_cols(valid.second);
     if (absl::Status status = SetElements(name, text, &tile); !status.ok()) {
       return UsageError(status.message());
     }
   }
-  v1::Instruction* inst = job.add_instructions();
-  inst->set_opcode(static_cast<v1::Opcode>(op.wire_value));
-  inst->set_dst("dst");
-  inst->set_src0("src0");
-  if (op.sources == 2) inst->set_src1("src1");
-  if (op.accepts_tmp) inst->set_tmp("tmp");
 
   int code = 0;
   std::unique_ptr<Client> client = Connect(&code);
