@@ -102,13 +102,36 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Connect(
   return std::unique_ptr<Client>(new Client(std::move(channel), options));
 }
 
+v1::Job InstructionJob(const InstructionJobArgs& args) {
+  v1::Job job;
+  job.set_target(args.target);
+  std::vector<const char*> tiles = {"src0"};
+  if (args.src1) tiles.push_back("src1");
+  if (args.tmp_tile) tiles.push_back("tmp");
+  for (const char* name : tiles) {
+    v1::Tile& tile = (*job.mutable_tiles())[name];
+    tile.set_dtype(args.dtype);
+    tile.set_rows(args.rows);
+    tile.set_cols(args.cols);
+    tile.set_valid_rows(args.valid_rows);
+    tile.set_valid_cols(args.valid_cols);
+  }
+  v1::Instruction* inst = job.add_instructions();
+  inst->set_opcode(args.opcode);
+  inst->set_dst("dst");
+  inst->set_src0("src0");
+  if (args.src1) inst->set_src1("src1");
+  if (args.tmp) inst->set_tmp("tmp");
+  return job;
+}
+
 Client::Client(std::shared_ptr<grpc::Channel> channel,
                const ClientOptions& options)
     : channel_(std::move(channel)),
       stub_(v1::TileCompute::NewStub(channel_)),
       options_(options) {}
 
-void Client::Prepare(grpc::ClientContext* context) const {
+void Client::ConfigureContext(grpc::ClientContext* context) const {
   context->set_deadline(std::chrono::system_clock::now() +
                         absl::ToChronoMilliseconds(options_.call_timeout));
   if (!options_.token.empty()) {
@@ -118,7 +141,7 @@ void Client::Prepare(grpc::ClientContext* context) const {
 
 absl::StatusOr<v1::JobResult> Client::Execute(const v1::Job& job) const {
   grpc::ClientContext context;
-  Prepare(&context);
+  ConfigureContext(&context);
   v1::JobResult result;
   grpc::Status status = stub_->Execute(&context, job, &result);
   if (!status.ok()) return FromGrpc(status);
@@ -129,7 +152,7 @@ absl::Status Client::ExecuteStream(
     absl::Span<const v1::Job> jobs,
     const std::function<void(v1::JobResult)>& on_result) const {
   grpc::ClientContext context;
-  Prepare(&context);
+  ConfigureContext(&context);
   auto stream = stub_->ExecuteStream(&context);
   // Writes block while the server's window is full, so they run beside the
   // reads rather than before them.
@@ -147,7 +170,7 @@ absl::Status Client::ExecuteStream(
 
 absl::StatusOr<v1::Capabilities> Client::GetCapabilities() const {
   grpc::ClientContext context;
-  Prepare(&context);
+  ConfigureContext(&context);
   v1::Capabilities capabilities;
   grpc::Status status = stub_->GetCapabilities(
       &context, v1::GetCapabilitiesRequest(), &capabilities);
@@ -158,7 +181,7 @@ absl::StatusOr<v1::Capabilities> Client::GetCapabilities() const {
 absl::StatusOr<std::string> Client::Health(const std::string& service) const {
   auto stub = grpc::health::v1::Health::NewStub(channel_);
   grpc::ClientContext context;
-  Prepare(&context);
+  ConfigureContext(&context);
   grpc::health::v1::HealthCheckRequest request;
   request.set_service(service);
   grpc::health::v1::HealthCheckResponse response;

@@ -139,7 +139,7 @@ class Client {
  private:
   Client(std::shared_ptr<grpc::Channel> channel, const ClientOptions& options);
   // Sets the call's deadline and credentials.
-  void Prepare(grpc::ClientContext* context) const;
+  void ConfigureContext(grpc::ClientContext* context) const;
 
   template <typename T>
   absl::StatusOr<TileResult<T>> RunBinary(v1::Opcode opcode,
@@ -150,26 +150,44 @@ class Client {
   ClientOptions options_;
 };
 
-// Builds the one-instruction job that Client::Tand/Txor send: tiles "src0"
-// and "src1" as data, dst "dst" and tmp "tmp" allocated by the server.
+// The layout of a one-instruction job (see InstructionJob).
+struct InstructionJobArgs {
+  v1::Opcode opcode = v1::OPCODE_UNSPECIFIED;
+  v1::DType dtype = v1::DTYPE_UNSPECIFIED;
+  uint32_t rows = 0;
+  uint32_t cols = 0;
+  uint32_t valid_rows = 0;   // 0: rows
+  uint32_t valid_cols = 0;   // 0: cols
+  v1::Target target = v1::TARGET_UNSPECIFIED;  // unset: server default
+  bool src1 = true;       // false for a one-source instruction (TNOT)
+  bool tmp = false;       // the instruction names tmp "tmp"
+  bool tmp_tile = false;  // with tmp: the job sends that tile, else the
+                          // server allocates it
+};
+
+// Builds the one-instruction job that Client::Tand/Txor and ptoctl send:
+// `opcode` writes dst "dst", allocated by the server, from tile "src0" and,
+// with args.src1, "src1". The source tiles (and "tmp" with args.tmp_tile)
+// are rows x cols of args.dtype with the valid region set, and hold no
+// elements yet: the caller fills each (SetTileData, fill, values).
+v1::Job InstructionJob(const InstructionJobArgs& args);
+
+// InstructionJob for a two-source `opcode` with `args`' elements; TXOR
+// names a tmp, which the server allocates.
 template <typename T>
 v1::Job BinaryJob(v1::Opcode opcode, const BinaryArgs<T>& args) {
-  v1::Job job;
-  job.set_target(args.target);
-  for (auto [name, elements] : {std::pair{"src0", args.src0}, std::pair{"src1", args.src1}}) {
-    v1::Tile& tile = (*job.mutable_tiles())[name];
-    tile.set_rows(args.rows);
-    tile.set_cols(args.cols);
-    tile.set_valid_rows(args.valid_rows);
-    tile.set_valid_cols(args.valid_cols);
-    SetTileData(elements, &tile);
-  }
-  v1::Instruction* inst = job.add_instructions();
-  inst->set_opcode(opcode);
-  inst->set_dst("dst");
-  inst->set_src0("src0");
-  inst->set_src1("src1");
-  if (opcode == v1::OPCODE_TXOR) inst->set_tmp("tmp");
+  InstructionJobArgs layout;
+  layout.opcode = opcode;
+  layout.dtype = DTypeOf<T>();
+  layout.rows = args.rows;
+  layout.cols = args.cols;
+  layout.valid_rows = args.valid_rows;
+  layout.valid_cols = args.valid_cols;
+  layout.target = args.target;
+  layout.tmp = opcode == v1::OPCODE_TXOR;
+  v1::Job job = InstructionJob(layout);
+  SetTileData(args.src0, &(*job.mutable_tiles())["src0"]);
+  SetTileData(args.src1, &(*job.mutable_tiles())["src1"]);
   return job;
 }
 

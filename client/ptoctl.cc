@@ -285,15 +285,18 @@ absl::StatusOr<v1::Target> ParseTarget(const std::string& name) {
   return target;
 }
 
-// "int16" for DTYPE_INT16; "host" for TARGET_HOST; "TAND" for OPCODE_TAND.
-std::string EnumText(const std::string& name) {
-  return std::string(name.substr(name.find('_') + 1));
-}
+// Enum values as printed: "int16" for DTYPE_INT16, "host" for TARGET_HOST,
+// "TAND" for OPCODE_TAND. Each strips its own enum's prefix, so what
+// follows it may hold '_'; an unknown value's name is empty and stays so.
 std::string DTypeText(v1::DType dtype) {
-  return absl::AsciiStrToLower(EnumText(v1::DType_Name(dtype)));
+  return absl::AsciiStrToLower(absl::StripPrefix(v1::DType_Name(dtype), "DTYPE_"));
 }
 std::string TargetText(v1::Target target) {
-  return absl::AsciiStrToLower(EnumText(v1::Target_Name(target)));
+  return absl::AsciiStrToLower(
+      absl::StripPrefix(v1::Target_Name(target), "TARGET_"));
+}
+std::string OpcodeText(v1::Opcode opcode) {
+  return std::string(absl::StripPrefix(v1::Opcode_Name(opcode), "OPCODE_"));
 }
 
 // Bytes per element of `dtype` (4 for a value that names no type, so
@@ -432,7 +435,7 @@ void PrintEvents(const v1::JobResult& result) {
   for (const v1::EventRecord& e : result.events()) {
     std::cout << absl::StrFormat(
         "  %-4s instruction %u %s on %s, %s, batch %u (size %u), queued %s, ran %s",
-        e.id(), e.instruction_index(), EnumText(v1::Opcode_Name(e.opcode())),
+        e.id(), e.instruction_index(), OpcodeText(e.opcode()),
         TargetText(e.target()), v1::Pipe_Name(e.pipe()), e.batch_id(),
         e.batch_size(), absl::FormatDuration(Between(e.enqueue_time(), e.start_time())),
         absl::FormatDuration(Between(e.start_time(), e.end_time())));
@@ -614,7 +617,7 @@ int Capabilities() {
       std::vector<std::string> dtypes;
       for (int d : op.dtypes()) dtypes.push_back(DTypeText(static_cast<v1::DType>(d)));
       std::cout << absl::StrFormat("      %s [%s]%s: %s\n",
-                                   EnumText(v1::Opcode_Name(op.opcode())),
+                                   OpcodeText(op.opcode()),
                                    absl::StrJoin(dtypes, " "),
                                    op.tmp_required() ? ", tmp required" : "",
                                    op.algorithm());
@@ -673,8 +676,17 @@ int Binary(const OpInfo& op) {
   absl::StatusOr<v1::Target> target = ParseTarget(absl::GetFlag(FLAGS_target));
   if (!target.ok()) return UsageError(target.status().message());
 
-  v1::Job job;
-  job.set_target(*target);
+  // Laid out as the SDK lays out its jobs; the elements come from the flags.
+  InstructionJobArgs layout;
+  layout.opcode = static_cast<v1::Opcode>(op.wire_value);
+  layout.dtype = *dtype;
+  layout.rows = shape->first;
+  layout.cols = shape->second;
+  layout.valid_rows = valid.first;
+  layout.valid_cols = valid.second;
+  layout.target = *target;
+  layout.src1 = op.sources == 2;
+  layout.tmp = op.accepts_tmp;
   std::vector<std::pair<std::string, std::string>> operands = {
       {"src0", absl::GetFlag(FLAGS_src0)}};
   if (op.sources == 2) {
@@ -690,24 +702,15 @@ int Binary(const OpInfo& op) {
           " only"));
     }
     operands.push_back({"tmp", absl::GetFlag(FLAGS_tmp)});
+    layout.tmp_tile = true;
   }
+  v1::Job job = InstructionJob(layout);
   for (const auto& [name, text] : operands) {
     v1::Tile& tile = (*job.mutable_tiles())[name];
-    tile.set_dtype(*dtype);
-    tile.set_rows(shape->first);
-    tile.set_cols(shape->second);
-    tile.set_valid_rows(valid.first);
-    tile.set_valid_cols(valid.second);
     if (absl::Status status = SetElements(name, text, &tile); !status.ok()) {
       return UsageError(status.message());
     }
   }
-  v1::Instruction* inst = job.add_instructions();
-  inst->set_opcode(static_cast<v1::Opcode>(op.wire_value));
-  inst->set_dst("dst");
-  inst->set_src0("src0");
-  if (op.sources == 2) inst->set_src1("src1");
-  if (op.accepts_tmp) inst->set_tmp("tmp");
 
   int code = 0;
   std::unique_ptr<Client> client = Connect(&code);
@@ -740,7 +743,8 @@ absl::Status AddTileSpec(const std::string& spec, v1::Job* job) {
   tile.set_cols(shape.second);
   size_t next = 2;
   if (fields.size() > next && absl::StartsWith(fields[next], "valid=")) {
-    PTO_ASSIGN_OR_RETURN(auto valid, ParseShape("tile " + name, fields[next].substr(6)));
+    const std::string valid_text(absl::StripPrefix(fields[next], "valid="));
+    PTO_ASSIGN_OR_RETURN(auto valid, ParseShape("tile " + name, valid_text));
     tile.set_valid_rows(valid.first);
     tile.set_valid_cols(valid.second);
     ++next;
@@ -926,7 +930,7 @@ int main(int argc, char** argv) {
     if (arg == "--tile" && i + 1 < argc) {
       tiles.push_back(argv[++i]);
     } else if (absl::StartsWith(arg, "--tile=")) {
-      tiles.push_back(arg.substr(7));
+      tiles.push_back(std::string(absl::StripPrefix(arg, "--tile=")));
     } else {
       rest.push_back(argv[i]);
     }

@@ -108,6 +108,18 @@ bool AwaitWithDeadline(absl::Mutex* mu, bool (*fn)(T*), T* arg,
   return met;
 }
 
+// mu->AwaitWithTimeout(Condition(fn, arg), timeout), likewise.
+template <typename T>
+bool AwaitWithTimeout(absl::Mutex* mu, bool (*fn)(T*), T* arg,
+                      absl::Duration timeout) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+  TsanCondition<T> wrapped(mu, fn, arg);
+  const absl::Condition condition = wrapped.condition();  // read by others
+  TsanReleasing(mu);
+  const bool met = mu->AwaitWithTimeout(condition, timeout);
+  TsanAcquired(mu);
+  return met;
+}
+
 }  // namespace ptoserve
 
 #endif  // PTOSERVE_SERVER_MUTEX_H_

@@ -45,7 +45,7 @@ struct Scheduler::JobState {
   size_t running = 0;     // instructions in a batch right now
   bool dropped = false;
   absl::Status drop_status;
-  std::list<JobState*>::iterator live;
+  LiveJobs::iterator live;  // its own entry in live_
 
   bool Expired(absl::Time now, absl::Status* why) const {
     if (now >= ticket.deadline) {
@@ -108,19 +108,19 @@ absl::Status Scheduler::Submit(JobTicket ticket, bool run_here) {
     // Only an idle scheduler runs work on the caller: under load the
     // workers batch it with what is queued already.
     run_here = run_here && queued_ == 0;
-    PTO_RETURN_IF_ERROR(Admit(std::move(state), /*notify=*/!run_here));
+    PTO_RETURN_IF_ERROR(AddJob(std::move(state), /*notify=*/!run_here));
   }
   if (!run_here) return absl::OkStatus();
   absl::Time wake = absl::InfiniteFuture();
-  Step(&wake);
-  // Whatever the step left (work that was not due, or more than one batch)
-  // is the workers' to run.
+  RunReadyBatch(&wake);
+  // Whatever that left queued (work that was not due, or more than one
+  // batch) is the workers' to run.
   MutexLock lock(&mu_);
   if (queued_ > 0) ++arrivals_;
   return absl::OkStatus();
 }
 
-absl::Status Scheduler::Admit(std::unique_ptr<JobState> state, bool notify) {
+absl::Status Scheduler::AddJob(std::unique_ptr<JobState> state, bool notify) {
   const size_t n = state->unfinished;
   if (stopping_) {
     return absl::UnavailableError("the server is shutting down");
@@ -138,11 +138,11 @@ absl::Status Scheduler::Admit(std::unique_ptr<JobState> state, bool notify) {
         queued_, n, options_.queue_capacity));
   }
   queued_ += n;
-  JobState* raw = state.release();
-  raw->live = live_.insert(live_.end(), raw);
+  JobState* job = state.get();
+  job->live = live_.insert(live_.end(), std::move(state));
   const absl::Time now = clock_->Now();
   for (uint32_t i = 0; i < n; ++i) {
-    if (raw->waiting[i] == 0) Enqueue(raw, i, now, notify);
+    if (job->waiting[i] == 0) Enqueue(job, i, now, notify);
   }
   return absl::OkStatus();
 }
@@ -180,18 +180,21 @@ void Scheduler::Drop(JobState* job, absl::Status status,
 
 void Scheduler::Retire(JobState* job, absl::Status status,
                        std::vector<Completion>* out) {
+  std::unique_ptr<JobState> owned = std::move(*job->live);
   live_.erase(job->live);
   ++undelivered_;
-  out->push_back({job, std::move(status)});
+  out->push_back({std::move(owned), std::move(status)});
 }
 
 void Scheduler::SweepExpired(absl::Time now, std::vector<Completion>* out) {
   if (now - last_sweep_ < kSweepInterval) return;
   last_sweep_ = now;
   std::vector<std::pair<JobState*, absl::Status>> expired;
-  for (JobState* job : live_) {
+  for (const std::unique_ptr<JobState>& job : live_) {
     absl::Status why;
-    if (!job->dropped && job->Expired(now, &why)) expired.push_back({job, why});
+    if (!job->dropped && job->Expired(now, &why)) {
+      expired.push_back({job.get(), why});
+    }
   }
   for (auto& [job, why] : expired) Drop(job, std::move(why), out);
 }
@@ -257,7 +260,8 @@ void Scheduler::Deliver(std::vector<Completion>* completions) {
   if (completions->empty()) return;
   const size_t n = completions->size();
   for (Completion& c : *completions) {
-    std::unique_ptr<JobState> job(c.job);
+    // Freed as soon as its own done returns, not after every done here.
+    std::unique_ptr<JobState> job = std::move(c.job);
     if (c.status.ok()) {
       job->ticket.done(std::move(job->ticket.job));
     } else {
@@ -269,7 +273,7 @@ void Scheduler::Deliver(std::vector<Completion>* completions) {
   undelivered_ -= n;
 }
 
-size_t Scheduler::Step(absl::Time* wake) {
+size_t Scheduler::RunReadyBatch(absl::Time* wake) {
   std::vector<Completion> completions;
   std::vector<Item> batch;
   {
@@ -309,7 +313,7 @@ size_t Scheduler::Step(absl::Time* wake) {
 
 size_t Scheduler::RunOnce() {
   absl::Time wake = absl::InfiniteFuture();
-  return Step(&wake);
+  return RunReadyBatch(&wake);
 }
 
 void Scheduler::Work() {
@@ -320,21 +324,24 @@ void Scheduler::Work() {
       MutexLock lock(&mu_);
       seen = arrivals_;
     }
-    if (Step(&wake) > 0) continue;
+    if (RunReadyBatch(&wake) > 0) continue;
     MutexLock lock(&mu_);
     if (Drained()) return;
     // Sleep until something arrives, a partial batch falls due, or it is
-    // time to sweep (only needed while some job is live).
+    // time to sweep (only needed while some job is live). `wake` is on the
+    // injected clock, which need not be the real one, so the mutex is given
+    // how long to wait rather than a deadline.
+    const absl::Time now = clock_->Now();
     const absl::Time sweep =
-        live_.empty() ? absl::InfiniteFuture() : absl::Now() + kIdleWait;
+        live_.empty() ? absl::InfiniteFuture() : now + kIdleWait;
     std::pair<Scheduler*, uint64_t> arg(this, seen);
-    AwaitWithDeadline(
+    AwaitWithTimeout(
         &mu_,
         +[](std::pair<Scheduler*, uint64_t>* a)
              ABSL_NO_THREAD_SAFETY_ANALYSIS {  // runs with mu_ held
           return a->first->arrivals_ != a->second || a->first->Drained();
         },
-        &arg, std::min(wake, sweep));
+        &arg, std::min(wake, sweep) - now);
   }
 }
 

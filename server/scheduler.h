@@ -138,14 +138,16 @@ class Scheduler {
 
  private:
   struct JobState;
+  // Admitted jobs, each owned here from admission until it is retired.
+  using LiveJobs = std::list<std::unique_ptr<JobState>>;
   struct Item {
-    JobState* job;
+    JobState* job;  // owned by live_
     uint32_t index;
     absl::Time ready;  // when it became ready
   };
   using Queue = std::deque<Item>;
   struct Completion {
-    JobState* job;  // owned; deleted after `done` ran
+    std::unique_ptr<JobState> job;  // deleted after its `done` ran
     absl::Status status;
   };
 
@@ -154,8 +156,9 @@ class Scheduler {
   // `*wake` to when the next partial batch falls due.
   std::vector<Item> TakeBatch(absl::Time now, absl::Time* wake)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Queues the admitted job's ready instructions; refuses as Submit does.
-  absl::Status Admit(std::unique_ptr<JobState> state, bool notify)
+  // Makes `state` live and queues its ready instructions, or refuses it as
+  // Submit does (then it is deleted and its done never runs).
+  absl::Status AddJob(std::unique_ptr<JobState> state, bool notify)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // `notify`: wake idle workers for it.
   void Enqueue(JobState* job, uint32_t index, absl::Time now, bool notify = true)
@@ -168,9 +171,12 @@ class Scheduler {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Complete(const std::vector<Item>& batch, absl::Time now,
                 std::vector<Completion>* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Runs one due batch if any and returns its size (0: none was due).
-  size_t Step(absl::Time* wake) ABSL_LOCKS_EXCLUDED(mu_);
-  // Takes `job` out of the live set; its done runs in Deliver.
+  // Sweeps expired jobs, then runs one due batch if any and returns its size
+  // (0: none was due); `*wake` is lowered to when the next partial batch
+  // falls due.
+  size_t RunReadyBatch(absl::Time* wake) ABSL_LOCKS_EXCLUDED(mu_);
+  // Takes `job` out of the live set and hands it to `out`; its done runs in
+  // Deliver.
   void Retire(JobState* job, absl::Status status, std::vector<Completion>* out)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Runs the done callbacks; call without the lock.
@@ -187,7 +193,7 @@ class Scheduler {
   mutable absl::Mutex mu_;
   // queues_[priority][key]
   std::vector<absl::flat_hash_map<BatchKey, Queue>> queues_ ABSL_GUARDED_BY(mu_);
-  std::list<JobState*> live_ ABSL_GUARDED_BY(mu_);  // admitted, unanswered
+  LiveJobs live_ ABSL_GUARDED_BY(mu_);              // admitted, unanswered
   size_t queued_ ABSL_GUARDED_BY(mu_) = 0;          // instructions not run
   size_t undelivered_ ABSL_GUARDED_BY(mu_) = 0;     // retired, done not run
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;

@@ -38,7 +38,7 @@ const ElementTypeInfo& Info(ElementType type) {
 }
 
 // The keys of a spelled-out type, for comparing two of them at once.
-auto Keys(const TileType& t) {
+auto Keys(const TileBufType& t) {
   return std::tie(t.name, t.elided, t.loc, t.dtype, t.rows, t.cols, t.v_row,
                   t.v_col, t.blayout, t.slayout, t.fractal, t.pad);
 }
@@ -87,15 +87,15 @@ bool operator==(const ValidExtent& a, const ValidExtent& b) {
   return a.value == b.value;
 }
 
-bool operator==(const TileType& a, const TileType& b) {
+bool operator==(const TileBufType& a, const TileBufType& b) {
   return Keys(a) == Keys(b);
 }
 
-bool operator==(const Operand& a, const Operand& b) {
+bool operator==(const ValueRef& a, const ValueRef& b) {
   return a.name == b.name && a.type == b.type;
 }
 
-std::vector<const Operand*> Sources(const Operation& op) {
+std::vector<const ValueRef*> Sources(const Operation& op) {
   if (Op(op.opcode).sources == 1) return {&op.src0};
   return {&op.src0, &op.src1};
 }

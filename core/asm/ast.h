@@ -69,12 +69,12 @@ struct ValidExtent {
   std::optional<uint32_t> value;  // nullopt: `?`
 };
 
-// A tile type: `!pto.tile<...>` (elided: everything comes from the bound
-// tile) or key-value, e.g. `!pto.tile_buf<dtype=i16, rows=16, cols=16>`.
-// Keys left out are unconstrained. `fractal` and `pad` are recorded and
+// A tile buffer's type: `!pto.tile<...>` (elided: everything comes from the
+// bound tile) or key-value, e.g. `!pto.tile_buf<dtype=i16, rows=16,
+// cols=16>`. Keys left out are unconstrained. `fractal` and `pad` are recorded and
 // printed but never checked: they describe boxed layouts and padding, which
 // TAND and TXOR do not use.
-struct TileType {
+struct TileBufType {
   TypeName name = TypeName::kTile;
   bool elided = true;  // `<...>`; then every key below is unset
   std::optional<Location> loc;
@@ -90,10 +90,11 @@ struct TileType {
   SourcePos pos;  // of the leading '!'
 };
 
-// A tile operand: `%name` and the type the text gives it.
-struct Operand {
+// A reference to an SSA value, `%name` (a tile), with the type the text
+// gives it: each operand of an operation is one.
+struct ValueRef {
   std::string name;  // without the '%'
-  TileType type;
+  TileBufType type;
   SourcePos pos;  // of the '%'
 };
 
@@ -110,13 +111,13 @@ enum class Form : uint8_t {
 struct Operation {
   Opcode opcode = Opcode::kTand;
   Form form = Form::kDps;
-  Operand dst, src0;
-  Operand src1;  // empty name for an instruction with one source (tnot)
-  std::optional<Operand> tmp;  // only the DPS form can name one
+  ValueRef dst, src0;
+  ValueRef src1;  // empty name for an instruction with one source (tnot)
+  std::optional<ValueRef> tmp;  // only the DPS form can name one
 };
 
 // The sources `op` reads, in order: src0, and src1 unless it has one.
-std::vector<const Operand*> Sources(const Operation& op);
+std::vector<const ValueRef*> Sources(const Operation& op);
 
 // `pto.tassign %tile, @tile(ADDRESS)`: binds a tile to a unified-buffer
 // address (manual mode).
@@ -144,8 +145,8 @@ struct Program {
 
 // Equality of meaning (see the top of this file).
 bool operator==(const ValidExtent& a, const ValidExtent& b);
-bool operator==(const TileType& a, const TileType& b);
-bool operator==(const Operand& a, const Operand& b);
+bool operator==(const TileBufType& a, const TileBufType& b);
+bool operator==(const ValueRef& a, const ValueRef& b);
 bool operator==(const Operation& a, const Operation& b);
 bool operator==(const Binding& a, const Binding& b);
 bool operator==(const Comment& a, const Comment& b);

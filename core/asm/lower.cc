@@ -33,9 +33,9 @@ absl::Status Prefixed(SourcePos pos, const absl::Status& status) {
 
 // The first key of `type` that `desc` disagrees with, as "says K=V but tile
 // \"name\" <has what>"; nullopt if they agree.
-std::optional<std::string> Disagreement(const TileType& type,
-                                        const TileDesc& desc,
-                                        absl::string_view name) {
+std::optional<std::string> Disagreement(const TileBufType& type,
+                                         const TileDesc& desc,
+                                         absl::string_view name) {
   const std::string tile = absl::StrFormat("tile \"%s\"", name);
   if (type.loc && *type.loc != desc.location) {
     return absl::StrCat("says loc=", LocationName(*type.loc), " but ", tile,
@@ -130,7 +130,7 @@ class Lowerer {
     for (const Statement& statement : program_.statements) {
       if (const auto* op = std::get_if<Operation>(&statement.node)) {
         used_names_.insert(op->dst.name);
-        for (const Operand* operand : Sources(*op)) used_names_.insert(operand->name);
+        for (const ValueRef* operand : Sources(*op)) used_names_.insert(operand->name);
         written_at_.emplace(op->dst.name, op->dst.pos);
         if (op->tmp) {
           used_names_.insert(op->tmp->name);
@@ -178,7 +178,7 @@ class Lowerer {
   }
 
   // The tile a source operand reads.
-  absl::StatusOr<TileDesc> Source(const Operand& operand) const {
+  absl::StatusOr<TileDesc> Source(const ValueRef& operand) const {
     if (auto it = known_.find(operand.name); it != known_.end()) {
       PTO_RETURN_IF_ERROR(CheckType(operand, it->second.desc));
       return it->second.desc;
@@ -194,7 +194,7 @@ class Lowerer {
     return ErrorAt(operand.pos, message);
   }
 
-  static absl::Status CheckType(const Operand& operand, const TileDesc& desc) {
+  static absl::Status CheckType(const ValueRef& operand, const TileDesc& desc) {
     if (std::optional<std::string> problem =
             Disagreement(operand.type, desc, operand.name)) {
       return ErrorAt(operand.type.pos,
@@ -205,7 +205,7 @@ class Lowerer {
 
   // A new tile shaped by `operand`'s type, taking what it leaves open from
   // `like`; placed where the program binds it.
-  absl::StatusOr<TileDesc> NewTileDesc(const Operand& operand,
+  absl::StatusOr<TileDesc> NewTileDesc(const ValueRef& operand,
                                        const TileDesc& like) const {
     // As the engine allocates an undeclared dst: like's element type and
     // shapes, row-major, in vec.
@@ -215,7 +215,7 @@ class Lowerer {
     desc.cols = like.cols;
     desc.valid_rows = like.valid_rows;
     desc.valid_cols = like.valid_cols;
-    const TileType& type = operand.type;
+    const TileBufType& type = operand.type;
     if (type.slayout && *type.slayout != BoxLayout::kNoneBox) {
       return ErrorAt(
           type.pos, absl::StrCat("type of %", operand.name,
@@ -391,11 +391,11 @@ std::optional<SourcePos> NamePos(const Program& program,
     if (const auto* op = std::get_if<Operation>(&statement.node)) {
       // In the order the text shows them: the two `%dst = ` forms start with
       // dst, the DPS form ends with it.
-      std::vector<const Operand*> operands = Sources(*op);
+      std::vector<const ValueRef*> operands = Sources(*op);
       if (op->tmp) operands.push_back(&*op->tmp);
       operands.insert(
           op->form == Form::kDps ? operands.end() : operands.begin(), &op->dst);
-      for (const Operand* operand : operands) {
+      for (const ValueRef* operand : operands) {
         if (operand->name == name) return operand->pos;
       }
     } else if (const auto* binding = std::get_if<Binding>(&statement.node)) {

@@ -166,13 +166,13 @@ class Parser {
   }
 
   // %name, as `role` (e.g. "as the first operand of 'tand'").
-  absl::StatusOr<Operand> ParseOperand(absl::string_view role) {
+  absl::StatusOr<ValueRef> ParseOperand(absl::string_view role) {
     if (Peek().kind != TokenKind::kTileName) {
       return Error(Peek(),
                    absl::StrCat("expected a tile name (`%name`) ", role));
     }
     const Token& token = Next();
-    Operand operand;
+    ValueRef operand;
     operand.name = std::string(token.text);
     operand.pos = token.pos;
     return operand;
@@ -207,7 +207,7 @@ class Parser {
     const std::string name = Spelled(op.opcode, op.form);
     PTO_ASSIGN_OR_RETURN(op.src0, ParseOperand(absl::StrCat(
                                       "as the first operand of '", name, "'")));
-    const Operand* last = &op.src0;
+    const ValueRef* last = &op.src0;
     if (two) {
       PTO_RETURN_IF_ERROR(
           Expect(",", absl::StrCat("after operand %", op.src0.name)));
@@ -219,7 +219,7 @@ class Parser {
     PTO_RETURN_IF_ERROR(Expect(
         ":", absl::StrCat("and the types after operand %", last->name)));
     if (op.form == Form::kSync) {
-      PTO_ASSIGN_OR_RETURN(TileType type, ParseType());
+      PTO_ASSIGN_OR_RETURN(TileBufType type, ParseType());
       op.src0.type = op.dst.type = type;
       if (two) op.src1.type = type;
     } else {
@@ -264,9 +264,9 @@ class Parser {
     }
     Next();
     PTO_RETURN_IF_ERROR(Expect("(", "after 'ins'"));
-    std::vector<Operand> inputs;
+    std::vector<ValueRef> inputs;
     PTO_ASSIGN_OR_RETURN(
-        Operand first,
+        ValueRef first,
         ParseOperand(absl::StrCat("as the first input of '", name, "'")));
     inputs.push_back(std::move(first));
     while (!PeekPunct(":")) {
@@ -275,7 +275,7 @@ class Parser {
                                           inputs.back().name));
       }
       Next();
-      PTO_ASSIGN_OR_RETURN(Operand input, ParseOperand("after ','"));
+      PTO_ASSIGN_OR_RETURN(ValueRef input, ParseOperand("after ','"));
       if (inputs.size() == max_inputs) {
         return ErrorAbout(
             Token{TokenKind::kTileName, input.name, input.pos},
@@ -319,7 +319,7 @@ class Parser {
   absl::Status ParseBinding(Statement* statement) {
     Next();
     Binding binding;
-    PTO_ASSIGN_OR_RETURN(Operand tile, ParseOperand("after 'pto.tassign'"));
+    PTO_ASSIGN_OR_RETURN(ValueRef tile, ParseOperand("after 'pto.tassign'"));
     binding.tile = std::move(tile.name);
     binding.tile_pos = tile.pos;
     PTO_RETURN_IF_ERROR(Expect(",", absl::StrCat("after %", binding.tile)));
@@ -432,7 +432,7 @@ class Parser {
   }
 
   // One `key=value` of a spelled-out type.
-  absl::Status ParseKeyValue(TileType* type) {
+  absl::Status ParseKeyValue(TileBufType* type) {
     if (Peek().kind != TokenKind::kWord) {
       return Error(Peek(), absl::StrCat("expected a key (", kKeyList, ")"));
     }
@@ -486,14 +486,14 @@ class Parser {
   }
 
   // !pto.tile<...>, !pto.tile_buf<key=value, ...>
-  absl::StatusOr<TileType> ParseType() {
+  absl::StatusOr<TileBufType> ParseType() {
     const Token& start = Peek();
     if (start.kind != TokenKind::kTypeName) {
       return Error(start,
                    "expected a tile type (`!pto.tile<...>` or "
                    "`!pto.tile_buf<...>`)");
     }
-    TileType type;
+    TileBufType type;
     type.pos = start.pos;
     if (start.text == "pto.tile") {
       type.name = TypeName::kTile;

@@ -17,10 +17,10 @@ std::string ExtentText(const ValidExtent& extent) {
 }
 
 std::string OperationText(const Operation& op) {
-  std::vector<const Operand*> inputs = Sources(op);
+  std::vector<const ValueRef*> inputs = Sources(op);
   if (op.tmp) inputs.push_back(&*op.tmp);
   std::vector<std::string> names, types;
-  for (const Operand* in : inputs) {
+  for (const ValueRef* in : inputs) {
     names.push_back(absl::StrCat("%", in->name));
     types.push_back(Print(in->type));
   }
@@ -31,7 +31,7 @@ std::string OperationText(const Operation& op) {
 
 }  // namespace
 
-std::string Print(const TileType& type) {
+std::string Print(const TileBufType& type) {
   const char* name =
       type.name == TypeName::kTile ? "!pto.tile" : "!pto.tile_buf";
   if (type.elided) return absl::StrCat(name, "<...>");

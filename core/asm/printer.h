@@ -16,7 +16,7 @@ namespace pasm {
 std::string Print(const Program& program);
 
 // "!pto.tile_buf<dtype=i16, rows=16>", "!pto.tile<...>"
-std::string Print(const TileType& type);
+std::string Print(const TileBufType& type);
 
 // One statement, without a line end:
 // "pto.txor ins(%a, %b : !pto.tile<...>, !pto.tile<...>) outs(%c :

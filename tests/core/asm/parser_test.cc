@@ -50,7 +50,7 @@ TEST(ParserTest, EverySeedProgramParses) {
     EXPECT_EQ(op.src0.name, "src0");
     EXPECT_EQ(op.src1.name, "src1");
     EXPECT_FALSE(op.tmp.has_value());
-    for (const Operand* operand : {&op.dst, &op.src0, &op.src1}) {
+    for (const ValueRef* operand : {&op.dst, &op.src0, &op.src1}) {
       EXPECT_TRUE(operand->type.elided) << operand->name;
     }
   }
@@ -113,7 +113,7 @@ TEST(ParserTest, SpelledOutTypes) {
                              "blayout=row_major, v_col=?, v_row=16, cols=0x10, "
                              "rows=16, dtype=i16, "
                              "loc=vec>"));
-  const TileType& t = OnlyOperation(program).src0.type;
+  const TileBufType& t = OnlyOperation(program).src0.type;
   EXPECT_FALSE(t.elided);
   EXPECT_EQ(t.name, TypeName::kTileBuf);
   EXPECT_EQ(t.loc, Location::kVec);
@@ -130,7 +130,7 @@ TEST(ParserTest, SpelledOutTypes) {
   EXPECT_EQ(t.pad, 0u);
 
   ASSERT_OK_AND_ASSIGN(program, Parse("%d = tand %a, %b : !pto.tile<cols=8>"));
-  const TileType& partial = OnlyOperation(program).src1.type;
+  const TileBufType& partial = OnlyOperation(program).src1.type;
   EXPECT_EQ(partial.cols, 8u);
   EXPECT_FALSE(partial.rows.has_value());
   EXPECT_FALSE(partial.dtype.has_value());
