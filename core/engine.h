@@ -17,6 +17,7 @@
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "core/backends/backend.h"
+#include "core/backends/registry.h"
 #include "core/job.h"
 #include "core/tile.h"
 #include "core/tile_codec.h"

@@ -18,45 +18,11 @@
 #include "core/ops.h"
 #include "core/targets/target_spec.h"
 #include "core/tile.h"
+#include "core/backends/instruction.h"
 #include "core/trace.h"
 #include "core/types.h"
 
 namespace ptoserve {
-
-// One operand as the rules see it.
-struct Operand {
-  absl::string_view role;            // "dst", "src0", "src1", "tmp"
-  absl::string_view name;            // the tile's name in the job
-  const TileDesc* desc = nullptr;    // nullptr: operand not given (tmp)
-};
-
-// An instruction about to be checked against a target's rules.
-struct InstructionSig {
-  size_t index = 0;
-  Opcode opcode = Opcode::kTand;
-  Mode mode = Mode::kAuto;
-  Operand dst, src0, src1, tmp;
-};
-
-// An instruction bound to the tiles it runs on.
-struct BoundInstruction {
-  size_t index = 0;
-  Opcode opcode = Opcode::kTand;
-  Tile* dst = nullptr;
-  const Tile* src0 = nullptr;
-  const Tile* src1 = nullptr;
-  Tile* tmp = nullptr;  // set only when the target uses tmp
-};
-
-// The tile in position `role`. REQUIRES: present (tmp only when used).
-const Tile& OperandTile(const BoundInstruction& inst, Role role);
-
-// The instructions of one backend call. All share a target, an opcode, an
-// element type and a valid shape (the scheduler's batch key).
-using Batch = absl::Span<const BoundInstruction* const>;
-// One trace per instruction of a Batch, in the same order.
-using BatchTraces = absl::Span<Trace* const>;
-
 
 // A target's figures, as GetCapabilities reports them.
 struct TargetRules {
@@ -114,20 +80,6 @@ class Backend {
  private:
   TargetSpec spec_;
   TargetRules rules_;
-};
-
-// Owns one backend per target.
-class BackendRegistry {
- public:
-  // `host_buffer_bytes`: the host target's unified buffer (manual mode).
-  explicit BackendRegistry(uint64_t host_buffer_bytes);
-
-  const Backend& Get(Target target) const;
-  // In Target order.
-  std::vector<const Backend*> All() const;
-
- private:
-  std::vector<std::unique_ptr<Backend>> backends_;  // indexed by Target
 };
 
 }  // namespace ptoserve

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/backends/backend.h"
+#include "core/backends/registry.h"
 #include "core/engine.h"
 #include "core/targets/targets.h"
 #include "gmock/gmock.h"
