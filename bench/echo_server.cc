@@ -43,7 +43,8 @@ class EchoService final : public v1::TileCompute::CallbackService {
       grpc::CallbackServerContext*) override {
     // Reads a job, writes its echo, reads the next: one in flight, the
     // simplest correct reactor.
-    class Stream final : public grpc::ServerBidiReactor<v1::Job, v1::JobResult> {
+    class Stream final
+        : public grpc::ServerBidiReactor<v1::Job, v1::JobResult> {
      public:
       Stream() { StartRead(&job_); }
       void OnReadDone(bool ok) override {

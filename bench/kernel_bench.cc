@@ -76,7 +76,8 @@ void BM_Instruction(benchmark::State& state, Shape shape, Target target,
 }
 
 void BM_Memcpy(benchmark::State& state, Shape shape) {
-  const size_t bytes = size_t{shape.rows} * shape.cols * ElementBytes(shape.dtype);
+  const size_t bytes =
+      size_t{shape.rows} * shape.cols * ElementBytes(shape.dtype);
   std::vector<char> src(bytes, 1), dst(bytes, 0);
   for (auto _ : state) {
     std::memcpy(dst.data(), src.data(), bytes);
@@ -94,7 +95,8 @@ void RegisterAll() {
       for (const OpInfo& op : kOps) {
         const Opcode opcode = op.opcode;
         const std::string name = std::string(OpcodeName(opcode)) + "/" +
-                                 std::string(TargetName(target)) + "/" + shape.name;
+                                 std::string(TargetName(target)) + "/" +
+                                 shape.name;
         benchmark::RegisterBenchmark(
             name.c_str(), [shape, target, opcode](benchmark::State& s) {
               BM_Instruction(s, shape, target, opcode);

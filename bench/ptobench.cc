@@ -32,7 +32,8 @@
 #include "ptoserve/v1/service.grpc.pb.h"
 
 ABSL_FLAG(std::string, server, "127.0.0.1:50051", "Server address.");
-ABSL_FLAG(std::string, mode, "unary", "unary (Execute) or stream (ExecuteStream).");
+ABSL_FLAG(std::string, mode, "unary",
+          "unary (Execute) or stream (ExecuteStream).");
 ABSL_FLAG(int, concurrency, 1,
           "Workers, each with its own connection: unary calls in flight, or "
           "streams.");
@@ -64,22 +65,26 @@ struct Workload {
   std::string expected;  // dst's data
 };
 
-
-
 absl::StatusOr<Workload> MakeWorkload() {
   Workload w;
   v1::DType dtype;
-  if (!v1::DType_Parse("DTYPE_" + absl::AsciiStrToUpper(absl::GetFlag(FLAGS_dtype)), &dtype)) {
+  if (!v1::DType_Parse(
+          "DTYPE_" + absl::AsciiStrToUpper(absl::GetFlag(FLAGS_dtype)),
+          &dtype)) {
     return absl::InvalidArgumentError("bad --dtype");
   }
   v1::Target target;
-  if (!v1::Target_Parse("TARGET_" + absl::AsciiStrToUpper(absl::GetFlag(FLAGS_target)), &target)) {
+  if (!v1::Target_Parse(
+          "TARGET_" + absl::AsciiStrToUpper(absl::GetFlag(FLAGS_target)),
+          &target)) {
     return absl::InvalidArgumentError("bad --target");
   }
   const bool is_xor = absl::GetFlag(FLAGS_opcode) == "txor";
-  std::vector<std::string> dims = absl::StrSplit(absl::GetFlag(FLAGS_shape), 'x');
+  std::vector<std::string> dims =
+      absl::StrSplit(absl::GetFlag(FLAGS_shape), 'x');
   uint32_t rows = 0, cols = 0;
-  if (dims.size() != 2 || !absl::SimpleAtoi(dims[0], &rows) || !absl::SimpleAtoi(dims[1], &cols)) {
+  if (dims.size() != 2 || !absl::SimpleAtoi(dims[0], &rows) ||
+      !absl::SimpleAtoi(dims[1], &cols)) {
     return absl::InvalidArgumentError("bad --shape");
   }
   const size_t bytes = size_t{rows} * cols * WireElementBytes(dtype);
@@ -88,7 +93,9 @@ absl::StatusOr<Workload> MakeWorkload() {
   for (char& c : a) c = static_cast<char>(rng());
   for (char& c : b) c = static_cast<char>(rng());
   w.expected.resize(bytes);
-  for (size_t i = 0; i < bytes; ++i) w.expected[i] = is_xor ? (a[i] ^ b[i]) : (a[i] & b[i]);
+  for (size_t i = 0; i < bytes; ++i) {
+    w.expected[i] = is_xor ? (a[i] ^ b[i]) : (a[i] & b[i]);
+  }
   w.job.set_target(target);
   for (auto [name, data] : {std::pair{"src0", &a}, std::pair{"src1", &b}}) {
     v1::Tile& t = (*w.job.mutable_tiles())[name];
@@ -108,7 +115,8 @@ absl::StatusOr<Workload> MakeWorkload() {
 
 // "CODE: message" (the message cut at 120 bytes), how errors are counted.
 std::string ErrorKey(absl::StatusCode code, absl::string_view message) {
-  return absl::StrCat(absl::StatusCodeToString(code), ": ", message.substr(0, 120));
+  return absl::StrCat(absl::StatusCodeToString(code), ": ",
+                      message.substr(0, 120));
 }
 
 // What one worker measured.
@@ -124,8 +132,8 @@ class Bench {
       : workload_(workload), measure_from_(measure_from), end_(end) {}
 
   // One result: record it if it arrived in the measured window.
-  void Record(Tally* tally, absl::Time sent, absl::Time now, const grpc::Status& status,
-              const JobResult& result) const {
+  void Record(Tally* tally, absl::Time sent, absl::Time now,
+              const grpc::Status& status, const JobResult& result) const {
     if (sent < measure_from_ || now > end_) return;
     std::string error;
     if (!status.ok()) {
@@ -136,7 +144,8 @@ class Bench {
                        result.status().message());
     } else if (absl::GetFlag(FLAGS_check)) {
       auto it = result.tiles().find("dst");
-      if (it == result.tiles().end() || it->second.data() != workload_.expected) {
+      if (it == result.tiles().end() ||
+          it->second.data() != workload_.expected) {
         error = "wrong result";
       }
     }
@@ -211,8 +220,9 @@ class Bench {
     grpc::Status status = stream->Finish();
     if (!status.ok()) {
       ++tally->errors[absl::StrCat(
-          "stream ", ErrorKey(static_cast<absl::StatusCode>(status.error_code()),
-                              status.error_message()))];
+          "stream ",
+          ErrorKey(static_cast<absl::StatusCode>(status.error_code()),
+                   status.error_message()))];
     }
   }
 
@@ -242,10 +252,12 @@ int Main() {
     args.SetMaxReceiveMessageSize(256 << 20);
     args.SetMaxSendMessageSize(256 << 20);
     args.SetInt("ptobench.worker", i);  // a connection of its own
-    auto channel = grpc::CreateCustomChannel(absl::GetFlag(FLAGS_server),
-                                             grpc::InsecureChannelCredentials(), args);
-    if (!channel->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(5))) {
-      std::cerr << "ptobench: cannot connect to " << absl::GetFlag(FLAGS_server) << "\n";
+    auto channel = grpc::CreateCustomChannel(
+        absl::GetFlag(FLAGS_server), grpc::InsecureChannelCredentials(), args);
+    if (!channel->WaitForConnected(std::chrono::system_clock::now() +
+                                   std::chrono::seconds(5))) {
+      std::cerr << "ptobench: cannot connect to " << absl::GetFlag(FLAGS_server)
+                << "\n";
       return 1;
     }
     stubs.push_back(v1::TileCompute::NewStub(channel));
@@ -270,7 +282,8 @@ int Main() {
   Tally all;
   for (Tally& t : tallies) {
     all.done += t.done;
-    all.latency_ns.insert(all.latency_ns.end(), t.latency_ns.begin(), t.latency_ns.end());
+    all.latency_ns.insert(all.latency_ns.end(), t.latency_ns.begin(),
+                          t.latency_ns.end());
     for (auto& [code, n] : t.errors) all.errors[code] += n;
   }
   std::sort(all.latency_ns.begin(), all.latency_ns.end());
@@ -280,29 +293,36 @@ int Main() {
   std::string error_text;
   for (auto& [error, n] : all.errors) {
     errors += n;
-    absl::StrAppend(&error_text, error_text.empty() ? "" : "; ", n, " x ", error);
+    absl::StrAppend(&error_text, error_text.empty() ? "" : "; ", n, " x ",
+                    error);
   }
-  const auto us = [&](double p) { return Percentile(all.latency_ns, p) / 1000.0; };
+  const auto us = [&](double p) {
+    return Percentile(all.latency_ns, p) / 1000.0;
+  };
   if (absl::GetFlag(FLAGS_format) == "csv") {
     if (absl::GetFlag(FLAGS_csv_header)) {
-      std::cout << "label,mode,concurrency,opcode,shape,dtype,requests_per_s,tiles_per_s,"
+      std::cout << "label,mode,concurrency,opcode,shape,dtype,requests_per_s,"
+                   "tiles_per_s,"
                    "p50_us,p90_us,p99_us,max_us,errors\n";
     }
-    std::cout << absl::StrFormat("%s,%s,%d,%s,%s,%s,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%d\n",
-                                 absl::GetFlag(FLAGS_label), absl::GetFlag(FLAGS_mode),
-                                 concurrency, absl::GetFlag(FLAGS_opcode),
-                                 absl::GetFlag(FLAGS_shape), absl::GetFlag(FLAGS_dtype), rate,
-                                 rate, us(0.5), us(0.9), us(0.99), us(1.0), errors);
+    std::cout << absl::StrFormat(
+        "%s,%s,%d,%s,%s,%s,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%d\n",
+        absl::GetFlag(FLAGS_label), absl::GetFlag(FLAGS_mode), concurrency,
+        absl::GetFlag(FLAGS_opcode), absl::GetFlag(FLAGS_shape),
+        absl::GetFlag(FLAGS_dtype), rate, rate, us(0.5), us(0.9), us(0.99),
+        us(1.0), errors);
   } else {
     std::cout << absl::StrFormat(
         "%s %s %s %s on %s, concurrency %d%s, %.1f s measured\n"
         "requests/s %.1f  tiles/s %.1f\n"
         "latency us: p50 %.1f  p90 %.1f  p99 %.1f  max %.1f\n"
         "errors: %s\n",
-        absl::GetFlag(FLAGS_mode), absl::GetFlag(FLAGS_opcode), absl::GetFlag(FLAGS_shape),
-        absl::GetFlag(FLAGS_dtype), absl::GetFlag(FLAGS_target), concurrency,
-        stream ? absl::StrCat(", depth ", absl::GetFlag(FLAGS_stream_depth)) : "", seconds, rate,
-        rate, us(0.5), us(0.9), us(0.99), us(1.0),
+        absl::GetFlag(FLAGS_mode), absl::GetFlag(FLAGS_opcode),
+        absl::GetFlag(FLAGS_shape), absl::GetFlag(FLAGS_dtype),
+        absl::GetFlag(FLAGS_target), concurrency,
+        stream ? absl::StrCat(", depth ", absl::GetFlag(FLAGS_stream_depth))
+               : "",
+        seconds, rate, rate, us(0.5), us(0.9), us(0.99), us(1.0),
         errors == 0 ? "none" : absl::StrCat(errors, " (", error_text, ")"));
   }
   return errors == 0 ? 0 : 1;

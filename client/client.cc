@@ -4,7 +4,6 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-
 #include "grpc/health/v1/health.grpc.pb.h"
 
 namespace ptoserve {
@@ -90,8 +89,9 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Connect(
           status.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED) {
         break;  // connected after all: the server answered
       }
-      return absl::UnavailableError(absl::StrCat(
-          "cannot connect to ptoserve at ", address, ": ", status.error_message()));
+      return absl::UnavailableError(
+          absl::StrCat("cannot connect to ptoserve at ", address, ": ",
+                       status.error_message()));
     }
     if (!channel->WaitForStateChange(state, deadline)) {
       return absl::UnavailableError(absl::StrCat(

@@ -1,7 +1,8 @@
 // The ptoserve C++ SDK: a thin, typed layer over the generated gRPC stub.
 //
 //   auto client = ptoserve::Client::Connect("127.0.0.1:50051");
-//   auto r = (*client)->Tand<int16_t>({.src0 = a, .src1 = b, .rows = 16, .cols = 16});
+//   auto r = (*client)->Tand<int16_t>({.src0 = a, .src1 = b, .rows = 16, .cols
+//   = 16});
 //   // r->elements: the 16x16 result; r->events: one record per instruction.
 #ifndef PTOSERVE_CLIENT_CLIENT_H_
 #define PTOSERVE_CLIENT_CLIENT_H_
@@ -65,8 +66,8 @@ struct BinaryArgs {
   absl::Span<const T> src1;  // rows * cols elements, row-major
   uint32_t rows = 0;
   uint32_t cols = 0;
-  uint32_t valid_rows = 0;   // 0: rows
-  uint32_t valid_cols = 0;   // 0: cols
+  uint32_t valid_rows = 0;                     // 0: rows
+  uint32_t valid_cols = 0;                     // 0: cols
   v1::Target target = v1::TARGET_UNSPECIFIED;  // unset: server default
 };
 
@@ -156,8 +157,8 @@ struct InstructionJobArgs {
   v1::DType dtype = v1::DTYPE_UNSPECIFIED;
   uint32_t rows = 0;
   uint32_t cols = 0;
-  uint32_t valid_rows = 0;   // 0: rows
-  uint32_t valid_cols = 0;   // 0: cols
+  uint32_t valid_rows = 0;                     // 0: rows
+  uint32_t valid_cols = 0;                     // 0: cols
   v1::Target target = v1::TARGET_UNSPECIFIED;  // unset: server default
   bool src1 = true;       // false for a one-source instruction (TNOT)
   bool tmp = false;       // the instruction names tmp "tmp"
@@ -213,8 +214,8 @@ absl::StatusOr<std::vector<T>> TileElements(const v1::Tile& tile) {
 }
 
 template <typename T>
-absl::StatusOr<TileResult<T>> Client::RunBinary(v1::Opcode opcode,
-                                                const BinaryArgs<T>& args) const {
+absl::StatusOr<TileResult<T>> Client::RunBinary(
+    v1::Opcode opcode, const BinaryArgs<T>& args) const {
   const size_t n = size_t{args.rows} * args.cols;
   if (args.src0.size() != n || args.src1.size() != n) {
     return absl::InvalidArgumentError(

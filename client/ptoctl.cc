@@ -71,23 +71,26 @@ ABSL_FLAG(bool, json, false,
 ABSL_FLAG(std::string, format, "dec",
           "How tiles print: dec (numbers) or hex (each element's bits, "
           "0x00ff for int16 255).");
-ABSL_FLAG(std::string, out, "",
-          "tand/txor/tor/tnot: also write dst's raw little-endian bytes (the whole "
-          "tile) to this file. run: a directory to write every result tile "
-          "into, as NAME.bin. Tiles are then not printed.");
-ABSL_FLAG(std::string, dtype, "int32",
-          "tand/txor/tor/tnot: element type: int8, uint8, int16, uint16, int32, "
-          "uint32.");
+ABSL_FLAG(
+    std::string, out, "",
+    "tand/txor/tor/tnot: also write dst's raw little-endian bytes (the whole "
+    "tile) to this file. run: a directory to write every result tile "
+    "into, as NAME.bin. Tiles are then not printed.");
+ABSL_FLAG(
+    std::string, dtype, "int32",
+    "tand/txor/tor/tnot: element type: int8, uint8, int16, uint16, int32, "
+    "uint32.");
 ABSL_FLAG(std::string, shape, "",
           "tand/txor/tor/tnot: physical shape ROWSxCOLS, e.g. 16x16.");
 ABSL_FLAG(std::string, valid, "",
           "tand/txor/tor/tnot: valid region ROWSxCOLS (default: the shape).");
-ABSL_FLAG(std::string, src0, "",
-          "tand/txor/tor/tnot: src0 elements: one value for every element (sent as "
-          "fill, a few bytes whatever the shape), comma-separated values one "
-          "per element (row-major), or @FILE of raw little-endian bytes. A "
-          "value is decimal (-1, 255) or hex, read as the element's bits "
-          "(0xffff is int16 -1).");
+ABSL_FLAG(
+    std::string, src0, "",
+    "tand/txor/tor/tnot: src0 elements: one value for every element (sent as "
+    "fill, a few bytes whatever the shape), comma-separated values one "
+    "per element (row-major), or @FILE of raw little-endian bytes. A "
+    "value is decimal (-1, 255) or hex, read as the element's bits "
+    "(0xffff is int16 -1).");
 ABSL_FLAG(std::string, src1, "", "tand/txor/tor: src1 elements, as --src0.");
 ABSL_FLAG(std::string, tmp, "",
           "txor: tmp elements, as --src0 (default: the server allocates tmp).");
@@ -238,13 +241,15 @@ std::string LocateJsonError(absl::string_view text, absl::string_view error,
 // The job in `text`, line `first_line` of file `where`; errors say
 // "where:line:column: what".
 absl::StatusOr<v1::Job> ParseJsonJob(absl::string_view text,
-                                     absl::string_view where, int first_line = 1) {
+                                     absl::string_view where,
+                                     int first_line = 1) {
   v1::Job job;
   auto parsed = google::protobuf::util::JsonStringToMessage(
       google::protobuf::StringPiece(text.data(), text.size()), &job);
   if (!parsed.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        where, ":", LocateJsonError(text, parsed.message().as_string(), first_line),
+        where, ":",
+        LocateJsonError(text, parsed.message().as_string(), first_line),
         " (not a ptoserve.v1.Job in proto3 JSON)"));
   }
   return job;
@@ -289,7 +294,8 @@ absl::StatusOr<v1::Target> ParseTarget(const std::string& name) {
 // "TAND" for OPCODE_TAND. Each strips its own enum's prefix, so what
 // follows it may hold '_'; an unknown value's name is empty and stays so.
 std::string DTypeText(v1::DType dtype) {
-  return absl::AsciiStrToLower(absl::StripPrefix(v1::DType_Name(dtype), "DTYPE_"));
+  return absl::AsciiStrToLower(
+      absl::StripPrefix(v1::DType_Name(dtype), "DTYPE_"));
 }
 std::string TargetText(v1::Target target) {
   return absl::AsciiStrToLower(
@@ -314,17 +320,17 @@ bool IsSigned(v1::DType dtype) {
 // One element value as typed: decimal ("-1", "255", "1.5" for float32) or
 // hex, read as the element's bits ("0xffff" is -1 for int16). Range is the
 // server's to check for decimal values; hex must fit the element.
-absl::StatusOr<double> ParseValue(const std::string& flag, absl::string_view text,
-                                  v1::DType dtype) {
+absl::StatusOr<double> ParseValue(const std::string& flag,
+                                  absl::string_view text, v1::DType dtype) {
   text = absl::StripAsciiWhitespace(text);
   if (absl::StartsWithIgnoreCase(text, "0x")) {
     uint64_t bits = 0;
     const int bytes = ElementBytes(dtype);
     if (!absl::SimpleHexAtoi(text.substr(2), &bits) || text.size() == 2 ||
         bits >> (8 * bytes) != 0) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "--%s: \"%s\" is not a hex value of at most %d bits", flag, text,
-          8 * bytes));
+      return absl::InvalidArgumentError(
+          absl::StrFormat("--%s: \"%s\" is not a hex value of at most %d bits",
+                          flag, text, 8 * bytes));
     }
     if (IsSigned(dtype) && bits >> (8 * bytes - 1)) {
       return static_cast<double>(static_cast<int64_t>(bits) -
@@ -373,13 +379,20 @@ absl::StatusOr<std::vector<int64_t>> Elements(const v1::Tile& tile) {
     return std::vector<int64_t>(elements->begin(), elements->end());
   };
   switch (tile.dtype()) {
-    case v1::DTYPE_INT8: return widen(TileElements<int8_t>(tile));
-    case v1::DTYPE_UINT8: return widen(TileElements<uint8_t>(tile));
-    case v1::DTYPE_INT16: return widen(TileElements<int16_t>(tile));
-    case v1::DTYPE_UINT16: return widen(TileElements<uint16_t>(tile));
-    case v1::DTYPE_INT32: return widen(TileElements<int32_t>(tile));
-    case v1::DTYPE_UINT32: return widen(TileElements<uint32_t>(tile));
-    default: break;
+    case v1::DTYPE_INT8:
+      return widen(TileElements<int8_t>(tile));
+    case v1::DTYPE_UINT8:
+      return widen(TileElements<uint8_t>(tile));
+    case v1::DTYPE_INT16:
+      return widen(TileElements<int16_t>(tile));
+    case v1::DTYPE_UINT16:
+      return widen(TileElements<uint16_t>(tile));
+    case v1::DTYPE_INT32:
+      return widen(TileElements<int32_t>(tile));
+    case v1::DTYPE_UINT32:
+      return widen(TileElements<uint32_t>(tile));
+    default:
+      break;
   }
   return absl::InvalidArgumentError("cannot print a tile of this element type");
 }
@@ -388,7 +401,8 @@ absl::StatusOr<std::vector<int64_t>> Elements(const v1::Tile& tile) {
 std::string FormatElement(int64_t v, v1::DType dtype, bool hex) {
   if (!hex) return absl::StrCat(v);
   const int bytes = ElementBytes(dtype);
-  const uint64_t mask = bytes == 8 ? ~uint64_t{0} : (uint64_t{1} << (8 * bytes)) - 1;
+  const uint64_t mask =
+      bytes == 8 ? ~uint64_t{0} : (uint64_t{1} << (8 * bytes)) - 1;
   return absl::StrFormat("0x%0*x", 2 * bytes, static_cast<uint64_t>(v) & mask);
 }
 
@@ -409,11 +423,14 @@ void PrintTile(const std::string& name, const v1::Tile& tile) {
   }
   const bool hex = absl::GetFlag(FLAGS_format) == "hex";
   auto text = [&](uint32_t r, uint32_t c) {
-    return FormatElement((*elements)[size_t{r} * tile.cols() + c], tile.dtype(), hex);
+    return FormatElement((*elements)[size_t{r} * tile.cols() + c], tile.dtype(),
+                         hex);
   };
   size_t width = 1;
   for (uint32_t r = 0; r < vr; ++r) {
-    for (uint32_t c = 0; c < vc; ++c) width = std::max(width, text(r, c).size());
+    for (uint32_t c = 0; c < vc; ++c) {
+      width = std::max(width, text(r, c).size());
+    }
   }
   for (uint32_t r = 0; r < vr; ++r) {
     std::string line = " ";
@@ -434,21 +451,26 @@ void PrintEvents(const v1::JobResult& result) {
   std::cout << "events:\n";
   for (const v1::EventRecord& e : result.events()) {
     std::cout << absl::StrFormat(
-        "  %-4s instruction %u %s on %s, %s, batch %u (size %u), queued %s, ran %s",
+        "  %-4s instruction %u %s on %s, %s, batch %u (size %u), queued %s, "
+        "ran %s",
         e.id(), e.instruction_index(), OpcodeText(e.opcode()),
         TargetText(e.target()), v1::Pipe_Name(e.pipe()), e.batch_id(),
-        e.batch_size(), absl::FormatDuration(Between(e.enqueue_time(), e.start_time())),
+        e.batch_size(),
+        absl::FormatDuration(Between(e.enqueue_time(), e.start_time())),
         absl::FormatDuration(Between(e.start_time(), e.end_time())));
     if (e.waited_on_size() > 0) {
       std::cout << ", waited on " << absl::StrJoin(e.waited_on(), ", ");
     }
     std::cout << "\n";
     for (const v1::MicroOp& op : e.trace()) {
-      std::cout << absl::StrFormat("       %-5s %s <- %s  (%u repeats, %u elements)\n",
-                                   op.op(), op.dst(), absl::StrJoin(op.srcs(), ", "),
-                                   op.repeats(), op.elements());
+      std::cout << absl::StrFormat(
+          "       %-5s %s <- %s  (%u repeats, %u elements)\n", op.op(),
+          op.dst(), absl::StrJoin(op.srcs(), ", "), op.repeats(),
+          op.elements());
     }
-    for (const std::string& note : e.notes()) std::cout << "       note: " << note << "\n";
+    for (const std::string& note : e.notes()) {
+      std::cout << "       note: " << note << "\n";
+    }
   }
 }
 
@@ -460,7 +482,9 @@ absl::StatusOr<std::string> RawBytes(const v1::Tile& tile) {
   std::string out(elements.size() * bytes, '\0');
   for (size_t i = 0; i < elements.size(); ++i) {
     const uint64_t v = static_cast<uint64_t>(elements[i]);
-    for (int b = 0; b < bytes; ++b) out[i * bytes + b] = static_cast<char>(v >> (8 * b));
+    for (int b = 0; b < bytes; ++b) {
+      out[i * bytes + b] = static_cast<char>(v >> (8 * b));
+    }
   }
   return out;
 }
@@ -476,25 +500,29 @@ absl::Status WriteBytes(const std::string& path, const std::string& bytes) {
 
 // Prints `result`'s tiles named in `order` and its events, or writes the
 // tiles where --out says: a file for `single` (tand/txor), else a directory.
-int PrintResult(const v1::JobResult& result, const std::vector<std::string>& order,
+int PrintResult(const v1::JobResult& result,
+                const std::vector<std::string>& order,
                 const std::string& single = "") {
   const std::string out = absl::GetFlag(FLAGS_out);
   if (!out.empty()) {
     if (!single.empty()) {
       auto it = result.tiles().find(single);
-      if (it == result.tiles().end()) return Fail(absl::InternalError("no " + single));
+      if (it == result.tiles().end()) {
+        return Fail(absl::InternalError("no " + single));
+      }
       absl::StatusOr<std::string> bytes = RawBytes(it->second);
       if (!bytes.ok()) return Fail(bytes.status());
       if (absl::Status s = WriteBytes(out, *bytes); !s.ok()) return Fail(s);
     } else {
       if (mkdir(out.c_str(), 0777) != 0 && errno != EEXIST) {
-        return Fail(absl::InvalidArgumentError(
-            absl::StrCat("--out: cannot make directory ", out, ": ", std::strerror(errno))));
+        return Fail(absl::InvalidArgumentError(absl::StrCat(
+            "--out: cannot make directory ", out, ": ", std::strerror(errno))));
       }
       for (const auto& [name, tile] : result.tiles()) {
         absl::StatusOr<std::string> bytes = RawBytes(tile);
         if (!bytes.ok()) return Fail(bytes.status());
-        if (absl::Status s = WriteBytes(absl::StrCat(out, "/", name, ".bin"), *bytes);
+        if (absl::Status s =
+                WriteBytes(absl::StrCat(out, "/", name, ".bin"), *bytes);
             !s.ok()) {
           return Fail(s);
         }
@@ -512,7 +540,8 @@ int PrintResult(const v1::JobResult& result, const std::vector<std::string>& ord
       PrintTile(name, it->second);
     } else {
       std::cout << name << ": written to "
-                << (single.empty() ? absl::StrCat(out, "/", name, ".bin") : out) << "\n";
+                << (single.empty() ? absl::StrCat(out, "/", name, ".bin") : out)
+                << "\n";
     }
   }
   PrintEvents(result);
@@ -534,8 +563,8 @@ absl::StatusOr<std::string> Token() {
       line = absl::StripAsciiWhitespace(line);
       if (!line.empty() && line[0] != '#') return std::string(line);
     }
-    return absl::InvalidArgumentError(
-        absl::StrCat("--token_file=", file, " holds no token (only blank or # lines)"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--token_file=", file, " holds no token (only blank or # lines)"));
   }
   const char* env = std::getenv("PTOSERVE_TOKEN");
   return std::string(env == nullptr ? "" : env);
@@ -551,7 +580,8 @@ absl::StatusOr<ClientOptions> Options() {
     return absl::InvalidArgumentError(
         "--tls_cert and --tls_key go together (mutual TLS needs both)");
   }
-  options.tls = absl::GetFlag(FLAGS_tls) || cert || !absl::GetFlag(FLAGS_tls_ca).empty() ||
+  options.tls = absl::GetFlag(FLAGS_tls) || cert ||
+                !absl::GetFlag(FLAGS_tls_ca).empty() ||
                 !absl::GetFlag(FLAGS_tls_server_name).empty();
   for (auto [flag, pem] : {std::pair{&FLAGS_tls_ca, &options.tls_ca_pem},
                            std::pair{&FLAGS_tls_cert, &options.tls_cert_pem},
@@ -583,12 +613,14 @@ std::unique_ptr<Client> Connect(int* exit_code) {
     if (absl::EndsWith(status.message(), "Socket closed")) {
       status = absl::Status(
           status.code(),
-          absl::StrCat(status.message(),
-                       !options->tls ? " (the server closed the connection: does it want TLS? --tls, --tls_ca)"
-                       : options->tls_cert_pem.empty()
-                           ? " (does the server want a client certificate? "
-                             "--tls_cert, --tls_key)"
-                           : " (does the server trust this client certificate?)"));
+          absl::StrCat(
+              status.message(),
+              !options->tls ? " (the server closed the connection: does it "
+                              "want TLS? --tls, --tls_ca)"
+              : options->tls_cert_pem.empty()
+                  ? " (does the server want a client certificate? "
+                    "--tls_cert, --tls_key)"
+                  : " (does the server trust this client certificate?)"));
     }
     *exit_code = Fail(status);
     return nullptr;
@@ -615,17 +647,19 @@ int Capabilities() {
         t.row_alignment_bytes());
     for (const v1::OpcodeSupport& op : t.opcodes()) {
       std::vector<std::string> dtypes;
-      for (int d : op.dtypes()) dtypes.push_back(DTypeText(static_cast<v1::DType>(d)));
-      std::cout << absl::StrFormat("      %s [%s]%s: %s\n",
-                                   OpcodeText(op.opcode()),
-                                   absl::StrJoin(dtypes, " "),
-                                   op.tmp_required() ? ", tmp required" : "",
-                                   op.algorithm());
+      for (int d : op.dtypes()) {
+        dtypes.push_back(DTypeText(static_cast<v1::DType>(d)));
+      }
+      std::cout << absl::StrFormat(
+          "      %s [%s]%s: %s\n", OpcodeText(op.opcode()),
+          absl::StrJoin(dtypes, " "), op.tmp_required() ? ", tmp required" : "",
+          op.algorithm());
     }
   }
   const v1::Limits& l = caps->limits();
   std::cout << absl::StrFormat(
-      "limits: tile %u bytes, %u tiles and %u instructions per job, message %u bytes\n",
+      "limits: tile %u bytes, %u tiles and %u instructions per job, message %u "
+      "bytes\n",
       l.max_tile_bytes(), l.max_tiles_per_job(), l.max_instructions_per_job(),
       l.max_message_bytes());
   return 0;
@@ -635,7 +669,8 @@ int Health() {
   int code = 0;
   std::unique_ptr<Client> client = Connect(&code);
   if (client == nullptr) return code;
-  absl::StatusOr<std::string> status = client->Health(absl::GetFlag(FLAGS_service));
+  absl::StatusOr<std::string> status =
+      client->Health(absl::GetFlag(FLAGS_service));
   if (!status.ok()) return Fail(status.status());
   if (JsonOutput()) {
     std::cout << "{\n  \"status\": \"" << *status << "\"\n}\n";
@@ -656,15 +691,18 @@ std::string Mnemonics(bool (*pick)(const OpInfo&)) {
 
 // "--out is for tand, txor and run".
 int OutIsForInstructionsAndRun() {
-  return UsageError(absl::StrCat(
-      "--out is for ", Mnemonics([](const OpInfo&) { return true; }), " and run"));
+  return UsageError(absl::StrCat("--out is for ",
+                                 Mnemonics([](const OpInfo&) { return true; }),
+                                 " and run"));
 }
 
 // One instruction on tiles src0, src1 (and tmp) made from the flags.
 int Binary(const OpInfo& op) {
   absl::StatusOr<v1::DType> dtype = ParseDType(absl::GetFlag(FLAGS_dtype));
   if (!dtype.ok()) return UsageError(dtype.status().message());
-  if (absl::GetFlag(FLAGS_shape).empty()) return UsageError("--shape is required");
+  if (absl::GetFlag(FLAGS_shape).empty()) {
+    return UsageError("--shape is required");
+  }
   auto shape = ParseShape("shape", absl::GetFlag(FLAGS_shape));
   if (!shape.ok()) return UsageError(shape.status().message());
   std::pair<uint32_t, uint32_t> valid = {0, 0};
@@ -698,8 +736,8 @@ int Binary(const OpInfo& op) {
   if (!absl::GetFlag(FLAGS_tmp).empty()) {
     if (!op.accepts_tmp) {
       return UsageError(absl::StrCat(
-          "--tmp is for ", Mnemonics([](const OpInfo& o) { return o.accepts_tmp; }),
-          " only"));
+          "--tmp is for ",
+          Mnemonics([](const OpInfo& o) { return o.accepts_tmp; }), " only"));
     }
     operands.push_back({"tmp", absl::GetFlag(FLAGS_tmp)});
     layout.tmp_tile = true;
@@ -726,7 +764,8 @@ absl::Status AddTileSpec(const std::string& spec, v1::Job* job) {
   const size_t eq = spec.find('=');
   if (eq == std::string::npos || eq == 0) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "--tile ", spec, ": expected NAME=DTYPE:RxC[:valid=RxC][:VALUES or @FILE]"));
+        "--tile ", spec,
+        ": expected NAME=DTYPE:RxC[:valid=RxC][:VALUES or @FILE]"));
   }
   const std::string name = spec.substr(0, eq);
   std::vector<std::string> fields =
@@ -759,16 +798,17 @@ absl::Status AddTileSpec(const std::string& spec, v1::Job* job) {
 
 // --target for a job that leaves its target unset; a job that names
 // another target is a usage error.
-absl::Status ApplyTarget(v1::Target target, absl::string_view where, v1::Job* job) {
+absl::Status ApplyTarget(v1::Target target, absl::string_view where,
+                         v1::Job* job) {
   if (target == v1::TARGET_UNSPECIFIED) return absl::OkStatus();
   if (job->target() == v1::TARGET_UNSPECIFIED) {
     job->set_target(target);
     return absl::OkStatus();
   }
   if (job->target() != target) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        where, " sets target ", TargetText(job->target()), ", which --target=",
-        TargetText(target), " contradicts"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, " sets target ", TargetText(job->target()),
+                     ", which --target=", TargetText(target), " contradicts"));
   }
   return absl::OkStatus();
 }
@@ -790,7 +830,9 @@ int RunJob(const std::string& path, const std::vector<std::string>& tiles) {
   const std::string where = path == "-" ? "<stdin>" : path;
   v1::Job job;
   if (LooksLikeJson(path, *text)) {
-    if (!tiles.empty()) return UsageError("--tile is for assembly programs, not JSON jobs");
+    if (!tiles.empty()) {
+      return UsageError("--tile is for assembly programs, not JSON jobs");
+    }
     absl::StatusOr<v1::Job> parsed = ParseJsonJob(*text, where);
     if (!parsed.ok()) return UsageError(parsed.status().message());
     job = std::move(*parsed);
@@ -829,8 +871,8 @@ int Format(const std::string& path) {
   if (!text.ok()) return UsageError(text.status().message());
   absl::StatusOr<pasm::Program> program = pasm::Parse(*text);
   if (!program.ok()) {
-    std::cerr << (path == "-" ? "<stdin>" : path) << ":" << program.status().message()
-              << "\n";
+    std::cerr << (path == "-" ? "<stdin>" : path) << ":"
+              << program.status().message() << "\n";
     return 1;
   }
   std::cout << pasm::Print(*program);
@@ -852,7 +894,8 @@ int StreamJobs(const std::string& path) {
     absl::StatusOr<v1::Job> job = ParseJsonJob(line, where, number);
     if (!job.ok()) return UsageError(job.status().message());
     if (job->id().empty()) job->set_id(absl::StrCat(number));
-    if (absl::Status s = ApplyTarget(*target, absl::StrCat(where, ":", number), &*job);
+    if (absl::Status s =
+            ApplyTarget(*target, absl::StrCat(where, ":", number), &*job);
         !s.ok()) {
       return UsageError(s.message());
     }
@@ -869,21 +912,25 @@ int StreamJobs(const std::string& path) {
       return;
     }
     if (result.status().code() != v1::OK) {
-      std::cout << "job " << result.id() << ": " << v1::Code_Name(result.status().code())
-                << ": " << result.status().message() << "\n";
+      std::cout << "job " << result.id() << ": "
+                << v1::Code_Name(result.status().code()) << ": "
+                << result.status().message() << "\n";
       return;
     }
     std::cout << "job " << result.id() << ": OK\n";
     std::vector<std::string> names;
     for (const auto& [name, tile] : result.tiles()) names.push_back(name);
     std::sort(names.begin(), names.end());
-    for (const std::string& name : names) PrintTile(name, result.tiles().at(name));
+    for (const std::string& name : names) {
+      PrintTile(name, result.tiles().at(name));
+    }
   });
   if (!status.ok()) return Fail(status);
   return failed == 0 ? 0 : 1;
 }
 
-int Main(const std::vector<char*>& args, const std::vector<std::string>& tiles) {
+int Main(const std::vector<char*>& args,
+         const std::vector<std::string>& tiles) {
   if (args.size() < 2) return UsageError("no command given");
   const std::string format = absl::GetFlag(FLAGS_format);
   if (format != "dec" && format != "hex") {
@@ -891,16 +938,21 @@ int Main(const std::vector<char*>& args, const std::vector<std::string>& tiles) 
   }
   const std::string command = args[1];
   const size_t extra = args.size() - 2;
-  if (!tiles.empty() && command != "run") return UsageError("--tile is for run only");
+  if (!tiles.empty() && command != "run") {
+    return UsageError("--tile is for run only");
+  }
   if (command == "run" || command == "fmt" || command == "stream") {
     if (extra != 1) {
-      return UsageError(absl::StrCat(command, " takes one FILE (- for standard input)"));
+      return UsageError(
+          absl::StrCat(command, " takes one FILE (- for standard input)"));
     }
     if (command == "run") return RunJob(args[2], tiles);
     if (command == "fmt") return Format(args[2]);
     return StreamJobs(args[2]);
   }
-  if (extra != 0) return UsageError(absl::StrCat("unexpected argument: ", args[2]));
+  if (extra != 0) {
+    return UsageError(absl::StrCat("unexpected argument: ", args[2]));
+  }
   const OpInfo* op = FindOpByMnemonic(command);
   if (!absl::GetFlag(FLAGS_out).empty() && op == nullptr) {
     return OutIsForInstructionsAndRun();
@@ -937,5 +989,6 @@ int main(int argc, char** argv) {
   }
   rest.push_back(nullptr);
   return ptoserve::Main(
-      absl::ParseCommandLine(static_cast<int>(rest.size()) - 1, rest.data()), tiles);
+      absl::ParseCommandLine(static_cast<int>(rest.size()) - 1, rest.data()),
+      tiles);
 }

@@ -27,7 +27,9 @@ std::string Wrap(absl::string_view text, size_t indent, size_t width) {
     }
     absl::StrAppend(&line, line.empty() ? "" : " ", word);
   }
-  if (!line.empty()) absl::StrAppend(&out, std::string(indent, ' '), line, "\n");
+  if (!line.empty()) {
+    absl::StrAppend(&out, std::string(indent, ' '), line, "\n");
+  }
   return out;
 }
 
@@ -51,7 +53,8 @@ std::string FlagsHelp(absl::string_view flag_file) {
 }
 
 void HandleHelpAndVersion(int argc, char** argv, absl::string_view program,
-                          absl::string_view usage, absl::string_view flag_file) {
+                          absl::string_view usage,
+                          absl::string_view flag_file) {
   for (int i = 1; i < argc; ++i) {
     const absl::string_view arg = argv[i];
     if (arg == "--") return;
@@ -60,7 +63,8 @@ void HandleHelpAndVersion(int argc, char** argv, absl::string_view program,
       std::exit(0);
     }
     if (arg == "--help" || arg == "-h" || arg == "--helpshort") {
-      std::cout << usage << "\nFlags:\n" << FlagsHelp(flag_file)
+      std::cout << usage << "\nFlags:\n"
+                << FlagsHelp(flag_file)
                 << "\n--helpfull lists every flag, Abseil's and gRPC's too.\n";
       std::exit(0);
     }

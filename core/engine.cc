@@ -62,7 +62,6 @@ class HazardTracker {
   std::vector<std::vector<uint32_t>> readers_;
 };
 
-
 }  // namespace
 
 namespace internal {
@@ -176,8 +175,8 @@ class JobBinder {
   // Adds a slot for tile `name`; its storage comes later, in FillTiles.
   absl::Status AddSlot(absl::string_view name, const TileDesc& desc) {
     if (spec_.mode == Mode::kManual) {
-      PTO_RETURN_IF_ERROR(CheckPlacement(name, desc, target_,
-                                         backend_.rules().buffer_bytes));
+      PTO_RETURN_IF_ERROR(
+          CheckPlacement(name, desc, target_, backend_.rules().buffer_bytes));
     }
     if (job_->slots_.size() >= limits_.max_tiles_per_job) {
       return absl::ResourceExhaustedError(absl::StrFormat(
@@ -242,18 +241,23 @@ class JobBinder {
     const Instruction& inst = spec_.instructions[i];
     const bool unary = Op(inst.opcode).sources == 1;
     if (unary && !inst.src1.empty()) {
-      return InstructionError(i, "src1 \"%s\" is set; %s takes one source (src0)",
+      return InstructionError(i,
+                              "src1 \"%s\" is set; %s takes one source (src0)",
                               inst.src1, OpcodeName(inst.opcode));
     }
     // A one-source instruction reads src0 where others read src1 too, so
     // the checks and hazards below treat it as src1 = src0.
     const std::string& src1 = unary ? inst.src0 : inst.src1;
     using Named = std::pair<const char*, const std::string*>;
-    for (auto [role, name] : {Named{"dst", &inst.dst}, Named{"src0", &inst.src0},
-                              Named{"src1", &src1}}) {
-      if (name->empty()) return InstructionError(i, "%s is not set; name a tile", role);
+    for (auto [role, name] :
+         {Named{"dst", &inst.dst}, Named{"src0", &inst.src0},
+          Named{"src1", &src1}}) {
+      if (name->empty()) {
+        return InstructionError(i, "%s is not set; name a tile", role);
+      }
     }
-    for (auto [role, name] : {Named{"src0", &inst.src0}, Named{"src1", &src1}}) {
+    for (auto [role, name] :
+         {Named{"src0", &inst.src0}, Named{"src1", &src1}}) {
       if (!slot_of_.contains(*name)) {
         return InstructionError(
             i,
@@ -382,7 +386,8 @@ class JobBinder {
       if (in->encoding == Encoding::kData) {
         FillFromData(in->data, &*slots[s].tile);
       } else if (in->encoding == Encoding::kValues) {
-        PTO_RETURN_IF_ERROR(FillFromValues(in->values, in->name, &*slots[s].tile));
+        PTO_RETURN_IF_ERROR(
+            FillFromValues(in->values, in->name, &*slots[s].tile));
       } else if (in->encoding == Encoding::kFill) {
         FillWithValue(in->fill, &*slots[s].tile);
       }
@@ -412,7 +417,7 @@ class JobBinder {
   std::vector<TileDesc> descs_;  // per slot
   absl::flat_hash_map<std::string, size_t> slot_of_;
   absl::flat_hash_map<std::string, size_t> recorder_;  // event -> instruction
-  std::vector<Wiring> wiring_;   // per instruction
+  std::vector<Wiring> wiring_;                         // per instruction
 };
 
 }  // namespace internal

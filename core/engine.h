@@ -5,8 +5,8 @@
 #define PTOSERVE_CORE_ENGINE_H_
 
 #include <atomic>
-#include <functional>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>

@@ -14,7 +14,9 @@ constexpr char kTileUrl[] = "ptoserve/error-site/tile";
 }  // namespace
 
 absl::Status AtInstruction(absl::Status status, size_t index) {
-  if (!status.ok()) status.SetPayload(kInstructionUrl, absl::Cord(absl::StrCat(index)));
+  if (!status.ok()) {
+    status.SetPayload(kInstructionUrl, absl::Cord(absl::StrCat(index)));
+  }
   return status;
 }
 

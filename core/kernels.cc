@@ -70,9 +70,12 @@ void PortableBinaryOp(Region r, ConstPlane a, ConstPlane b, Plane d) {
 void PortableBinary(BitwiseOp op, Region r, ConstPlane a, ConstPlane b,
                     Plane d) {
   switch (op) {
-    case BitwiseOp::kAnd: return PortableBinaryOp<BitwiseOp::kAnd>(r, a, b, d);
-    case BitwiseOp::kOr: return PortableBinaryOp<BitwiseOp::kOr>(r, a, b, d);
-    case BitwiseOp::kXor: return PortableBinaryOp<BitwiseOp::kXor>(r, a, b, d);
+    case BitwiseOp::kAnd:
+      return PortableBinaryOp<BitwiseOp::kAnd>(r, a, b, d);
+    case BitwiseOp::kOr:
+      return PortableBinaryOp<BitwiseOp::kOr>(r, a, b, d);
+    case BitwiseOp::kXor:
+      return PortableBinaryOp<BitwiseOp::kXor>(r, a, b, d);
   }
 }
 
@@ -107,8 +110,10 @@ __attribute__((target("avx2"))) void Avx2BinaryOp(Region r, ConstPlane a,
       __m256i v[4];
       for (int k = 0; k < 4; ++k) {
         v[k] = ApplyAvx2<kOp>(
-            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(pa + x + 32 * k)),
-            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(pb + x + 32 * k)));
+            _mm256_loadu_si256(
+                reinterpret_cast<const __m256i*>(pa + x + 32 * k)),
+            _mm256_loadu_si256(
+                reinterpret_cast<const __m256i*>(pb + x + 32 * k)));
       }
       for (int k = 0; k < 4; ++k) {
         _mm256_storeu_si256(reinterpret_cast<__m256i*>(pd + x + 32 * k), v[k]);
@@ -126,9 +131,12 @@ __attribute__((target("avx2"))) void Avx2BinaryOp(Region r, ConstPlane a,
 
 void Avx2Binary(BitwiseOp op, Region r, ConstPlane a, ConstPlane b, Plane d) {
   switch (op) {
-    case BitwiseOp::kAnd: return Avx2BinaryOp<BitwiseOp::kAnd>(r, a, b, d);
-    case BitwiseOp::kOr: return Avx2BinaryOp<BitwiseOp::kOr>(r, a, b, d);
-    case BitwiseOp::kXor: return Avx2BinaryOp<BitwiseOp::kXor>(r, a, b, d);
+    case BitwiseOp::kAnd:
+      return Avx2BinaryOp<BitwiseOp::kAnd>(r, a, b, d);
+    case BitwiseOp::kOr:
+      return Avx2BinaryOp<BitwiseOp::kOr>(r, a, b, d);
+    case BitwiseOp::kXor:
+      return Avx2BinaryOp<BitwiseOp::kXor>(r, a, b, d);
   }
 }
 
@@ -205,12 +213,14 @@ __attribute__((target("avx512f"))) void Avx512BinaryOp(Region r, ConstPlane a,
   if (streaming) _mm_sfence();
 }
 
-void Avx512Binary(BitwiseOp op, Region r, ConstPlane a, ConstPlane b,
-                  Plane d) {
+void Avx512Binary(BitwiseOp op, Region r, ConstPlane a, ConstPlane b, Plane d) {
   switch (op) {
-    case BitwiseOp::kAnd: return Avx512BinaryOp<BitwiseOp::kAnd>(r, a, b, d);
-    case BitwiseOp::kOr: return Avx512BinaryOp<BitwiseOp::kOr>(r, a, b, d);
-    case BitwiseOp::kXor: return Avx512BinaryOp<BitwiseOp::kXor>(r, a, b, d);
+    case BitwiseOp::kAnd:
+      return Avx512BinaryOp<BitwiseOp::kAnd>(r, a, b, d);
+    case BitwiseOp::kOr:
+      return Avx512BinaryOp<BitwiseOp::kOr>(r, a, b, d);
+    case BitwiseOp::kXor:
+      return Avx512BinaryOp<BitwiseOp::kXor>(r, a, b, d);
   }
 }
 
@@ -224,7 +234,8 @@ __attribute__((target("avx512f"))) void Avx512Invert(Region r, ConstPlane s,
     uint8_t* pd = d.data + y * d.stride;
     size_t x = 0;
     for (; x + 64 <= n; x += 64) {
-      _mm512_storeu_si512(pd + x, _mm512_xor_si512(_mm512_loadu_si512(ps + x), ones));
+      _mm512_storeu_si512(pd + x,
+                          _mm512_xor_si512(_mm512_loadu_si512(ps + x), ones));
     }
     InvertTail(x, n, ps, pd);
   }
@@ -261,8 +272,9 @@ const KernelSet* Avx512Kernels() {
 
 const KernelSet& BestKernels() {
   static const KernelSet& kBest = Avx512Kernels() != nullptr ? *Avx512Kernels()
-                                  : Avx2Kernels() != nullptr ? *Avx2Kernels()
-                                                             : PortableKernels();
+                                  : Avx2Kernels() != nullptr
+                                      ? *Avx2Kernels()
+                                      : PortableKernels();
   return kBest;
 }
 

@@ -20,9 +20,9 @@
 namespace ptoserve {
 
 // The element types the bitwise instructions accept on every target.
-inline constexpr DType kBitwiseDTypes[] = {DType::kInt8,   DType::kUInt8,
-                                           DType::kInt16,  DType::kUInt16,
-                                           DType::kInt32,  DType::kUInt32};
+inline constexpr DType kBitwiseDTypes[] = {DType::kInt8,  DType::kUInt8,
+                                           DType::kInt16, DType::kUInt16,
+                                           DType::kInt32, DType::kUInt32};
 
 // What one instruction is, whatever the target.
 struct OpInfo {
@@ -64,7 +64,8 @@ constexpr bool OpsIndexedByOpcode() {
   }
   return true;
 }
-static_assert(OpsIndexedByOpcode(), "kOps must have one row per Opcode, in order");
+static_assert(OpsIndexedByOpcode(),
+              "kOps must have one row per Opcode, in order");
 
 inline constexpr const OpInfo& Op(Opcode opcode) {
   return kOps[static_cast<size_t>(opcode)];

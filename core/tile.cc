@@ -14,7 +14,8 @@ namespace {
 std::string FormatBytes(unsigned __int128 n) {
   std::string digits;
   do {
-    digits.insert(digits.begin(), static_cast<char>('0' + static_cast<int>(n % 10)));
+    digits.insert(digits.begin(),
+                  static_cast<char>('0' + static_cast<int>(n % 10)));
     n /= 10;
   } while (n != 0);
   return digits;
@@ -34,26 +35,32 @@ absl::StatusOr<TileDesc> ResolveTileDesc(const TileDesc& desc,
                                          absl::string_view name,
                                          size_t max_bytes) {
   if (desc.rows == 0 || desc.cols == 0) {
-    return AtTile(absl::InvalidArgumentError(absl::StrFormat(
-        "tile \"%s\": shape %ux%u is empty; rows and cols must be > 0", name,
-        desc.rows, desc.cols)), name);
+    return AtTile(
+        absl::InvalidArgumentError(absl::StrFormat(
+            "tile \"%s\": shape %ux%u is empty; rows and cols must be > 0",
+            name, desc.rows, desc.cols)),
+        name);
   }
   TileDesc out = desc;
   if (out.valid_rows == 0) out.valid_rows = out.rows;
   if (out.valid_cols == 0) out.valid_cols = out.cols;
   if (out.valid_rows > out.rows || out.valid_cols > out.cols) {
-    return AtTile(absl::InvalidArgumentError(absl::StrFormat(
-        "tile \"%s\": valid region %ux%u exceeds its shape %ux%u", name,
-        out.valid_rows, out.valid_cols, out.rows, out.cols)), name);
+    return AtTile(
+        absl::InvalidArgumentError(absl::StrFormat(
+            "tile \"%s\": valid region %ux%u exceeds its shape %ux%u", name,
+            out.valid_rows, out.valid_cols, out.rows, out.cols)),
+        name);
   }
   // rows * cols * element bytes can pass 2^64 (2^31 x 2^31 int32 tiles
   // wrap to 0): compared in 128 bits, before anything uses bytes().
   const unsigned __int128 bytes = static_cast<unsigned __int128>(out.rows) *
                                   out.cols * ElementBytes(out.dtype);
   if (bytes > max_bytes) {
-    return AtTile(absl::ResourceExhaustedError(absl::StrFormat(
-        "tile \"%s\": %s is %s bytes, over the limit of %u bytes per tile",
-        name, out.ToString(), FormatBytes(bytes), max_bytes)), name);
+    return AtTile(
+        absl::ResourceExhaustedError(absl::StrFormat(
+            "tile \"%s\": %s is %s bytes, over the limit of %u bytes per tile",
+            name, out.ToString(), FormatBytes(bytes), max_bytes)),
+        name);
   }
   return out;
 }

@@ -26,7 +26,9 @@ struct TileDesc {
   size_t elements() const { return size_t{rows} * cols; }
   size_t bytes() const { return elements() * ElementBytes(dtype); }
   size_t row_bytes() const { return size_t{cols} * ElementBytes(dtype); }
-  size_t valid_row_bytes() const { return size_t{valid_cols} * ElementBytes(dtype); }
+  size_t valid_row_bytes() const {
+    return size_t{valid_cols} * ElementBytes(dtype);
+  }
   // "16x16 int32 (valid 16x15)"
   std::string ToString() const;
 };
@@ -56,8 +58,9 @@ class Tile {
 
   const TileDesc& desc() const { return desc_; }
   const uint8_t* data() const {
-    return borrowed_ != nullptr ? borrowed_
-                                : reinterpret_cast<const uint8_t*>(bytes_.data());
+    return borrowed_ != nullptr
+               ? borrowed_
+               : reinterpret_cast<const uint8_t*>(bytes_.data());
   }
   // REQUIRES: owned().
   uint8_t* data();

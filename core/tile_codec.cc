@@ -42,10 +42,12 @@ absl::Status CheckDataSize(const TileDesc& desc, absl::string_view name,
                            size_t bytes) {
   if (bytes != desc.bytes()) {
     return AtTile(absl::InvalidArgumentError(absl::StrFormat(
-        "tile \"%s\": data has %u bytes, expected %u (%ux%u elements of %s, "
-        "%u bytes each)",
-        name, bytes, desc.bytes(), desc.rows, desc.cols, DTypeName(desc.dtype),
-        ElementBytes(desc.dtype))), name);
+                      "tile \"%s\": data has %u bytes, expected %u (%ux%u "
+                      "elements of %s, "
+                      "%u bytes each)",
+                      name, bytes, desc.bytes(), desc.rows, desc.cols,
+                      DTypeName(desc.dtype), ElementBytes(desc.dtype))),
+                  name);
   }
   return absl::OkStatus();
 }
@@ -53,15 +55,19 @@ absl::Status CheckDataSize(const TileDesc& desc, absl::string_view name,
 absl::Status CheckValueCount(const TileDesc& desc, absl::string_view name,
                              size_t count) {
   if (!HasValueEncoding(desc.dtype)) {
-    return AtTile(absl::InvalidArgumentError(absl::StrFormat(
-        "tile \"%s\": %s elements cannot be sent as values; send data",
-        name, DTypeName(desc.dtype))), name);
+    return AtTile(
+        absl::InvalidArgumentError(absl::StrFormat(
+            "tile \"%s\": %s elements cannot be sent as values; send data",
+            name, DTypeName(desc.dtype))),
+        name);
   }
   if (count != desc.elements()) {
     return AtTile(absl::InvalidArgumentError(absl::StrFormat(
-        "tile \"%s\": values has %u entries, expected %u (one per element of "
-        "the %ux%u tile)",
-        name, count, desc.elements(), desc.rows, desc.cols)), name);
+                      "tile \"%s\": values has %u entries, expected %u (one "
+                      "per element of "
+                      "the %ux%u tile)",
+                      name, count, desc.elements(), desc.rows, desc.cols)),
+                  name);
   }
   return absl::OkStatus();
 }
@@ -80,7 +86,8 @@ std::string ValueProblem(DType dtype, double v) {
     const double hi = static_cast<double>(MaxValue(dtype));
     if (!(v >= lo && v <= hi) || v != std::trunc(v)) {
       return absl::StrFormat("is not an integer in the %s range [%d, %d]",
-                             DTypeName(dtype), MinValue(dtype), MaxValue(dtype));
+                             DTypeName(dtype), MinValue(dtype),
+                             MaxValue(dtype));
     }
   }
   if (dtype == DType::kFloat32) {
@@ -97,13 +104,27 @@ std::string ValueProblem(DType dtype, double v) {
 
 void StoreAll(DType dtype, absl::Span<const double> values, uint8_t* out) {
   switch (dtype) {
-    case DType::kInt8: StoreAll<int8_t>(values, out); break;
-    case DType::kUInt8: StoreAll<uint8_t>(values, out); break;
-    case DType::kInt16: StoreAll<int16_t>(values, out); break;
-    case DType::kUInt16: StoreAll<uint16_t>(values, out); break;
-    case DType::kInt32: StoreAll<int32_t>(values, out); break;
-    case DType::kUInt32: StoreAll<uint32_t>(values, out); break;
-    case DType::kFloat32: StoreAll<float>(values, out); break;
+    case DType::kInt8:
+      StoreAll<int8_t>(values, out);
+      break;
+    case DType::kUInt8:
+      StoreAll<uint8_t>(values, out);
+      break;
+    case DType::kInt16:
+      StoreAll<int16_t>(values, out);
+      break;
+    case DType::kUInt16:
+      StoreAll<uint16_t>(values, out);
+      break;
+    case DType::kInt32:
+      StoreAll<int32_t>(values, out);
+      break;
+    case DType::kUInt32:
+      StoreAll<uint32_t>(values, out);
+      break;
+    case DType::kFloat32:
+      StoreAll<float>(values, out);
+      break;
     case DType::kFloat16:
     case DType::kBFloat16:
       break;  // rejected by CheckValueCount and FillWithValue
@@ -116,11 +137,13 @@ absl::Status FillFromValues(absl::Span<const double> values,
                             absl::string_view name, Tile* tile) {
   const DType dtype = tile->desc().dtype;
   for (size_t i = 0; i < values.size(); ++i) {
-    if (std::string problem = ValueProblem(dtype, values[i]); !problem.empty()) {
+    if (std::string problem = ValueProblem(dtype, values[i]);
+        !problem.empty()) {
       const uint32_t cols = tile->desc().cols;
       return AtTile(absl::InvalidArgumentError(absl::StrFormat(
-          "tile \"%s\": values[%u] (element %u,%u) = %.17g %s", name, i,
-          i / cols, i % cols, values[i], problem)), name);
+                        "tile \"%s\": values[%u] (element %u,%u) = %.17g %s",
+                        name, i, i / cols, i % cols, values[i], problem)),
+                    name);
     }
   }
   StoreAll(dtype, values, tile->data());
@@ -130,13 +153,16 @@ absl::Status FillFromValues(absl::Span<const double> values,
 absl::Status CheckFill(const TileDesc& desc, absl::string_view name,
                        double value) {
   if (!HasValueEncoding(desc.dtype)) {
-    return AtTile(absl::InvalidArgumentError(absl::StrFormat(
-        "tile \"%s\": %s elements cannot be given as fill; send data", name,
-        DTypeName(desc.dtype))), name);
+    return AtTile(
+        absl::InvalidArgumentError(absl::StrFormat(
+            "tile \"%s\": %s elements cannot be given as fill; send data", name,
+            DTypeName(desc.dtype))),
+        name);
   }
   if (std::string problem = ValueProblem(desc.dtype, value); !problem.empty()) {
-    return AtTile(absl::InvalidArgumentError(
-        absl::StrFormat("tile \"%s\": fill = %.17g %s", name, value, problem)), name);
+    return AtTile(absl::InvalidArgumentError(absl::StrFormat(
+                      "tile \"%s\": fill = %.17g %s", name, value, problem)),
+                  name);
   }
   return absl::OkStatus();
 }
@@ -158,13 +184,27 @@ void FillWithValue(double value, Tile* tile) {
 void ToValues(const Tile& tile, absl::Span<double> out) {
   const uint8_t* in = tile.data();
   switch (tile.desc().dtype) {
-    case DType::kInt8: LoadAll<int8_t>(in, out); break;
-    case DType::kUInt8: LoadAll<uint8_t>(in, out); break;
-    case DType::kInt16: LoadAll<int16_t>(in, out); break;
-    case DType::kUInt16: LoadAll<uint16_t>(in, out); break;
-    case DType::kInt32: LoadAll<int32_t>(in, out); break;
-    case DType::kUInt32: LoadAll<uint32_t>(in, out); break;
-    case DType::kFloat32: LoadAll<float>(in, out); break;
+    case DType::kInt8:
+      LoadAll<int8_t>(in, out);
+      break;
+    case DType::kUInt8:
+      LoadAll<uint8_t>(in, out);
+      break;
+    case DType::kInt16:
+      LoadAll<int16_t>(in, out);
+      break;
+    case DType::kUInt16:
+      LoadAll<uint16_t>(in, out);
+      break;
+    case DType::kInt32:
+      LoadAll<int32_t>(in, out);
+      break;
+    case DType::kUInt32:
+      LoadAll<uint32_t>(in, out);
+      break;
+    case DType::kFloat32:
+      LoadAll<float>(in, out);
+      break;
     case DType::kFloat16:
     case DType::kBFloat16:
       break;  // such tiles are always sent and returned as data

@@ -24,15 +24,24 @@ size_t ElementBytes(DType dtype) {
 
 absl::string_view DTypeName(DType dtype) {
   switch (dtype) {
-    case DType::kInt8: return "int8";
-    case DType::kUInt8: return "uint8";
-    case DType::kInt16: return "int16";
-    case DType::kUInt16: return "uint16";
-    case DType::kInt32: return "int32";
-    case DType::kUInt32: return "uint32";
-    case DType::kFloat16: return "float16";
-    case DType::kBFloat16: return "bfloat16";
-    case DType::kFloat32: return "float32";
+    case DType::kInt8:
+      return "int8";
+    case DType::kUInt8:
+      return "uint8";
+    case DType::kInt16:
+      return "int16";
+    case DType::kUInt16:
+      return "uint16";
+    case DType::kInt32:
+      return "int32";
+    case DType::kUInt32:
+      return "uint32";
+    case DType::kFloat16:
+      return "float16";
+    case DType::kBFloat16:
+      return "bfloat16";
+    case DType::kFloat32:
+      return "float32";
   }
   return "?";
 }
@@ -44,22 +53,33 @@ bool IsInteger(DType dtype) {
 
 int64_t MinValue(DType dtype) {
   switch (dtype) {
-    case DType::kInt8: return std::numeric_limits<int8_t>::min();
-    case DType::kInt16: return std::numeric_limits<int16_t>::min();
-    case DType::kInt32: return std::numeric_limits<int32_t>::min();
-    default: return 0;
+    case DType::kInt8:
+      return std::numeric_limits<int8_t>::min();
+    case DType::kInt16:
+      return std::numeric_limits<int16_t>::min();
+    case DType::kInt32:
+      return std::numeric_limits<int32_t>::min();
+    default:
+      return 0;
   }
 }
 
 int64_t MaxValue(DType dtype) {
   switch (dtype) {
-    case DType::kInt8: return std::numeric_limits<int8_t>::max();
-    case DType::kUInt8: return std::numeric_limits<uint8_t>::max();
-    case DType::kInt16: return std::numeric_limits<int16_t>::max();
-    case DType::kUInt16: return std::numeric_limits<uint16_t>::max();
-    case DType::kInt32: return std::numeric_limits<int32_t>::max();
-    case DType::kUInt32: return std::numeric_limits<uint32_t>::max();
-    default: return 0;
+    case DType::kInt8:
+      return std::numeric_limits<int8_t>::max();
+    case DType::kUInt8:
+      return std::numeric_limits<uint8_t>::max();
+    case DType::kInt16:
+      return std::numeric_limits<int16_t>::max();
+    case DType::kUInt16:
+      return std::numeric_limits<uint16_t>::max();
+    case DType::kInt32:
+      return std::numeric_limits<int32_t>::max();
+    case DType::kUInt32:
+      return std::numeric_limits<uint32_t>::max();
+    default:
+      return 0;
   }
 }
 
@@ -69,22 +89,32 @@ absl::string_view LayoutName(Layout layout) {
 
 absl::string_view LocationName(Location location) {
   switch (location) {
-    case Location::kVec: return "vec";
-    case Location::kMat: return "mat";
-    case Location::kLeft: return "left";
-    case Location::kRight: return "right";
-    case Location::kAcc: return "acc";
-    case Location::kBias: return "bias";
-    case Location::kScaling: return "scaling";
+    case Location::kVec:
+      return "vec";
+    case Location::kMat:
+      return "mat";
+    case Location::kLeft:
+      return "left";
+    case Location::kRight:
+      return "right";
+    case Location::kAcc:
+      return "acc";
+    case Location::kBias:
+      return "bias";
+    case Location::kScaling:
+      return "scaling";
   }
   return "?";
 }
 
 absl::string_view TargetName(Target target) {
   switch (target) {
-    case Target::kHost: return "host";
-    case Target::kA2A3: return "a2a3";
-    case Target::kA5: return "a5";
+    case Target::kHost:
+      return "host";
+    case Target::kA2A3:
+      return "a2a3";
+    case Target::kA5:
+      return "a5";
   }
   return "?";
 }

@@ -40,7 +40,15 @@ enum class Layout : uint8_t { kRowMajor, kColMajor };
 absl::string_view LayoutName(Layout layout);
 
 // The on-chip storage a tile lives in (the seeds' TileType).
-enum class Location : uint8_t { kVec, kMat, kLeft, kRight, kAcc, kBias, kScaling };
+enum class Location : uint8_t {
+  kVec,
+  kMat,
+  kLeft,
+  kRight,
+  kAcc,
+  kBias,
+  kScaling
+};
 absl::string_view LocationName(Location location);
 
 // The hardware whose rules and algorithm an instruction runs under.
@@ -57,7 +65,6 @@ std::string TargetNames();
 
 // Who places tiles in the on-chip buffer.
 enum class Mode : uint8_t { kAuto, kManual };
-
 
 }  // namespace ptoserve
 

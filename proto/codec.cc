@@ -36,15 +36,24 @@ google::protobuf::Timestamp ToTimestamp(absl::Time t) {
 
 absl::StatusOr<DType> FromProto(v1::DType dtype, absl::string_view tile) {
   switch (dtype) {
-    case v1::DTYPE_INT8: return DType::kInt8;
-    case v1::DTYPE_UINT8: return DType::kUInt8;
-    case v1::DTYPE_INT16: return DType::kInt16;
-    case v1::DTYPE_UINT16: return DType::kUInt16;
-    case v1::DTYPE_INT32: return DType::kInt32;
-    case v1::DTYPE_UINT32: return DType::kUInt32;
-    case v1::DTYPE_FLOAT16: return DType::kFloat16;
-    case v1::DTYPE_BFLOAT16: return DType::kBFloat16;
-    case v1::DTYPE_FLOAT32: return DType::kFloat32;
+    case v1::DTYPE_INT8:
+      return DType::kInt8;
+    case v1::DTYPE_UINT8:
+      return DType::kUInt8;
+    case v1::DTYPE_INT16:
+      return DType::kInt16;
+    case v1::DTYPE_UINT16:
+      return DType::kUInt16;
+    case v1::DTYPE_INT32:
+      return DType::kInt32;
+    case v1::DTYPE_UINT32:
+      return DType::kUInt32;
+    case v1::DTYPE_FLOAT16:
+      return DType::kFloat16;
+    case v1::DTYPE_BFLOAT16:
+      return DType::kBFloat16;
+    case v1::DTYPE_FLOAT32:
+      return DType::kFloat32;
     case v1::DTYPE_UNSPECIFIED:
       return absl::InvalidArgumentError(absl::StrFormat(
           "tile \"%s\": dtype is not set (DTYPE_INT8, DTYPE_UINT8, "
@@ -59,9 +68,12 @@ absl::StatusOr<DType> FromProto(v1::DType dtype, absl::string_view tile) {
 
 absl::StatusOr<Layout> FromProto(v1::Layout layout, absl::string_view tile) {
   switch (layout) {
-    case v1::LAYOUT_ROW_MAJOR: return Layout::kRowMajor;
-    case v1::LAYOUT_COL_MAJOR: return Layout::kColMajor;
-    default: break;
+    case v1::LAYOUT_ROW_MAJOR:
+      return Layout::kRowMajor;
+    case v1::LAYOUT_COL_MAJOR:
+      return Layout::kColMajor;
+    default:
+      break;
   }
   return absl::InvalidArgumentError(
       absl::StrFormat("tile \"%s\": unknown layout %d", tile, layout));
@@ -70,14 +82,22 @@ absl::StatusOr<Layout> FromProto(v1::Layout layout, absl::string_view tile) {
 absl::StatusOr<Location> FromProto(v1::Location location,
                                    absl::string_view tile) {
   switch (location) {
-    case v1::LOCATION_VEC: return Location::kVec;
-    case v1::LOCATION_MAT: return Location::kMat;
-    case v1::LOCATION_LEFT: return Location::kLeft;
-    case v1::LOCATION_RIGHT: return Location::kRight;
-    case v1::LOCATION_ACC: return Location::kAcc;
-    case v1::LOCATION_BIAS: return Location::kBias;
-    case v1::LOCATION_SCALING: return Location::kScaling;
-    default: break;
+    case v1::LOCATION_VEC:
+      return Location::kVec;
+    case v1::LOCATION_MAT:
+      return Location::kMat;
+    case v1::LOCATION_LEFT:
+      return Location::kLeft;
+    case v1::LOCATION_RIGHT:
+      return Location::kRight;
+    case v1::LOCATION_ACC:
+      return Location::kAcc;
+    case v1::LOCATION_BIAS:
+      return Location::kBias;
+    case v1::LOCATION_SCALING:
+      return Location::kScaling;
+    default:
+      break;
   }
   return absl::InvalidArgumentError(
       absl::StrFormat("tile \"%s\": unknown location %d", tile, location));
@@ -115,8 +135,8 @@ absl::StatusOr<TileInput> FromProto(const std::string& name,
   in.desc.valid_rows = tile.valid_rows();
   in.desc.valid_cols = tile.valid_cols();
   if (tile.has_address()) in.desc.address = tile.address();
-  const int encodings = !tile.data().empty() + (tile.values_size() > 0) +
-                        tile.has_fill();
+  const int encodings =
+      !tile.data().empty() + (tile.values_size() > 0) + tile.has_fill();
   if (encodings > 1) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "tile \"%s\": has more than one of data, values and fill; send one "
@@ -160,9 +180,12 @@ void ToProto(OutputTile out, bool as_values, v1::Tile* tile) {
 
 v1::Target ToProto(Target target) {
   switch (target) {
-    case Target::kHost: return v1::TARGET_HOST;
-    case Target::kA2A3: return v1::TARGET_A2A3;
-    case Target::kA5: return v1::TARGET_A5;
+    case Target::kHost:
+      return v1::TARGET_HOST;
+    case Target::kA2A3:
+      return v1::TARGET_A2A3;
+    case Target::kA5:
+      return v1::TARGET_A5;
   }
   return v1::TARGET_UNSPECIFIED;
 }
@@ -178,10 +201,14 @@ v1::Opcode ToProto(Opcode opcode) {
 
 absl::StatusOr<Target> FromProto(v1::Target target) {
   switch (target) {
-    case v1::TARGET_HOST: return Target::kHost;
-    case v1::TARGET_A2A3: return Target::kA2A3;
-    case v1::TARGET_A5: return Target::kA5;
-    default: break;
+    case v1::TARGET_HOST:
+      return Target::kHost;
+    case v1::TARGET_A2A3:
+      return Target::kA2A3;
+    case v1::TARGET_A5:
+      return Target::kA5;
+    default:
+      break;
   }
   return absl::InvalidArgumentError(absl::StrFormat(
       "unknown target %d (TARGET_HOST, TARGET_A2A3 or TARGET_A5)", target));
@@ -193,8 +220,12 @@ absl::StatusOr<JobSpec> ToJobSpec(const v1::Job& job) {
     PTO_ASSIGN_OR_RETURN(spec.target, FromProto(job.target()));
   }
   switch (job.mode()) {
-    case v1::MODE_AUTO: spec.mode = Mode::kAuto; break;
-    case v1::MODE_MANUAL: spec.mode = Mode::kManual; break;
+    case v1::MODE_AUTO:
+      spec.mode = Mode::kAuto;
+      break;
+    case v1::MODE_MANUAL:
+      spec.mode = Mode::kManual;
+      break;
     default:
       return absl::InvalidArgumentError(absl::StrFormat(
           "unknown mode %d (MODE_AUTO or MODE_MANUAL)", job.mode()));
@@ -205,8 +236,9 @@ absl::StatusOr<JobSpec> ToJobSpec(const v1::Job& job) {
     spec.tiles.push_back(std::move(in));
   }
   // A map's order is unspecified; sort so that errors are deterministic.
-  std::sort(spec.tiles.begin(), spec.tiles.end(),
-            [](const TileInput& a, const TileInput& b) { return a.name < b.name; });
+  std::sort(
+      spec.tiles.begin(), spec.tiles.end(),
+      [](const TileInput& a, const TileInput& b) { return a.name < b.name; });
   spec.instructions.reserve(job.instructions_size());
   for (int i = 0; i < job.instructions_size(); ++i) {
     const v1::Instruction& in = job.instructions(i);
@@ -226,8 +258,8 @@ absl::StatusOr<JobSpec> ToJobSpec(const v1::Job& job) {
 
 namespace {
 
-using google::protobuf::io::CodedInputStream;
 using google::protobuf::internal::WireFormatLite;
+using google::protobuf::io::CodedInputStream;
 
 // How a field of the messages a Job holds travels (job.proto, tile.proto):
 // a field the schema has, on another wire type, is an unknown field to the
@@ -240,20 +272,21 @@ struct FieldRule {
 };
 
 // The fields CheckJobWire knows, per message.
-constexpr FieldRule kJobFields[] = {{1, Wire::kBytes},  {2, Wire::kVarint}, {3, Wire::kVarint},
-                                    {4, Wire::kBytes},  {5, Wire::kBytes},  {6, Wire::kBytes},
-                                    {7, Wire::kVarint}, {8, Wire::kBytes},  {9, Wire::kBytes}};
+constexpr FieldRule kJobFields[] = {
+    {1, Wire::kBytes},  {2, Wire::kVarint}, {3, Wire::kVarint},
+    {4, Wire::kBytes},  {5, Wire::kBytes},  {6, Wire::kBytes},
+    {7, Wire::kVarint}, {8, Wire::kBytes},  {9, Wire::kBytes}};
 constexpr FieldRule kEntryFields[] = {{1, Wire::kBytes}, {2, Wire::kBytes}};
 constexpr FieldRule kTileFields[] = {
-    {1, Wire::kVarint}, {2, Wire::kVarint}, {3, Wire::kVarint},
-    {4, Wire::kVarint}, {5, Wire::kVarint}, {6, Wire::kVarint},
-    {7, Wire::kVarint}, {8, Wire::kVarint}, {9, Wire::kBytes},
+    {1, Wire::kVarint},           {2, Wire::kVarint},  {3, Wire::kVarint},
+    {4, Wire::kVarint},           {5, Wire::kVarint},  {6, Wire::kVarint},
+    {7, Wire::kVarint},           {8, Wire::kVarint},  {9, Wire::kBytes},
     {10, Wire::kPackedOrFixed64}, {11, Wire::kFixed64}};
-constexpr FieldRule kInstructionFields[] = {{1, Wire::kVarint}, {2, Wire::kBytes},
-                                            {3, Wire::kBytes},  {4, Wire::kBytes},
-                                            {5, Wire::kBytes},  {6, Wire::kBytes},
-                                            {7, Wire::kBytes}};
-constexpr FieldRule kDurationFields[] = {{1, Wire::kVarint}, {2, Wire::kVarint}};
+constexpr FieldRule kInstructionFields[] = {
+    {1, Wire::kVarint}, {2, Wire::kBytes}, {3, Wire::kBytes}, {4, Wire::kBytes},
+    {5, Wire::kBytes},  {6, Wire::kBytes}, {7, Wire::kBytes}};
+constexpr FieldRule kDurationFields[] = {{1, Wire::kVarint},
+                                         {2, Wire::kVarint}};
 
 // The most fields a request may carry that this server's schema lacks (a
 // newer client's): protobuf keeps each, at 16 bytes or more for as few as
@@ -274,11 +307,13 @@ class WireScan {
   }
 
   absl::StatusOr<WireShape> Run() {
-    Message(kJobFields, [&](int field, uint32_t length) { JobField(field, length); });
+    Message(kJobFields,
+            [&](int field, uint32_t length) { JobField(field, length); });
     if (in_.BytesUntilLimit() != 0) corrupt_ = true;  // stopped at a 0 tag
     if (corrupt_) {
       return absl::InvalidArgumentError(
-          "is not a ptoserve.v1.Job: its protobuf encoding is truncated or corrupt");
+          "is not a ptoserve.v1.Job: its protobuf encoding is truncated or "
+          "corrupt");
     }
     if (!first_error_.ok()) return first_error_;
     return WireShape{tiles_, instructions_, assembly_bytes_};
@@ -306,7 +341,8 @@ class WireScan {
       if (type == WireFormatLite::WIRETYPE_START_GROUP) {
         corrupt_ = !WireFormatLite::SkipField(&in_, tag);
         Fail(absl::InvalidArgumentError(absl::StrFormat(
-            "field %u is a group, which ptoserve.v1 messages never hold", number)));
+            "field %u is a group, which ptoserve.v1 messages never hold",
+            number)));
         continue;
       }
       const FieldRule* rule = nullptr;
@@ -315,8 +351,9 @@ class WireScan {
       }
       const bool known =
           rule != nullptr &&
-          (rule->wire == Wire::kVarint   ? type == WireFormatLite::WIRETYPE_VARINT
-           : rule->wire == Wire::kFixed64 ? type == WireFormatLite::WIRETYPE_FIXED64
+          (rule->wire == Wire::kVarint ? type == WireFormatLite::WIRETYPE_VARINT
+           : rule->wire == Wire::kFixed64
+               ? type == WireFormatLite::WIRETYPE_FIXED64
            : rule->wire == Wire::kBytes
                ? type == WireFormatLite::WIRETYPE_LENGTH_DELIMITED
                : type == WireFormatLite::WIRETYPE_FIXED64 ||
@@ -345,13 +382,16 @@ class WireScan {
   // Reads a nested message of `length` bytes with `rules`.
   template <size_t N, typename OnBytes>
   void Nested(uint32_t length, const FieldRule (&rules)[N], OnBytes on_bytes) {
-    const CodedInputStream::Limit limit = in_.PushLimit(static_cast<int>(length));
+    const CodedInputStream::Limit limit =
+        in_.PushLimit(static_cast<int>(length));
     Message(rules, on_bytes);
     if (!corrupt_ && in_.BytesUntilLimit() != 0) corrupt_ = true;
     in_.PopLimit(limit);
   }
 
-  void Skip(uint32_t length) { corrupt_ |= !in_.Skip(static_cast<int>(length)); }
+  void Skip(uint32_t length) {
+    corrupt_ |= !in_.Skip(static_cast<int>(length));
+  }
 
   // Skips a name of `length` bytes, noting it if it is longer than names
   // may be (quoting its start).
@@ -372,8 +412,9 @@ class WireScan {
     switch (field) {
       case 4:  // tiles
         if (++tiles_ == limits_.max_tiles_per_job + 1) {
-          Fail(absl::ResourceExhaustedError(absl::StrFormat(
-              "job has more than %u tiles, the limit", limits_.max_tiles_per_job)));
+          Fail(absl::ResourceExhaustedError(
+              absl::StrFormat("job has more than %u tiles, the limit",
+                              limits_.max_tiles_per_job)));
         }
         return Nested(length, kEntryFields, [&](int f, uint32_t n) {
           if (f == 1) return Name(n, "tile name");
@@ -381,9 +422,9 @@ class WireScan {
         });
       case 5:  // instructions
         if (++instructions_ == limits_.max_instructions_per_job + 1) {
-          Fail(absl::ResourceExhaustedError(absl::StrFormat(
-              "job has more than %u instructions, the limit",
-              limits_.max_instructions_per_job)));
+          Fail(absl::ResourceExhaustedError(
+              absl::StrFormat("job has more than %u instructions, the limit",
+                              limits_.max_instructions_per_job)));
         }
         waits_ = 0;
         return Nested(length, kInstructionFields, [&](int f, uint32_t n) {
@@ -402,12 +443,13 @@ class WireScan {
         }
         return Name(length, "outputs entry");
       case 8:  // timeout
-        return Nested(length, kDurationFields, [&](int, uint32_t n) { Skip(n); });
+        return Nested(length, kDurationFields,
+                      [&](int, uint32_t n) { Skip(n); });
       case 9:  // assembly
         if (length > limits_.max_assembly_bytes) {
-          Fail(absl::ResourceExhaustedError(absl::StrFormat(
-              "assembly is %u bytes, over the limit of %u", length,
-              limits_.max_assembly_bytes)));
+          Fail(absl::ResourceExhaustedError(
+              absl::StrFormat("assembly is %u bytes, over the limit of %u",
+                              length, limits_.max_assembly_bytes)));
         }
         assembly_bytes_ = length;
         return Skip(length);
@@ -426,8 +468,9 @@ class WireScan {
 
 }  // namespace
 
-absl::StatusOr<WireShape> CheckJobWire(google::protobuf::io::ZeroCopyInputStream* bytes,
-                                       size_t size, const EngineLimits& limits) {
+absl::StatusOr<WireShape> CheckJobWire(
+    google::protobuf::io::ZeroCopyInputStream* bytes, size_t size,
+    const EngineLimits& limits) {
   if (size > static_cast<size_t>(INT32_MAX)) {
     return absl::ResourceExhaustedError("a request is at most 2^31 bytes");
   }
@@ -457,7 +500,8 @@ bool ResultEncodings::AsValues(absl::string_view name) const {
 uint64_t ResultBytes(const JobCost& cost, const ResultEncodings& encodings) {
   uint64_t bytes = 0;
   for (const JobCost::Output& out : cost.outputs) {
-    bytes += encodings.AsValues(out.name) ? out.elements * sizeof(double) : out.bytes;
+    bytes += encodings.AsValues(out.name) ? out.elements * sizeof(double)
+                                          : out.bytes;
   }
   return bytes;
 }

@@ -47,8 +47,9 @@ struct WireShape {
   size_t instructions = 0;
   size_t assembly_bytes = 0;
 };
-absl::StatusOr<WireShape> CheckJobWire(google::protobuf::io::ZeroCopyInputStream* bytes,
-                                       size_t size, const EngineLimits& limits);
+absl::StatusOr<WireShape> CheckJobWire(
+    google::protobuf::io::ZeroCopyInputStream* bytes, size_t size,
+    const EngineLimits& limits);
 
 // How each tile of a job travels back in its JobResult: as values when its
 // elements came as values, else as bytes (data); a tile that came without
@@ -60,7 +61,8 @@ class ResultEncodings {
   ResultEncodings() = default;
   // `uses_tmp(opcode)`: whether the job's target computes that opcode
   // through its tmp (and so makes a tmp the job does not declare).
-  ResultEncodings(const JobSpec& spec, absl::FunctionRef<bool(Opcode)> uses_tmp);
+  ResultEncodings(const JobSpec& spec,
+                  absl::FunctionRef<bool(Opcode)> uses_tmp);
 
   // Whether tile `name` travels as values rather than data.
   bool AsValues(absl::string_view name) const;

@@ -13,15 +13,19 @@ namespace ptoserve {
 inline size_t WireElementBytes(int dtype) {
   switch (dtype) {
     case v1::DTYPE_INT8:
-    case v1::DTYPE_UINT8: return 1;
+    case v1::DTYPE_UINT8:
+      return 1;
     case v1::DTYPE_INT16:
     case v1::DTYPE_UINT16:
     case v1::DTYPE_FLOAT16:
-    case v1::DTYPE_BFLOAT16: return 2;
+    case v1::DTYPE_BFLOAT16:
+      return 2;
     case v1::DTYPE_INT32:
     case v1::DTYPE_UINT32:
-    case v1::DTYPE_FLOAT32: return 4;
-    default: return 0;
+    case v1::DTYPE_FLOAT32:
+      return 4;
+    default:
+      return 0;
   }
 }
 

@@ -26,7 +26,9 @@ Footprint JobFootprint(uint64_t request_bytes, const DecodedJob& decoded,
   f.tiles = cost.tile_bytes;
   f.result = ResultBytes(cost, decoded.encodings);
   f.bookkeeping = cost.tiles * kTileBytes;
-  if (decoded.program) f.bookkeeping += decoded.program->statements.size() * kStatementBytes;
+  if (decoded.program) {
+    f.bookkeeping += decoded.program->statements.size() * kStatementBytes;
+  }
   for (const Instruction& inst : decoded.spec.instructions) {
     f.bookkeeping += kEventBytes;
     for (const std::string& wait : inst.wait_events) {

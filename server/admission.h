@@ -13,9 +13,10 @@
 namespace ptoserve {
 
 struct Footprint {
-  uint64_t request = 0;  // the request on the wire (the parsed job holds as much)
-  uint64_t tiles = 0;    // the tiles the engine makes (JobCost::tile_bytes)
-  uint64_t result = 0;   // the result's tiles (ResultBytes), held twice
+  uint64_t request =
+      0;               // the request on the wire (the parsed job holds as much)
+  uint64_t tiles = 0;  // the tiles the engine makes (JobCost::tile_bytes)
+  uint64_t result = 0;  // the result's tiles (ResultBytes), held twice
   // Event records, tile bookkeeping and the assembly's syntax tree.
   uint64_t bookkeeping = 0;
 

@@ -52,8 +52,7 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ServerCredentials(
     return grpc::InsecureServerCredentials();
   }
   if (files.cert.empty() || files.key.empty()) {
-    return absl::InvalidArgumentError(
-        "--tls_cert and --tls_key go together");
+    return absl::InvalidArgumentError("--tls_cert and --tls_key go together");
   }
   grpc::SslServerCredentialsOptions options;
   grpc::SslServerCredentialsOptions::PemKeyCertPair pair;
@@ -130,12 +129,15 @@ class Gate final : public grpc::AuthMetadataProcessor {
   // A few short comparisons: cheap enough for gRPC's thread.
   bool IsBlocking() const override { return false; }
 
-  grpc::Status Process(const InputMetadata& metadata, grpc::AuthContext* context,
-                       OutputMetadata*, OutputMetadata*) override {
+  grpc::Status Process(const InputMetadata& metadata,
+                       grpc::AuthContext* context, OutputMetadata*,
+                       OutputMetadata*) override {
     // Probes (kubelet, load balancers) carry no token.
-    if (auto path = metadata.find(":path"); path != metadata.end() &&
-        absl::StartsWith(absl::string_view(path->second.data(), path->second.size()),
-                         "/grpc.health.v1.Health/")) {
+    if (auto path = metadata.find(":path");
+        path != metadata.end() &&
+        absl::StartsWith(
+            absl::string_view(path->second.data(), path->second.size()),
+            "/grpc.health.v1.Health/")) {
       return grpc::Status::OK;
     }
     if (!client_names_.empty()) {
@@ -144,8 +146,8 @@ class Gate final : public grpc::AuthMetadataProcessor {
       for (const grpc::string_ref& name :
            context->FindPropertyValues(GRPC_X509_CN_PROPERTY_NAME)) {
         seen.assign(name.data(), name.size());
-        allowed |= std::find(client_names_.begin(), client_names_.end(), seen) !=
-                   client_names_.end();
+        allowed |= std::find(client_names_.begin(), client_names_.end(),
+                             seen) != client_names_.end();
       }
       if (!allowed) {
         return grpc::Status(
@@ -158,10 +160,14 @@ class Gate final : public grpc::AuthMetadataProcessor {
     if (auth_ == nullptr) return grpc::Status::OK;
     auto it = metadata.find("authorization");
     absl::string_view value;
-    if (it != metadata.end()) value = absl::string_view(it->second.data(), it->second.size());
-    absl::Status allowed = auth_->CheckHeader(it == metadata.end() ? nullptr : &value);
+    if (it != metadata.end()) {
+      value = absl::string_view(it->second.data(), it->second.size());
+    }
+    absl::Status allowed =
+        auth_->CheckHeader(it == metadata.end() ? nullptr : &value);
     if (allowed.ok()) return grpc::Status::OK;
-    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, std::string(allowed.message()));
+    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                        std::string(allowed.message()));
   }
 
  private:

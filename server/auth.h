@@ -14,9 +14,10 @@
 namespace ptoserve {
 
 struct TlsFiles {
-  std::string cert;       // server certificate chain (PEM); empty: plaintext
-  std::string key;        // its private key (PEM)
-  std::string client_ca;  // if set, clients must present a certificate it signed
+  std::string cert;  // server certificate chain (PEM); empty: plaintext
+  std::string key;   // its private key (PEM)
+  std::string
+      client_ca;  // if set, clients must present a certificate it signed
 };
 
 // Plaintext credentials when `files.cert` is empty, else TLS (mutual TLS

@@ -17,7 +17,8 @@ absl::StatusOr<pasm::Program> Assemble(const std::string& text,
   options.max_bytes = limits.max_assembly_bytes;
   options.max_line_bytes = kMaxAssemblyLineBytes;
   // Operations, and a binding for each tile.
-  options.max_statements = limits.max_instructions_per_job + limits.max_tiles_per_job;
+  options.max_statements =
+      limits.max_instructions_per_job + limits.max_tiles_per_job;
   options.keep_comments = false;
   return pasm::Parse(text, options);
 }
@@ -31,12 +32,14 @@ absl::StatusOr<DecodedJob> DecodeJob(const v1::Job& job, const Engine& engine) {
   if (!job.assembly().empty()) {
     PTO_ASSIGN_OR_RETURN(decoded.program, Assemble(job.assembly(), limits));
     PTO_ASSIGN_OR_RETURN(
-        decoded.spec, pasm::Lower(*decoded.program, std::move(decoded.spec), engine));
+        decoded.spec,
+        pasm::Lower(*decoded.program, std::move(decoded.spec), engine));
   }
-  const Backend& backend =
-      engine.backends().Get(decoded.spec.target.value_or(engine.options().default_target));
-  decoded.encodings = ResultEncodings(
-      decoded.spec, [&backend](Opcode opcode) { return backend.UsesTmp(opcode); });
+  const Backend& backend = engine.backends().Get(
+      decoded.spec.target.value_or(engine.options().default_target));
+  decoded.encodings = ResultEncodings(decoded.spec, [&backend](Opcode opcode) {
+    return backend.UsesTmp(opcode);
+  });
   return decoded;
 }
 

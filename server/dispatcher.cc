@@ -13,8 +13,8 @@
 #include "core/status_macros.h"
 #include "core/unified_buffer.h"
 #include "core/version.h"
-#include "server/admission.h"
 #include "proto/codec.h"
+#include "server/admission.h"
 #include "server/decode.h"
 
 namespace ptoserve {
@@ -87,14 +87,14 @@ Dispatcher::Dispatcher(const Engine* engine, Scheduler* scheduler,
 }
 
 absl::Status Dispatcher::Dispatch(const v1::Job& job, uint64_t request_bytes,
-                                  const CallInfo& call, bool run_here, Done done,
-                                  bool may_wait, Refusal* refusal) {
+                                  const CallInfo& call, bool run_here,
+                                  Done done, bool may_wait, Refusal* refusal) {
   JobRecord record(TargetLabel(job, engine_->options().default_target));
   bool over_budget = false;
   absl::Status queued;
   try {
-    queued = Submit(job, request_bytes, call, run_here, &record, std::move(done),
-                    &over_budget);
+    queued = Submit(job, request_bytes, call, run_here, &record,
+                    std::move(done), &over_budget);
   } catch (const std::bad_alloc&) {
     // Whatever Submit made is gone with the exception; the job never
     // reached the scheduler.
@@ -114,7 +114,8 @@ absl::Status Dispatcher::Dispatch(const v1::Job& job, uint64_t request_bytes,
 
 absl::Status Dispatcher::Submit(const v1::Job& job, uint64_t request_bytes,
                                 const CallInfo& call, bool run_here,
-                                JobRecord* record, Done done, bool* over_budget) {
+                                JobRecord* record, Done done,
+                                bool* over_budget) {
   PTO_ASSIGN_OR_RETURN(DecodedJob decoded, DecodeJob(job, *engine_));
   record->CountInstructions(decoded.spec.instructions);
   JobTicket ticket;
@@ -131,7 +132,8 @@ absl::Status Dispatcher::Submit(const v1::Job& job, uint64_t request_bytes,
   // Decoding (assembly above all) takes time: a caller that has gone, or
   // whose deadline has passed, does not get its tiles made.
   if (call.cancelled && call.cancelled()) {
-    return absl::CancelledError("the call was cancelled while its job was decoded");
+    return absl::CancelledError(
+        "the call was cancelled while its job was decoded");
   }
   if (absl::Now() >= ticket.deadline) {
     return absl::DeadlineExceededError(
@@ -155,7 +157,8 @@ absl::Status Dispatcher::Submit(const v1::Job& job, uint64_t request_bytes,
           "the job would hold %u bytes (request %u, tiles the server makes "
           "%u, result %u, built and serialized, bookkeeping %u), over the "
           "limit of %u per job (--max_job_mb)",
-          bytes, f.request, f.tiles, f.result, f.bookkeeping, limits_.max_job_bytes));
+          bytes, f.request, f.tiles, f.result, f.bookkeeping,
+          limits_.max_job_bytes));
     }
     absl::StatusOr<MemoryBudget::Hold> reserved = budget_->Reserve(bytes);
     if (!reserved.ok()) {
@@ -174,7 +177,8 @@ absl::Status Dispatcher::Submit(const v1::Job& job, uint64_t request_bytes,
       std::min<uint32_t>(job.priority(), std::numeric_limits<int>::max()));
   ticket.cancelled = call.cancelled;
   ticket.done = [this, id = job.id(), record = *record, hold,
-                 encodings = std::move(decoded.encodings), done = std::move(done)](
+                 encodings = std::move(decoded.encodings),
+                 done = std::move(done)](
                     absl::StatusOr<std::unique_ptr<PreparedJob>> ran) {
     if (!ran.ok()) {
       metrics_->JobAnswered(record, ran.status().code());
@@ -190,8 +194,8 @@ absl::Status Dispatcher::Submit(const v1::Job& job, uint64_t request_bytes,
       result = absl::ResourceExhaustedError(
           "the server ran out of memory building this job's result");
     }
-    metrics_->JobAnswered(record, result.ok() ? absl::StatusCode::kOk
-                                              : result.status().code());
+    metrics_->JobAnswered(
+        record, result.ok() ? absl::StatusCode::kOk : result.status().code());
     done(std::move(result), std::move(*hold));
   };
   return scheduler_->Submit(std::move(ticket), run_here);

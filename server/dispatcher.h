@@ -58,7 +58,8 @@ class Dispatcher {
  public:
   // A job's result, and its share of the memory budget, to be held until
   // the reply is on its way.
-  using Done = std::function<void(absl::StatusOr<v1::JobResult>, MemoryBudget::Hold)>;
+  using Done =
+      std::function<void(absl::StatusOr<v1::JobResult>, MemoryBudget::Hold)>;
 
   // Why Dispatch refused a job, when the caller can do better than pass
   // the refusal on.
@@ -66,8 +67,9 @@ class Dispatcher {
 
   // `engine`, `scheduler`, `metrics` and `budget` must outlive the
   // dispatcher.
-  Dispatcher(const Engine* engine, Scheduler* scheduler, const ServerLimits& limits,
-             ServiceMetrics* metrics, MemoryBudget* budget);
+  Dispatcher(const Engine* engine, Scheduler* scheduler,
+             const ServerLimits& limits, ServiceMetrics* metrics,
+             MemoryBudget* budget);
 
   // Decodes, checks, reserves memory for and submits `job`, whose request
   // was `request_bytes` on the wire; `done` then runs exactly once with its
@@ -77,9 +79,9 @@ class Dispatcher {
   // refused only because the memory budget is full sets `*refusal` to
   // kOverBudget and is not counted, so that the caller may offer it again.
   // Every job, refused or not, is counted in `metrics` once answered.
-  absl::Status Dispatch(const v1::Job& job, uint64_t request_bytes, const CallInfo& call,
-                        bool run_here, Done done, bool may_wait = false,
-                        Refusal* refusal = nullptr);
+  absl::Status Dispatch(const v1::Job& job, uint64_t request_bytes,
+                        const CallInfo& call, bool run_here, Done done,
+                        bool may_wait = false, Refusal* refusal = nullptr);
 
   // What a job may hold and carry (CheckJobWire reads them).
   const EngineLimits& job_limits() const { return engine_->options().limits; }
@@ -88,8 +90,9 @@ class Dispatcher {
 
  private:
   // Dispatch's work; notes in `record` what the metrics need to know.
-  absl::Status Submit(const v1::Job& job, uint64_t request_bytes, const CallInfo& call,
-                      bool run_here, JobRecord* record, Done done, bool* over_budget);
+  absl::Status Submit(const v1::Job& job, uint64_t request_bytes,
+                      const CallInfo& call, bool run_here, JobRecord* record,
+                      Done done, bool* over_budget);
 
   const Engine* engine_;
   Scheduler* scheduler_;

@@ -40,19 +40,24 @@ class CallCounter final : public grpc::experimental::Interceptor {
     if (!handled_) method_->handled[grpc::StatusCode::CANCELLED]->Increment();
   }
 
-  void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
+  void Intercept(
+      grpc::experimental::InterceptorBatchMethods* methods) override {
     TsanAcquired(this);
     // The read that finds the end of a stream has no message.
-    if (methods->QueryInterceptionHookPoint(InterceptionHookPoints::POST_RECV_MESSAGE) &&
+    if (methods->QueryInterceptionHookPoint(
+            InterceptionHookPoints::POST_RECV_MESSAGE) &&
         methods->GetRecvMessage() != nullptr) {
       method_->received->Increment();
     }
-    if (methods->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_SEND_MESSAGE)) {
+    if (methods->QueryInterceptionHookPoint(
+            InterceptionHookPoints::PRE_SEND_MESSAGE)) {
       method_->sent->Increment();
     }
-    if (methods->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_SEND_STATUS)) {
+    if (methods->QueryInterceptionHookPoint(
+            InterceptionHookPoints::PRE_SEND_STATUS)) {
       const int code = methods->GetSendStatus().error_code();
-      method_->handled[code >= 0 && code < 17 ? code : grpc::StatusCode::UNKNOWN]
+      method_
+          ->handled[code >= 0 && code < 17 ? code : grpc::StatusCode::UNKNOWN]
           ->Increment();
       handled_ = true;
     }
@@ -76,17 +81,18 @@ GrpcMetrics::GrpcMetrics(MetricsRegistry* registry,
           "grpc_server_handled_total",
           "RPCs completed on the server, by method and status code.",
           {"grpc_type", "grpc_service", "grpc_method", "grpc_code"})),
-      received_(registry->AddCounter(
-          "grpc_server_msg_received_total",
-          "Messages received from clients, by method.",
-          {"grpc_type", "grpc_service", "grpc_method"})),
-      sent_(registry->AddCounter("grpc_server_msg_sent_total",
-                                 "Messages sent to clients, by method.",
-                                 {"grpc_type", "grpc_service", "grpc_method"})) {
+      received_(
+          registry->AddCounter("grpc_server_msg_received_total",
+                               "Messages received from clients, by method.",
+                               {"grpc_type", "grpc_service", "grpc_method"})),
+      sent_(registry->AddCounter(
+          "grpc_server_msg_sent_total", "Messages sent to clients, by method.",
+          {"grpc_type", "grpc_service", "grpc_method"})) {
   const google::protobuf::DescriptorPool* pool =
       google::protobuf::DescriptorPool::generated_pool();
   for (const std::string& name : services) {
-    const google::protobuf::ServiceDescriptor* service = pool->FindServiceByName(name);
+    const google::protobuf::ServiceDescriptor* service =
+        pool->FindServiceByName(name);
     if (service == nullptr) continue;
     for (int i = 0; i < service->method_count(); ++i) {
       const google::protobuf::MethodDescriptor* m = service->method(i);

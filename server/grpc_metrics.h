@@ -34,7 +34,8 @@ class GrpcMetrics final
   // looked up in the binary's descriptor pool). Calls to any other method
   // count under grpc_service="unknown", grpc_method="unknown", so that a
   // client cannot make the server keep a series per name it invents.
-  GrpcMetrics(MetricsRegistry* registry, const std::vector<std::string>& services);
+  GrpcMetrics(MetricsRegistry* registry,
+              const std::vector<std::string>& services);
 
   grpc::experimental::Interceptor* CreateServerInterceptor(
       grpc::experimental::ServerRpcInfo* info) override;

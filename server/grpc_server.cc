@@ -9,7 +9,6 @@
 
 #include <cerrno>
 #include <cstring>
-
 #include <iostream>
 #include <thread>
 
@@ -106,13 +105,14 @@ absl::StatusOr<RunningServer> StartGrpcServer(
   builder.AddChannelArgument(
       GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS,
       static_cast<int>(absl::ToInt64Milliseconds(settings.handshake_timeout)));
-  builder.AddChannelArgument(
-      GRPC_ARG_MAX_CONNECTION_IDLE_MS,
-      static_cast<int>(absl::ToInt64Milliseconds(settings.max_connection_idle)));
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_IDLE_MS,
+                             static_cast<int>(absl::ToInt64Milliseconds(
+                                 settings.max_connection_idle)));
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 60 * 1000);
   // Calls one connection may have open at once (gRPC's default is
   // unbounded); a client needing more opens another connection.
-  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, kMaxStreamsPerConnection);
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS,
+                             kMaxStreamsPerConnection);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 20 * 1000);
   builder.SetMaxReceiveMessageSize(settings.max_message_bytes);
   builder.SetMaxSendMessageSize(settings.max_message_bytes);
@@ -121,9 +121,11 @@ absl::StatusOr<RunningServer> StartGrpcServer(
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   for (grpc::Service* service : services) builder.RegisterService(service);
   if (settings.interceptor != nullptr) {
-    std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
+    std::vector<
+        std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
         interceptors;
-    interceptors.push_back(std::make_unique<BorrowedInterceptor>(settings.interceptor));
+    interceptors.push_back(
+        std::make_unique<BorrowedInterceptor>(settings.interceptor));
     builder.experimental().SetInterceptorCreators(std::move(interceptors));
   }
   running.server = builder.BuildAndStart();

@@ -63,9 +63,9 @@ void BlockShutdownSignals();
 //     flight finish for up to `grace`.
 // Returns once the server has stopped.
 // REQUIRES: BlockShutdownSignals() ran before any thread started.
-void ServeUntilSignalled(RunningServer* running, absl::Duration grace,
-                         absl::Duration lame_duck, const std::string& name,
-                         const std::function<void()>& drain = [] {});
+void ServeUntilSignalled(
+    RunningServer* running, absl::Duration grace, absl::Duration lame_duck,
+    const std::string& name, const std::function<void()>& drain = [] {});
 
 }  // namespace ptoserve
 

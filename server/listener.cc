@@ -27,7 +27,8 @@ constexpr char kPreface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 constexpr int kPrefaceBytes = sizeof(kPreface) - 1;
 
 absl::Status Unavailable(const std::string& address, const std::string& why) {
-  return absl::UnavailableError(absl::StrCat("cannot listen on ", address, ": ", why));
+  return absl::UnavailableError(
+      absl::StrCat("cannot listen on ", address, ": ", why));
 }
 
 void CloseAll(const std::vector<int>& fds) {
@@ -37,8 +38,8 @@ void CloseAll(const std::vector<int>& fds) {
 // The soft limit on open files, or a large number if there is none.
 int OpenFileLimit() {
   rlimit limit;
-  if (getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY ||
-      limit.rlim_cur > (1 << 30)) {
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0 ||
+      limit.rlim_cur == RLIM_INFINITY || limit.rlim_cur > (1 << 30)) {
     return 1 << 30;
   }
   return static_cast<int>(limit.rlim_cur);
@@ -49,7 +50,9 @@ int OpenFileLimit() {
 absl::StatusOr<std::unique_ptr<Listener>> Listener::Bind(
     const std::string& address, const ListenerOptions& options) {
   const size_t colon = address.rfind(':');
-  if (colon == std::string::npos) return Unavailable(address, "expected HOST:PORT");
+  if (colon == std::string::npos) {
+    return Unavailable(address, "expected HOST:PORT");
+  }
   std::string host = address.substr(0, colon);
   std::string port = address.substr(colon + 1);
   if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
@@ -65,13 +68,16 @@ absl::StatusOr<std::unique_ptr<Listener>> Listener::Bind(
     return Unavailable(address, gai_strerror(rc));
   }
   bool has_v4 = false;
-  for (addrinfo* a = found; a != nullptr; a = a->ai_next) has_v4 |= a->ai_family == AF_INET;
+  for (addrinfo* a = found; a != nullptr; a = a->ai_next) {
+    has_v4 |= a->ai_family == AF_INET;
+  }
   std::vector<int> fds;
   int bound_port = 0;
   std::string why;
   for (addrinfo* a = found; a != nullptr && why.empty(); a = a->ai_next) {
     if (a->ai_family != AF_INET && a->ai_family != AF_INET6) continue;
-    const int fd = socket(a->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    const int fd =
+        socket(a->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) {
       why = std::strerror(errno);
       break;
@@ -85,7 +91,8 @@ absl::StatusOr<std::unique_ptr<Listener>> Listener::Bind(
     if (bound_port != 0) {
       reinterpret_cast<sockaddr_in*>(a->ai_addr)->sin_port = htons(bound_port);
     }
-    if (bind(fd, a->ai_addr, a->ai_addrlen) != 0 || listen(fd, SOMAXCONN) != 0) {
+    if (bind(fd, a->ai_addr, a->ai_addrlen) != 0 ||
+        listen(fd, SOMAXCONN) != 0) {
       why = std::strerror(errno);
       close(fd);
       break;
@@ -101,10 +108,12 @@ absl::StatusOr<std::unique_ptr<Listener>> Listener::Bind(
     CloseAll(fds);
     return Unavailable(address, why.empty() ? "no IPv4 or IPv6 address" : why);
   }
-  return std::unique_ptr<Listener>(new Listener(std::move(fds), bound_port, options));
+  return std::unique_ptr<Listener>(
+      new Listener(std::move(fds), bound_port, options));
 }
 
-Listener::Listener(std::vector<int> fds, int port, const ListenerOptions& options)
+Listener::Listener(std::vector<int> fds, int port,
+                   const ListenerOptions& options)
     : fds_(std::move(fds)), port_(port), options_(options) {
   if (pipe2(wake_, O_CLOEXEC | O_NONBLOCK) != 0) wake_[0] = wake_[1] = -1;
 }
@@ -148,9 +157,12 @@ void Listener::Run(grpc::Server* server) {
     int timeout_ms = -1;
     if (!pending.empty()) {
       timeout_ms = static_cast<int>(std::max<int64_t>(
-          0, absl::ToInt64Milliseconds(pending.front().deadline - absl::Now()) + 1));
+          0, absl::ToInt64Milliseconds(pending.front().deadline - absl::Now()) +
+                 1));
     }
-    if (poll(polled.data(), polled.size(), timeout_ms) < 0 && errno != EINTR) break;
+    if (poll(polled.data(), polled.size(), timeout_ms) < 0 && errno != EINTR) {
+      break;
+    }
     if (polled[0].revents != 0) break;  // Stop
 
     // Connections that sent something (SO_RCVLOWAT: the whole preface),
@@ -171,7 +183,8 @@ void Listener::Run(grpc::Server* server) {
         setsockopt(p.fd, SOL_SOCKET, SO_RCVLOWAT, &one, sizeof(one));
         grpc::AddInsecureChannelFromFd(server, p.fd);
         stats_.accepted.fetch_add(1, std::memory_order_relaxed);
-      } else if (n > 0 && n < kPrefaceBytes && std::memcmp(head, kPreface, n) == 0) {
+      } else if (n > 0 && n < kPrefaceBytes &&
+                 std::memcmp(head, kPreface, n) == 0) {
         still.push_back(p);  // the rest is on its way
       } else {
         drop(p.fd, &stats_.rejected);  // not HTTP/2, closed or failed
@@ -187,7 +200,8 @@ void Listener::Run(grpc::Server* server) {
     for (size_t l = 0; l < fds_.size(); ++l) {
       if (polled[1 + l].revents == 0) continue;
       for (;;) {
-        const int fd = accept4(fds_[l], nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        const int fd =
+            accept4(fds_[l], nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
           if (errno == EINTR || errno == ECONNABORTED) continue;
           if ((errno == EMFILE || errno == ENFILE) && spare >= 0) {

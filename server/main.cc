@@ -18,7 +18,6 @@
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-
 #include "common/cli_help.h"
 #include "core/types.h"
 #include "core/version.h"
@@ -148,25 +147,30 @@ std::vector<std::string> FlagErrors() {
   for (const IntFlag& f : ranges) {
     const int value = absl::GetFlag(*f.flag);
     if (value < f.min || value > f.max) {
-      errors.push_back(absl::StrFormat("--%s=%d is out of range [%d, %d]", f.name,
-                                       value, f.min, f.max));
+      errors.push_back(absl::StrFormat("--%s=%d is out of range [%d, %d]",
+                                       f.name, value, f.min, f.max));
     }
   }
   if (absl::GetFlag(FLAGS_max_job_mb) > absl::GetFlag(FLAGS_memory_budget_mb)) {
     errors.push_back(absl::StrFormat(
         "--max_job_mb=%d is more than --memory_budget_mb=%d: such a job could "
         "never be admitted",
-        absl::GetFlag(FLAGS_max_job_mb), absl::GetFlag(FLAGS_memory_budget_mb)));
+        absl::GetFlag(FLAGS_max_job_mb),
+        absl::GetFlag(FLAGS_memory_budget_mb)));
   }
   for (auto [flag, name, min] :
-       {std::tuple{&FLAGS_shutdown_grace, "shutdown_grace", absl::ZeroDuration()},
+       {std::tuple{&FLAGS_shutdown_grace, "shutdown_grace",
+                   absl::ZeroDuration()},
         std::tuple{&FLAGS_lame_duck, "lame_duck", absl::ZeroDuration()},
-        std::tuple{&FLAGS_handshake_timeout, "handshake_timeout", absl::Milliseconds(100)},
-        std::tuple{&FLAGS_max_connection_idle, "max_connection_idle", absl::Seconds(1)}}) {
+        std::tuple{&FLAGS_handshake_timeout, "handshake_timeout",
+                   absl::Milliseconds(100)},
+        std::tuple{&FLAGS_max_connection_idle, "max_connection_idle",
+                   absl::Seconds(1)}}) {
     const absl::Duration d = absl::GetFlag(*flag);
     if (d < min || d > absl::Hours(1)) {
       errors.push_back(absl::StrFormat("--%s=%s is out of range [%s, 1h]", name,
-                                       absl::FormatDuration(d), absl::FormatDuration(min)));
+                                       absl::FormatDuration(d),
+                                       absl::FormatDuration(min)));
     }
   }
   return errors;
@@ -193,30 +197,39 @@ ServerOptions OptionsFromFlags(Target default_target) {
   o.address = absl::GetFlag(FLAGS_address);
   o.metrics_address = absl::GetFlag(FLAGS_metrics_address);
   o.engine.default_target = default_target;
-  o.engine.host_buffer_bytes = uint64_t{1024} * absl::GetFlag(FLAGS_host_buffer_kb);
-  o.engine.limits.max_tile_bytes = static_cast<size_t>(absl::GetFlag(FLAGS_max_tile_mb)) << 20;
+  o.engine.host_buffer_bytes =
+      uint64_t{1024} * absl::GetFlag(FLAGS_host_buffer_kb);
+  o.engine.limits.max_tile_bytes =
+      static_cast<size_t>(absl::GetFlag(FLAGS_max_tile_mb)) << 20;
   o.engine.limits.max_tiles_per_job = absl::GetFlag(FLAGS_max_tiles_per_job);
-  o.engine.limits.max_instructions_per_job = absl::GetFlag(FLAGS_max_instructions_per_job);
-  o.engine.limits.max_waits_per_instruction = absl::GetFlag(FLAGS_max_waits_per_instruction);
+  o.engine.limits.max_instructions_per_job =
+      absl::GetFlag(FLAGS_max_instructions_per_job);
+  o.engine.limits.max_waits_per_instruction =
+      absl::GetFlag(FLAGS_max_waits_per_instruction);
   o.engine.limits.max_assembly_bytes =
       static_cast<size_t>(absl::GetFlag(FLAGS_max_assembly_kb)) << 10;
-  o.scheduling.workers = absl::GetFlag(FLAGS_workers) > 0
-                             ? absl::GetFlag(FLAGS_workers)
-                             : std::max(1u, std::thread::hardware_concurrency());
+  o.scheduling.workers =
+      absl::GetFlag(FLAGS_workers) > 0
+          ? absl::GetFlag(FLAGS_workers)
+          : std::max(1u, std::thread::hardware_concurrency());
   o.scheduling.max_batch_size = absl::GetFlag(FLAGS_max_batch_size);
-  o.scheduling.max_queue_delay = absl::Microseconds(absl::GetFlag(FLAGS_max_queue_delay_us));
+  o.scheduling.max_queue_delay =
+      absl::Microseconds(absl::GetFlag(FLAGS_max_queue_delay_us));
   o.scheduling.queue_capacity = absl::GetFlag(FLAGS_queue_capacity);
   o.scheduling.priority_levels = absl::GetFlag(FLAGS_priority_levels);
-  o.scheduling.priority_aging = absl::Milliseconds(absl::GetFlag(FLAGS_priority_aging_ms));
+  o.scheduling.priority_aging =
+      absl::Milliseconds(absl::GetFlag(FLAGS_priority_aging_ms));
   o.max_message_bytes = absl::GetFlag(FLAGS_max_message_mb) << 20;
-  o.max_job_bytes = static_cast<uint64_t>(absl::GetFlag(FLAGS_max_job_mb)) << 20;
-  o.memory_budget_bytes = static_cast<uint64_t>(absl::GetFlag(FLAGS_memory_budget_mb)) << 20;
+  o.max_job_bytes = static_cast<uint64_t>(absl::GetFlag(FLAGS_max_job_mb))
+                    << 20;
+  o.memory_budget_bytes =
+      static_cast<uint64_t>(absl::GetFlag(FLAGS_memory_budget_mb)) << 20;
   o.stream_window = absl::GetFlag(FLAGS_stream_window);
   o.tls = {absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key),
            absl::GetFlag(FLAGS_tls_client_ca)};
   o.auth_token_file = absl::GetFlag(FLAGS_auth_token_file);
-  o.tls_client_names =
-      absl::StrSplit(absl::GetFlag(FLAGS_tls_client_names), ',', absl::SkipEmpty());
+  o.tls_client_names = absl::StrSplit(absl::GetFlag(FLAGS_tls_client_names),
+                                      ',', absl::SkipEmpty());
   o.reflection = absl::GetFlag(FLAGS_reflection);
   o.handshake_timeout = absl::GetFlag(FLAGS_handshake_timeout);
   o.max_connection_idle = absl::GetFlag(FLAGS_max_connection_idle);
@@ -230,21 +243,25 @@ int Run() {
     for (const std::string& e : errors) std::cerr << "ptoserve: " << e << "\n";
     return 2;
   }
-  absl::StatusOr<Target> target = ParseTarget(absl::GetFlag(FLAGS_default_target));
+  absl::StatusOr<Target> target =
+      ParseTarget(absl::GetFlag(FLAGS_default_target));
   if (!target.ok()) {
     std::cerr << "ptoserve: " << target.status().message() << "\n";
     return 2;
   }
   const std::string open_files = RaiseOpenFileLimit();
-  absl::StatusOr<std::unique_ptr<Server>> server = Server::Start(OptionsFromFlags(*target));
+  absl::StatusOr<std::unique_ptr<Server>> server =
+      Server::Start(OptionsFromFlags(*target));
   if (!server.ok()) {
     std::cerr << "ptoserve: " << server.status().message() << "\n";
     return server.status().code() == absl::StatusCode::kUnavailable ? 1 : 2;
   }
-  std::cout << "ptoserve " << kVersion << " listening on " << (*server)->address()
-            << " (default target " << TargetName(*target) << ")" << std::endl;
+  std::cout << "ptoserve " << kVersion << " listening on "
+            << (*server)->address() << " (default target "
+            << TargetName(*target) << ")" << std::endl;
   if (!(*server)->metrics_url().empty()) {
-    std::cout << "ptoserve metrics on " << (*server)->metrics_url() << std::endl;
+    std::cout << "ptoserve metrics on " << (*server)->metrics_url()
+              << std::endl;
   }
   std::cout << "ptoserve: open files limit " << open_files << ", memory budget "
             << ((*server)->memory_budget_bytes() >> 20) << " MiB" << std::endl;

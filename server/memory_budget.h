@@ -28,7 +28,8 @@ class MemoryBudget {
 
    private:
     friend class MemoryBudget;
-    Hold(MemoryBudget* budget, uint64_t bytes) : budget_(budget), bytes_(bytes) {}
+    Hold(MemoryBudget* budget, uint64_t bytes)
+        : budget_(budget), bytes_(bytes) {}
 
     MemoryBudget* budget_ = nullptr;
     uint64_t bytes_ = 0;

@@ -23,8 +23,8 @@ std::string FormatNumber(double value) {
     return absl::StrCat(static_cast<int64_t>(value));
   }
   char buf[32];
-  const std::to_chars_result r = std::to_chars(buf, buf + sizeof buf, value,
-                                               std::chars_format::general);
+  const std::to_chars_result r =
+      std::to_chars(buf, buf + sizeof buf, value, std::chars_format::general);
   return std::string(buf, r.ptr);
 }
 
@@ -46,8 +46,8 @@ void AppendEscaped(absl::string_view text, bool is_label_value,
 
 // `{a="x",b="y"}`, plus `le` for a histogram bucket; nothing when empty.
 void AppendLabels(absl::Span<const std::string> names,
-                  absl::Span<const std::string> values,
-                  const std::string* le, std::string* out) {
+                  absl::Span<const std::string> values, const std::string* le,
+                  std::string* out) {
   if (names.empty() && le == nullptr) return;
   out->push_back('{');
   for (size_t i = 0; i < names.size(); ++i) {
@@ -70,8 +70,8 @@ void AppendHeader(absl::string_view name, absl::string_view help,
 }
 
 void AppendSamples(absl::string_view name, absl::Span<const std::string> names,
-                   absl::Span<const std::string> values,
-                   const Counter& counter, std::string* out) {
+                   absl::Span<const std::string> values, const Counter& counter,
+                   std::string* out) {
   out->append(name.data(), name.size());
   AppendLabels(names, values, nullptr, out);
   absl::StrAppend(out, " ", counter.value(), "\n");
@@ -132,8 +132,7 @@ class CallbackMetric final : public metrics_internal::Metric {
 }  // namespace
 
 Histogram::Histogram(absl::Span<const double> bounds)
-    : bounds_(bounds),
-      buckets_(new std::atomic<uint64_t>[bounds.size() + 1]) {
+    : bounds_(bounds), buckets_(new std::atomic<uint64_t>[bounds.size() + 1]) {
   for (size_t i = 0; i <= bounds.size(); ++i) buckets_[i] = 0;
 }
 
@@ -189,7 +188,8 @@ Series& Family<Series>::With(LabelValues values) {
 template <typename Series>
 void Family<Series>::Render(std::string* out) const {
   AppendHeader(name_, help_,
-               std::is_same_v<Series, Histogram> ? "histogram" : "counter", out);
+               std::is_same_v<Series, Histogram> ? "histogram" : "counter",
+               out);
   MutexLock lock(&mu_);
   std::vector<const Entry*> sorted;
   for (const auto& [key, entry] : series_) sorted.push_back(&entry);
@@ -209,8 +209,8 @@ void Family<Series>::Render(std::string* out) const {
 template class Family<Counter>;
 template class Family<Histogram>;
 
-CounterFamily* MetricsRegistry::AddCounter(std::string name, std::string help,
-                                           std::vector<std::string> label_names) {
+CounterFamily* MetricsRegistry::AddCounter(
+    std::string name, std::string help, std::vector<std::string> label_names) {
   auto family = std::make_unique<CounterFamily>(
       std::move(name), std::move(help), std::move(label_names));
   CounterFamily* raw = family.get();
@@ -235,9 +235,9 @@ void MetricsRegistry::AddGauge(
     std::string name, std::string help,
     std::vector<std::pair<std::string, std::string>> labels,
     std::function<double()> read) {
-  auto gauge = std::make_unique<CallbackMetric>(std::move(name), std::move(help),
-                                                "gauge", std::move(labels),
-                                                std::move(read));
+  auto gauge = std::make_unique<CallbackMetric>(
+      std::move(name), std::move(help), "gauge", std::move(labels),
+      std::move(read));
   MutexLock lock(&mu_);
   metrics_.push_back(std::move(gauge));
 }

@@ -24,8 +24,8 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
-#include "server/mutex.h"
 #include "absl/types/span.h"
+#include "server/mutex.h"
 
 namespace ptoserve {
 
@@ -145,7 +145,8 @@ class MetricsRegistry {
   // A counter with one series whose value `read` returns at scrape time,
   // for counts kept elsewhere (the kernel's CPU time of the process).
   void AddCallbackCounter(std::string name, std::string help,
-                          std::function<double()> read) ABSL_LOCKS_EXCLUDED(mu_);
+                          std::function<double()> read)
+      ABSL_LOCKS_EXCLUDED(mu_);
 
   // The text exposition of every metric, in the order they were added.
   std::string Render() const ABSL_LOCKS_EXCLUDED(mu_);

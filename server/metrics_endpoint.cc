@@ -36,7 +36,8 @@ int ServeMetrics(mg_connection* connection, void* registry) {
   }
   const std::string text =
       static_cast<const MetricsRegistry*>(registry)->Render();
-  mg_send_http_ok(connection, kContentType, static_cast<long long>(text.size()));
+  mg_send_http_ok(connection, kContentType,
+                  static_cast<long long>(text.size()));
   if (!head) mg_write(connection, text.data(), text.size());
   return 200;
 }
@@ -47,7 +48,8 @@ void Knock(const std::string& host, int port) {
   hints.ai_family = AF_INET;
   hints.ai_socktype = SOCK_STREAM;
   addrinfo* found = nullptr;
-  if (getaddrinfo(host.c_str(), absl::StrCat(port).c_str(), &hints, &found) != 0) {
+  if (getaddrinfo(host.c_str(), absl::StrCat(port).c_str(), &hints, &found) !=
+      0) {
     return;
   }
   const int fd = socket(found->ai_family, found->ai_socktype, 0);
@@ -64,10 +66,14 @@ absl::StatusOr<std::unique_ptr<MetricsEndpoint>> MetricsEndpoint::Start(
     const std::string& address, const MetricsRegistry* registry) {
   // Once per process; civetweb counts the calls, so a second is harmless.
   mg_init_library(0);
-  const char* options[] = {"listening_ports",    address.c_str(),
-                           "num_threads",        kThreads,
-                           "request_timeout_ms", kRequestTimeoutMs,
-                           "linger_timeout_ms",  "0",
+  const char* options[] = {"listening_ports",
+                           address.c_str(),
+                           "num_threads",
+                           kThreads,
+                           "request_timeout_ms",
+                           kRequestTimeoutMs,
+                           "linger_timeout_ms",
+                           "0",
                            nullptr};
   mg_callbacks callbacks{};
   mg_init_data init{&callbacks, nullptr, options};

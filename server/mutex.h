@@ -111,7 +111,8 @@ bool AwaitWithDeadline(absl::Mutex* mu, bool (*fn)(T*), T* arg,
 // mu->AwaitWithTimeout(Condition(fn, arg), timeout), likewise.
 template <typename T>
 bool AwaitWithTimeout(absl::Mutex* mu, bool (*fn)(T*), T* arg,
-                      absl::Duration timeout) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+                      absl::Duration timeout)
+    ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
   TsanCondition<T> wrapped(mu, fn, arg);
   const absl::Condition condition = wrapped.condition();  // read by others
   TsanReleasing(mu);

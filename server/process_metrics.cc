@@ -27,7 +27,8 @@ std::string ReadAll(const char* path) {
 std::optional<uint64_t> BootTime() {
   for (absl::string_view line : absl::StrSplit(ReadAll("/proc/stat"), '\n')) {
     uint64_t btime = 0;
-    if (absl::ConsumePrefix(&line, "btime ") && absl::SimpleAtoi(line, &btime)) {
+    if (absl::ConsumePrefix(&line, "btime ") &&
+        absl::SimpleAtoi(line, &btime)) {
       return btime;
     }
   }
@@ -44,17 +45,21 @@ ProcessStats ReadProcessStats() {
   // fields after it are numbered from 3 (state) as in proc(5).
   const std::string stat = ReadAll("/proc/self/stat");
   if (size_t close = stat.rfind(')'); close != std::string::npos) {
-    std::vector<absl::string_view> f =
-        absl::StrSplit(absl::string_view(stat).substr(close + 2), ' ', absl::SkipEmpty());
+    std::vector<absl::string_view> f = absl::StrSplit(
+        absl::string_view(stat).substr(close + 2), ' ', absl::SkipEmpty());
     auto field = [&](size_t n, uint64_t* v) {  // n as numbered in proc(5)
       return n >= 3 && n - 3 < f.size() && absl::SimpleAtoi(f[n - 3], v);
     };
     uint64_t utime = 0, stime = 0, start = 0, vsize = 0, rss = 0;
-    if (field(14, &utime) && field(15, &stime)) stats.cpu_seconds = (utime + stime) / ticks;
+    if (field(14, &utime) && field(15, &stime)) {
+      stats.cpu_seconds = (utime + stime) / ticks;
+    }
     if (field(23, &vsize)) stats.virtual_bytes = vsize;
     if (field(24, &rss)) stats.resident_bytes = rss * page;
     std::optional<uint64_t> boot = BootTime();
-    if (field(22, &start) && boot) stats.start_time_seconds = *boot + start / ticks;
+    if (field(22, &start) && boot) {
+      stats.start_time_seconds = *boot + start / ticks;
+    }
   }
   if (DIR* dir = opendir("/proc/self/fd"); dir != nullptr) {
     uint64_t n = 0;
@@ -80,17 +85,21 @@ void AddProcessMetrics(MetricsRegistry* registry) {
   registry->AddCallbackCounter("process_cpu_seconds_total",
                                "User and system CPU time spent, in seconds.",
                                read(&ProcessStats::cpu_seconds));
-  registry->AddGauge("process_resident_memory_bytes", "Resident memory size in bytes.",
-                     {}, read(&ProcessStats::resident_bytes));
-  registry->AddGauge("process_virtual_memory_bytes", "Virtual memory size in bytes.",
-                     {}, read(&ProcessStats::virtual_bytes));
+  registry->AddGauge("process_resident_memory_bytes",
+                     "Resident memory size in bytes.", {},
+                     read(&ProcessStats::resident_bytes));
+  registry->AddGauge("process_virtual_memory_bytes",
+                     "Virtual memory size in bytes.", {},
+                     read(&ProcessStats::virtual_bytes));
   registry->AddGauge("process_open_fds", "Open file descriptors.", {},
                      read(&ProcessStats::open_fds));
-  registry->AddGauge("process_max_fds", "The most file descriptors the process may open.",
-                     {}, read(&ProcessStats::max_fds));
-  registry->AddGauge("process_start_time_seconds",
-                     "Start time of the process since the Unix epoch, in seconds.", {},
-                     read(&ProcessStats::start_time_seconds));
+  registry->AddGauge("process_max_fds",
+                     "The most file descriptors the process may open.", {},
+                     read(&ProcessStats::max_fds));
+  registry->AddGauge(
+      "process_start_time_seconds",
+      "Start time of the process since the Unix epoch, in seconds.", {},
+      read(&ProcessStats::start_time_seconds));
 }
 
 }  // namespace ptoserve

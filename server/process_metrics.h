@@ -18,7 +18,7 @@ struct ProcessStats {
   std::optional<uint64_t> resident_bytes;
   std::optional<uint64_t> virtual_bytes;
   std::optional<uint64_t> open_fds;
-  std::optional<uint64_t> max_fds;  // the soft RLIMIT_NOFILE
+  std::optional<uint64_t> max_fds;           // the soft RLIMIT_NOFILE
   std::optional<double> start_time_seconds;  // since the Unix epoch
 };
 ProcessStats ReadProcessStats();

@@ -14,11 +14,10 @@ namespace ptoserve {
 
 namespace {
 
-using grpc::reflection::v1::ServerReflectionRequest;
-using grpc::reflection::v1::ServerReflectionResponse;
 using google::protobuf::DescriptorPool;
 using google::protobuf::FileDescriptor;
-
+using grpc::reflection::v1::ServerReflectionRequest;
+using grpc::reflection::v1::ServerReflectionResponse;
 
 void NotFound(const std::string& what, ServerReflectionResponse* out) {
   out->mutable_error_response()->set_error_code(
@@ -45,11 +44,13 @@ ServerReflectionResponse ReflectionService::Answer(
   const DescriptorPool* pool = DescriptorPool::generated_pool();
   // Adds a file and everything it imports, dependencies first, each once.
   std::set<const FileDescriptor*> seen;
-  std::function<void(const FileDescriptor*)> add = [&](const FileDescriptor* f) {
-    if (!seen.insert(f).second) return;
-    for (int i = 0; i < f->dependency_count(); ++i) add(f->dependency(i));
-    out.mutable_file_descriptor_response()->add_file_descriptor_proto(Serialized(f));
-  };
+  std::function<void(const FileDescriptor*)> add =
+      [&](const FileDescriptor* f) {
+        if (!seen.insert(f).second) return;
+        for (int i = 0; i < f->dependency_count(); ++i) add(f->dependency(i));
+        out.mutable_file_descriptor_response()->add_file_descriptor_proto(
+            Serialized(f));
+      };
   switch (request.message_request_case()) {
     case ServerReflectionRequest::kListServices:
       for (const std::string& name : services_) {
@@ -57,27 +58,31 @@ ServerReflectionResponse ReflectionService::Answer(
       }
       break;
     case ServerReflectionRequest::kFileByFilename:
-      if (const FileDescriptor* f = pool->FindFileByName(request.file_by_filename())) {
+      if (const FileDescriptor* f =
+              pool->FindFileByName(request.file_by_filename())) {
         add(f);
       } else {
         NotFound(absl::StrCat("file ", request.file_by_filename()), &out);
       }
       break;
     case ServerReflectionRequest::kFileContainingSymbol:
-      if (const FileDescriptor* f =
-              pool->FindFileContainingSymbol(request.file_containing_symbol())) {
+      if (const FileDescriptor* f = pool->FindFileContainingSymbol(
+              request.file_containing_symbol())) {
         add(f);
       } else {
-        NotFound(absl::StrCat("symbol ", request.file_containing_symbol()), &out);
+        NotFound(absl::StrCat("symbol ", request.file_containing_symbol()),
+                 &out);
       }
       break;
     case ServerReflectionRequest::kAllExtensionNumbersOfType:
       // ptoserve's protos declare no extensions.
-      if (pool->FindMessageTypeByName(request.all_extension_numbers_of_type())) {
+      if (pool->FindMessageTypeByName(
+              request.all_extension_numbers_of_type())) {
         out.mutable_all_extension_numbers_response()->set_base_type_name(
             request.all_extension_numbers_of_type());
       } else {
-        NotFound(absl::StrCat("type ", request.all_extension_numbers_of_type()), &out);
+        NotFound(absl::StrCat("type ", request.all_extension_numbers_of_type()),
+                 &out);
       }
       break;
     case ServerReflectionRequest::kFileContainingExtension:
@@ -157,15 +162,20 @@ ReflectionService::ReflectionService(std::vector<std::string> services,
   (void)grpc::health::v1::HealthCheckRequest::descriptor();
   (void)grpc::reflection::v1alpha::ServerReflectionRequest::descriptor();
   endpoints_.push_back(
-      std::make_unique<Endpoint<grpc::reflection::v1::ServerReflection::
-                                    WithRawCallbackMethod_ServerReflectionInfo<
-                                        grpc::reflection::v1::ServerReflection::Service>>>(this));
+      std::make_unique<
+          Endpoint<grpc::reflection::v1::ServerReflection::
+                       WithRawCallbackMethod_ServerReflectionInfo<
+                           grpc::reflection::v1::ServerReflection::Service>>>(
+          this));
   endpoints_.push_back(
-      std::make_unique<Endpoint<grpc::reflection::v1alpha::ServerReflection::
-                                    WithRawCallbackMethod_ServerReflectionInfo<
-                                        grpc::reflection::v1alpha::ServerReflection::Service>>>(this));
+      std::make_unique<Endpoint<
+          grpc::reflection::v1alpha::ServerReflection::
+              WithRawCallbackMethod_ServerReflectionInfo<
+                  grpc::reflection::v1alpha::ServerReflection::Service>>>(
+          this));
   google::protobuf::FileDescriptorSet set;
-  if (set.ParseFromArray(commented.data(), static_cast<int>(commented.size()))) {
+  if (set.ParseFromArray(commented.data(),
+                         static_cast<int>(commented.size()))) {
     for (const auto& file : set.file()) {
       commented_[file.name()] = file.SerializeAsString();
     }

@@ -10,12 +10,11 @@
 #ifndef PTOSERVE_SERVER_REFLECTION_H_
 #define PTOSERVE_SERVER_REFLECTION_H_
 
+#include <google/protobuf/descriptor.h>
 #include <grpcpp/grpcpp.h>
 
 #include <string>
 #include <vector>
-
-#include <google/protobuf/descriptor.h>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/string_view.h"

@@ -54,7 +54,8 @@ struct Scheduler::JobState {
       return true;
     }
     if (ticket.cancelled && ticket.cancelled()) {
-      *why = absl::CancelledError("the call was cancelled; the job was not run");
+      *why =
+          absl::CancelledError("the call was cancelled; the job was not run");
       return true;
     }
     return false;
@@ -339,8 +340,8 @@ void Scheduler::Work() {
         &mu_,
         +[](std::pair<Scheduler*, uint64_t>* a)
              ABSL_NO_THREAD_SAFETY_ANALYSIS {  // runs with mu_ held
-          return a->first->arrivals_ != a->second || a->first->Drained();
-        },
+               return a->first->arrivals_ != a->second || a->first->Drained();
+             },
         &arg, std::min(wake, sweep) - now);
   }
 }

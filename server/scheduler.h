@@ -24,9 +24,9 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
-#include "server/mutex.h"
 #include "absl/time/time.h"
 #include "core/engine.h"
+#include "server/mutex.h"
 
 namespace ptoserve {
 
@@ -161,8 +161,8 @@ class Scheduler {
   absl::Status AddJob(std::unique_ptr<JobState> state, bool notify)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // `notify`: wake idle workers for it.
-  void Enqueue(JobState* job, uint32_t index, absl::Time now, bool notify = true)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Enqueue(JobState* job, uint32_t index, absl::Time now,
+               bool notify = true) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Drops `job` (its done runs with `status`) and takes its queued
   // instructions out of the queues.
   void Drop(JobState* job, absl::Status status, std::vector<Completion>* out)
@@ -170,7 +170,8 @@ class Scheduler {
   void SweepExpired(absl::Time now, std::vector<Completion>* out)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Complete(const std::vector<Item>& batch, absl::Time now,
-                std::vector<Completion>* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+                std::vector<Completion>* out)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Sweeps expired jobs, then runs one due batch if any and returns its size
   // (0: none was due); `*wake` is lowered to when the next partial batch
   // falls due.
@@ -192,12 +193,13 @@ class Scheduler {
 
   mutable absl::Mutex mu_;
   // queues_[priority][key]
-  std::vector<absl::flat_hash_map<BatchKey, Queue>> queues_ ABSL_GUARDED_BY(mu_);
-  LiveJobs live_ ABSL_GUARDED_BY(mu_);              // admitted, unanswered
-  size_t queued_ ABSL_GUARDED_BY(mu_) = 0;          // instructions not run
-  size_t undelivered_ ABSL_GUARDED_BY(mu_) = 0;     // retired, done not run
+  std::vector<absl::flat_hash_map<BatchKey, Queue>> queues_
+      ABSL_GUARDED_BY(mu_);
+  LiveJobs live_ ABSL_GUARDED_BY(mu_);           // admitted, unanswered
+  size_t queued_ ABSL_GUARDED_BY(mu_) = 0;       // instructions not run
+  size_t undelivered_ ABSL_GUARDED_BY(mu_) = 0;  // retired, done not run
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  uint64_t arrivals_ ABSL_GUARDED_BY(mu_) = 0;      // wakes idle workers
+  uint64_t arrivals_ ABSL_GUARDED_BY(mu_) = 0;  // wakes idle workers
   absl::Time last_sweep_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   std::vector<std::thread> workers_;
 };

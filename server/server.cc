@@ -6,8 +6,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "proto/descriptor_set.h"
 #include "proto/codec.h"
+#include "proto/descriptor_set.h"
 #include "server/dispatcher.h"
 #include "server/grpc_metrics.h"
 #include "server/grpc_server.h"
@@ -60,7 +60,8 @@ struct Server::Parts {
   }
 };
 
-absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
+absl::StatusOr<std::unique_ptr<Server>> Server::Start(
+    const ServerOptions& options) {
   absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
       ServerCredentials(options.tls);
   if (!credentials.ok()) return credentials.status();
@@ -80,7 +81,8 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   // With TLS, calls are refused on their metadata, before their request
   // is read.
   if (tls && (auth != nullptr || !options.tls_client_names.empty())) {
-    (*credentials)->SetAuthMetadataProcessor(CallGate(auth, options.tls_client_names));
+    (*credentials)
+        ->SetAuthMetadataProcessor(CallGate(auth, options.tls_client_names));
   }
   parts->metrics.WatchScheduler(&parts->scheduler);
   parts->metrics.WatchMemoryBudget(&parts->budget);
@@ -92,8 +94,9 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   limits.priority_levels = options.scheduling.priority_levels;
   limits.queue_capacity = options.scheduling.queue_capacity;
   limits.stream_window = options.stream_window;
-  parts->dispatcher = std::make_unique<Dispatcher>(
-      &parts->engine, &parts->scheduler, limits, &parts->metrics, &parts->budget);
+  parts->dispatcher =
+      std::make_unique<Dispatcher>(&parts->engine, &parts->scheduler, limits,
+                                   &parts->metrics, &parts->budget);
   parts->service = std::make_unique<TileComputeService>(
       parts->dispatcher.get(), limits, &parts->metrics, &parts->budget,
       &parts->decoders, auth);
@@ -104,11 +107,14 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
       grpc::reflection::v1alpha::ServerReflection::service_full_name()};
   parts->reflection = std::make_unique<ReflectionService>(
       service_names, DescriptorSetWithComments(), auth);
-  parts->grpc_metrics = std::make_unique<GrpcMetrics>(&parts->registry, service_names);
+  parts->grpc_metrics =
+      std::make_unique<GrpcMetrics>(&parts->registry, service_names);
   AddProcessMetrics(&parts->registry);
   std::vector<grpc::Service*> services = {parts->service.get()};
   if (options.reflection) {
-    for (grpc::Service* s : parts->reflection->services()) services.push_back(s);
+    for (grpc::Service* s : parts->reflection->services()) {
+      services.push_back(s);
+    }
   }
 
   // Before gRPC: a port that is taken stops the server before it serves.
@@ -144,12 +150,14 @@ Server::~Server() {
 const std::string& Server::address() const { return parts_->running.address; }
 
 std::string Server::metrics_url() const {
-  return parts_->metrics_endpoint != nullptr ? parts_->metrics_endpoint->url() : "";
+  return parts_->metrics_endpoint != nullptr ? parts_->metrics_endpoint->url()
+                                             : "";
 }
 
 uint64_t Server::memory_budget_bytes() const { return parts_->budget.limit(); }
 
-void Server::ServeUntilSignalled(absl::Duration grace, absl::Duration lame_duck) {
+void Server::ServeUntilSignalled(absl::Duration grace,
+                                 absl::Duration lame_duck) {
   // Refusing new jobs while the accepted ones finish, rather than stopping
   // gRPC at once, answers late callers UNAVAILABLE instead of cancelling
   // them.
@@ -165,7 +173,8 @@ void Server::Stop(absl::Duration grace) {
   server->GetHealthCheckService()->SetServingStatus(false);
   parts_->Drain();
   if (parts_->running.listener != nullptr) parts_->running.listener->Stop();
-  server->Shutdown(std::chrono::system_clock::now() + absl::ToChronoMicroseconds(grace));
+  server->Shutdown(std::chrono::system_clock::now() +
+                   absl::ToChronoMicroseconds(grace));
   server->Wait();
 }
 

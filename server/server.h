@@ -54,7 +54,8 @@ class Server {
   // the file's error) for options that cannot work (TLS files, tokens,
   // client names without a CA); UNAVAILABLE if an address cannot be
   // listened on.
-  static absl::StatusOr<std::unique_ptr<Server>> Start(const ServerOptions& options);
+  static absl::StatusOr<std::unique_ptr<Server>> Start(
+      const ServerOptions& options);
 
   // Stops at once if Stop has not run.
   ~Server();

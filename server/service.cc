@@ -9,9 +9,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/synchronization/mutex.h"
+#include "core/status_macros.h"
 #include "grpcpp/support/proto_buffer_reader.h"
 #include "server/mutex.h"
-#include "core/status_macros.h"
 
 namespace ptoserve {
 
@@ -45,8 +45,8 @@ grpc::Status ToGrpcStatus(const absl::Status& status) {
 
 TileComputeService::TileComputeService(Dispatcher* dispatcher,
                                        const ServerLimits& limits,
-                                       ServiceMetrics* metrics, MemoryBudget* budget,
-                                       TaskPool* decoders,
+                                       ServiceMetrics* metrics,
+                                       MemoryBudget* budget, TaskPool* decoders,
                                        const TokenAuthenticator* auth)
     : dispatcher_(dispatcher),
       metrics_(metrics),
@@ -56,15 +56,16 @@ TileComputeService::TileComputeService(Dispatcher* dispatcher,
       max_message_bytes_(limits.max_message_bytes),
       stream_window_(limits.stream_window) {}
 
-absl::Status TileComputeService::Dispatch(const v1::Job& job, uint64_t request_bytes,
+absl::Status TileComputeService::Dispatch(const v1::Job& job,
+                                          uint64_t request_bytes,
                                           grpc::CallbackServerContext* context,
-                                          bool run_here, Done done, bool may_wait,
-                                          Refusal* refusal) {
+                                          bool run_here, Done done,
+                                          bool may_wait, Refusal* refusal) {
   CallInfo call;
   call.deadline = CallDeadline(*context);
   call.cancelled = [context] { return context->IsCancelled(); };
-  return dispatcher_->Dispatch(job, request_bytes, call, run_here, std::move(done),
-                               may_wait, refusal);
+  return dispatcher_->Dispatch(job, request_bytes, call, run_here,
+                               std::move(done), may_wait, refusal);
 }
 
 absl::StatusOr<WireShape> TileComputeService::Inspect(
@@ -80,21 +81,24 @@ absl::StatusOr<WireShape> TileComputeService::Inspect(
     // "the request (N bytes) is not a ptoserve.v1.Job: ...", or
     // "the request (N bytes): job has more than 1024 tiles, the limit".
     const absl::string_view message = shape.status().message();
-    return absl::Status(shape.status().code(),
-                        absl::StrFormat("%s (%u bytes)%s %s", what, bytes.Length(),
-                                        absl::StartsWith(message, "is not ") ? "" : ":",
-                                        message));
+    return absl::Status(
+        shape.status().code(),
+        absl::StrFormat("%s (%u bytes)%s %s", what, bytes.Length(),
+                        absl::StartsWith(message, "is not ") ? "" : ":",
+                        message));
   }
   return shape;
 }
 
 bool TileComputeService::Light(const WireShape& shape, uint64_t bytes) {
-  return bytes <= kLightRequestBytes && shape.instructions <= kLightInstructions &&
+  return bytes <= kLightRequestBytes &&
+         shape.instructions <= kLightInstructions &&
          shape.assembly_bytes <= kLightAssemblyBytes;
 }
 
 absl::Status TileComputeService::Busy(absl::string_view what) const {
-  metrics_->JobAnswered(JobRecord("unknown"), absl::StatusCode::kResourceExhausted);
+  metrics_->JobAnswered(JobRecord("unknown"),
+                        absl::StatusCode::kResourceExhausted);
   return absl::ResourceExhaustedError(absl::StrCat(
       what, ": the server is busy decoding other large requests; retry later"));
 }
@@ -114,13 +118,15 @@ absl::StatusOr<std::shared_ptr<const v1::Job>> TileComputeService::Decode(
     parsed = reader.status().ok() && job->ParseFromZeroCopyStream(&reader) &&
              reader.status().ok();
   } catch (const std::bad_alloc&) {
-    metrics_->JobAnswered(JobRecord("unknown"), absl::StatusCode::kResourceExhausted);
+    metrics_->JobAnswered(JobRecord("unknown"),
+                          absl::StatusCode::kResourceExhausted);
     return absl::ResourceExhaustedError(absl::StrFormat(
         "%s (%u bytes): the server ran out of memory decoding it", what,
         bytes.Length()));
   }
   if (!parsed) {
-    metrics_->JobAnswered(JobRecord("unknown"), absl::StatusCode::kInvalidArgument);
+    metrics_->JobAnswered(JobRecord("unknown"),
+                          absl::StatusCode::kInvalidArgument);
     return absl::InvalidArgumentError(absl::StrFormat(
         "%s (%u bytes) is not a ptoserve.v1.Job: its protobuf encoding is "
         "truncated or corrupt",
@@ -147,7 +153,6 @@ absl::Status TileComputeService::Encode(const v1::JobResult& result,
   }
   return absl::OkStatus();
 }
-
 
 // One Execute call: holds the request's job (the engine reads inputs in
 // place) and the job's share of the memory budget until gRPC is done with
@@ -187,21 +192,25 @@ grpc::ServerUnaryReactor* TileComputeService::Execute(
     // The task shares the request's slices, copying no bytes; while it
     // waits they count against the memory budget.
     auto bytes = std::make_shared<grpc::ByteBuffer>(*request);
-    absl::StatusOr<MemoryBudget::Hold> queued = budget_->Reserve(bytes->Length());
+    absl::StatusOr<MemoryBudget::Hold> queued =
+        budget_->Reserve(bytes->Length());
     auto hold = std::make_shared<MemoryBudget::Hold>();
     if (queued.ok()) *hold = std::move(*queued);
     if (!queued.ok()) {
-      metrics_->JobAnswered(JobRecord("unknown"), absl::StatusCode::kResourceExhausted);
+      metrics_->JobAnswered(JobRecord("unknown"),
+                            absl::StatusCode::kResourceExhausted);
       call->Answer(ToGrpcStatus(queued.status()));
     } else if (!decoders_->Post([this, call, bytes, hold, context, response] {
-          if (context->IsCancelled()) {
-            metrics_->JobAnswered(JobRecord("unknown"), absl::StatusCode::kCancelled);
-            call->Answer(grpc::Status(grpc::StatusCode::CANCELLED,
-                                      "the call was cancelled before its request was decoded"));
-            return;
-          }
-          RunUnary(call, *bytes, context, response, /*run_here=*/false);
-        })) {
+                 if (context->IsCancelled()) {
+                   metrics_->JobAnswered(JobRecord("unknown"),
+                                         absl::StatusCode::kCancelled);
+                   call->Answer(grpc::Status(grpc::StatusCode::CANCELLED,
+                                             "the call was cancelled before "
+                                             "its request was decoded"));
+                   return;
+                 }
+                 RunUnary(call, *bytes, context, response, /*run_here=*/false);
+               })) {
       call->Answer(ToGrpcStatus(Busy("the request")));
     }
   }
@@ -211,11 +220,13 @@ grpc::ServerUnaryReactor* TileComputeService::Execute(
   return call;
 }
 
-void TileComputeService::RunUnary(UnaryCall* call, const grpc::ByteBuffer& request,
+void TileComputeService::RunUnary(UnaryCall* call,
+                                  const grpc::ByteBuffer& request,
                                   grpc::CallbackServerContext* context,
                                   grpc::ByteBuffer* response, bool run_here) {
   const uint64_t request_bytes = request.Length();
-  absl::StatusOr<std::shared_ptr<const v1::Job>> job = Decode(request, "the request");
+  absl::StatusOr<std::shared_ptr<const v1::Job>> job =
+      Decode(request, "the request");
   if (!job.ok()) {
     call->Answer(ToGrpcStatus(job.status()));
     return;
@@ -287,15 +298,16 @@ class TileComputeService::JobStream final
         service_->metrics_->JobAnswered(JobRecord("unknown"),
                                         absl::StatusCode::kResourceExhausted);
         Push(Encoded(Failed("", queued.status())), MemoryBudget::Hold());
-      } else if (!service_->decoders_->Post([this, bytes, hold, what, request_bytes] {
-            absl::StatusOr<std::shared_ptr<const v1::Job>> job =
-                service_->Decode(*bytes, what);
-            MutexLock lock(&mu_);
-            --decoding_;
-            Take(std::move(job), request_bytes);
-            MaybeRead();
-            MaybeFinish();
-          })) {
+      } else if (!service_->decoders_->Post(
+                     [this, bytes, hold, what, request_bytes] {
+                       absl::StatusOr<std::shared_ptr<const v1::Job>> job =
+                           service_->Decode(*bytes, what);
+                       MutexLock lock(&mu_);
+                       --decoding_;
+                       Take(std::move(job), request_bytes);
+                       MaybeRead();
+                       MaybeFinish();
+                     })) {
         --decoding_;
         Push(Encoded(Failed("", service_->Busy(what))), MemoryBudget::Hold());
       }
@@ -308,7 +320,7 @@ class TileComputeService::JobStream final
     MutexLock lock(&mu_);
     writing_ = false;
     --unanswered_;
-    outbox_.pop_front();  // gives its share of the budget back
+    outbox_.pop_front();      // gives its share of the budget back
     if (!ok) broken_ = true;  // the client is gone: drop what is left
     if (waiting_.has_value() && !broken_) {
       Waiting job = std::move(*waiting_);
@@ -358,13 +370,15 @@ class TileComputeService::JobStream final
       encoded = absl::ResourceExhaustedError(
           "the server ran out of memory serializing this job's result");
     }
-    if (!encoded.ok()) (void)service_->Encode(Failed(result.id(), encoded), &bytes);
+    if (!encoded.ok()) {
+      (void)service_->Encode(Failed(result.id(), encoded), &bytes);
+    }
     return bytes;
   }
 
   // A decoded job (or why it is not one) into the stream.
-  void Take(absl::StatusOr<std::shared_ptr<const v1::Job>> job, uint64_t request_bytes)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+  void Take(absl::StatusOr<std::shared_ptr<const v1::Job>> job,
+            uint64_t request_bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (!job.ok()) {
       // Its id is unknown: the result carries none, and the stream goes on.
       Push(Encoded(Failed("", job.status())), MemoryBudget::Hold());
@@ -430,7 +444,9 @@ class TileComputeService::JobStream final
   }
 
   void MaybeFinish() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    if (finished_ || unanswered_ > 0 || writing_ || reading_ || decoding_ > 0) return;
+    if (finished_ || unanswered_ > 0 || writing_ || reading_ || decoding_ > 0) {
+      return;
+    }
     if (!reads_done_ && !broken_) return;
     finished_ = true;
     Finish(broken_ ? grpc::Status(grpc::StatusCode::CANCELLED,
@@ -441,7 +457,7 @@ class TileComputeService::JobStream final
   TileComputeService* const service_;
   grpc::CallbackServerContext* const context_;
   absl::Mutex mu_;
-  grpc::ByteBuffer request_;  // the read in progress
+  grpc::ByteBuffer request_;                          // the read in progress
   std::deque<Outgoing> outbox_ ABSL_GUARDED_BY(mu_);  // front: writing
   // A job the memory budget has no room for yet; no reads meanwhile.
   std::optional<Waiting> waiting_ ABSL_GUARDED_BY(mu_);

@@ -8,9 +8,9 @@
 
 #include <functional>
 
+#include "proto/codec.h"
 #include "ptoserve/v1/service.grpc.pb.h"
 #include "server/auth.h"
-#include "proto/codec.h"
 #include "server/dispatcher.h"
 #include "server/memory_budget.h"
 #include "server/service_metrics.h"
@@ -37,7 +37,8 @@ class TileComputeService final
   // its Shutdown must come before the scheduler's.
   TileComputeService(Dispatcher* dispatcher, const ServerLimits& limits,
                      ServiceMetrics* metrics, MemoryBudget* budget,
-                     TaskPool* decoders, const TokenAuthenticator* auth = nullptr);
+                     TaskPool* decoders,
+                     const TokenAuthenticator* auth = nullptr);
 
   // `request`: a serialized Job; `response`: a serialized JobResult.
   grpc::ServerUnaryReactor* Execute(grpc::CallbackServerContext* context,
@@ -76,18 +77,20 @@ class TileComputeService final
   // Decodes and admits an Execute call's request; finishes `call` with the
   // result or the error.
   void RunUnary(UnaryCall* call, const grpc::ByteBuffer& request,
-                grpc::CallbackServerContext* context, grpc::ByteBuffer* response,
-                bool run_here);
+                grpc::CallbackServerContext* context,
+                grpc::ByteBuffer* response, bool run_here);
   // The answer when `decoders_` has no room.
   absl::Status Busy(absl::string_view what) const;
   // Serializes `result` into `bytes`; RESOURCE_EXHAUSTED if it is larger
   // than a response may be.
-  absl::Status Encode(const v1::JobResult& result, grpc::ByteBuffer* bytes) const;
+  absl::Status Encode(const v1::JobResult& result,
+                      grpc::ByteBuffer* bytes) const;
   // Hands `job` to the dispatcher as a job of the call `context`
   // (Dispatcher::Dispatch).
   absl::Status Dispatch(const v1::Job& job, uint64_t request_bytes,
                         grpc::CallbackServerContext* context, bool run_here,
-                        Done done, bool may_wait = false, Refusal* refusal = nullptr);
+                        Done done, bool may_wait = false,
+                        Refusal* refusal = nullptr);
 
   // OK, or why `context`'s caller may not call (UNAUTHENTICATED).
   absl::Status Authorize(const grpc::CallbackServerContext& context) const {

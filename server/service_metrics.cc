@@ -13,9 +13,9 @@ namespace {
 
 // From 1 us (a small backend call) to 10 s (a long queue), three per decade.
 std::vector<double> SecondsBounds() {
-  return {1e-6, 2.5e-6, 5e-6, 1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4,
-          5e-4, 1e-3,   2.5e-3, 5e-3, 0.01, 0.025, 0.05, 0.1,
-          0.25, 0.5,    1,      2.5,  5,    10};
+  return {1e-6, 2.5e-6, 5e-6,   1e-5, 2.5e-5, 5e-5,  1e-4, 2.5e-4,
+          5e-4, 1e-3,   2.5e-3, 5e-3, 0.01,   0.025, 0.05, 0.1,
+          0.25, 0.5,    1,      2.5,  5,      10};
 }
 
 double Seconds(absl::Duration d) { return absl::ToDoubleSeconds(d); }
@@ -57,10 +57,10 @@ ServiceMetrics::ServiceMetrics(MetricsRegistry* registry)
           "Per instruction run, from the job's admission to the start of its "
           "batch (waiting for earlier instructions included).",
           {"opcode", "target"}, SecondsBounds())),
-      execution_time_(registry->AddHistogram(
-          "ptoserve_execution_time_seconds",
-          "Per batch, how long its backend call took.", {"opcode", "target"},
-          SecondsBounds())),
+      execution_time_(
+          registry->AddHistogram("ptoserve_execution_time_seconds",
+                                 "Per batch, how long its backend call took.",
+                                 {"opcode", "target"}, SecondsBounds())),
       batch_size_(registry->AddHistogram(
           "ptoserve_batch_size", "Per batch, the instructions it ran.",
           {"opcode", "target"},
@@ -71,12 +71,14 @@ ServiceMetrics::ServiceMetrics(MetricsRegistry* registry)
 }
 
 void ServiceMetrics::WatchMemoryBudget(const MemoryBudget* budget) {
-  registry_->AddGauge("ptoserve_memory_budget_bytes",
-                      "The memory jobs in flight may hold together (--memory_budget_mb).",
-                      {}, [budget] { return static_cast<double>(budget->limit()); });
-  registry_->AddGauge("ptoserve_memory_held_bytes",
-                      "The memory jobs in flight hold now, as admission counts it.",
-                      {}, [budget] { return static_cast<double>(budget->held()); });
+  registry_->AddGauge(
+      "ptoserve_memory_budget_bytes",
+      "The memory jobs in flight may hold together (--memory_budget_mb).", {},
+      [budget] { return static_cast<double>(budget->limit()); });
+  registry_->AddGauge(
+      "ptoserve_memory_held_bytes",
+      "The memory jobs in flight hold now, as admission counts it.", {},
+      [budget] { return static_cast<double>(budget->held()); });
 }
 
 void ServiceMetrics::WatchScheduler(const Scheduler* scheduler) {

@@ -9,7 +9,7 @@ packages=(
   bazel-bootstrap bazel-platforms bazel-rules-java
   libgrpc++-dev protobuf-compiler-grpc protobuf-compiler libprotobuf-dev
   grpc-proto libabsl-dev libgtest-dev libgmock-dev libbenchmark-dev
-  python3-yaml openssl libcivetweb-dev
+  python3-yaml openssl libcivetweb-dev clang-format
   python3-grpcio python3-protobuf python3-numpy python3-venv python3-wheel
 )
 

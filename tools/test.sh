@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs the whole test suite, offline:
-#   1. every test (unit, integration, Python client, manifests);
+#   1. every test (unit, integration, Python client, manifests), after
+#      checking that every C++ file is formatted (tools/format --check);
 #   2. the same under AddressSanitizer + UndefinedBehaviorSanitizer;
 #   3. the scheduler, streaming and integration tests under ThreadSanitizer;
 #   4. each fuzz target for PTOSERVE_FUZZ_SECONDS (default 60; 0 skips).
@@ -36,6 +37,11 @@ stage() {  # KEY NAME BAZEL-TEST-ARGS...
   echo "=== ${name}: $((SECONDS - start)) s"
 }
 
+# Every C++ file as clang-format writes it (tools/format fixes them).
+if selected tests; then
+  echo "=== format"
+  tools/format --check || status=1
+fi
 stage tests "tests" //... "$@"
 # The soak test's full minute runs once, in the plain stage above, which
 # also builds every non-test target (benchmarks, fuzzers); sanitizer stages

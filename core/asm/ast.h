@@ -71,8 +71,8 @@ struct ValidExtent {
 
 // A tile buffer's type: `!pto.tile<...>` (elided: everything comes from the
 // bound tile) or key-value, e.g. `!pto.tile_buf<dtype=i16, rows=16,
-// cols=16>`. Keys left out are unconstrained. `fractal` and `pad` are recorded and
-// printed but never checked: they describe boxed layouts and padding, which
+// cols=16>`. Keys left out are unconstrained. `fractal` and `pad` are recorded
+// and printed but never checked: they describe boxed layouts and padding, which
 // TAND and TXOR do not use.
 struct TileBufType {
   TypeName name = TypeName::kTile;

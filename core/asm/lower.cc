@@ -34,8 +34,8 @@ absl::Status Prefixed(SourcePos pos, const absl::Status& status) {
 // The first key of `type` that `desc` disagrees with, as "says K=V but tile
 // \"name\" <has what>"; nullopt if they agree.
 std::optional<std::string> Disagreement(const TileBufType& type,
-                                         const TileDesc& desc,
-                                         absl::string_view name) {
+                                        const TileDesc& desc,
+                                        absl::string_view name) {
   const std::string tile = absl::StrFormat("tile \"%s\"", name);
   if (type.loc && *type.loc != desc.location) {
     return absl::StrCat("says loc=", LocationName(*type.loc), " but ", tile,
@@ -130,7 +130,9 @@ class Lowerer {
     for (const Statement& statement : program_.statements) {
       if (const auto* op = std::get_if<Operation>(&statement.node)) {
         used_names_.insert(op->dst.name);
-        for (const ValueRef* operand : Sources(*op)) used_names_.insert(operand->name);
+        for (const ValueRef* operand : Sources(*op)) {
+          used_names_.insert(operand->name);
+        }
         written_at_.emplace(op->dst.name, op->dst.pos);
         if (op->tmp) {
           used_names_.insert(op->tmp->name);
@@ -289,8 +291,7 @@ class Lowerer {
                             "defines a new tile: to write into an existing "
                             "one use `pto.%s ins(...) outs(%%%s : ...)`",
                             op.dst.name, where, op.dst.name,
-                            Op(op.opcode).mnemonic,
-                            op.dst.name));
+                            Op(op.opcode).mnemonic, op.dst.name));
       }
       PTO_RETURN_IF_ERROR(CheckType(op.dst, it->second.desc));
     } else {
@@ -334,8 +335,9 @@ class Lowerer {
   // another above the highest-placed tile, where they overlap nothing the
   // program placed.
   absl::Status PlaceScratchTiles() {
-    if (job().mode != Mode::kManual || scratch_.empty())
+    if (job().mode != Mode::kManual || scratch_.empty()) {
       return absl::OkStatus();
+    }
     uint64_t next = 0;
     for (const auto& [name, tile] : known_) {
       if (tile.desc.address) next = std::max(next, PlacedRange(tile.desc).end);

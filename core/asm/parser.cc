@@ -53,7 +53,9 @@ std::string OrList(const std::vector<std::string>& items) {
 // Every instruction's mnemonic, each with `prefix` in front.
 std::vector<std::string> Mnemonics(absl::string_view prefix) {
   std::vector<std::string> out;
-  for (const OpInfo& op : kOps) out.push_back(absl::StrCat(prefix, op.mnemonic));
+  for (const OpInfo& op : kOps) {
+    out.push_back(absl::StrCat(prefix, op.mnemonic));
+  }
   return out;
 }
 
@@ -153,8 +155,9 @@ class Parser {
       if (absl::StartsWith(first.text, "pto.")) {
         std::vector<std::string> known = Mnemonics("pto.");
         known.push_back("pto.tassign");
-        return ErrorAbout(first, absl::StrCat("unknown instruction '", first.text,
-                                              "'; expected ", OrList(known)));
+        return ErrorAbout(first,
+                          absl::StrCat("unknown instruction '", first.text,
+                                       "'; expected ", OrList(known)));
       }
     }
     std::vector<std::string> forms = {"`%dst = ...`"};
@@ -162,7 +165,8 @@ class Parser {
       forms.push_back(absl::StrCat("`", m, " ins(...)`"));
     }
     forms.push_back("`pto.tassign`");
-    return Error(first, absl::StrCat("expected a statement (", OrList(forms), ")"));
+    return Error(first,
+                 absl::StrCat("expected a statement (", OrList(forms), ")"));
   }
 
   // %name, as `role` (e.g. "as the first operand of 'tand'").
@@ -216,8 +220,8 @@ class Parser {
           ParseOperand(absl::StrCat("as the second operand of '", name, "'")));
       last = &op.src1;
     }
-    PTO_RETURN_IF_ERROR(Expect(
-        ":", absl::StrCat("and the types after operand %", last->name)));
+    PTO_RETURN_IF_ERROR(
+        Expect(":", absl::StrCat("and the types after operand %", last->name)));
     if (op.form == Form::kSync) {
       PTO_ASSIGN_OR_RETURN(TileBufType type, ParseType());
       op.src0.type = op.dst.type = type;
@@ -232,8 +236,8 @@ class Parser {
             Expect(",", absl::StrCat("after the type of %", op.src0.name)));
         PTO_ASSIGN_OR_RETURN(op.src1.type, ParseType());
       }
-      PTO_RETURN_IF_ERROR(
-          Expect(")", two ? "after the two operand types" : "after the operand type"));
+      PTO_RETURN_IF_ERROR(Expect(
+          ")", two ? "after the two operand types" : "after the operand type"));
       PTO_RETURN_IF_ERROR(
           Expect("->", "and the result type after the operand types"));
       PTO_ASSIGN_OR_RETURN(op.dst.type, ParseType());
@@ -252,12 +256,13 @@ class Parser {
     const size_t min_inputs = static_cast<size_t>(info.sources);
     const size_t max_inputs = min_inputs + (info.accepts_tmp ? 1 : 0);
     const std::string sources = info.sources == 2 ? "src0, src1" : "src0";
-    const std::string count =
-        max_inputs > min_inputs ? absl::StrCat(min_inputs, " or ", max_inputs)
-                                : absl::StrCat(min_inputs);
-    const std::string arity = absl::StrCat(
-        "'", name, "' takes ", count, max_inputs == 1 ? " input (" : " inputs (",
-        sources, info.accepts_tmp ? "[, tmp])" : ")");
+    const std::string count = max_inputs > min_inputs
+                                  ? absl::StrCat(min_inputs, " or ", max_inputs)
+                                  : absl::StrCat(min_inputs);
+    const std::string arity =
+        absl::StrCat("'", name, "' takes ", count,
+                     max_inputs == 1 ? " input (" : " inputs (", sources,
+                     info.accepts_tmp ? "[, tmp])" : ")");
 
     if (!PeekWord("ins")) {
       return Error(Peek(), absl::StrCat("expected 'ins(' after '", name, "'"));
@@ -540,9 +545,9 @@ class Parser {
 absl::StatusOr<Program> Parse(absl::string_view text,
                               const ParseOptions& options) {
   if (text.size() > options.max_bytes) {
-    return absl::ResourceExhaustedError(absl::StrFormat(
-        "assembly is %u bytes, over the limit of %u", text.size(),
-        options.max_bytes));
+    return absl::ResourceExhaustedError(
+        absl::StrFormat("assembly is %u bytes, over the limit of %u",
+                        text.size(), options.max_bytes));
   }
   Program program;
   size_t counted = 0;
@@ -553,12 +558,13 @@ absl::StatusOr<Program> Parse(absl::string_view text,
     const bool last = end == absl::string_view::npos;
     if (last) end = text.size();
     // The line and its '\n', which the parser reads as the end of a statement.
-    const absl::string_view line = text.substr(start, end - start + (last ? 0 : 1));
+    const absl::string_view line =
+        text.substr(start, end - start + (last ? 0 : 1));
     start = end + 1;
     if (line.size() > options.max_line_bytes) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "%u:1: line is %u bytes, over the limit of %u", number, line.size(),
-          options.max_line_bytes));
+      return absl::InvalidArgumentError(
+          absl::StrFormat("%u:1: line is %u bytes, over the limit of %u",
+                          number, line.size(), options.max_line_bytes));
     }
     PTO_ASSIGN_OR_RETURN(std::vector<Token> tokens, Lex(line, number));
     PTO_ASSIGN_OR_RETURN(Program one, Parser(std::move(tokens)).Run());
@@ -585,15 +591,17 @@ const std::vector<std::string>& AcceptedForms() {
     for (const OpInfo& op : kOps) {
       const bool two = op.sources == 2;
       const std::string srcs = SourceOperands(op);
-      const char* in_types = two ? "!pto.tile<...>, !pto.tile<...>" : "!pto.tile<...>";
+      const char* in_types =
+          two ? "!pto.tile<...>, !pto.tile<...>" : "!pto.tile<...>";
       const char* buf_types =
           two ? "!pto.tile_buf<...>, !pto.tile_buf<...>" : "!pto.tile_buf<...>";
-      forms->push_back(absl::StrCat("%dst = ", op.mnemonic, " ", srcs, " : !pto.tile<...>"));
-      forms->push_back(absl::StrCat("%dst = pto.", op.mnemonic, " ", srcs, " : (",
-                                    in_types, ") -> !pto.tile<...>"));
+      forms->push_back(
+          absl::StrCat("%dst = ", op.mnemonic, " ", srcs, " : !pto.tile<...>"));
+      forms->push_back(absl::StrCat("%dst = pto.", op.mnemonic, " ", srcs,
+                                    " : (", in_types, ") -> !pto.tile<...>"));
       forms->push_back(absl::StrCat(
-          "pto.", op.mnemonic, " ins(", srcs, op.accepts_tmp ? "[, %tmp]" : "", " : ",
-          buf_types, op.accepts_tmp ? "[, !pto.tile_buf<...>]" : "",
+          "pto.", op.mnemonic, " ins(", srcs, op.accepts_tmp ? "[, %tmp]" : "",
+          " : ", buf_types, op.accepts_tmp ? "[, !pto.tile_buf<...>]" : "",
           ") outs(%dst : !pto.tile_buf<...>)"));
     }
     forms->push_back("pto.tassign %tile, @tile(0x1000)");

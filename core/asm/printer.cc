@@ -24,7 +24,8 @@ std::string OperationText(const Operation& op) {
     names.push_back(absl::StrCat("%", in->name));
     types.push_back(Print(in->type));
   }
-  return absl::StrCat("pto.", Op(op.opcode).mnemonic, " ins(", absl::StrJoin(names, ", "), " : ",
+  return absl::StrCat("pto.", Op(op.opcode).mnemonic, " ins(",
+                      absl::StrJoin(names, ", "), " : ",
                       absl::StrJoin(types, ", "), ") outs(%", op.dst.name,
                       " : ", Print(op.dst.type), ")");
 }
@@ -42,10 +43,12 @@ std::string Print(const TileBufType& type) {
   }
   if (type.rows) keys.push_back(absl::StrCat("rows=", *type.rows));
   if (type.cols) keys.push_back(absl::StrCat("cols=", *type.cols));
-  if (type.v_row)
+  if (type.v_row) {
     keys.push_back(absl::StrCat("v_row=", ExtentText(*type.v_row)));
-  if (type.v_col)
+  }
+  if (type.v_col) {
     keys.push_back(absl::StrCat("v_col=", ExtentText(*type.v_col)));
+  }
   if (type.blayout) {
     keys.push_back(absl::StrCat("blayout=", LayoutName(*type.blayout)));
   }

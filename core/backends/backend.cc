@@ -47,7 +47,8 @@ class RuleError {
 
 Backend::Backend(Target target, const TargetSpec& spec, uint64_t buffer_bytes)
     : spec_(spec),
-      rules_{target, spec.description, buffer_bytes, spec.row_alignment_bytes} {}
+      rules_{target, spec.description, buffer_bytes, spec.row_alignment_bytes} {
+}
 
 uint64_t VectorRepeats(size_t rows, size_t row_bytes, bool contiguous) {
   if (contiguous) {
@@ -102,7 +103,8 @@ absl::Status ElementTypesAgree(const Checked& c) {
   for (const Operand* op : c.operands) {
     if (op->desc->dtype != dst.dtype) {
       return c.error("%s element type %s differs from dst element type %s",
-                     op->role, DTypeName(op->desc->dtype), DTypeName(dst.dtype));
+                     op->role, DTypeName(op->desc->dtype),
+                     DTypeName(dst.dtype));
     }
   }
   return absl::OkStatus();
@@ -174,7 +176,9 @@ absl::Status PlacementsDisjoint(const Checked& c) {
       const Operand& a = *c.operands[i];
       const Operand& b = *c.operands[j];
       // Reading one source tile twice (src0 == src1) is not an overlap.
-      if (&a == &c.inst.src0 && &b == &c.inst.src1 && a.name == b.name) continue;
+      if (&a == &c.inst.src0 && &b == &c.inst.src1 && a.name == b.name) {
+        continue;
+      }
       const ByteRange ra = PlacedRange(*a.desc);
       const ByteRange rb = PlacedRange(*b.desc);
       if (ra.Overlaps(rb)) {
@@ -188,15 +192,16 @@ absl::Status PlacementsDisjoint(const Checked& c) {
   return absl::OkStatus();
 }
 
-constexpr Rule kRules[] = {ElementTypesAgree, RowMajorVecTiles,
-                           ValidShapesAreDsts, RowsAligned, TmpIsItsOwnTile,
-                           PlacementsDisjoint};
+constexpr Rule kRules[] = {ElementTypesAgree,  RowMajorVecTiles,
+                           ValidShapesAreDsts, RowsAligned,
+                           TmpIsItsOwnTile,    PlacementsDisjoint};
 
 }  // namespace
 
 absl::Status Backend::Check(const InstructionSig& inst) const {
-  Checked c{inst, rules_.target, spec_, spec_.rule(inst.opcode), {},
-            RuleError(inst, rules_.target)};
+  Checked c{inst,  rules_.target,
+            spec_, spec_.rule(inst.opcode),
+            {},    RuleError(inst, rules_.target)};
   // Without its tmp the other rules cannot look at the operands.
   PTO_RETURN_IF_ERROR(TargetRunsIt(c));
   PTO_RETURN_IF_ERROR(TmpIsGiven(c));
@@ -215,7 +220,8 @@ std::vector<OpcodeSupport> Backend::Supported() const {
   std::vector<OpcodeSupport> out;
   for (const OpInfo& op : kOps) {
     if (spec_.rule(op.opcode).step_count == 0) continue;
-    out.push_back({op.opcode, std::vector<DType>(op.dtypes.begin(), op.dtypes.end()),
+    out.push_back({op.opcode,
+                   std::vector<DType>(op.dtypes.begin(), op.dtypes.end()),
                    UsesTmp(op.opcode), Algorithm(op.opcode)});
   }
   return out;
@@ -223,10 +229,14 @@ std::vector<OpcodeSupport> Backend::Supported() const {
 
 const Tile& OperandTile(const BoundInstruction& inst, Role role) {
   switch (role) {
-    case Role::kDst: return *inst.dst;
-    case Role::kSrc0: return *inst.src0;
-    case Role::kSrc1: return *inst.src1;
-    case Role::kTmp: return *inst.tmp;
+    case Role::kDst:
+      return *inst.dst;
+    case Role::kSrc0:
+      return *inst.src0;
+    case Role::kSrc1:
+      return *inst.src1;
+    case Role::kTmp:
+      return *inst.tmp;
   }
   return *inst.dst;
 }
@@ -274,7 +284,8 @@ void Backend::Run(Batch batch, BatchTraces traces) const {
     for (size_t i = 0; i < batch.size(); ++i) {
       const BoundInstruction& inst = *batch[i];
       if (step.invert) {
-        kernels.invert(ValidRegion(inst), In(inst, step.a), Out(inst, step.out));
+        kernels.invert(ValidRegion(inst), In(inst, step.a),
+                       Out(inst, step.out));
         RecordStep(step.micro_op, inst, step.out, {step.a}, traces[i]);
       } else {
         kernels.binary(step.op, ValidRegion(inst), In(inst, step.a),

@@ -14,11 +14,11 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "core/backends/instruction.h"
 #include "core/kernels.h"
 #include "core/ops.h"
 #include "core/targets/target_spec.h"
 #include "core/tile.h"
-#include "core/backends/instruction.h"
 #include "core/trace.h"
 #include "core/types.h"
 
@@ -28,8 +28,9 @@ namespace ptoserve {
 struct TargetRules {
   Target target;
   absl::string_view description;
-  uint64_t buffer_bytes;          // unified buffer size (manual-mode bounds)
-  uint32_t row_alignment_bytes;   // physical row bytes must be a multiple; 1: any
+  uint64_t buffer_bytes;  // unified buffer size (manual-mode bounds)
+  uint32_t
+      row_alignment_bytes;  // physical row bytes must be a multiple; 1: any
 };
 
 // What one opcode supports on one target (for GetCapabilities).

@@ -18,9 +18,9 @@ namespace ptoserve {
 
 // One operand as the rules see it.
 struct Operand {
-  absl::string_view role;            // "dst", "src0", "src1", "tmp"
-  absl::string_view name;            // the tile's name in the job
-  const TileDesc* desc = nullptr;    // nullptr: operand not given (tmp)
+  absl::string_view role;          // "dst", "src0", "src1", "tmp"
+  absl::string_view name;          // the tile's name in the job
+  const TileDesc* desc = nullptr;  // nullptr: operand not given (tmp)
 };
 
 // An instruction about to be checked against a target's rules.

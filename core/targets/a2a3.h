@@ -34,8 +34,11 @@ inline constexpr OpRule kA2A3Ops[] = {
 };
 
 inline constexpr TargetSpec kA2A3 = {
-    "a2a3", "Atlas A2/A3 training and inference products",
-    /*buffer_bytes=*/192 * 1024, /*row_alignment_bytes=*/32, kA2A3Ops,
+    "a2a3",
+    "Atlas A2/A3 training and inference products",
+    /*buffer_bytes=*/192 * 1024,
+    /*row_alignment_bytes=*/32,
+    kA2A3Ops,
     std::size(kA2A3Ops)};
 static_assert(CoversEveryOpcode(kA2A3));
 

@@ -26,9 +26,12 @@ inline constexpr OpRule kA5Ops[] = {
     Unsupported(Opcode::kTnot),
 };
 
-inline constexpr TargetSpec kA5 = {
-    "a5", "Ascend 950PR/950DT", /*buffer_bytes=*/256 * 1024,
-    /*row_alignment_bytes=*/32, kA5Ops, std::size(kA5Ops)};
+inline constexpr TargetSpec kA5 = {"a5",
+                                   "Ascend 950PR/950DT",
+                                   /*buffer_bytes=*/256 * 1024,
+                                   /*row_alignment_bytes=*/32,
+                                   kA5Ops,
+                                   std::size(kA5Ops)};
 static_assert(CoversEveryOpcode(kA5));
 
 }  // namespace targets

@@ -18,7 +18,8 @@ inline constexpr Step kHostTxor[] = {
 // Beyond the seeds: the OR and NOT that a2a3's TXOR is built from.
 inline constexpr Step kHostTor[] = {
     BinaryStep("or", BitwiseOp::kOr, Role::kDst, Role::kSrc0, Role::kSrc1)};
-inline constexpr Step kHostTnot[] = {InvertStep("not", Role::kDst, Role::kSrc0)};
+inline constexpr Step kHostTnot[] = {
+    InvertStep("not", Role::kDst, Role::kSrc0)};
 
 inline constexpr OpRule kHostOps[] = {
     {Opcode::kTand, kHostTand, std::size(kHostTand), false, "", false, ""},
@@ -28,9 +29,12 @@ inline constexpr OpRule kHostOps[] = {
     {Opcode::kTnot, kHostTnot, std::size(kHostTnot), false, "", false, ""},
 };
 
-inline constexpr TargetSpec kHost = {
-    "host", "host CPU", /*buffer_bytes=*/1 << 20, /*row_alignment_bytes=*/1,
-    kHostOps, std::size(kHostOps)};
+inline constexpr TargetSpec kHost = {"host",
+                                     "host CPU",
+                                     /*buffer_bytes=*/1 << 20,
+                                     /*row_alignment_bytes=*/1,
+                                     kHostOps,
+                                     std::size(kHostOps)};
 static_assert(CoversEveryOpcode(kHost));
 
 }  // namespace targets

@@ -24,10 +24,14 @@ enum class Role : uint8_t { kDst, kSrc0, kSrc1, kTmp };
 // "dst", "src0", "src1", "tmp".
 constexpr const char* RoleName(Role role) {
   switch (role) {
-    case Role::kDst: return "dst";
-    case Role::kSrc0: return "src0";
-    case Role::kSrc1: return "src1";
-    case Role::kTmp: return "tmp";
+    case Role::kDst:
+      return "dst";
+    case Role::kSrc0:
+      return "src0";
+    case Role::kSrc1:
+      return "src1";
+    case Role::kTmp:
+      return "tmp";
   }
   return "?";
 }
@@ -37,7 +41,7 @@ constexpr const char* RoleName(Role role) {
 struct Step {
   const char* micro_op;  // "vand", "vnot", ...: traces and algorithm text
   bool invert;
-  BitwiseOp op;  // unused when invert
+  BitwiseOp op;    // unused when invert
   Role out, a, b;  // b unused when invert
 };
 
@@ -109,8 +113,8 @@ inline std::string AlgorithmText(const OpRule& rule) {
   for (size_t i = 0; i < rule.step_count; ++i) {
     const Step& s = rule.steps[i];
     if (i > 0) text += "; ";
-    text += std::string(RoleName(s.out)) + " = " + s.micro_op + "(" +
-            RoleName(s.a);
+    text +=
+        std::string(RoleName(s.out)) + " = " + s.micro_op + "(" + RoleName(s.a);
     if (!s.invert) text += std::string(", ") + RoleName(s.b);
     text += ")";
   }

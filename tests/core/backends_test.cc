@@ -452,7 +452,9 @@ TYPED_TEST(BackendsTypedTest, TorAndTnotOnTheHostOnly) {
                            OutputMatrix<T>(outcome, "o")));
   Matrix<T> expected_not = dst;
   for (uint32_t i = 0; i < 5; ++i) {
-    for (uint32_t j = 0; j < cols - 1; ++j) expected_not.at(i, j) = static_cast<T>(~a.at(i, j));
+    for (uint32_t j = 0; j < cols - 1; ++j) {
+      expected_not.at(i, j) = static_cast<T>(~a.at(i, j));
+    }
   }
   EXPECT_TRUE(SameElements(expected_not, OutputMatrix<T>(outcome, "n")));
   EXPECT_EQ(outcome.events[1].trace.ops[0].op, "not");
@@ -462,10 +464,12 @@ TYPED_TEST(BackendsTypedTest, TorAndTnotOnTheHostOnly) {
     other.AddMatrix("a", a);
     other.AddMatrix("b", b);
     other.Add(Opcode::kTor, "o", "a", "b");
-    EXPECT_THAT(this->engine_.Execute(other.spec()).status(),
-                StatusIs(absl::StatusCode::kInvalidArgument,
-                         absl::StrCat("instruction 0 (TOR on ", TargetName(target), "): ",
-                                      TargetName(target), " does not run TOR (host does)")));
+    EXPECT_THAT(
+        this->engine_.Execute(other.spec()).status(),
+        StatusIs(absl::StatusCode::kInvalidArgument,
+                 absl::StrCat("instruction 0 (TOR on ", TargetName(target),
+                              "): ", TargetName(target),
+                              " does not run TOR (host does)")));
   }
 }
 
@@ -475,10 +479,12 @@ TEST(TnotTest, Src1IsRefused) {
   JobBuilder job(Target::kHost);
   job.AddTile("a", test::Desc(DType::kInt8, 2, 8));
   job.Add(Opcode::kTnot, "n", "a", "a");
-  EXPECT_THAT(engine.Execute(job.spec()).status(),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       "instruction 0 (TNOT on host): src1 \"a\" is set; TNOT takes one "
-                       "source (src0)"));
+  EXPECT_THAT(
+      engine.Execute(job.spec()).status(),
+      StatusIs(
+          absl::StatusCode::kInvalidArgument,
+          "instruction 0 (TNOT on host): src1 \"a\" is set; TNOT takes one "
+          "source (src0)"));
 }
 
 // The target specs: named as TargetName names them, one rule per opcode,

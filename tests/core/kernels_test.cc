@@ -30,10 +30,14 @@ enum class KernelChoice { kPortable, kAvx2, kAvx512, kBest };
 std::string KernelChoiceName(
     const ::testing::TestParamInfo<KernelChoice>& info) {
   switch (info.param) {
-    case KernelChoice::kPortable: return "Portable";
-    case KernelChoice::kAvx2: return "Avx2";
-    case KernelChoice::kAvx512: return "Avx512";
-    case KernelChoice::kBest: return "Best";
+    case KernelChoice::kPortable:
+      return "Portable";
+    case KernelChoice::kAvx2:
+      return "Avx2";
+    case KernelChoice::kAvx512:
+      return "Avx512";
+    case KernelChoice::kBest:
+      return "Best";
   }
   return "?";
 }
@@ -42,9 +46,12 @@ constexpr BitwiseOp kOps[] = {BitwiseOp::kAnd, BitwiseOp::kOr, BitwiseOp::kXor};
 
 const char* OpName(BitwiseOp op) {
   switch (op) {
-    case BitwiseOp::kAnd: return "and";
-    case BitwiseOp::kOr: return "or";
-    case BitwiseOp::kXor: return "xor";
+    case BitwiseOp::kAnd:
+      return "and";
+    case BitwiseOp::kOr:
+      return "or";
+    case BitwiseOp::kXor:
+      return "xor";
   }
   return "?";
 }
@@ -87,17 +94,28 @@ class KernelsTest : public ::testing::TestWithParam<KernelChoice> {
  protected:
   void SetUp() override {
     switch (GetParam()) {
-      case KernelChoice::kPortable: kernels_ = &PortableKernels(); break;
-      case KernelChoice::kAvx2: kernels_ = Avx2Kernels(); break;
-      case KernelChoice::kAvx512: kernels_ = Avx512Kernels(); break;
-      case KernelChoice::kBest: kernels_ = &BestKernels(); break;
+      case KernelChoice::kPortable:
+        kernels_ = &PortableKernels();
+        break;
+      case KernelChoice::kAvx2:
+        kernels_ = Avx2Kernels();
+        break;
+      case KernelChoice::kAvx512:
+        kernels_ = Avx512Kernels();
+        break;
+      case KernelChoice::kBest:
+        kernels_ = &BestKernels();
+        break;
     }
     if (kernels_ == nullptr) {
       // A CI whose machines have them says so, and then a skip fails.
-      if (Required(KernelChoiceName(::testing::TestParamInfo<KernelChoice>(GetParam(), 0)))) {
-        FAIL() << "$PTOSERVE_REQUIRE_KERNELS requires this kernel set and the CPU lacks it";
+      if (Required(KernelChoiceName(
+              ::testing::TestParamInfo<KernelChoice>(GetParam(), 0)))) {
+        FAIL() << "$PTOSERVE_REQUIRE_KERNELS requires this kernel set and the "
+                  "CPU lacks it";
       }
-      GTEST_SKIP() << "this CPU lacks the instructions (tools/test.sh lists skips)";
+      GTEST_SKIP()
+          << "this CPU lacks the instructions (tools/test.sh lists skips)";
     }
   }
 
@@ -106,7 +124,8 @@ class KernelsTest : public ::testing::TestWithParam<KernelChoice> {
   static bool Required(const std::string& name) {
     const char* env = std::getenv("PTOSERVE_REQUIRE_KERNELS");
     if (env == nullptr) return false;
-    for (absl::string_view wanted : absl::StrSplit(env, ',', absl::SkipEmpty())) {
+    for (absl::string_view wanted :
+         absl::StrSplit(env, ',', absl::SkipEmpty())) {
       if (absl::EqualsIgnoreCase(wanted, name)) return true;
     }
     return false;

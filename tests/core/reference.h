@@ -61,12 +61,18 @@ constexpr DType DTypeOf() {
 template <typename F>
 auto WithBitwiseType(DType dtype, F&& f) {
   switch (dtype) {
-    case DType::kInt8: return f(int8_t{});
-    case DType::kUInt8: return f(uint8_t{});
-    case DType::kInt16: return f(int16_t{});
-    case DType::kUInt16: return f(uint16_t{});
-    case DType::kInt32: return f(int32_t{});
-    default: return f(uint32_t{});
+    case DType::kInt8:
+      return f(int8_t{});
+    case DType::kUInt8:
+      return f(uint8_t{});
+    case DType::kInt16:
+      return f(int16_t{});
+    case DType::kUInt16:
+      return f(uint16_t{});
+    case DType::kInt32:
+      return f(int32_t{});
+    default:
+      return f(uint32_t{});
   }
 }
 
@@ -74,9 +80,12 @@ auto WithBitwiseType(DType dtype, F&& f) {
 template <typename T>
 T ScalarOp(BitwiseOp op, T a, T b) {
   switch (op) {
-    case BitwiseOp::kAnd: return static_cast<T>(a & b);
-    case BitwiseOp::kOr: return static_cast<T>(a | b);
-    case BitwiseOp::kXor: return static_cast<T>(a ^ b);
+    case BitwiseOp::kAnd:
+      return static_cast<T>(a & b);
+    case BitwiseOp::kOr:
+      return static_cast<T>(a | b);
+    case BitwiseOp::kXor:
+      return static_cast<T>(a ^ b);
   }
   return T{};
 }
@@ -86,10 +95,14 @@ T ScalarOp(BitwiseOp op, T a, T b) {
 // REQUIRES: opcode is not TNOT (one source: dst = ~src0).
 inline BitwiseOp OpOf(Opcode opcode) {
   switch (opcode) {
-    case Opcode::kTand: return BitwiseOp::kAnd;
-    case Opcode::kTxor: return BitwiseOp::kXor;
-    case Opcode::kTor: return BitwiseOp::kOr;
-    case Opcode::kTnot: break;
+    case Opcode::kTand:
+      return BitwiseOp::kAnd;
+    case Opcode::kTxor:
+      return BitwiseOp::kXor;
+    case Opcode::kTor:
+      return BitwiseOp::kOr;
+    case Opcode::kTnot:
+      break;
   }
   std::abort();
 }

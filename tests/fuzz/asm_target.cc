@@ -57,19 +57,19 @@ absl::Status RunAssembly(absl::string_view text) {
   const std::string printed = pasm::Print(*program);
   absl::StatusOr<pasm::Program> reparsed = pasm::Parse(printed);
   if (!reparsed.ok()) {
-    return absl::InternalError(
-        absl::StrCat("the printed program does not parse: ",
-                     reparsed.status().ToString(), Quoted(text, printed)));
-  }
-  if (*reparsed != *program) {
     return absl::InternalError(absl::StrCat(
-        "the printed program parses to a different program",
+        "the printed program does not parse: ", reparsed.status().ToString(),
         Quoted(text, printed)));
   }
+  if (*reparsed != *program) {
+    return absl::InternalError(
+        absl::StrCat("the printed program parses to a different program",
+                     Quoted(text, printed)));
+  }
   if (const std::string again = pasm::Print(*reparsed); again != printed) {
-    return absl::InternalError(absl::StrCat(
-        "printing the printed program changes it", Quoted(text, printed),
-        "\nprinted again:\n", again));
+    return absl::InternalError(
+        absl::StrCat("printing the printed program changes it",
+                     Quoted(text, printed), "\nprinted again:\n", again));
   }
 
   const Engine& engine = SmallEngine();

@@ -17,8 +17,8 @@
 #include "absl/strings/match.h"
 #include "core/asm/parser.h"
 #include "gtest/gtest.h"
-#include "ptoserve/v1/job.pb.h"
 #include "proto/codec.h"
+#include "ptoserve/v1/job.pb.h"
 #include "server/decode.h"
 #include "tests/fuzz/fuzz_targets.h"
 #include "tests/fuzz/fuzz_util.h"
@@ -37,7 +37,8 @@ namespace fs = std::filesystem;
 // tests/fuzz/<kind> in the test's runfiles.
 fs::path KindDir(const std::string& kind) {
   const char* srcdir = std::getenv("TEST_SRCDIR");
-  return fs::path(srcdir != nullptr ? srcdir : ".") / "ptoserve/tests/fuzz" / kind;
+  return fs::path(srcdir != nullptr ? srcdir : ".") / "ptoserve/tests/fuzz" /
+         kind;
 }
 
 // The files under tests/fuzz/<kind>/<fuzzer>/ in the test's runfiles,
@@ -88,8 +89,10 @@ TEST_P(CorpusTest, SeedCorpusPasses) { EXPECT_GT(Replay("corpus"), 0u); }
 // every one is replayed; the folder of all of them is where the test looks
 // (were it moved, no reproducer would run and nothing would say so).
 TEST_P(CorpusTest, CrashReproducersPass) {
-  ASSERT_TRUE(fs::is_directory(KindDir("regressions"))) << KindDir("regressions");
-  const bool expected = fs::is_directory(KindDir("regressions") / GetParam().name);
+  ASSERT_TRUE(fs::is_directory(KindDir("regressions")))
+      << KindDir("regressions");
+  const bool expected =
+      fs::is_directory(KindDir("regressions") / GetParam().name);
   const size_t replayed = Replay("regressions");
   if (expected) EXPECT_GT(replayed, 0u);
   std::printf("%s: %zu reproducers replayed\n", GetParam().name, replayed);
@@ -102,11 +105,12 @@ TEST(CorpusTest, KnownReproducersArePresent) {
   EXPECT_GE(Inputs("regressions", "asm_fuzzer").size(), 1u);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Fuzzers, CorpusTest, ::testing::ValuesIn(Targets().begin(), Targets().end()),
-    [](const ::testing::TestParamInfo<FuzzTarget>& info) {
-      return std::string(info.param.name);
-    });
+INSTANTIATE_TEST_SUITE_P(Fuzzers, CorpusTest,
+                         ::testing::ValuesIn(Targets().begin(),
+                                             Targets().end()),
+                         [](const ::testing::TestParamInfo<FuzzTarget>& info) {
+                           return std::string(info.param.name);
+                         });
 
 TEST(SeedsTest, JobSeedsAreValidJobs) {
   size_t seeds = 0;

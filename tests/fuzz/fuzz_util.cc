@@ -24,15 +24,14 @@ std::string Describe(const TileDesc& d) {
 }
 
 std::string Describe(const MicroOp& op) {
-  return absl::StrFormat("%s %s <- %s (%u repeats, %u elements)", op.op,
-                         op.dst, absl::StrJoin(op.srcs, ", "), op.repeats,
-                         op.elements);
+  return absl::StrFormat("%s %s <- %s (%u repeats, %u elements)", op.op, op.dst,
+                         absl::StrJoin(op.srcs, ", "), op.repeats, op.elements);
 }
 
 absl::Status Differ(absl::string_view what, absl::string_view expected,
                     absl::string_view actual) {
-  return absl::InternalError(absl::StrFormat("%s: expected %s, got %s", what,
-                                             expected, actual));
+  return absl::InternalError(
+      absl::StrFormat("%s: expected %s, got %s", what, expected, actual));
 }
 
 absl::Status SameEvent(const Event& a, const Event& b) {
@@ -67,31 +66,29 @@ absl::Status SameEvent(const Event& a, const Event& b) {
 }
 
 std::string Describe(const Instruction& in) {
-  return absl::StrFormat("%s dst=%s src0=%s src1=%s tmp=%s record=%s wait=%s "
-                         "notes=%s",
-                         OpcodeName(in.opcode), in.dst, in.src0, in.src1,
-                         in.tmp, in.record_event,
-                         absl::StrJoin(in.wait_events, ","),
-                         absl::StrJoin(in.notes, " | "));
+  return absl::StrFormat(
+      "%s dst=%s src0=%s src1=%s tmp=%s record=%s wait=%s "
+      "notes=%s",
+      OpcodeName(in.opcode), in.dst, in.src0, in.src1, in.tmp, in.record_event,
+      absl::StrJoin(in.wait_events, ","), absl::StrJoin(in.notes, " | "));
 }
 
 std::string Describe(const TileInput& in) {
-  return absl::StrFormat("%s: %s, encoding %d, %u data bytes at %p, %u values "
-                         "at %p",
-                         in.name, Describe(in.desc),
-                         static_cast<int>(in.encoding), in.data.size(),
-                         static_cast<const void*>(in.data.data()),
-                         in.values.size(),
-                         static_cast<const void*>(in.values.data()));
+  return absl::StrFormat(
+      "%s: %s, encoding %d, %u data bytes at %p, %u values "
+      "at %p",
+      in.name, Describe(in.desc), static_cast<int>(in.encoding), in.data.size(),
+      static_cast<const void*>(in.data.data()), in.values.size(),
+      static_cast<const void*>(in.values.data()));
 }
 
 }  // namespace
 
 const Engine& SmallEngine() {
-  static const Engine* const kEngine = new Engine(EngineOptions{
-      .limits = {.max_tile_bytes = size_t{64} << 10,
-                 .max_tiles_per_job = 64,
-                 .max_instructions_per_job = 64}});
+  static const Engine* const kEngine =
+      new Engine(EngineOptions{.limits = {.max_tile_bytes = size_t{64} << 10,
+                                          .max_tiles_per_job = 64,
+                                          .max_instructions_per_job = 64}});
   return *kEngine;
 }
 

@@ -23,19 +23,32 @@ constexpr size_t kMaxElementBytes = 8192;
 
 // Numbers for an element or a fill: the integer types' edges, and values
 // no integer type holds.
-constexpr double kValues[] = {
-    -1, 127, 128, 255, 256, -129, 32768, 65535, 65536, 2147483647.0,
-    2147483648.0, 4294967295.0, -2147483649.0, 0.5, -0.0, 1e300, -1e300,
-    std::numeric_limits<double>::infinity(),
-    std::numeric_limits<double>::quiet_NaN(),
-    std::numeric_limits<double>::denorm_min()};
+constexpr double kValues[] = {-1,
+                              127,
+                              128,
+                              255,
+                              256,
+                              -129,
+                              32768,
+                              65535,
+                              65536,
+                              2147483647.0,
+                              2147483648.0,
+                              4294967295.0,
+                              -2147483649.0,
+                              0.5,
+                              -0.0,
+                              1e300,
+                              -1e300,
+                              std::numeric_limits<double>::infinity(),
+                              std::numeric_limits<double>::quiet_NaN(),
+                              std::numeric_limits<double>::denorm_min()};
 
 // Extents that make a tile's size overflow unless it is computed wide
 // enough: 2^31 x 2^31 int32 tiles once came to 0 bytes.
 constexpr uint32_t kHugeExtents[] = {
-    46341,      65536,      65537,      0x01000000, 0x10000000,
-    0x40000000, 0x7fffffff, 0x80000000, 0x80000001, 0xfffffffe,
-    0xffffffff};
+    46341,      65536,      65537,      0x01000000, 0x10000000, 0x40000000,
+    0x7fffffff, 0x80000000, 0x80000001, 0xfffffffe, 0xffffffff};
 
 // Lengths of names around the server's limit (kMaxNameBytes, 256) and far
 // over it.
@@ -63,26 +76,35 @@ class Mutator {
       return;
     }
     switch (Below(18)) {
-      case 0: job_.set_target(static_cast<v1::Target>(Below(5))); break;
+      case 0:
+        job_.set_target(static_cast<v1::Target>(Below(5)));
+        break;
       case 1:
         job_.set_mode(job_.mode() == v1::MODE_AUTO ? v1::MODE_MANUAL
                                                    : v1::MODE_AUTO);
         break;
-      case 2: Reshape(); break;
+      case 2:
+        Reshape();
+        break;
       case 3:
         if (v1::Tile* t = AnyTile()) {
           t->set_dtype(static_cast<v1::DType>(Below(10)));
           FitElements(t);
         }
         break;
-      case 4: Reencode(); break;
-      case 5: ChangeElement(); break;
+      case 4:
+        Reencode();
+        break;
+      case 5:
+        ChangeElement();
+        break;
       case 6:
         if (v1::Tile* t = AnyTile()) {
           if (Below(4) == 0) {
             t->clear_address();
           } else {
-            t->set_address(Below(8) * 0x1000 + Below(3) * 32 + Below(2) * Below(32));
+            t->set_address(Below(8) * 0x1000 + Below(3) * 32 +
+                           Below(2) * Below(32));
           }
         }
         break;
@@ -95,20 +117,30 @@ class Mutator {
           }
         }
         break;
-      case 8: AddTile(); break;
+      case 8:
+        AddTile();
+        break;
       case 9:
         if (!job_.tiles().empty()) job_.mutable_tiles()->erase(TileName());
         break;
-      case 10: SetOperand(); break;
+      case 10:
+        SetOperand();
+        break;
       case 11:
         if (v1::Instruction* in = AnyInstruction()) {
           // Every opcode, unset, and one past the last.
           in->set_opcode(static_cast<v1::Opcode>(Below(std::size(kOps) + 2)));
         }
         break;
-      case 12: AddInstruction(); break;
-      case 13: RemoveInstruction(); break;
-      case 14: SetEvents(); break;
+      case 12:
+        AddInstruction();
+        break;
+      case 13:
+        RemoveInstruction();
+        break;
+      case 14:
+        SetEvents();
+        break;
       case 15:
         if (Below(3) == 0) {
           job_.clear_outputs();
@@ -116,7 +148,9 @@ class Mutator {
           job_.add_outputs(Name());
         }
         break;
-      case 16: EditAssembly(); break;
+      case 16:
+        EditAssembly();
+        break;
       default:
         if (job_.instructions_size() > 1) {
           job_.mutable_instructions()->SwapElements(
@@ -128,12 +162,24 @@ class Mutator {
 
   void Hostile() {
     switch (Below(7)) {
-      case 0: HugeShape(); break;
-      case 1: DeclareMany(); break;
-      case 2: RepeatOutputs(); break;
-      case 3: ManyWaits(); break;
-      case 4: LongName(); break;
-      case 5: HostileAssembly(); break;
+      case 0:
+        HugeShape();
+        break;
+      case 1:
+        DeclareMany();
+        break;
+      case 2:
+        RepeatOutputs();
+        break;
+      case 3:
+        ManyWaits();
+        break;
+      case 4:
+        LongName();
+        break;
+      case 5:
+        HostileAssembly();
+        break;
       default: {  // a fill beside data or values, or out of range
         v1::Tile* t = AnyTile();
         if (t == nullptr) break;
@@ -149,9 +195,9 @@ class Mutator {
   // A tile extent: small, or one of the edges of the rules (row alignment,
   // buffer and limits).
   uint32_t Extent() {
-    static constexpr uint32_t kEdges[] = {0,  1,  2,   3,   7,    8,     15,
-                                          16, 17, 31,  32,  33,   63,    64,
-                                          65, 96, 128, 256, 4096, 65536, 0xffffffff};
+    static constexpr uint32_t kEdges[] = {
+        0,  1,  2,  3,  7,  8,   15,  16,   17,    31,        32,
+        33, 63, 64, 65, 96, 128, 256, 4096, 65536, 0xffffffff};
     if (Below(2) == 0) return kEdges[Below(sizeof(kEdges) / sizeof(kEdges[0]))];
     return 1 + Below(40);
   }
@@ -160,7 +206,9 @@ class Mutator {
   std::string Name() {
     std::vector<std::string> names = {"a", "b", "c", "t", "dst", "x.tmp", ""};
     for (const auto& [name, tile] : job_.tiles()) names.push_back(name);
-    for (const v1::Instruction& in : job_.instructions()) names.push_back(in.dst());
+    for (const v1::Instruction& in : job_.instructions()) {
+      names.push_back(in.dst());
+    }
     return names[Below(names.size())];
   }
 
@@ -191,10 +239,16 @@ class Mutator {
       std::string* data = t->mutable_data();
       const size_t old = data->size();
       data->resize(bytes);
-      for (size_t k = old; k < data->size(); ++k) (*data)[k] = static_cast<char>(rng_());
+      for (size_t k = old; k < data->size(); ++k) {
+        (*data)[k] = static_cast<char>(rng_());
+      }
     } else if (t->values_size() > 0) {
-      while (static_cast<uint64_t>(t->values_size()) > elements) t->mutable_values()->RemoveLast();
-      while (static_cast<uint64_t>(t->values_size()) < elements) t->add_values(Below(100));
+      while (static_cast<uint64_t>(t->values_size()) > elements) {
+        t->mutable_values()->RemoveLast();
+      }
+      while (static_cast<uint64_t>(t->values_size()) < elements) {
+        t->add_values(Below(100));
+      }
     }
   }
 
@@ -202,10 +256,18 @@ class Mutator {
     v1::Tile* t = AnyTile();
     if (t == nullptr) return;
     switch (Below(5)) {
-      case 0: t->set_rows(Extent()); break;
-      case 1: t->set_cols(Extent()); break;
-      case 2: t->set_valid_rows(Extent()); break;
-      case 3: t->set_valid_cols(Extent()); break;
+      case 0:
+        t->set_rows(Extent());
+        break;
+      case 1:
+        t->set_cols(Extent());
+        break;
+      case 2:
+        t->set_valid_rows(Extent());
+        break;
+      case 3:
+        t->set_valid_cols(Extent());
+        break;
       default:  // rows of 32-byte multiples, as a2a3 and a5 need
         t->set_cols(32 * (1 + Below(3)) / ElementBytesOf(t->dtype()));
         t->set_valid_cols(Below(t->cols() + 1));
@@ -228,9 +290,13 @@ class Mutator {
     t->clear_values();
     t->clear_fill();
     switch (Below(4)) {
-      case 0: return;  // no elements: zero-filled
-      case 1: t->set_fill(Fill()); return;
-      default: break;
+      case 0:
+        return;  // no elements: zero-filled
+      case 1:
+        t->set_fill(Fill());
+        return;
+      default:
+        break;
     }
     if (to_data) {
       t->set_data(std::string(1, '\0'));
@@ -248,7 +314,8 @@ class Mutator {
     } else if (!t->data().empty()) {
       (*t->mutable_data())[Below(t->data().size())] = static_cast<char>(rng_());
     } else if (t->values_size() > 0) {
-      t->set_values(Below(t->values_size()), kValues[Below(std::size(kValues))]);
+      t->set_values(Below(t->values_size()),
+                    kValues[Below(std::size(kValues))]);
     }
   }
 
@@ -261,17 +328,26 @@ class Mutator {
       tile.set_rows(1);
       tile.set_cols(32);
     }
-    (*job_.mutable_tiles())[Name() + (Below(2) ? "" : absl::StrCat(Below(4)))] = tile;
+    (*job_.mutable_tiles())[Name() + (Below(2) ? "" : absl::StrCat(Below(4)))] =
+        tile;
   }
 
   void SetOperand() {
     v1::Instruction* in = AnyInstruction();
     if (in == nullptr) return;
     switch (Below(4)) {
-      case 0: in->set_dst(Name()); break;
-      case 1: in->set_src0(Name()); break;
-      case 2: in->set_src1(Name()); break;
-      default: in->set_tmp(Name()); break;
+      case 0:
+        in->set_dst(Name());
+        break;
+      case 1:
+        in->set_src0(Name());
+        break;
+      case 2:
+        in->set_src1(Name());
+        break;
+      default:
+        in->set_tmp(Name());
+        break;
     }
   }
 
@@ -335,12 +411,17 @@ class Mutator {
     if (t == nullptr) return;
     const uint32_t huge = kHugeExtents[Below(std::size(kHugeExtents))];
     switch (Below(4)) {
-      case 0: t->set_rows(huge); break;
-      case 1: t->set_cols(huge); break;
+      case 0:
+        t->set_rows(huge);
+        break;
+      case 1:
+        t->set_cols(huge);
+        break;
       case 2:
         t->set_rows(huge);
-        t->set_cols(Below(2) == 0 ? huge
-                                  : kHugeExtents[Below(std::size(kHugeExtents))]);
+        t->set_cols(Below(2) == 0
+                        ? huge
+                        : kHugeExtents[Below(std::size(kHugeExtents))]);
         break;
       default:  // a small valid region of a huge tile
         t->set_rows(huge);
@@ -350,8 +431,11 @@ class Mutator {
         break;
     }
     switch (Below(3)) {
-      case 0: break;
-      case 1: t->set_fill(Fill()); [[fallthrough]];
+      case 0:
+        break;
+      case 1:
+        t->set_fill(Fill());
+        [[fallthrough]];
       default:
         t->clear_data();
         t->clear_values();
@@ -368,8 +452,7 @@ class Mutator {
     } kShapes[] = {
         {v1::DTYPE_INT32, 2048, 2048},  // 16 MiB
         {v1::DTYPE_INT32, 128, 128},    // 64 KiB: the fuzzer's tile limit
-        {v1::DTYPE_UINT8, 256, 256},
-        {v1::DTYPE_INT16, 64, 256},
+        {v1::DTYPE_UINT8, 256, 256},   {v1::DTYPE_INT16, 64, 256},
         {v1::DTYPE_INT32, 1, 16384},
     };
     const auto& shape = kShapes[Below(std::size(kShapes))];
@@ -384,7 +467,8 @@ class Mutator {
       (*job_.mutable_tiles())[absl::StrCat(prefix, k)] = tile;
     }
     // Some of them used, so that they are returned too.
-    if (v1::Instruction* in = AnyInstruction(); in != nullptr && Below(2) == 0) {
+    if (v1::Instruction* in = AnyInstruction();
+        in != nullptr && Below(2) == 0) {
       in->set_src0(absl::StrCat(prefix, 0));
       in->set_src1(absl::StrCat(prefix, Below(n)));
       if (Below(2) == 0) in->set_dst(absl::StrCat(prefix, Below(n)));
@@ -393,10 +477,9 @@ class Mutator {
 
   // One name listed many times in outputs: returned once.
   void RepeatOutputs() {
-    const std::string name =
-        job_.outputs_size() > 0 && Below(2) == 0
-            ? job_.outputs(Below(job_.outputs_size()))
-            : Name();
+    const std::string name = job_.outputs_size() > 0 && Below(2) == 0
+                                 ? job_.outputs(Below(job_.outputs_size()))
+                                 : Name();
     if (Below(2) == 0) job_.clear_outputs();
     const int n = kCounts[Below(std::size(kCounts))];
     for (int k = 0; k < n; ++k) job_.add_outputs(name);
@@ -462,9 +545,8 @@ class Mutator {
         return;
       case 3:  // an event recorded under a long name and waited on by name
         if (v1::Instruction* in = AnyInstruction()) {
-          in->set_record_event(lengthen(in->record_event().empty()
-                                            ? "ev"
-                                            : in->record_event()));
+          in->set_record_event(
+              lengthen(in->record_event().empty() ? "ev" : in->record_event()));
           v1::Instruction* waiter = AnyInstruction();
           if (waiter != in) waiter->add_wait_events(in->record_event());
         }
@@ -516,7 +598,9 @@ class Mutator {
         const std::string text = job_.assembly();
         std::string big = text;
         const size_t target = size_t{1024} << Below(7);  // 1 KiB to 64 KiB
-        while (!text.empty() && big.size() < target) absl::StrAppend(&big, "\n", text);
+        while (!text.empty() && big.size() < target) {
+          absl::StrAppend(&big, "\n", text);
+        }
         job_.set_assembly(big);
         return;
       }
@@ -559,12 +643,11 @@ class Mutator {
     for (const v1::Instruction& in : job_.instructions()) {
       const bool tmp = !in.tmp().empty();
       const OpInfo* op = FindOpByWireValue(in.opcode());
-      absl::StrAppend(
-          &text, "pto.", op != nullptr ? op->mnemonic : "tand",
-          " ins(%", in.src0(), ", %", in.src1(), tmp ? ", %" : "", in.tmp(),
-          " : !pto.tile_buf<...>, !pto.tile_buf<...>",
-          tmp ? ", !pto.tile_buf<...>" : "", ") outs(%", in.dst(),
-          " : !pto.tile_buf<...>)\n");
+      absl::StrAppend(&text, "pto.", op != nullptr ? op->mnemonic : "tand",
+                      " ins(%", in.src0(), ", %", in.src1(), tmp ? ", %" : "",
+                      in.tmp(), " : !pto.tile_buf<...>, !pto.tile_buf<...>",
+                      tmp ? ", !pto.tile_buf<...>" : "", ") outs(%", in.dst(),
+                      " : !pto.tile_buf<...>)\n");
     }
     job_.clear_instructions();
     job_.set_assembly(text);
@@ -581,12 +664,19 @@ class Mutator {
     const size_t i = Below(lines.size());
     const size_t j = Below(lines.size());
     switch (Below(4)) {
-      case 0: lines.insert(lines.begin() + j, lines[i]); break;
-      case 1: lines.erase(lines.begin() + i); break;
-      case 2: std::swap(lines[i], lines[j]); break;
+      case 0:
+        lines.insert(lines.begin() + j, lines[i]);
+        break;
+      case 1:
+        lines.erase(lines.begin() + i);
+        break;
+      case 2:
+        std::swap(lines[i], lines[j]);
+        break;
       default: {
         if (job_.tiles().empty()) return;
-        job_.set_assembly(RenameInAssembly(job_.assembly(), TileName(), Name()));
+        job_.set_assembly(
+            RenameInAssembly(job_.assembly(), TileName(), Name()));
         return;
       }
     }

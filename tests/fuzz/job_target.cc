@@ -17,9 +17,9 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
-#include "absl/strings/str_cat.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "core/asm/ast.h"
@@ -27,9 +27,9 @@
 #include "core/backends/backend.h"
 #include "core/quote.h"
 #include "core/status_macros.h"
+#include "proto/codec.h"
 #include "ptoserve/v1/job.pb.h"
 #include "server/admission.h"
-#include "proto/codec.h"
 #include "server/decode.h"
 #include "tests/core/reference.h"
 #include "tests/fuzz/fuzz_targets.h"
@@ -351,8 +351,8 @@ absl::Status CheckWithinWireLimits(const v1::Job& job,
       return over("an instruction's waits", in.wait_events_size(),
                   limits.max_waits_per_instruction);
     }
-    for (const std::string* n : {&in.dst(), &in.src0(), &in.src1(), &in.tmp(),
-                                 &in.record_event()}) {
+    for (const std::string* n :
+         {&in.dst(), &in.src0(), &in.src1(), &in.tmp(), &in.record_event()}) {
       PTO_RETURN_IF_ERROR(name("an operand or event name", *n));
     }
     for (const std::string& n : in.wait_events()) {
@@ -510,13 +510,26 @@ std::optional<std::string> InitialBytes(const TileInput& in,
   const absl::Span<const double> values =
       in.encoding == Encoding::kFill ? absl::MakeConstSpan(filled) : in.values;
   switch (desc.dtype) {
-    case DType::kInt8: StoreValues<int8_t>(values, &bytes); break;
-    case DType::kUInt8: StoreValues<uint8_t>(values, &bytes); break;
-    case DType::kInt16: StoreValues<int16_t>(values, &bytes); break;
-    case DType::kUInt16: StoreValues<uint16_t>(values, &bytes); break;
-    case DType::kInt32: StoreValues<int32_t>(values, &bytes); break;
-    case DType::kUInt32: StoreValues<uint32_t>(values, &bytes); break;
-    default: return std::nullopt;
+    case DType::kInt8:
+      StoreValues<int8_t>(values, &bytes);
+      break;
+    case DType::kUInt8:
+      StoreValues<uint8_t>(values, &bytes);
+      break;
+    case DType::kInt16:
+      StoreValues<int16_t>(values, &bytes);
+      break;
+    case DType::kUInt16:
+      StoreValues<uint16_t>(values, &bytes);
+      break;
+    case DType::kInt32:
+      StoreValues<int32_t>(values, &bytes);
+      break;
+    case DType::kUInt32:
+      StoreValues<uint32_t>(values, &bytes);
+      break;
+    default:
+      return std::nullopt;
   }
   return bytes;
 }
@@ -541,8 +554,8 @@ void ReferenceNot(const RefTile& a, RefTile* out) {
   const size_t row_bytes = out->desc.valid_row_bytes();
   for (uint32_t i = 0; i < out->desc.valid_rows; ++i) {
     for (size_t j = 0; j < row_bytes; ++j) {
-      out->bytes[i * out->desc.row_bytes() + j] =
-          static_cast<char>(~static_cast<uint8_t>(a.bytes[i * a.desc.row_bytes() + j]));
+      out->bytes[i * out->desc.row_bytes() + j] = static_cast<char>(
+          ~static_cast<uint8_t>(a.bytes[i * a.desc.row_bytes() + j]));
     }
   }
 }
@@ -554,7 +567,8 @@ void ReferenceNot(const RefTile& a, RefTile* out) {
 absl::Status CheckAgainstReference(const JobSpec& spec, const Engine& engine,
                                    const JobOutcome& outcome) {
   const Target target = spec.target.value_or(engine.options().default_target);
-  const bool txor_uses_tmp = engine.backends().Get(target).UsesTmp(Opcode::kTxor);
+  const bool txor_uses_tmp =
+      engine.backends().Get(target).UsesTmp(Opcode::kTxor);
   absl::flat_hash_map<std::string, RefTile> tiles;
   absl::flat_hash_map<std::string, bool> comparable;
   for (const TileInput& in : spec.tiles) {
@@ -614,7 +628,8 @@ absl::Status CheckAgainstReference(const JobSpec& spec, const Engine& engine,
   for (size_t k = 0; k < outputs.size(); ++k) {
     const OutputTile& out = outcome.outputs[k];
     const RefTile& expected = tiles.at(outputs[k]);
-    if (out.name != outputs[k] || out.tile.size_bytes() != expected.bytes.size()) {
+    if (out.name != outputs[k] ||
+        out.tile.size_bytes() != expected.bytes.size()) {
       return absl::InternalError(absl::StrFormat(
           "output %u is \"%s\" of %u bytes, expected \"%s\" of %u bytes", k,
           out.name, out.tile.size_bytes(), outputs[k], expected.bytes.size()));
@@ -698,7 +713,7 @@ absl::Status RunJob(absl::string_view bytes) {
   // The server's path (TileComputeService::Decode and Queue): the wire
   // checks on the bytes before they are parsed, ...
   google::protobuf::io::ArrayInputStream stream(bytes.data(),
-                                               static_cast<int>(bytes.size()));
+                                                static_cast<int>(bytes.size()));
   const absl::StatusOr<WireShape> shape =
       CheckJobWire(&stream, bytes.size(), engine.options().limits);
   if (!shape.ok()) {
@@ -740,8 +755,8 @@ absl::Status RunJob(absl::string_view bytes) {
 
   // ... and Prepare, admitted by the job's cost as the server admits it.
   admitted.footprint = JobFootprint(bytes.size(), *decoded);
-  admitted.instructions = std::max<uint64_t>(
-      admitted.instructions, decoded->spec.instructions.size());
+  admitted.instructions = std::max<uint64_t>(admitted.instructions,
+                                             decoded->spec.instructions.size());
   const Admission admit = [&](const JobCost& c) -> absl::Status {
     if (admitted.cost.has_value()) {
       return absl::InternalError("Prepare asked for admission twice");
@@ -800,7 +815,8 @@ absl::Status RunJob(absl::string_view bytes) {
       return ran;
     }
     const JobOutcome actual = engine.Finish(reordered->get());
-    if (absl::Status ok = CheckAgainstReference(decoded->spec, engine, expected);
+    if (absl::Status ok =
+            CheckAgainstReference(decoded->spec, engine, expected);
         !ok.ok()) {
       return absl::InternalError(absl::StrCat(
           "the outcome differs from the reference: ", ok.message()));

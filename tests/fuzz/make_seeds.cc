@@ -14,8 +14,8 @@
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
-#include "ptoserve/v1/job.pb.h"
 #include "proto/codec.h"
+#include "ptoserve/v1/job.pb.h"
 #include "server/decode.h"
 #include "tests/core/asm/seed_programs.h"
 #include "tests/fuzz/fuzz_util.h"
@@ -39,7 +39,8 @@ v1::Tile MakeTile(v1::DType dtype, uint32_t rows, uint32_t cols,
 
 // Raw elements of a recognisable pattern.
 v1::Tile WithData(v1::Tile t, uint8_t seed) {
-  std::string data(size_t{t.rows()} * t.cols() * WireElementBytes(t.dtype()), '\0');
+  std::string data(size_t{t.rows()} * t.cols() * WireElementBytes(t.dtype()),
+                   '\0');
   for (size_t k = 0; k < data.size(); ++k) {
     data[k] = static_cast<char>(k * 37 + seed);
   }

@@ -21,7 +21,8 @@ using ::testing::HasSubstr;
 constexpr char kProgram[] =
     "# c = a & b, then d = c ^ a\n"
     "%c = tand %a, %b : !pto.tile<...>\n"
-    "%d = pto.txor %c, %a : (!pto.tile<...>, !pto.tile<...>) -> !pto.tile<...>\n";
+    "%d = pto.txor %c, %a : (!pto.tile<...>, !pto.tile<...>) -> "
+    "!pto.tile<...>\n";
 
 class AssemblyTest : public test::SharedServerTest {
  protected:
@@ -33,7 +34,9 @@ class AssemblyTest : public test::SharedServerTest {
       t.set_dtype(v1::DTYPE_INT16);
       t.set_rows(16);
       t.set_cols(16);
-      for (int i = 0; i < 256; ++i) t.add_values(name[0] == 'a' ? i * 7 - 900 : 0x0f0f);
+      for (int i = 0; i < 256; ++i) {
+        t.add_values(name[0] == 'a' ? i * 7 - 900 : 0x0f0f);
+      }
     }
     return job;
   }
@@ -56,7 +59,6 @@ class AssemblyTest : public test::SharedServerTest {
   }
 };
 
-
 TEST_F(AssemblyTest, TextAndInstructionListAgreeOnEveryTarget) {
   for (v1::Target target : {v1::TARGET_HOST, v1::TARGET_A2A3, v1::TARGET_A5}) {
     SCOPED_TRACE(v1::Target_Name(target));
@@ -64,7 +66,8 @@ TEST_F(AssemblyTest, TextAndInstructionListAgreeOnEveryTarget) {
     text.set_assembly(kProgram);
     absl::StatusOr<v1::JobResult> from_text = client_->Execute(text);
     ASSERT_TRUE(from_text.ok()) << from_text.status();
-    absl::StatusOr<v1::JobResult> from_list = client_->Execute(AsInstructions(target));
+    absl::StatusOr<v1::JobResult> from_list =
+        client_->Execute(AsInstructions(target));
     ASSERT_TRUE(from_list.ok()) << from_list.status();
 
     for (const char* name : {"c", "d"}) {
@@ -91,25 +94,30 @@ TEST_F(AssemblyTest, TextAndInstructionListAgreeOnEveryTarget) {
       EXPECT_EQ(t.opcode(), l.opcode());
       ASSERT_EQ(t.trace_size(), l.trace_size());
       for (int k = 0; k < t.trace_size(); ++k) {
-        EXPECT_EQ(t.trace(k).SerializeAsString(), l.trace(k).SerializeAsString());
+        EXPECT_EQ(t.trace(k).SerializeAsString(),
+                  l.trace(k).SerializeAsString());
       }
     }
     // Only a2a3 needs the scratch tmp the SSA form cannot name; the event
     // says the server allocated it.
     const auto& notes = from_text->events(1).notes();
-    const bool noted = std::any_of(notes.begin(), notes.end(), [](const std::string& n) {
-      return n.find("tmp \"d.tmp\" allocated by the server") != std::string::npos;
-    });
+    const bool noted =
+        std::any_of(notes.begin(), notes.end(), [](const std::string& n) {
+          return n.find("tmp \"d.tmp\" allocated by the server") !=
+                 std::string::npos;
+        });
     EXPECT_EQ(noted, target == v1::TARGET_A2A3);
   }
 }
 
 TEST_F(AssemblyTest, ErrorsNameLineAndColumn) {
   v1::Job job = WithTiles(v1::TARGET_HOST);
-  job.set_assembly("%c = tand %a, %b : !pto.tile<...>\n%d = tand %c %a : !pto.tile<...>\n");
+  job.set_assembly(
+      "%c = tand %a, %b : !pto.tile<...>\n%d = tand %c %a : !pto.tile<...>\n");
   absl::StatusOr<v1::JobResult> r = client_->Execute(job);
   EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(std::string(r.status().message()), HasSubstr("2:14: expected ','"));
+  EXPECT_THAT(std::string(r.status().message()),
+              HasSubstr("2:14: expected ','"));
 
   // A semantic error from the engine gets the line of its instruction.
   job = WithTiles(v1::TARGET_HOST);
@@ -119,13 +127,15 @@ TEST_F(AssemblyTest, ErrorsNameLineAndColumn) {
   r = client_->Execute(job);
   EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(r.status().message()),
-              HasSubstr("3:1: instruction 0 (TAND on host): src1 element type int32 differs"));
+              HasSubstr("3:1: instruction 0 (TAND on host): src1 element type "
+                        "int32 differs"));
 
   job = AsInstructions(v1::TARGET_HOST);
   job.set_assembly(kProgram);
   r = client_->Execute(job);
   EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(std::string(r.status().message()), HasSubstr("either assembly or instructions, not both"));
+  EXPECT_THAT(std::string(r.status().message()),
+              HasSubstr("either assembly or instructions, not both"));
 }
 
 TEST_F(AssemblyTest, CapabilitiesListTheForms) {
@@ -141,29 +151,40 @@ TEST_F(AssemblyTest, CapabilitiesListTheForms) {
 TEST_F(AssemblyTest, PtoctlRunMatchesTheJsonJob) {
   const std::string program = WriteTempFile("prog.pto", kProgram);
   std::string a_values, b_values = "3855";  // 0x0f0f for every element
-  for (int i = 0; i < 256; ++i) absl::StrAppend(&a_values, i ? "," : "", i * 7 - 900);
-  CommandResult text = RunCommand("client/ptoctl --server=" + server_->address() + " run " +
-                                  program + " --target=a2a3 --tile a=int16:16x16:" + a_values +
-                                  " --tile=b=int16:16x16:" + b_values);
+  for (int i = 0; i < 256; ++i) {
+    absl::StrAppend(&a_values, i ? "," : "", i * 7 - 900);
+  }
+  CommandResult text =
+      RunCommand("client/ptoctl --server=" + server_->address() + " run " +
+                 program + " --target=a2a3 --tile a=int16:16x16:" + a_values +
+                 " --tile=b=int16:16x16:" + b_values);
   ASSERT_EQ(text.exit_code, 0) << text.output;
 
   std::string json;
-  (void)google::protobuf::util::MessageToJsonString(AsInstructions(v1::TARGET_A2A3), &json);
+  (void)google::protobuf::util::MessageToJsonString(
+      AsInstructions(v1::TARGET_A2A3), &json);
   const std::string job = WriteTempFile("job.json", json);
-  CommandResult list = RunCommand("client/ptoctl --server=" + server_->address() + " run " + job);
+  CommandResult list = RunCommand(
+      "client/ptoctl --server=" + server_->address() + " run " + job);
   ASSERT_EQ(list.exit_code, 0) << list.output;
   // The grids (everything before the events) are the same.
-  auto grids = [](const std::string& out) { return out.substr(0, out.find("events:")); };
+  auto grids = [](const std::string& out) {
+    return out.substr(0, out.find("events:"));
+  };
   EXPECT_EQ(grids(text.output), grids(list.output));
   EXPECT_THAT(text.output, HasSubstr("d: 16x16 int16\n"));
-  EXPECT_THAT(text.output, HasSubstr("note: tmp \"d.tmp\" allocated by the server"));
+  EXPECT_THAT(text.output,
+              HasSubstr("note: tmp \"d.tmp\" allocated by the server"));
   // And both are a scalar loop's: read the text's result back as JSON.
   CommandResult json_text = RunCommand(
-      "client/ptoctl --json --server=" + server_->address() + " run " + program +
-      " --target=a2a3 --tile a=int16:16x16:" + a_values + " --tile=b=int16:16x16:" + b_values);
+      "client/ptoctl --json --server=" + server_->address() + " run " +
+      program + " --target=a2a3 --tile a=int16:16x16:" + a_values +
+      " --tile=b=int16:16x16:" + b_values);
   ASSERT_EQ(json_text.exit_code, 0) << json_text.output;
   v1::JobResult result;
-  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(json_text.output, &result).ok());
+  ASSERT_TRUE(
+      google::protobuf::util::JsonStringToMessage(json_text.output, &result)
+          .ok());
   const v1::Tile& d = result.tiles().at("d");
   ASSERT_EQ(d.values_size(), 256);
   for (int i = 0; i < 256; ++i) {
@@ -177,8 +198,9 @@ TEST(PtoctlFmtTest, PrintsTheCanonicalFormAndNamesErrors) {
   std::ofstream(dir + "/p.pto") << kProgram;
   CommandResult r = RunCommand("client/ptoctl fmt " + dir + "/p.pto");
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_THAT(r.output, HasSubstr("pto.tand ins(%a, %b : !pto.tile<...>, !pto.tile<...>) "
-                                  "outs(%c : !pto.tile<...>)\n"));
+  EXPECT_THAT(r.output,
+              HasSubstr("pto.tand ins(%a, %b : !pto.tile<...>, !pto.tile<...>) "
+                        "outs(%c : !pto.tile<...>)\n"));
   // Formatting the canonical form changes nothing.
   std::ofstream(dir + "/q.pto") << r.output;
   CommandResult again = RunCommand("client/ptoctl fmt " + dir + "/q.pto");
@@ -187,7 +209,9 @@ TEST(PtoctlFmtTest, PrintsTheCanonicalFormAndNamesErrors) {
   std::ofstream(dir + "/bad.pto") << "%c = tand %a %b : !pto.tile<...>\n";
   r = RunCommand("client/ptoctl fmt " + dir + "/bad.pto");
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_THAT(r.output, HasSubstr("bad.pto:1:14: expected ',' after operand %a, found '%b'"));
+  EXPECT_THAT(
+      r.output,
+      HasSubstr("bad.pto:1:14: expected ',' after operand %a, found '%b'"));
 }
 
 }  // namespace

@@ -1,7 +1,5 @@
 // Server::Start (server/server.h): the whole server in this process, as
 // main.cc starts it, and its errors for options that cannot work.
-#include "server/server.h"
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -9,6 +7,7 @@
 #include <vector>
 
 #include "client/client.h"
+#include "server/server.h"
 
 namespace ptoserve {
 namespace {
@@ -52,10 +51,12 @@ TEST(EmbeddedServerTest, ServesAJobAndStops) {
 TEST(EmbeddedServerTest, OptionsThatCannotWorkAreRefused) {
   ServerOptions names = OnAnyPort();
   names.tls_client_names = {"client"};
-  EXPECT_EQ(Server::Start(names).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Server::Start(names).status().code(),
+            absl::StatusCode::kInvalidArgument);
   ServerOptions key = OnAnyPort();
   key.tls.cert = "/nonexistent/server.crt";
-  EXPECT_EQ(Server::Start(key).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Server::Start(key).status().code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 TEST(EmbeddedServerTest, AnAddressInUseIsUnavailable) {
@@ -64,8 +65,10 @@ TEST(EmbeddedServerTest, AnAddressInUseIsUnavailable) {
   ServerOptions same = OnAnyPort();
   same.address = (*first)->address();
   absl::StatusOr<std::unique_ptr<Server>> second = Server::Start(same);
-  EXPECT_EQ(second.status().code(), absl::StatusCode::kUnavailable) << second.status();
-  EXPECT_THAT(std::string(second.status().message()), HasSubstr("Address already in use"));
+  EXPECT_EQ(second.status().code(), absl::StatusCode::kUnavailable)
+      << second.status();
+  EXPECT_THAT(std::string(second.status().message()),
+              HasSubstr("Address already in use"));
 }
 
 }  // namespace

@@ -2,12 +2,12 @@
 // protobuf bytes, oversized messages, a stream reader that stops reading,
 // and thousands of idle connections. Each test then checks that the server
 // still answers correctly, and prints what it measured (docs/RELIABILITY.md).
+#include <gmock/gmock.h>
 #include <google/protobuf/stubs/logging.h>
 #include <google/protobuf/util/message_differencer.h>
 #include <grpc/grpc.h>
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
-#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -108,7 +108,8 @@ class RawStream final
 
 // Twenty random valid jobs, each answered with its reference result: the
 // server still works.
-void ExpectStillCorrect(const std::shared_ptr<grpc::Channel>& channel, int seed) {
+void ExpectStillCorrect(const std::shared_ptr<grpc::Channel>& channel,
+                        int seed) {
   auto stub = v1::TileCompute::NewStub(channel);
   std::mt19937 rng(seed);
   for (int i = 0; i < 20; ++i) {
@@ -117,8 +118,8 @@ void ExpectStillCorrect(const std::shared_ptr<grpc::Channel>& channel, int seed)
     context.set_deadline(In(absl::Seconds(10)));
     v1::JobResult result;
     grpc::Status status = stub->Execute(&context, job.job, &result);
-    ASSERT_TRUE(status.ok()) << CodeName(status.error_code()) << ": "
-                             << status.error_message();
+    ASSERT_TRUE(status.ok())
+        << CodeName(status.error_code()) << ": " << status.error_message();
     ASSERT_EQ(CheckResult(job, result), "");
   }
 }
@@ -169,7 +170,8 @@ TEST(FaultsTest, SigtermUnderLoadAnswersEveryAcceptedCallAndExitsZero) {
   // The server closes at SIGTERM + drain + lame duck. A call sent before
   // SIGTERM + lame duck - 500 ms reaches it before that, so its only
   // answers are OK and the refusal; one sent later may race the close.
-  const int64_t kCloseMarginNs = absl::ToInt64Nanoseconds(kLameDuck - absl::Milliseconds(500));
+  const int64_t kCloseMarginNs =
+      absl::ToInt64Nanoseconds(kLameDuck - absl::Milliseconds(500));
   auto now_ns = [] {
     return std::chrono::steady_clock::now().time_since_epoch().count();
   };
@@ -267,7 +269,8 @@ TEST(FaultsTest, SigtermUnderLoadAnswersEveryAcceptedCallAndExitsZero) {
           MutexLock lock(&mu);
           auto it = pending.find(result.id());
           if (it == pending.end()) {
-            tally.Odd("stream result for unknown or answered job " + result.id());
+            tally.Odd("stream result for unknown or answered job " +
+                      result.id());
             continue;
           }
           job = std::move(it->second);
@@ -282,8 +285,8 @@ TEST(FaultsTest, SigtermUnderLoadAnswersEveryAcceptedCallAndExitsZero) {
           ++tally.stream_refused;
           stop_writing = true;
         } else {
-          tally.Odd(absl::StrCat("stream job code ", result.status().code(), ": ",
-                                 result.status().message()));
+          tally.Odd(absl::StrCat("stream job code ", result.status().code(),
+                                 ": ", result.status().message()));
         }
       }
       writer.join();
@@ -301,7 +304,8 @@ TEST(FaultsTest, SigtermUnderLoadAnswersEveryAcceptedCallAndExitsZero) {
 
   // SIGTERM under full load: once every kind of client has been answered.
   for (const absl::Time until = absl::Now() + absl::Seconds(30);
-       absl::Now() < until && (tally.ok.load() < 100 || tally.stream_ok.load() < 100);) {
+       absl::Now() < until &&
+       (tally.ok.load() < 100 || tally.stream_ok.load() < 100);) {
     absl::SleepFor(absl::Milliseconds(5));
   }
   ASSERT_GE(tally.ok.load(), 100);
@@ -317,13 +321,16 @@ TEST(FaultsTest, SigtermUnderLoadAnswersEveryAcceptedCallAndExitsZero) {
   std::vector<std::string> probe_answers;
   // Once the server says it is draining (it reports NOT_SERVING first).
   {
-    auto health = grpc::health::v1::Health::NewStub(OwnChannel(server.address()));
-    for (const absl::Time until = absl::Now() + absl::Seconds(10); absl::Now() < until;) {
+    auto health =
+        grpc::health::v1::Health::NewStub(OwnChannel(server.address()));
+    for (const absl::Time until = absl::Now() + absl::Seconds(10);
+         absl::Now() < until;) {
       grpc::ClientContext health_context;
       health_context.set_deadline(In(absl::Seconds(1)));
       grpc::health::v1::HealthCheckResponse response;
       if (health->Check(&health_context, {}, &response).ok() &&
-          response.status() == grpc::health::v1::HealthCheckResponse::NOT_SERVING) {
+          response.status() ==
+              grpc::health::v1::HealthCheckResponse::NOT_SERVING) {
         break;
       }
       absl::SleepFor(absl::Milliseconds(5));
@@ -342,7 +349,8 @@ TEST(FaultsTest, SigtermUnderLoadAnswersEveryAcceptedCallAndExitsZero) {
     grpc::ClientContext context;
     context.set_deadline(In(absl::Seconds(5)));
     v1::JobResult result;
-    grpc::Status status = stub->Execute(&context, RandomValidJob(&rng).job, &result);
+    grpc::Status status =
+        stub->Execute(&context, RandomValidJob(&rng).job, &result);
     probe_answers.push_back(CodeName(status.error_code()) + ": " +
                             status.error_message());
     if (status.error_code() == grpc::StatusCode::UNAVAILABLE &&
@@ -356,7 +364,8 @@ TEST(FaultsTest, SigtermUnderLoadAnswersEveryAcceptedCallAndExitsZero) {
     health_context.set_deadline(In(absl::Seconds(5)));
     grpc::health::v1::HealthCheckResponse response;
     if (health->Check(&health_context, {}, &response).ok() &&
-        response.status() == grpc::health::v1::HealthCheckResponse::NOT_SERVING) {
+        response.status() ==
+            grpc::health::v1::HealthCheckResponse::NOT_SERVING) {
       ++probes_not_serving;
     }
     absl::SleepFor(absl::Milliseconds(100));
@@ -365,7 +374,8 @@ TEST(FaultsTest, SigtermUnderLoadAnswersEveryAcceptedCallAndExitsZero) {
   std::future<int> exited = exit_status.get_future();
   const int status = exited.get();
   const double exit_seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - sigterm).count();
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - sigterm)
+          .count();
   terminate.join();
   stop = true;
   for (auto& t : clients) t.join();
@@ -379,15 +389,19 @@ TEST(FaultsTest, SigtermUnderLoadAnswersEveryAcceptedCallAndExitsZero) {
             << " sent before SIGTERM and answered after it), " << tally.refused
             << " refused UNAVAILABLE, " << at_close
             << " sent as the server closed; streams: " << tally.stream_jobs
-            << " jobs, " << tally.stream_results << " results: " << tally.stream_ok
-            << " OK, " << tally.stream_refused
+            << " jobs, " << tally.stream_results
+            << " results: " << tally.stream_ok << " OK, "
+            << tally.stream_refused
             << " refused UNAVAILABLE; lame-duck probes: " << probes_refused
             << " refused, " << probes_not_serving << " saw NOT_SERVING; exit "
-            << absl::StrFormat("%.2f", exit_seconds) << " s after SIGTERM" << std::endl;
+            << absl::StrFormat("%.2f", exit_seconds) << " s after SIGTERM"
+            << std::endl;
   for (const auto& [answer, n] : tally.at_close) {
     std::cout << "  as the server closed: " << n << " x " << answer << "\n";
   }
-  for (const std::string& a : probe_answers) std::cout << "  probe: " << a << "\n";
+  for (const std::string& a : probe_answers) {
+    std::cout << "  probe: " << a << "\n";
+  }
   for (const std::string& o : tally.oddities) ADD_FAILURE() << o;
   ASSERT_NE(status, -1) << "the server did not exit within 30 s of SIGTERM";
   EXPECT_TRUE(WIFEXITED(status)) << status;
@@ -410,7 +424,8 @@ TEST(FaultsTest, SigtermUnderLoadAnswersEveryAcceptedCallAndExitsZero) {
   EXPECT_EQ(probes_not_serving, probes_refused);
 }
 
-// --- corrupt and truncated bytes ----------------------------------------------
+// --- corrupt and truncated bytes
+// ----------------------------------------------
 
 // What the server must answer `bytes` sent as a Job. Bytes that do not
 // decode: INVALID_ARGUMENT saying so (ptoserve decodes requests itself; gRPC
@@ -424,7 +439,9 @@ struct Expected {
 Expected ExpectedAnswer(const std::string& bytes, const v1::Job& whole) {
   google::protobuf::LogSilencer quiet;  // invalid UTF-8 is logged
   v1::Job job;
-  if (!job.ParseFromString(bytes)) return {grpc::StatusCode::INVALID_ARGUMENT, true};
+  if (!job.ParseFromString(bytes)) {
+    return {grpc::StatusCode::INVALID_ARGUMENT, true};
+  }
   if (google::protobuf::util::MessageDifferencer::Equals(job, whole)) {
     return {grpc::StatusCode::OK, false};
   }
@@ -442,7 +459,8 @@ TEST(FaultsTest, CorruptAndTruncatedBytesAreRejectedAndTheServerCarriesOn) {
   // so no proper prefix is a complete job.
   ExpectedJob whole = RandomValidJob(&rng);
   whole.job.clear_target();
-  whole.job.mutable_instructions()->DeleteSubrange(1, whole.job.instructions_size() - 1);
+  whole.job.mutable_instructions()->DeleteSubrange(
+      1, whole.job.instructions_size() - 1);
   whole.outputs.erase("d");
   const std::string bytes = whole.job.SerializeAsString();
 
@@ -483,29 +501,44 @@ TEST(FaultsTest, CorruptAndTruncatedBytesAreRejectedAndTheServerCarriesOn) {
   // Hand-made wire-format faults after a valid job's bytes. An unknown
   // field with a legal wire type decodes and is skipped, as proto3 asks.
   const std::vector<std::tuple<std::string, std::string, Expected>> faults = {
-      {"field 5 (instructions) as a varint", std::string("\x28\x01", 2),
+      {"field 5 (instructions) as a varint",
+       std::string("\x28\x01", 2),
        {grpc::StatusCode::OK, false}},
-      {"unknown field 99", std::string("\x98\x06\x01", 3), {grpc::StatusCode::OK, false}},
-      {"wire type 7", std::string("\x2f", 1), {grpc::StatusCode::INVALID_ARGUMENT, true}},
-      {"wire type 6", std::string("\x0e\x00", 2), {grpc::StatusCode::INVALID_ARGUMENT, true}},
-      {"end group without start", std::string("\x2c", 1),
+      {"unknown field 99",
+       std::string("\x98\x06\x01", 3),
+       {grpc::StatusCode::OK, false}},
+      {"wire type 7",
+       std::string("\x2f", 1),
        {grpc::StatusCode::INVALID_ARGUMENT, true}},
-      {"field number 0", std::string("\x02\x00", 2), {grpc::StatusCode::INVALID_ARGUMENT, true}},
-      {"length past the end", std::string("\x2a\x7f\x01", 3),
+      {"wire type 6",
+       std::string("\x0e\x00", 2),
        {grpc::StatusCode::INVALID_ARGUMENT, true}},
-      {"length of 2^32", std::string("\x2a\x80\x80\x80\x80\x10", 6),
+      {"end group without start",
+       std::string("\x2c", 1),
+       {grpc::StatusCode::INVALID_ARGUMENT, true}},
+      {"field number 0",
+       std::string("\x02\x00", 2),
+       {grpc::StatusCode::INVALID_ARGUMENT, true}},
+      {"length past the end",
+       std::string("\x2a\x7f\x01", 3),
+       {grpc::StatusCode::INVALID_ARGUMENT, true}},
+      {"length of 2^32",
+       std::string("\x2a\x80\x80\x80\x80\x10", 6),
        {grpc::StatusCode::INVALID_ARGUMENT, true}},
       {"varint of 11 bytes",
        std::string("\x10\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", 12),
        {grpc::StatusCode::INVALID_ARGUMENT, true}},
-      {"unterminated varint", std::string("\x10\xff\xff", 3),
+      {"unterminated varint",
+       std::string("\x10\xff\xff", 3),
        {grpc::StatusCode::INVALID_ARGUMENT, true}},
-      {"id with invalid UTF-8", std::string("\x0a\x02\xc3\x28", 4),
+      {"id with invalid UTF-8",
+       std::string("\x0a\x02\xc3\x28", 4),
        {grpc::StatusCode::INVALID_ARGUMENT, true}},
   };
   for (const auto& [what, tail, want] : faults) {
     const std::string sent = bytes + tail;
-    ASSERT_EQ(ExpectedAnswer(sent, whole.job).undecodable, want.undecodable) << what;
+    ASSERT_EQ(ExpectedAnswer(sent, whole.job).undecodable, want.undecodable)
+        << what;
     check(what, sent, want);
   }
 
@@ -527,8 +560,10 @@ TEST(FaultsTest, CorruptAndTruncatedBytesAreRejectedAndTheServerCarriesOn) {
     google::protobuf::LogSilencer quiet;
     v1::Job decoded;
     if (!decoded.ParseFromString(sent)) {
-      EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << "case " << i;
-      EXPECT_THAT(status.error_message(), HasSubstr(kUndecodable)) << "case " << i;
+      EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT)
+          << "case " << i;
+      EXPECT_THAT(status.error_message(), HasSubstr(kUndecodable))
+          << "case " << i;
     } else {
       // Overwritten data bytes leave a valid job; anything else is refused.
       EXPECT_THAT(status.error_code(),
@@ -544,17 +579,17 @@ TEST(FaultsTest, CorruptAndTruncatedBytesAreRejectedAndTheServerCarriesOn) {
   v1::Job first = whole.job, second = whole.job;
   first.set_id("first");
   second.set_id("second");
-  RawStream raw_stream(&stub, {first.SerializeAsString(),
-                               bytes.substr(0, bytes.size() / 2),
-                               second.SerializeAsString()});
+  RawStream raw_stream(
+      &stub, {first.SerializeAsString(), bytes.substr(0, bytes.size() / 2),
+              second.SerializeAsString()});
   std::vector<v1::JobResult> replies;
   grpc::Status stream_status = raw_stream.Await(&replies);
   std::map<std::string, v1::JobResult> by_id;
   for (const v1::JobResult& r : replies) by_id[r.id()] = r;
-  std::cout << "stream with a corrupt message: " << CodeName(stream_status.error_code())
-            << ", " << replies.size() << " results; the corrupt one: "
-            << by_id[""].status().code() << " \"" << by_id[""].status().message()
-            << "\"" << std::endl;
+  std::cout << "stream with a corrupt message: "
+            << CodeName(stream_status.error_code()) << ", " << replies.size()
+            << " results; the corrupt one: " << by_id[""].status().code()
+            << " \"" << by_id[""].status().message() << "\"" << std::endl;
   EXPECT_TRUE(stream_status.ok()) << stream_status.error_message();
   ASSERT_EQ(replies.size(), 3u);
   ASSERT_EQ(by_id.size(), 3u);
@@ -570,7 +605,8 @@ TEST(FaultsTest, CorruptAndTruncatedBytesAreRejectedAndTheServerCarriesOn) {
   ExpectStillCorrect(channel, 60);
 }
 
-// --- oversized messages ---------------------------------------------------------
+// --- oversized messages
+// ---------------------------------------------------------
 
 TEST(FaultsTest, OversizedMessagesAreResourceExhausted) {
   ServerProcess server({"--max_message_mb=1"});
@@ -624,7 +660,8 @@ TEST(FaultsTest, OversizedMessagesAreResourceExhausted) {
     std::cout << "oversized stream message: " << CodeName(status.error_code())
               << " \"" << status.error_message() << "\"" << std::endl;
   }
-  {  // A small request whose result would be too large: zero-filled 2 MiB tiles.
+  {  // A small request whose result would be too large: zero-filled 2 MiB
+     // tiles.
     v1::Job job = big;
     for (auto& [name, tile] : *job.mutable_tiles()) tile.clear_data();
     ASSERT_LT(job.ByteSizeLong(), 1024u);
@@ -648,8 +685,9 @@ TEST(FaultsTest, OversizedMessagesAreResourceExhausted) {
     std::map<std::string, v1::JobResult> results;
     while (stream->Read(&result)) results[result.id()] = result;
     status = stream->Finish();
-    std::cout << "oversized stream result: stream " << CodeName(status.error_code())
-              << " \"" << status.error_message() << "\"";
+    std::cout << "oversized stream result: stream "
+              << CodeName(status.error_code()) << " \""
+              << status.error_message() << "\"";
     for (const auto& [id, r] : results) {
       std::cout << "; job " << id << ": " << r.status().code() << " \""
                 << r.status().message() << "\"";
@@ -657,14 +695,17 @@ TEST(FaultsTest, OversizedMessagesAreResourceExhausted) {
     std::cout << std::endl;
     EXPECT_TRUE(status.ok()) << status.error_message();
     ASSERT_EQ(results.size(), 2u);
-    EXPECT_EQ(results["big"].status().code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
-    EXPECT_THAT(results["big"].status().message(), HasSubstr("--max_message_mb"));
+    EXPECT_EQ(results["big"].status().code(),
+              grpc::StatusCode::RESOURCE_EXHAUSTED);
+    EXPECT_THAT(results["big"].status().message(),
+                HasSubstr("--max_message_mb"));
     EXPECT_EQ(CheckResult(small, results["small"]), "");
   }
   ExpectStillCorrect(channel, 40);
 }
 
-// --- a stream reader that stops reading -----------------------------------------
+// --- a stream reader that stops reading
+// -----------------------------------------
 
 // a: element k of job `id` (a cheap hash); b: one fixed pattern.
 int32_t SlowA(int id, size_t k) {
@@ -733,7 +774,8 @@ TEST(FaultsTest, SlowStreamReaderDoesNotGrowServerMemory) {
   int wrong = 0;
   v1::JobResult result;
   while (stream->Read(&result)) {
-    EXPECT_TRUE(answered.insert(result.id()).second) << "job " << result.id() << " twice";
+    EXPECT_TRUE(answered.insert(result.id()).second)
+        << "job " << result.id() << " twice";
     EXPECT_EQ(result.status().code(), 0) << result.status().message();
     const int id = std::stoi(result.id());
     const std::string& c = result.tiles().at("c").data();
@@ -754,12 +796,13 @@ TEST(FaultsTest, SlowStreamReaderDoesNotGrowServerMemory) {
   const ProcessStats after = ReadProcessStats(server.pid());
 
   std::cout << "slow reader: window " << kWindow << ", " << kJobs << " jobs of "
-            << MiB(2 * kTileBytes / 1024) << "; written before stalling: "
-            << written_at.back() << " (after " << written_at.size() * 100 << " ms)"
-            << "; server before: " << ToString(before) << "; stalled: "
-            << ToString(stalled) << " (growth " << MiB(growth_kb) << ", window holds "
-            << MiB(window_kb) << "); after reading all: " << ToString(after)
-            << std::endl;
+            << MiB(2 * kTileBytes / 1024)
+            << "; written before stalling: " << written_at.back() << " (after "
+            << written_at.size() * 100 << " ms)"
+            << "; server before: " << ToString(before)
+            << "; stalled: " << ToString(stalled) << " (growth "
+            << MiB(growth_kb) << ", window holds " << MiB(window_kb)
+            << "); after reading all: " << ToString(after) << std::endl;
   ASSERT_TRUE(status.ok()) << status.error_message();
   EXPECT_EQ(answered.size(), static_cast<size_t>(kJobs));
   EXPECT_EQ(wrong, 0);
@@ -771,11 +814,13 @@ TEST(FaultsTest, SlowStreamReaderDoesNotGrowServerMemory) {
   // (300 MiB); with it, the window's worth, gRPC's flow-control buffers
   // and what malloc keeps.
   if (kMemoryBoundsApply) {
-    EXPECT_LT(growth_kb, 4 * window_kb + 16 * 1024) << "server memory grew while nobody read";
+    EXPECT_LT(growth_kb, 4 * window_kb + 16 * 1024)
+        << "server memory grew while nobody read";
   }
 }
 
-// --- thousands of idle connections ------------------------------------------------
+// --- thousands of idle connections
+// ------------------------------------------------
 
 TEST(FaultsTest, ThousandsOfIdleConnectionsDoNotExhaustTheServer) {
   constexpr int kConnections = 2000, kConnectors = 8;
@@ -811,12 +856,15 @@ TEST(FaultsTest, ThousandsOfIdleConnectionsDoNotExhaustTheServer) {
   std::vector<std::shared_ptr<grpc::Channel>> idle;
   const auto connect_start = std::chrono::steady_clock::now();
   const int connected = connect(&idle);
-  const double connect_seconds = std::chrono::duration<double>(
-      std::chrono::steady_clock::now() - connect_start).count();
+  const double connect_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                    connect_start)
+          .count();
   // Each accepted connection is one descriptor in the server.
-  const ProcessStats loaded = WaitForStats(server.pid(), 10000, [&](const ProcessStats& s) {
-    return s.fds >= before.fds + kConnections;
-  });
+  const ProcessStats loaded =
+      WaitForStats(server.pid(), 10000, [&](const ProcessStats& s) {
+        return s.fds >= before.fds + kConnections;
+      });
 
   // A normal client is answered promptly meanwhile.
   auto stub = v1::TileCompute::NewStub(working);
@@ -830,7 +878,8 @@ TEST(FaultsTest, ThousandsOfIdleConnectionsDoNotExhaustTheServer) {
     const auto start = std::chrono::steady_clock::now();
     grpc::Status status = stub->Execute(&context, job.job, &result);
     latency_ms.push_back(std::chrono::duration<double, std::milli>(
-        std::chrono::steady_clock::now() - start).count());
+                             std::chrono::steady_clock::now() - start)
+                             .count());
     ASSERT_TRUE(status.ok()) << status.error_message();
     ASSERT_EQ(CheckResult(job, result), "");
   }
@@ -853,11 +902,13 @@ TEST(FaultsTest, ThousandsOfIdleConnectionsDoNotExhaustTheServer) {
   const ProcessStats after_again = closed();
   std::cout << "idle connections: " << connected << " of " << kConnections
             << " connected in " << absl::StrFormat("%.2f", connect_seconds)
-            << " s; server before: " << ToString(before) << "; with them: "
-            << ToString(loaded) << "; after closing: " << ToString(after)
+            << " s; server before: " << ToString(before)
+            << "; with them: " << ToString(loaded)
+            << "; after closing: " << ToString(after)
             << "; after a second round: " << ToString(after_again)
-            << absl::StrFormat("; a normal client's latency p50 %.2f ms, max %.2f ms",
-                               latency_ms[latency_ms.size() / 2], latency_ms.back())
+            << absl::StrFormat(
+                   "; a normal client's latency p50 %.2f ms, max %.2f ms",
+                   latency_ms[latency_ms.size() / 2], latency_ms.back())
             << std::endl;
   EXPECT_EQ(connected, kConnections);
   EXPECT_EQ(reconnected, kConnections);
@@ -890,7 +941,8 @@ TEST(FaultsTest, AnIdleServerSleeps) {
   ServerProcess server;
   ExpectStillCorrect(OwnChannel(server.address()), 10);  // then idle again
   ScrapeUntil(server.metrics_url(), [](const auto& m) {
-    return Value(m, "ptoserve_jobs_in_flight") == 0 && Value(m, "ptoserve_queue_depth") == 0;
+    return Value(m, "ptoserve_jobs_in_flight") == 0 &&
+           Value(m, "ptoserve_queue_depth") == 0;
   });
   const int64_t before = VoluntaryWaits(server.pid(), "ptoserve");
   absl::SleepFor(absl::Seconds(2));

@@ -45,8 +45,9 @@ grpc::Status RawExecute(grpc::GenericStub* stub, const std::string& bytes,
   std::promise<grpc::Status> done;
   std::future<grpc::Status> result = done.get_future();
   BeforeStartingCall(&done);
-  stub->UnaryCall(&context, "/ptoserve.v1.TileCompute/Execute", grpc::StubOptions(),
-                  &request, &response, [&](grpc::Status s) {
+  stub->UnaryCall(&context, "/ptoserve.v1.TileCompute/Execute",
+                  grpc::StubOptions(), &request, &response,
+                  [&](grpc::Status s) {
                     InCallback(&done);
                     done.set_value(std::move(s));
                   });

@@ -31,7 +31,8 @@ std::string Bytes(const grpc::ByteBuffer& buffer);
 // Sends `bytes` as the request of a unary Execute, whatever they hold, with
 // a deadline `deadline` from now; on OK, `reply` gets the response's bytes.
 grpc::Status RawExecute(grpc::GenericStub* stub, const std::string& bytes,
-                        std::string* reply, absl::Duration deadline = absl::Seconds(10));
+                        std::string* reply,
+                        absl::Duration deadline = absl::Seconds(10));
 
 // gRPC runs a call's callback after the call was started, but that ordering
 // passes through libgrpc's lock-free queues, which ThreadSanitizer cannot

@@ -49,35 +49,46 @@ TEST(LimitsTest, MaxTileMb) {
   auto client = Connect(server);
   EXPECT_TRUE(client->Execute(Chain(1, 512, 512)).ok());  // 1 MiB: at the limit
   absl::StatusOr<v1::JobResult> r = client->Execute(Chain(1, 513, 512));
-  EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted) << r.status();
-  EXPECT_THAT(std::string(r.status().message()),
-              HasSubstr("tile \"a\": 513x512 int32 is 1050624 bytes, over the limit of "
-                        "1048576 bytes per tile"));
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted)
+      << r.status();
+  EXPECT_THAT(
+      std::string(r.status().message()),
+      HasSubstr("tile \"a\": 513x512 int32 is 1050624 bytes, over the limit of "
+                "1048576 bytes per tile"));
 }
 
 TEST(LimitsTest, MaxTilesPerJob) {
   ServerProcess server({"--max_tiles_per_job=3"});
   auto client = Connect(server);
-  EXPECT_TRUE(client->Execute(Chain(1)).ok());  // a, b and c0
+  EXPECT_TRUE(client->Execute(Chain(1)).ok());                  // a, b and c0
   absl::StatusOr<v1::JobResult> r = client->Execute(Chain(2));  // and c1
-  EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted) << r.status();
-  EXPECT_THAT(std::string(r.status().message()), HasSubstr("job needs more than 3 tiles"));
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted)
+      << r.status();
+  EXPECT_THAT(std::string(r.status().message()),
+              HasSubstr("job needs more than 3 tiles"));
   v1::Job declared = Chain(1);
-  for (const char* name : {"x", "y"}) (*declared.mutable_tiles())[name] = declared.tiles().at("a");
+  for (const char* name : {"x", "y"}) {
+    (*declared.mutable_tiles())[name] = declared.tiles().at("a");
+  }
   r = client->Execute(declared);  // four declared: refused before parsing
-  EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted) << r.status();
-  EXPECT_THAT(std::string(r.status().message()), HasSubstr("job has more than 3 tiles"));
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted)
+      << r.status();
+  EXPECT_THAT(std::string(r.status().message()),
+              HasSubstr("job has more than 3 tiles"));
 }
 
 TEST(LimitsTest, MaxInstructionsPerJob) {
-  ServerProcess server({"--max_instructions_per_job=2", "--max_tiles_per_job=10"});
+  ServerProcess server(
+      {"--max_instructions_per_job=2", "--max_tiles_per_job=10"});
   auto client = Connect(server);
   absl::StatusOr<v1::JobResult> ok = client->Execute(Chain(2));
   ASSERT_TRUE(ok.ok()) << ok.status();
   EXPECT_EQ(ok->events_size(), 2);
   absl::StatusOr<v1::JobResult> r = client->Execute(Chain(3));
-  EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted) << r.status();
-  EXPECT_THAT(std::string(r.status().message()), HasSubstr("more than 2 instructions"));
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted)
+      << r.status();
+  EXPECT_THAT(std::string(r.status().message()),
+              HasSubstr("more than 2 instructions"));
 }
 
 TEST(LimitsTest, HostBufferKb) {
@@ -98,9 +109,11 @@ TEST(LimitsTest, HostBufferKb) {
   };
   EXPECT_TRUE(client->Execute(placed(768)).ok());  // ends at 1024
   absl::StatusOr<v1::JobResult> r = client->Execute(placed(800));
-  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << r.status();
-  EXPECT_THAT(std::string(r.status().message()),
-              HasSubstr("does not fit in the host unified buffer of 1024 bytes"));
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument)
+      << r.status();
+  EXPECT_THAT(
+      std::string(r.status().message()),
+      HasSubstr("does not fit in the host unified buffer of 1024 bytes"));
 }
 
 // How many high-priority jobs finished after one low-priority job sent
@@ -109,7 +122,8 @@ TEST(LimitsTest, HostBufferKb) {
 // worker, not the streams, is what they wait for.
 int HighJobsAfterTheLowOne(int aging_ms) {
   ServerProcess server({"--workers=1", "--max_batch_size=1",
-                        absl::StrCat("--priority_aging_ms=", aging_ms), "--priority_levels=2"});
+                        absl::StrCat("--priority_aging_ms=", aging_ms),
+                        "--priority_levels=2"});
   std::atomic<int> high_done{0};
   std::vector<std::thread> flood;
   for (int t = 0; t < 4; ++t) {
@@ -118,10 +132,14 @@ int HighJobsAfterTheLowOne(int aging_ms) {
       v1::Job job = Chain(64, 16, 16);
       job.set_priority(1);
       std::vector<v1::Job> jobs(150, job);
-      ASSERT_TRUE(client->ExecuteStream(jobs, [&](v1::JobResult r) {
-        EXPECT_EQ(r.status().code(), v1::OK) << r.status().message();
-        ++high_done;
-      }).ok());
+      ASSERT_TRUE(client
+                      ->ExecuteStream(jobs,
+                                      [&](v1::JobResult r) {
+                                        EXPECT_EQ(r.status().code(), v1::OK)
+                                            << r.status().message();
+                                        ++high_done;
+                                      })
+                      .ok());
     });
   }
   while (high_done.load() < 50) std::this_thread::yield();
@@ -154,20 +172,29 @@ TEST(LimitsTest, OneWorkerRunsOneBatchAtATime) {
     clients.emplace_back([&] {
       auto client = Connect(server);
       std::vector<v1::Job> jobs(200, Chain(1, 64, 64));
-      ASSERT_TRUE(client->ExecuteStream(jobs, [&](v1::JobResult r) {
-        ASSERT_EQ(r.status().code(), v1::OK) << r.status().message();
-        const auto& e = r.events(0);
-        std::lock_guard<std::mutex> lock(mu);
-        runs.emplace_back(e.start_time().seconds() * 1000000000 + e.start_time().nanos(),
-                          e.end_time().seconds() * 1000000000 + e.end_time().nanos());
-      }).ok());
+      ASSERT_TRUE(
+          client
+              ->ExecuteStream(jobs,
+                              [&](v1::JobResult r) {
+                                ASSERT_EQ(r.status().code(), v1::OK)
+                                    << r.status().message();
+                                const auto& e = r.events(0);
+                                std::lock_guard<std::mutex> lock(mu);
+                                runs.emplace_back(
+                                    e.start_time().seconds() * 1000000000 +
+                                        e.start_time().nanos(),
+                                    e.end_time().seconds() * 1000000000 +
+                                        e.end_time().nanos());
+                              })
+              .ok());
     });
   }
   for (auto& t : clients) t.join();
   ASSERT_EQ(runs.size(), 800u);
   std::sort(runs.begin(), runs.end());
   for (size_t i = 1; i < runs.size(); ++i) {
-    ASSERT_GE(runs[i].first, runs[i - 1].second) << "batches " << i - 1 << " and " << i;
+    ASSERT_GE(runs[i].first, runs[i - 1].second)
+        << "batches " << i - 1 << " and " << i;
   }
 }
 

@@ -18,9 +18,9 @@ HttpResponse HttpGet(const std::string& url, const std::string& path) {
   int port = 0;
   EXPECT_TRUE(absl::SimpleAtoi(host_port.substr(colon + 1), &port)) << url;
   char error[256] = "";
-  mg_connection* connection =
-      mg_download(host.c_str(), port, 0, error, sizeof error,
-                  "GET %s HTTP/1.0\r\nHost: %s\r\n\r\n", path.c_str(), host_port.c_str());
+  mg_connection* connection = mg_download(
+      host.c_str(), port, 0, error, sizeof error,
+      "GET %s HTTP/1.0\r\nHost: %s\r\n\r\n", path.c_str(), host_port.c_str());
   HttpResponse response;
   if (connection == nullptr) {
     ADD_FAILURE() << "GET " << url << path << ": " << error;
@@ -35,7 +35,9 @@ HttpResponse HttpGet(const std::string& url, const std::string& path) {
   }
   char buf[4096];
   int n;
-  while ((n = mg_read(connection, buf, sizeof buf)) > 0) response.body.append(buf, n);
+  while ((n = mg_read(connection, buf, sizeof buf)) > 0) {
+    response.body.append(buf, n);
+  }
   mg_close_connection(connection);
   return response;
 }
@@ -45,7 +47,8 @@ std::map<std::string, double> Scrape(const std::string& metrics_url) {
   EXPECT_EQ(r.status, 200);
   EXPECT_EQ(r.content_type, "text/plain; version=0.0.4; charset=utf-8");
   std::map<std::string, double> samples;
-  for (absl::string_view line : absl::StrSplit(r.body, '\n', absl::SkipEmpty())) {
+  for (absl::string_view line :
+       absl::StrSplit(r.body, '\n', absl::SkipEmpty())) {
     if (line[0] == '#') continue;
     const size_t space = line.rfind(' ');
     double value = 0;
@@ -55,17 +58,20 @@ std::map<std::string, double> Scrape(const std::string& metrics_url) {
   return samples;
 }
 
-double Value(const std::map<std::string, double>& samples, const std::string& series) {
+double Value(const std::map<std::string, double>& samples,
+             const std::string& series) {
   auto it = samples.find(series);
   return it == samples.end() ? 0.0 : it->second;
 }
 
 double Delta(const std::map<std::string, double>& before,
-             const std::map<std::string, double>& after, const std::string& series) {
+             const std::map<std::string, double>& after,
+             const std::string& series) {
   return Value(after, series) - Value(before, series);
 }
 
-double Sum(const std::map<std::string, double>& samples, const std::string& name) {
+double Sum(const std::map<std::string, double>& samples,
+           const std::string& name) {
   double total = 0;
   for (const auto& [series, value] : samples) {
     if (series == name || absl::StartsWith(series, name + "{")) total += value;
@@ -73,12 +79,13 @@ double Sum(const std::map<std::string, double>& samples, const std::string& name
   return total;
 }
 
-double Sum(const std::map<std::string, double>& samples, const std::string& name,
-           const std::string& label) {
+double Sum(const std::map<std::string, double>& samples,
+           const std::string& name, const std::string& label) {
   double total = 0;
   for (const auto& [series, value] : samples) {
     if (!absl::StartsWith(series, name + "{")) continue;
-    const absl::string_view labels = absl::string_view(series).substr(name.size());
+    const absl::string_view labels =
+        absl::string_view(series).substr(name.size());
     // Whole labels only: `code="OK"` must not match `xcode="OK"`.
     if (absl::StrContains(labels, "{" + label + ",") ||
         absl::StrContains(labels, "," + label + ",") ||

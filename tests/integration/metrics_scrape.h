@@ -27,18 +27,21 @@ HttpResponse HttpGet(const std::string& url, const std::string& path);
 std::map<std::string, double> Scrape(const std::string& metrics_url);
 
 // `series` in `samples` (0 when absent).
-double Value(const std::map<std::string, double>& samples, const std::string& series);
+double Value(const std::map<std::string, double>& samples,
+             const std::string& series);
 
 // How much `series` grew from `before` to `after`.
 double Delta(const std::map<std::string, double>& before,
-             const std::map<std::string, double>& after, const std::string& series);
+             const std::map<std::string, double>& after,
+             const std::string& series);
 
 // The sum of every series of metric `name` (each label set) in `samples`.
-double Sum(const std::map<std::string, double>& samples, const std::string& name);
+double Sum(const std::map<std::string, double>& samples,
+           const std::string& name);
 
 // The same over the series whose labels include `label` (`code="OK"`).
-double Sum(const std::map<std::string, double>& samples, const std::string& name,
-           const std::string& label);
+double Sum(const std::map<std::string, double>& samples,
+           const std::string& name, const std::string& label);
 
 // Scrapes `metrics_url` every 10 ms until `done` holds for the samples or
 // `timeout` passes; returns the last scrape. For waiting on the server's

@@ -2,6 +2,7 @@
 // after some jobs, the counters and histograms move by what the jobs did.
 #include <civetweb.h>
 #include <gmock/gmock.h>
+#include <grpcpp/generic/generic_stub.h>
 #include <gtest/gtest.h>
 #include <strings.h>
 
@@ -9,8 +10,6 @@
 #include <map>
 #include <string>
 #include <vector>
-
-#include <grpcpp/generic/generic_stub.h>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
@@ -42,17 +41,20 @@ TEST(MetricsTest, ScrapesCountJobsByTargetAndCode) {
   }
   // Refused by the engine: a2a3 rows must be a multiple of 32 bytes.
   const std::vector<int16_t> narrow(16 * 8, 1);
-  EXPECT_EQ(client->Txor<int16_t>({narrow, narrow, 16, 8, 0, 0, v1::TARGET_A2A3})
-                .status()
-                .code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(
+      client->Txor<int16_t>({narrow, narrow, 16, 8, 0, 0, v1::TARGET_A2A3})
+          .status()
+          .code(),
+      absl::StatusCode::kInvalidArgument);
   // Refused by the codec: no opcode.
-  v1::Job broken = BinaryJob<int32_t>(v1::OPCODE_TAND, BinaryArgs<int32_t>{a, b, 16, 16});
+  v1::Job broken =
+      BinaryJob<int32_t>(v1::OPCODE_TAND, BinaryArgs<int32_t>{a, b, 16, 16});
   broken.mutable_instructions(0)->set_opcode(v1::OPCODE_UNSPECIFIED);
   EXPECT_EQ(client->Execute(broken).status().code(),
             absl::StatusCode::kInvalidArgument);
   // Refused by the scheduler: priority out of range (4 levels by default).
-  v1::Job urgent = BinaryJob<int32_t>(v1::OPCODE_TAND, BinaryArgs<int32_t>{a, b, 16, 16});
+  v1::Job urgent =
+      BinaryJob<int32_t>(v1::OPCODE_TAND, BinaryArgs<int32_t>{a, b, 16, 16});
   urgent.set_priority(99);
   EXPECT_EQ(client->Execute(urgent).status().code(),
             absl::StatusCode::kInvalidArgument);
@@ -62,21 +64,47 @@ TEST(MetricsTest, ScrapesCountJobsByTargetAndCode) {
     return Delta(before, after, series);
   };
   EXPECT_EQ(delta("ptoserve_jobs_total{target=\"host\",code=\"OK\"}"), 3);
-  EXPECT_EQ(delta("ptoserve_jobs_total{target=\"host\",code=\"INVALID_ARGUMENT\"}"), 2);
-  EXPECT_EQ(delta("ptoserve_jobs_total{target=\"a2a3\",code=\"INVALID_ARGUMENT\"}"), 1);
-  EXPECT_EQ(delta("ptoserve_instructions_total{opcode=\"TAND\",target=\"host\",code=\"OK\"}"), 3);
+  EXPECT_EQ(
+      delta("ptoserve_jobs_total{target=\"host\",code=\"INVALID_ARGUMENT\"}"),
+      2);
+  EXPECT_EQ(
+      delta("ptoserve_jobs_total{target=\"a2a3\",code=\"INVALID_ARGUMENT\"}"),
+      1);
+  EXPECT_EQ(delta("ptoserve_instructions_total{opcode=\"TAND\",target=\"host\","
+                  "code=\"OK\"}"),
+            3);
   // The codec's refusal has no instructions to count; the others do.
-  EXPECT_EQ(delta("ptoserve_instructions_total{opcode=\"TAND\",target=\"host\",code=\"INVALID_ARGUMENT\"}"), 1);
-  EXPECT_EQ(delta("ptoserve_instructions_total{opcode=\"TXOR\",target=\"a2a3\",code=\"INVALID_ARGUMENT\"}"), 1);
-  EXPECT_EQ(delta("ptoserve_request_latency_seconds_count{target=\"host\",code=\"OK\"}"), 3);
-  EXPECT_GT(delta("ptoserve_request_latency_seconds_sum{target=\"host\",code=\"OK\"}"), 0);
-  EXPECT_EQ(delta("ptoserve_request_latency_seconds_bucket{target=\"host\",code=\"OK\",le=\"+Inf\"}"), 3);
-  EXPECT_EQ(delta("ptoserve_queue_time_seconds_count{opcode=\"TAND\",target=\"host\"}"), 3);
+  EXPECT_EQ(delta("ptoserve_instructions_total{opcode=\"TAND\",target=\"host\","
+                  "code=\"INVALID_ARGUMENT\"}"),
+            1);
+  EXPECT_EQ(delta("ptoserve_instructions_total{opcode=\"TXOR\",target=\"a2a3\","
+                  "code=\"INVALID_ARGUMENT\"}"),
+            1);
+  EXPECT_EQ(delta("ptoserve_request_latency_seconds_count{target=\"host\",code="
+                  "\"OK\"}"),
+            3);
+  EXPECT_GT(
+      delta(
+          "ptoserve_request_latency_seconds_sum{target=\"host\",code=\"OK\"}"),
+      0);
+  EXPECT_EQ(delta("ptoserve_request_latency_seconds_bucket{target=\"host\","
+                  "code=\"OK\",le=\"+Inf\"}"),
+            3);
+  EXPECT_EQ(
+      delta(
+          "ptoserve_queue_time_seconds_count{opcode=\"TAND\",target=\"host\"}"),
+      3);
   // Three jobs, one at a time: three batches of one.
-  EXPECT_EQ(delta("ptoserve_batch_size_count{opcode=\"TAND\",target=\"host\"}"), 3);
-  EXPECT_EQ(delta("ptoserve_batch_size_sum{opcode=\"TAND\",target=\"host\"}"), 3);
-  EXPECT_EQ(delta("ptoserve_batch_size_bucket{opcode=\"TAND\",target=\"host\",le=\"1\"}"), 3);
-  EXPECT_EQ(delta("ptoserve_execution_time_seconds_count{opcode=\"TAND\",target=\"host\"}"), 3);
+  EXPECT_EQ(delta("ptoserve_batch_size_count{opcode=\"TAND\",target=\"host\"}"),
+            3);
+  EXPECT_EQ(delta("ptoserve_batch_size_sum{opcode=\"TAND\",target=\"host\"}"),
+            3);
+  EXPECT_EQ(delta("ptoserve_batch_size_bucket{opcode=\"TAND\",target=\"host\","
+                  "le=\"1\"}"),
+            3);
+  EXPECT_EQ(delta("ptoserve_execution_time_seconds_count{opcode=\"TAND\","
+                  "target=\"host\"}"),
+            3);
   EXPECT_EQ(after.at("ptoserve_queue_depth"), 0);
   EXPECT_EQ(after.at("ptoserve_jobs_in_flight"), 0);
 }
@@ -88,33 +116,49 @@ TEST(MetricsTest, StreamedAndDroppedJobsAreCountedToo) {
   const std::map<std::string, double> before = Scrape(server.metrics_url());
 
   const std::vector<int32_t> a(4, 1);
-  v1::Job late = BinaryJob<int32_t>(v1::OPCODE_TXOR, BinaryArgs<int32_t>{a, a, 2, 2});
+  v1::Job late =
+      BinaryJob<int32_t>(v1::OPCODE_TXOR, BinaryArgs<int32_t>{a, a, 2, 2});
   late.mutable_timeout()->set_nanos(50 * 1000 * 1000);
   EXPECT_EQ(client->Execute(late).status().code(),
             absl::StatusCode::kDeadlineExceeded);
 
   std::vector<v1::Job> jobs;
   for (int i = 0; i < 10; ++i) {
-    jobs.push_back(BinaryJob<int32_t>(v1::OPCODE_TAND, BinaryArgs<int32_t>{a, a, 2, 2}));
+    jobs.push_back(
+        BinaryJob<int32_t>(v1::OPCODE_TAND, BinaryArgs<int32_t>{a, a, 2, 2}));
     jobs.back().set_id(std::to_string(i));
   }
   jobs[3].mutable_instructions(0)->set_src1("missing");
   int answered = 0;
-  ASSERT_TRUE(client->ExecuteStream(jobs, [&](v1::JobResult) { ++answered; }).ok());
+  ASSERT_TRUE(
+      client->ExecuteStream(jobs, [&](v1::JobResult) { ++answered; }).ok());
   EXPECT_EQ(answered, 10);
 
   const std::map<std::string, double> after = Scrape(server.metrics_url());
   auto delta = [&](const std::string& series) {
     return Delta(before, after, series);
   };
-  EXPECT_EQ(delta("ptoserve_jobs_total{target=\"host\",code=\"DEADLINE_EXCEEDED\"}"), 1);
-  EXPECT_EQ(delta("ptoserve_instructions_total{opcode=\"TXOR\",target=\"host\",code=\"DEADLINE_EXCEEDED\"}"), 1);
+  EXPECT_EQ(
+      delta("ptoserve_jobs_total{target=\"host\",code=\"DEADLINE_EXCEEDED\"}"),
+      1);
+  EXPECT_EQ(delta("ptoserve_instructions_total{opcode=\"TXOR\",target=\"host\","
+                  "code=\"DEADLINE_EXCEEDED\"}"),
+            1);
   EXPECT_EQ(delta("ptoserve_jobs_total{target=\"host\",code=\"OK\"}"), 9);
-  EXPECT_EQ(delta("ptoserve_jobs_total{target=\"host\",code=\"INVALID_ARGUMENT\"}"), 1);
+  EXPECT_EQ(
+      delta("ptoserve_jobs_total{target=\"host\",code=\"INVALID_ARGUMENT\"}"),
+      1);
   // The dropped job never ran: only the streamed ones queued and ran.
-  EXPECT_EQ(delta("ptoserve_queue_time_seconds_count{opcode=\"TXOR\",target=\"host\"}"), 0);
-  EXPECT_EQ(delta("ptoserve_queue_time_seconds_count{opcode=\"TAND\",target=\"host\"}"), 9);
-  EXPECT_EQ(delta("ptoserve_batch_size_sum{opcode=\"TAND\",target=\"host\"}"), 9);
+  EXPECT_EQ(
+      delta(
+          "ptoserve_queue_time_seconds_count{opcode=\"TXOR\",target=\"host\"}"),
+      0);
+  EXPECT_EQ(
+      delta(
+          "ptoserve_queue_time_seconds_count{opcode=\"TAND\",target=\"host\"}"),
+      9);
+  EXPECT_EQ(delta("ptoserve_batch_size_sum{opcode=\"TAND\",target=\"host\"}"),
+            9);
 }
 
 // The standard gRPC server metrics count every method, health and
@@ -127,38 +171,55 @@ TEST(MetricsTest, GrpcMethodCountersByCode) {
   const std::vector<int32_t> a(4, 6);
   ASSERT_TRUE(client->Tand<int32_t>({a, a, 2, 2}).ok());
   ASSERT_TRUE(client->Tand<int32_t>({a, a, 2, 2}).ok());
-  v1::Job broken = BinaryJob<int32_t>(v1::OPCODE_TAND, BinaryArgs<int32_t>{a, a, 2, 2});
+  v1::Job broken =
+      BinaryJob<int32_t>(v1::OPCODE_TAND, BinaryArgs<int32_t>{a, a, 2, 2});
   broken.mutable_instructions(0)->set_src1("missing");
-  ASSERT_EQ(client->Execute(broken).status().code(), absl::StatusCode::kInvalidArgument);
+  ASSERT_EQ(client->Execute(broken).status().code(),
+            absl::StatusCode::kInvalidArgument);
   ASSERT_EQ(client->Health().value(), "SERVING");
-  std::vector<v1::Job> jobs(3, BinaryJob<int32_t>(v1::OPCODE_TAND, BinaryArgs<int32_t>{a, a, 2, 2}));
+  std::vector<v1::Job> jobs(
+      3, BinaryJob<int32_t>(v1::OPCODE_TAND, BinaryArgs<int32_t>{a, a, 2, 2}));
   ASSERT_TRUE(client->ExecuteStream(jobs, [](v1::JobResult) {}).ok());
-  for (const char* method : {"/no.Such/Method", "/ptoserve.v1.TileCompute/Nope"}) {
+  for (const char* method :
+       {"/no.Such/Method", "/ptoserve.v1.TileCompute/Nope"}) {
     grpc::GenericStub generic(client->channel());
     grpc::ClientContext context;
     grpc::Slice empty(std::string(""));
     grpc::ByteBuffer request(&empty, 1), response;
     std::promise<grpc::Status> done;
-    generic.UnaryCall(&context, method, grpc::StubOptions(), &request, &response,
-                      [&](grpc::Status s) { done.set_value(s); });
-    ASSERT_EQ(done.get_future().get().error_code(), grpc::StatusCode::UNIMPLEMENTED);
+    generic.UnaryCall(&context, method, grpc::StubOptions(), &request,
+                      &response, [&](grpc::Status s) { done.set_value(s); });
+    ASSERT_EQ(done.get_future().get().error_code(),
+              grpc::StatusCode::UNIMPLEMENTED);
   }
   const std::map<std::string, double> after = Scrape(server.metrics_url());
-  auto delta = [&](const std::string& series) { return Delta(before, after, series); };
+  auto delta = [&](const std::string& series) {
+    return Delta(before, after, series);
+  };
   const std::string execute =
       R"(grpc_type="unary",grpc_service="ptoserve.v1.TileCompute",grpc_method="Execute")";
   EXPECT_EQ(delta("grpc_server_started_total{" + execute + "}"), 3);
-  EXPECT_EQ(delta("grpc_server_handled_total{" + execute + ",grpc_code=\"OK\"}"), 2);
-  EXPECT_EQ(delta("grpc_server_handled_total{" + execute + ",grpc_code=\"INVALID_ARGUMENT\"}"), 1);
+  EXPECT_EQ(
+      delta("grpc_server_handled_total{" + execute + ",grpc_code=\"OK\"}"), 2);
+  EXPECT_EQ(delta("grpc_server_handled_total{" + execute +
+                  ",grpc_code=\"INVALID_ARGUMENT\"}"),
+            1);
   EXPECT_EQ(delta("grpc_server_msg_received_total{" + execute + "}"), 3);
   const std::string stream =
       R"(grpc_type="bidi_stream",grpc_service="ptoserve.v1.TileCompute",grpc_method="ExecuteStream")";
   EXPECT_EQ(delta("grpc_server_started_total{" + stream + "}"), 1);
   EXPECT_EQ(delta("grpc_server_msg_received_total{" + stream + "}"), 3);
   EXPECT_EQ(delta("grpc_server_msg_sent_total{" + stream + "}"), 3);
-  EXPECT_EQ(delta("grpc_server_handled_total{" + stream + ",grpc_code=\"OK\"}"), 1);
-  EXPECT_EQ(delta(R"(grpc_server_handled_total{grpc_type="unary",grpc_service="grpc.health.v1.Health",grpc_method="Check",grpc_code="OK"})"), 1);
-  EXPECT_EQ(delta(R"(grpc_server_handled_total{grpc_type="unknown",grpc_service="unknown",grpc_method="unknown",grpc_code="UNIMPLEMENTED"})"), 2);
+  EXPECT_EQ(delta("grpc_server_handled_total{" + stream + ",grpc_code=\"OK\"}"),
+            1);
+  EXPECT_EQ(
+      delta(
+          R"(grpc_server_handled_total{grpc_type="unary",grpc_service="grpc.health.v1.Health",grpc_method="Check",grpc_code="OK"})"),
+      1);
+  EXPECT_EQ(
+      delta(
+          R"(grpc_server_handled_total{grpc_type="unknown",grpc_service="unknown",grpc_method="unknown",grpc_code="UNIMPLEMENTED"})"),
+      2);
   for (const auto& [series, value] : after) {
     EXPECT_THAT(series, Not(HasSubstr("no.Such"))) << series;
   }
@@ -169,7 +230,8 @@ TEST(MetricsTest, ProcessMetrics) {
   ServerProcess server;
   const std::map<std::string, double> m = Scrape(server.metrics_url());
   EXPECT_GT(m.at("process_resident_memory_bytes"), 1 << 20);
-  EXPECT_GE(m.at("process_virtual_memory_bytes"), m.at("process_resident_memory_bytes"));
+  EXPECT_GE(m.at("process_virtual_memory_bytes"),
+            m.at("process_resident_memory_bytes"));
   // stdin/out/err, the listeners, the metrics socket...
   EXPECT_GE(m.at("process_open_fds"), 5);
   EXPECT_GE(m.at("process_max_fds"), m.at("process_open_fds"));
@@ -195,8 +257,8 @@ TEST(MetricsTest, EmptyAddressTurnsTheEndpointOff) {
 
 TEST(MetricsTest, AnAddressInUseStopsTheServerWithAMessage) {
   ServerProcess first;
-  const std::string port = first.metrics_url().substr(
-      first.metrics_url().rfind(':') + 1);
+  const std::string port =
+      first.metrics_url().substr(first.metrics_url().rfind(':') + 1);
   const CommandResult r = RunCommand(
       "server/ptoserve --address=127.0.0.1:0 --metrics_address=127.0.0.1:" +
       port.substr(0, port.find('/')));

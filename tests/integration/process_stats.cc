@@ -58,7 +58,8 @@ int64_t VoluntaryWaits(pid_t pid, const std::string& thread_name) {
   while (dirent* e = readdir(d)) {
     const std::string task = tasks + "/" + e->d_name;
     std::string comm;
-    if (!std::getline(std::ifstream(task + "/comm"), comm) || comm != thread_name) {
+    if (!std::getline(std::ifstream(task + "/comm"), comm) ||
+        comm != thread_name) {
       continue;
     }
     std::ifstream status(task + "/status");
@@ -77,14 +78,16 @@ int64_t VoluntaryWaits(pid_t pid, const std::string& thread_name) {
 }
 
 std::string ToString(const ProcessStats& stats) {
-  return absl::StrFormat("rss %s (peak %s), %d threads, %d fds", MiB(stats.rss_kb),
-                         MiB(stats.hwm_kb), stats.threads, stats.fds);
+  return absl::StrFormat("rss %s (peak %s), %d threads, %d fds",
+                         MiB(stats.rss_kb), MiB(stats.hwm_kb), stats.threads,
+                         stats.fds);
 }
 
 std::string MiB(int64_t kb) { return absl::StrFormat("%.1f MiB", kb / 1024.0); }
 
-ProcessStats WaitForStats(pid_t pid, int timeout_ms,
-                          const std::function<bool(const ProcessStats&)>& settled) {
+ProcessStats WaitForStats(
+    pid_t pid, int timeout_ms,
+    const std::function<bool(const ProcessStats&)>& settled) {
   const auto deadline =
       std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   ProcessStats stats = ReadProcessStats(pid);

@@ -28,10 +28,10 @@ inline constexpr bool kMemoryBoundsApply = true;
 #endif
 
 struct ProcessStats {
-  int64_t rss_kb = -1;   // VmRSS: resident now
-  int64_t hwm_kb = -1;   // VmHWM: the most ever resident
-  int threads = -1;      // entries of /proc/PID/task
-  int fds = -1;          // entries of /proc/PID/fd
+  int64_t rss_kb = -1;  // VmRSS: resident now
+  int64_t hwm_kb = -1;  // VmHWM: the most ever resident
+  int threads = -1;     // entries of /proc/PID/task
+  int fds = -1;         // entries of /proc/PID/fd
 };
 
 // Reads /proc/`pid`; fields it cannot read stay -1.
@@ -50,8 +50,9 @@ std::string MiB(int64_t kb);
 
 // Polls `pid` every 50 ms for at most `timeout_ms` until `settled` holds for
 // its stats, and returns the last stats read (settled or not).
-ProcessStats WaitForStats(pid_t pid, int timeout_ms,
-                          const std::function<bool(const ProcessStats&)>& settled);
+ProcessStats WaitForStats(
+    pid_t pid, int timeout_ms,
+    const std::function<bool(const ProcessStats&)>& settled);
 
 }  // namespace ptoserve
 

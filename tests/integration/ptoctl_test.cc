@@ -1,6 +1,6 @@
 // End to end through the ptoctl binary against a real server.
-#include <google/protobuf/util/json_util.h>
 #include <gmock/gmock.h>
+#include <google/protobuf/util/json_util.h>
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -10,7 +10,6 @@
 #include <map>
 
 #include "absl/strings/str_split.h"
-
 #include "ptoserve/v1/job.pb.h"
 #include "tests/integration/server_process.h"
 #include "tests/integration/test_files.h"
@@ -27,7 +26,8 @@ class PtoctlTest : public ::testing::Test {
   static void TearDownTestSuite() { delete server_; }
 
   static CommandResult Ptoctl(const std::string& args) {
-    return RunCommand("client/ptoctl --server=" + server_->address() + " " + args);
+    return RunCommand("client/ptoctl --server=" + server_->address() + " " +
+                      args);
   }
 
   static ServerProcess* server_;
@@ -37,7 +37,8 @@ ServerProcess* PtoctlTest::server_ = nullptr;
 
 TEST_F(PtoctlTest, TandWithValuesPrintsTheValidRegion) {
   CommandResult r = Ptoctl(
-      "tand --dtype=int16 --shape=2x3 --src0=12,10,-1,7,6,5 --src1=10,12,255,3,3,3");
+      "tand --dtype=int16 --shape=2x3 --src0=12,10,-1,7,6,5 "
+      "--src1=10,12,255,3,3,3");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("dst: 2x3 int16\n"
                                   "    8   8 255\n"
@@ -48,7 +49,8 @@ TEST_F(PtoctlTest, TandWithValuesPrintsTheValidRegion) {
 // TOR and TNOT, beyond the seeds, on the host: listed by capabilities for
 // the host alone, run by ptoctl (tnot with --src0 only), refused on a2a3.
 TEST_F(PtoctlTest, TorAndTnotOnTheHost) {
-  CommandResult r = Ptoctl("tor --dtype=int16 --shape=1x3 --src0=12,10,-256 --src1=3,5,255");
+  CommandResult r =
+      Ptoctl("tor --dtype=int16 --shape=1x3 --src0=12,10,-256 --src1=3,5,255");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("dst: 1x3 int16\n  15 15 -1\n"));
   EXPECT_THAT(r.output, HasSubstr("e0   instruction 0 TOR on host, PIPE_V"));
@@ -58,7 +60,8 @@ TEST_F(PtoctlTest, TorAndTnotOnTheHost) {
   EXPECT_THAT(r.output, HasSubstr("not   dst <- src0"));
   r = Ptoctl("tnot --dtype=uint8 --shape=1x1 --src0=1 --src1=2");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_THAT(r.output, HasSubstr("--src1 is not for tnot, which reads src0 only"));
+  EXPECT_THAT(r.output,
+              HasSubstr("--src1 is not for tnot, which reads src0 only"));
   r = Ptoctl("tor --dtype=int16 --shape=1x16 --src0=1 --src1=2 --target=a2a3");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.output, HasSubstr("a2a3 does not run TOR (host does)"));
@@ -66,8 +69,14 @@ TEST_F(PtoctlTest, TorAndTnotOnTheHost) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const size_t a2a3 = r.output.find("\na2a3");
   ASSERT_NE(a2a3, std::string::npos) << r.output;
-  EXPECT_THAT(r.output.substr(0, a2a3), HasSubstr("TOR [int8 uint8 int16 uint16 int32 uint32]: dst = or(src0, src1)"));
-  EXPECT_THAT(r.output.substr(0, a2a3), HasSubstr("TNOT [int8 uint8 int16 uint16 int32 uint32]: dst = not(src0)"));
+  EXPECT_THAT(
+      r.output.substr(0, a2a3),
+      HasSubstr(
+          "TOR [int8 uint8 int16 uint16 int32 uint32]: dst = or(src0, src1)"));
+  EXPECT_THAT(
+      r.output.substr(0, a2a3),
+      HasSubstr(
+          "TNOT [int8 uint8 int16 uint16 int32 uint32]: dst = not(src0)"));
   EXPECT_THAT(r.output.substr(a2a3), Not(HasSubstr("TOR")));
   EXPECT_THAT(r.output.substr(a2a3), Not(HasSubstr("TNOT")));
 }
@@ -78,9 +87,11 @@ TEST_F(PtoctlTest, TxorWithRawFilesOnA2A3ShowsTheDecomposition) {
     a.push_back(static_cast<char>(i));
     b.push_back(static_cast<char>(3 * i));
   }
-  const std::string fa = WriteTempFile("a.bin", a), fb = WriteTempFile("b.bin", b);
-  CommandResult r = Ptoctl("txor --dtype=uint8 --shape=2x32 --valid=2x3 --src0=@" + fa +
-                           " --src1=@" + fb + " --target=a2a3");
+  const std::string fa = WriteTempFile("a.bin", a),
+                    fb = WriteTempFile("b.bin", b);
+  CommandResult r =
+      Ptoctl("txor --dtype=uint8 --shape=2x32 --valid=2x3 --src0=@" + fa +
+             " --src1=@" + fb + " --target=a2a3");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   // Row 0: i ^ 3i for i = 0..2; row 1: i = 32..34.
   EXPECT_THAT(r.output, HasSubstr("dst: 2x32 uint8, valid 2x3\n"
@@ -97,7 +108,9 @@ TEST_F(PtoctlTest, JsonOutputParsesBackAsAJobResult) {
                                "--src0=4294967295,1 --src1=1,1 2>/dev/null");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   v1::JobResult result;
-  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(r.output, &result).ok()) << r.output;
+  ASSERT_TRUE(
+      google::protobuf::util::JsonStringToMessage(r.output, &result).ok())
+      << r.output;
   const v1::Tile& dst = result.tiles().at("dst");
   ASSERT_EQ(dst.values_size(), 2);
   EXPECT_EQ(dst.values(0), 4294967294.0);
@@ -126,44 +139,58 @@ TEST_F(PtoctlTest, RunSendsAJsonJobWithWaits) {
   EXPECT_THAT(r.output, HasSubstr("c: 1x8 int32\n  1 2 3 0 1 2 3 0\n"));
   EXPECT_THAT(r.output, HasSubstr("d: 1x8 int32\n  0 0 0 4 4 4 4 8\n"));
   EXPECT_THAT(r.output, HasSubstr("waited on and_done"));
-  EXPECT_THAT(r.output, HasSubstr("note: tmp \"t\" is accepted and unused on a5"));
+  EXPECT_THAT(r.output,
+              HasSubstr("note: tmp \"t\" is accepted and unused on a5"));
 }
 
 TEST_F(PtoctlTest, StreamSendsOneJobPerLine) {
-  const std::string jobs = WriteTempFile("jobs.jsonl",
+  const std::string jobs = WriteTempFile(
+      "jobs.jsonl",
       R"({"tiles": {"a": {"dtype": "DTYPE_UINT8", "rows": 1, "cols": 2, "values": [12, 10]}}, )"
-      R"("instructions": [{"opcode": "OPCODE_TAND", "dst": "c", "src0": "a", "src1": "a"}]})" "\n"
+      R"("instructions": [{"opcode": "OPCODE_TAND", "dst": "c", "src0": "a", "src1": "a"}]})"
+      "\n"
       "\n"
       R"({"id": "broken", "tiles": {}, "instructions": [{"opcode": "OPCODE_TAND", "dst": "c", )"
-      R"("src0": "x", "src1": "x"}]})" "\n"
+      R"("src0": "x", "src1": "x"}]})"
+      "\n"
       R"({"tiles": {"a": {"dtype": "DTYPE_UINT8", "rows": 1, "cols": 2, "values": [12, 10]}}, )"
-      R"("instructions": [{"opcode": "OPCODE_TXOR", "dst": "c", "src0": "a", "src1": "a"}]})" "\n");
+      R"("instructions": [{"opcode": "OPCODE_TXOR", "dst": "c", "src0": "a", "src1": "a"}]})"
+      "\n");
   CommandResult r = Ptoctl("stream " + jobs);
   EXPECT_EQ(r.exit_code, 1) << r.output;  // one job failed
   EXPECT_THAT(r.output, HasSubstr("job 1: OK\nc: 1x2 uint8\n  12 10\n"));
   EXPECT_THAT(r.output, HasSubstr("job 4: OK\nc: 1x2 uint8\n  0 0\n"));
-  EXPECT_THAT(r.output, HasSubstr("job broken: INVALID_ARGUMENT: instruction 0 (TAND on host): "
-                                  "src0 \"x\" is not a tile of the job"));
+  EXPECT_THAT(
+      r.output,
+      HasSubstr("job broken: INVALID_ARGUMENT: instruction 0 (TAND on host): "
+                "src0 \"x\" is not a tile of the job"));
 }
 
 TEST_F(PtoctlTest, ServerErrorsExitNonZeroWithCodeAndMessage) {
-  CommandResult r = Ptoctl("txor --dtype=int8 --shape=1x16 --src0=1 --src1=2 --target=a2a3");
+  CommandResult r =
+      Ptoctl("txor --dtype=int8 --shape=1x16 --src0=1 --src1=2 --target=a2a3");
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_THAT(r.output, HasSubstr("ptoctl: INVALID_ARGUMENT: instruction 0 (TXOR on a2a3): "
-                                  "dst \"dst\" rows are 16 bytes"));
+  EXPECT_THAT(
+      r.output,
+      HasSubstr("ptoctl: INVALID_ARGUMENT: instruction 0 (TXOR on a2a3): "
+                "dst \"dst\" rows are 16 bytes"));
   r = Ptoctl("tand --dtype=float32 --shape=1x1 --src0=1 --src1=1");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.output, HasSubstr("dst element type float32 is not supported"));
   r = Ptoctl("tand --dtype=uint8 --shape=1x2 --src0=1,256 --src1=0");
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_THAT(r.output, HasSubstr("values[1] (element 0,1) = 256 is not an integer in the uint8 "
-                                  "range [0, 255]"));
+  EXPECT_THAT(
+      r.output,
+      HasSubstr("values[1] (element 0,1) = 256 is not an integer in the uint8 "
+                "range [0, 255]"));
 }
 
 TEST_F(PtoctlTest, UsageErrorsExitTwo) {
   EXPECT_EQ(Ptoctl("frobnicate").exit_code, 2);
-  EXPECT_EQ(Ptoctl("tand --dtype=int64 --shape=1x1 --src0=1 --src1=1").exit_code, 2);
-  EXPECT_EQ(Ptoctl("tand --dtype=int8 --shape=1by1 --src0=1 --src1=1").exit_code, 2);
+  EXPECT_EQ(
+      Ptoctl("tand --dtype=int64 --shape=1x1 --src0=1 --src1=1").exit_code, 2);
+  EXPECT_EQ(
+      Ptoctl("tand --dtype=int8 --shape=1by1 --src0=1 --src1=1").exit_code, 2);
   CommandResult r = Ptoctl("tand --dtype=int8 --shape=1x2 --src0=1,x --src1=1");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.output, HasSubstr("--src0: \"x\" is not an integer"));
@@ -177,13 +204,16 @@ TEST_F(PtoctlTest, HealthAndCapabilities) {
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_THAT(r.output, HasSubstr("ptoserve 0.1.0, default target host"));
   EXPECT_THAT(r.output, HasSubstr("a2a3  Atlas A2/A3"));
-  EXPECT_THAT(r.output, HasSubstr("TXOR [int8 uint8 int16 uint16 int32 uint32], tmp required"));
+  EXPECT_THAT(
+      r.output,
+      HasSubstr("TXOR [int8 uint8 int16 uint16 int32 uint32], tmp required"));
 }
 
 TEST_F(PtoctlTest, HexValuesInAndHexOutput) {
   // Hex is the element's bits: 0xff00 is int16 -256.
-  CommandResult r = Ptoctl("tand --dtype=int16 --shape=1x3 --src0=0xff00,0x00ff,-1 "
-                           "--src1=0xfff0 --format=hex");
+  CommandResult r = Ptoctl(
+      "tand --dtype=int16 --shape=1x3 --src0=0xff00,0x00ff,-1 "
+      "--src1=0xfff0 --format=hex");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("dst: 1x3 int16\n  0xff00 0x00f0 0xfff0\n"));
   r = Ptoctl("tand --dtype=int16 --shape=1x1 --src0=0xff00 --src1=-1");
@@ -192,7 +222,9 @@ TEST_F(PtoctlTest, HexValuesInAndHexOutput) {
   // Wider than the element: a usage error, not a silent truncation.
   r = Ptoctl("tand --dtype=uint8 --shape=1x1 --src0=0x100 --src1=1");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_THAT(r.output, HasSubstr("--src0: \"0x100\" is not a hex value of at most 8 bits"));
+  EXPECT_THAT(
+      r.output,
+      HasSubstr("--src0: \"0x100\" is not a hex value of at most 8 bits"));
   EXPECT_EQ(Ptoctl("health --format=octal").exit_code, 2);
 }
 
@@ -202,13 +234,16 @@ TEST_F(PtoctlTest, HexValuesInAndHexOutput) {
 TEST(PtoctlFillTest, OneValueIsSentAsFillNotPerElement) {
   ServerProcess server({"--max_message_mb=17"});
   const std::string out = std::string(std::getenv("TEST_TMPDIR")) + "/dst.bin";
-  CommandResult r = RunCommand("client/ptoctl --server=" + server.address() +
-                               " tand --shape=2048x2048 --src0=0x0f0f0f0f --src1=0x00ffff00"
-                               " --out=" + out);
+  CommandResult r =
+      RunCommand("client/ptoctl --server=" + server.address() +
+                 " tand --shape=2048x2048 --src0=0x0f0f0f0f --src1=0x00ffff00"
+                 " --out=" +
+                 out);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("dst: written to " + out));
   std::ifstream file(out, std::ios::binary);
-  std::string bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  std::string bytes((std::istreambuf_iterator<char>(file)),
+                    std::istreambuf_iterator<char>());
   ASSERT_EQ(bytes.size(), 2048u * 2048u * 4u);
   for (size_t i = 0; i < bytes.size(); i += 4) {
     uint32_t v;
@@ -220,8 +255,10 @@ TEST(PtoctlFillTest, OneValueIsSentAsFillNotPerElement) {
   r = RunCommand("client/ptoctl --server=" + server.address() +
                  " tand --shape=100000x100000 --src0=1 --src1=1");
   EXPECT_EQ(r.exit_code, 1) << r.output;
-  EXPECT_THAT(r.output, HasSubstr("RESOURCE_EXHAUSTED: tile \"src0\": 100000x100000 int32 is "
-                                  "40000000000 bytes, over the limit"));
+  EXPECT_THAT(
+      r.output,
+      HasSubstr("RESOURCE_EXHAUSTED: tile \"src0\": 100000x100000 int32 is "
+                "40000000000 bytes, over the limit"));
 }
 
 TEST_F(PtoctlTest, RunReadsStandardInputAndTellsJsonFromAssembly) {
@@ -233,38 +270,51 @@ TEST_F(PtoctlTest, RunReadsStandardInputAndTellsJsonFromAssembly) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("c: 1x4 uint8\n  12 10  6  5\n"));
   // No extension and no '{': assembly.
-  const std::string program = WriteTempFile("program", "%c = txor %a, %b : !pto.tile<...>\n");
-  r = Ptoctl("run " + program + " --tile a=uint8:1x4:1,2,3,4 --tile b=uint8:1x4:3");
+  const std::string program =
+      WriteTempFile("program", "%c = txor %a, %b : !pto.tile<...>\n");
+  r = Ptoctl("run " + program +
+             " --tile a=uint8:1x4:1,2,3,4 --tile b=uint8:1x4:3");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("c: 1x4 uint8\n  2 1 0 7\n"));
-  r = RunCommand("printf '%%c = tand %%a, %%a : !pto.tile<...>' | client/ptoctl --server=" +
-                 server_->address() + " run - --tile a=int8:1x2:-3,5");
+  r = RunCommand(
+      "printf '%%c = tand %%a, %%a : !pto.tile<...>' | client/ptoctl "
+      "--server=" +
+      server_->address() + " run - --tile a=int8:1x2:-3,5");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("c: 1x2 int8\n  -3  5\n"));
 }
 
 TEST_F(PtoctlTest, JsonErrorsNameLineAndColumn) {
-  const std::string syntax = WriteTempFile("syntax.json", "{\n  \"target\": \"TARGET_A5\",\n  \"tiles\" {}\n}\n");
+  const std::string syntax = WriteTempFile(
+      "syntax.json", "{\n  \"target\": \"TARGET_A5\",\n  \"tiles\" {}\n}\n");
   CommandResult r = Ptoctl("run " + syntax);
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_THAT(r.output, HasSubstr("syntax.json:3:11: Expected : between key:value pair."));
-  const std::string field = WriteTempFile("field.json", "{\n  \"target\": \"TARGET_A5\",\n  \"tilez\": {}\n}\n");
+  EXPECT_THAT(
+      r.output,
+      HasSubstr("syntax.json:3:11: Expected : between key:value pair."));
+  const std::string field = WriteTempFile(
+      "field.json", "{\n  \"target\": \"TARGET_A5\",\n  \"tilez\": {}\n}\n");
   r = Ptoctl("run " + field);
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.output, HasSubstr("field.json:3:3: tilez: Cannot find field."));
-  const std::string value = WriteTempFile("value.json", "{\n  \"target\": \"TARGET_A6\"\n}\n");
+  const std::string value =
+      WriteTempFile("value.json", "{\n  \"target\": \"TARGET_A6\"\n}\n");
   r = Ptoctl("run " + value);
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_THAT(r.output, HasSubstr("value.json:2:13: (target): invalid value \"TARGET_A6\""));
+  EXPECT_THAT(
+      r.output,
+      HasSubstr("value.json:2:13: (target): invalid value \"TARGET_A6\""));
   // A stream's line numbers are the file's.
   const std::string jobs = WriteTempFile("jobs.jsonl", "{}\n\n{\"id\" 1}\n");
   r = Ptoctl("stream " + jobs);
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_THAT(r.output, HasSubstr("jobs.jsonl:3:7: Expected : between key:value pair."));
+  EXPECT_THAT(r.output,
+              HasSubstr("jobs.jsonl:3:7: Expected : between key:value pair."));
 }
 
 TEST_F(PtoctlTest, TargetFlagAppliesToJobsThatNameNone) {
-  const std::string job = WriteTempFile("untargeted.json",
+  const std::string job = WriteTempFile(
+      "untargeted.json",
       R"({"tiles": {"a": {"dtype": "DTYPE_UINT8", "rows": 1, "cols": 32, "fill": 6}},)"
       R"( "instructions": [{"opcode": "OPCODE_TXOR", "dst": "c", "src0": "a", "src1": "a", "tmp": "t"}]})");
   CommandResult r = Ptoctl("run " + job + " --target=a2a3");
@@ -274,28 +324,35 @@ TEST_F(PtoctlTest, TargetFlagAppliesToJobsThatNameNone) {
   r = Ptoctl("stream " + job + " --target=a5 --json");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("\"target\":\"TARGET_A5\""));
-  const std::string targeted = WriteTempFile("targeted.json",
+  const std::string targeted = WriteTempFile(
+      "targeted.json",
       R"({"target": "TARGET_HOST", "tiles": {"a": {"dtype": "DTYPE_UINT8", "rows": 1, "cols": 1}},)"
       R"( "instructions": [{"opcode": "OPCODE_TAND", "dst": "c", "src0": "a", "src1": "a"}]})");
   r = Ptoctl("run " + targeted + " --target=a5");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_THAT(r.output, HasSubstr("sets target host, which --target=a5 contradicts"));
+  EXPECT_THAT(r.output,
+              HasSubstr("sets target host, which --target=a5 contradicts"));
 }
 
 TEST_F(PtoctlTest, JsonModeStreamsWithDefaultsAndReportsErrorsAsJson) {
-  const std::string jobs = WriteTempFile("mixed.jsonl",
+  const std::string jobs = WriteTempFile(
+      "mixed.jsonl",
       R"({"id": "ok", "tiles": {"a": {"dtype": "DTYPE_INT8", "rows": 1, "cols": 2, "values": [7, -2]}},)"
-      R"( "instructions": [{"opcode": "OPCODE_TAND", "dst": "c", "src0": "a", "src1": "a"}]})" "\n"
-      R"({"id": "bad", "instructions": [{"opcode": "OPCODE_TAND", "dst": "c", "src0": "x", "src1": "x"}]})" "\n");
+      R"( "instructions": [{"opcode": "OPCODE_TAND", "dst": "c", "src0": "a", "src1": "a"}]})"
+      "\n"
+      R"({"id": "bad", "instructions": [{"opcode": "OPCODE_TAND", "dst": "c", "src0": "x", "src1": "x"}]})"
+      "\n");
   CommandResult r = RunCommand("client/ptoctl --server=" + server_->address() +
                                " --json stream " + jobs + " 2>/dev/null");
   EXPECT_EQ(r.exit_code, 1) << r.output;  // one job failed
-  std::vector<std::string> lines = absl::StrSplit(r.output, '\n', absl::SkipEmpty());
+  std::vector<std::string> lines =
+      absl::StrSplit(r.output, '\n', absl::SkipEmpty());
   ASSERT_EQ(lines.size(), 2u) << r.output;
   std::map<std::string, v1::JobResult> by_id;
   for (const std::string& line : lines) {
     v1::JobResult result;
-    ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(line, &result).ok()) << line;
+    ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(line, &result).ok())
+        << line;
     by_id[result.id()] = result;
   }
   EXPECT_EQ(by_id["ok"].status().code(), v1::OK);
@@ -305,20 +362,26 @@ TEST_F(PtoctlTest, JsonModeStreamsWithDefaultsAndReportsErrorsAsJson) {
   EXPECT_THAT(r.output, HasSubstr("\"validRows\":1"));
   // A failed unary call: the error as JSON on stdout, nothing on stderr.
   r = RunCommand("client/ptoctl --server=" + server_->address() +
-                 " --json tand --dtype=int8 --shape=1x2 --src0=1 --src1=300 2>&1 >/dev/null");
+                 " --json tand --dtype=int8 --shape=1x2 --src0=1 --src1=300 "
+                 "2>&1 >/dev/null");
   EXPECT_EQ(r.output, "");
-  r = RunCommand("client/ptoctl --server=" + server_->address() +
-                 " --json tand --dtype=int8 --shape=1x2 --src0=1 --src1=300 2>/dev/null");
+  r = RunCommand(
+      "client/ptoctl --server=" + server_->address() +
+      " --json tand --dtype=int8 --shape=1x2 --src0=1 --src1=300 2>/dev/null");
   EXPECT_EQ(r.exit_code, 1);
   v1::JobStatus error;
-  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(r.output, &error).ok()) << r.output;
+  ASSERT_TRUE(
+      google::protobuf::util::JsonStringToMessage(r.output, &error).ok())
+      << r.output;
   EXPECT_EQ(error.code(), v1::INVALID_ARGUMENT);
-  EXPECT_THAT(error.message(), HasSubstr("fill = 300 is not an integer in the int8 range"));
+  EXPECT_THAT(error.message(),
+              HasSubstr("fill = 300 is not an integer in the int8 range"));
 }
 
 TEST_F(PtoctlTest, OutWritesEveryResultTileOfARun) {
   const std::string dir = std::string(std::getenv("TEST_TMPDIR")) + "/tiles";
-  const std::string job = WriteTempFile("two.json",
+  const std::string job = WriteTempFile(
+      "two.json",
       R"({"tiles": {"a": {"dtype": "DTYPE_UINT16", "rows": 1, "cols": 2, "values": [258, 65535]}},)"
       R"( "instructions": [{"opcode": "OPCODE_TAND", "dst": "c", "src0": "a", "src1": "a"},)"
       R"( {"opcode": "OPCODE_TXOR", "dst": "d", "src0": "a", "src1": "a"}]})");
@@ -326,9 +389,11 @@ TEST_F(PtoctlTest, OutWritesEveryResultTileOfARun) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   auto read = [&](const std::string& name) {
     std::ifstream file(dir + "/" + name, std::ios::binary);
-    return std::string((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+    return std::string((std::istreambuf_iterator<char>(file)),
+                       std::istreambuf_iterator<char>());
   };
-  EXPECT_EQ(read("c.bin"), std::string("\x02\x01\xff\xff", 4));  // little-endian
+  EXPECT_EQ(read("c.bin"),
+            std::string("\x02\x01\xff\xff", 4));  // little-endian
   EXPECT_EQ(read("d.bin"), std::string(4, '\0'));
 }
 
@@ -336,8 +401,8 @@ TEST(PtoctlHelpTest, HelpListsEveryFlagAndExitsZero) {
   CommandResult r = RunCommand("client/ptoctl --help");
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_THAT(r.output, Not(HasSubstr("ptoctl: ptoctl")));
-  for (const char* flag : {"--tile=", "--server=", "--token_file=", "--format=", "--out=",
-                           "--tls_ca=", "--json=", "--target="}) {
+  for (const char* flag : {"--tile=", "--server=", "--token_file=", "--format=",
+                           "--out=", "--tls_ca=", "--json=", "--target="}) {
     EXPECT_THAT(r.output, HasSubstr(flag));
   }
   r = RunCommand("client/ptoctl --version");
@@ -346,8 +411,9 @@ TEST(PtoctlHelpTest, HelpListsEveryFlagAndExitsZero) {
   r = RunCommand("server/ptoserve --help");
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_THAT(r.output, Not(HasSubstr("No flags matched")));
-  for (const char* flag : {"--address=127.0.0.1:50051", "--max_tile_mb=", "--workers=",
-                           "--auth_token_file=", "--metrics_address="}) {
+  for (const char* flag :
+       {"--address=127.0.0.1:50051", "--max_tile_mb=", "--workers=",
+        "--auth_token_file=", "--metrics_address="}) {
     EXPECT_THAT(r.output, HasSubstr(flag));
   }
   r = RunCommand("server/ptoserve --version");
@@ -357,9 +423,12 @@ TEST(PtoctlHelpTest, HelpListsEveryFlagAndExitsZero) {
 
 TEST(PtoctlNoServerTest, UnreachableServerIsUnavailable) {
   // Port 1 on loopback: nothing listens there.
-  CommandResult r = RunCommand("client/ptoctl --server=127.0.0.1:1 --timeout=1s health");
+  CommandResult r =
+      RunCommand("client/ptoctl --server=127.0.0.1:1 --timeout=1s health");
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_THAT(r.output, HasSubstr("UNAVAILABLE: cannot connect to ptoserve at 127.0.0.1:1"));
+  EXPECT_THAT(
+      r.output,
+      HasSubstr("UNAVAILABLE: cannot connect to ptoserve at 127.0.0.1:1"));
   // gRPC's own reason, not a timeout: the wait ends at the refusal.
   EXPECT_THAT(r.output, HasSubstr("Connection refused"));
 }

@@ -1,16 +1,15 @@
 #include "tests/integration/random_jobs.h"
 
-#include "proto/wire.h"
-
 #include "absl/strings/str_cat.h"
+#include "proto/wire.h"
 
 namespace ptoserve {
 
 namespace {
 
-constexpr v1::DType kDTypes[] = {v1::DTYPE_INT8,   v1::DTYPE_UINT8,
-                                 v1::DTYPE_INT16,  v1::DTYPE_UINT16,
-                                 v1::DTYPE_INT32,  v1::DTYPE_UINT32};
+constexpr v1::DType kDTypes[] = {v1::DTYPE_INT8,  v1::DTYPE_UINT8,
+                                 v1::DTYPE_INT16, v1::DTYPE_UINT16,
+                                 v1::DTYPE_INT32, v1::DTYPE_UINT32};
 constexpr v1::Target kTargets[] = {v1::TARGET_HOST, v1::TARGET_A2A3,
                                    v1::TARGET_A5};
 
@@ -50,7 +49,9 @@ void AddInstruction(v1::Job* job, v1::Opcode opcode, const std::string& dst,
 struct Bytes {
   const std::string& data;
   uint32_t row_bytes;
-  char at(uint32_t row, uint32_t byte) const { return data[row * row_bytes + byte]; }
+  char at(uint32_t row, uint32_t byte) const {
+    return data[row * row_bytes + byte];
+  }
 };
 
 // dst (allocated: zeros, shaped rows x row_bytes) = src0 op src1 over the
@@ -62,7 +63,8 @@ std::string Reference(v1::Opcode opcode, const Bytes& src0, const Bytes& src1,
   for (uint32_t i = 0; i < valid_rows; ++i) {
     for (uint32_t j = 0; j < valid_bytes; ++j) {
       const char x = src0.at(i, j), y = src1.at(i, j);
-      out[i * row_bytes + j] = static_cast<char>(opcode == v1::OPCODE_TAND ? x & y : x ^ y);
+      out[i * row_bytes + j] =
+          static_cast<char>(opcode == v1::OPCODE_TAND ? x & y : x ^ y);
     }
   }
   return out;
@@ -145,7 +147,8 @@ v1::Job RandomInvalidJob(std::mt19937* rng) {
   return job;
 }
 
-std::string CheckResult(const ExpectedJob& expected, const v1::JobResult& result) {
+std::string CheckResult(const ExpectedJob& expected,
+                        const v1::JobResult& result) {
   if (result.status().code() != 0) {
     return absl::StrCat("status ", result.status().code(), ": ",
                         result.status().message());
@@ -156,7 +159,9 @@ std::string CheckResult(const ExpectedJob& expected, const v1::JobResult& result
   }
   for (const auto& [name, bytes] : expected.outputs) {
     auto it = result.tiles().find(name);
-    if (it == result.tiles().end()) return absl::StrCat("no output \"", name, "\"");
+    if (it == result.tiles().end()) {
+      return absl::StrCat("no output \"", name, "\"");
+    }
     if (it->second.data() != bytes) {
       return absl::StrCat("output \"", name, "\" differs from the reference");
     }

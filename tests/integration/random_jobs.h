@@ -29,7 +29,8 @@ v1::Job RandomInvalidJob(std::mt19937* rng);
 
 // Empty if `result` holds exactly the outputs `expected` names, with the
 // right bytes and one event per instruction; otherwise what differs.
-std::string CheckResult(const ExpectedJob& expected, const v1::JobResult& result);
+std::string CheckResult(const ExpectedJob& expected,
+                        const v1::JobResult& result);
 
 }  // namespace ptoserve
 

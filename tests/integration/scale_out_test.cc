@@ -23,16 +23,17 @@ namespace {
 
 // Jobs the server at `metrics_url` has answered OK.
 double AnsweredOk(const std::string& metrics_url) {
-  return Value(Scrape(metrics_url), R"(ptoserve_jobs_total{target="host",code="OK"})");
+  return Value(Scrape(metrics_url),
+               R"(ptoserve_jobs_total{target="host",code="OK"})");
 }
 
 // 20,000 TAND jobs from 32 threads through one SDK client over `servers`;
 // `fault` runs once, when half of them are answered; servers[1] is the one
 // it takes away.
 void RunJobs(ServerProcess* servers[3], const std::function<void()>& fault) {
-  const std::string address = absl::StrCat(servers[0]->address(), ",",
-                                           servers[1]->address(), ",",
-                                           servers[2]->address());
+  const std::string address =
+      absl::StrCat(servers[0]->address(), ",", servers[1]->address(), ",",
+                   servers[2]->address());
   auto client = Client::Connect(address).value();
 
   constexpr int kJobs = 20000;
@@ -46,7 +47,8 @@ void RunJobs(ServerProcess* servers[3], const std::function<void()>& fault) {
       std::vector<int32_t> a(8), b(8, 0x0ff0);
       for (int i; (i = next++) < kJobs;) {
         for (int k = 0; k < 8; ++k) a[k] = i * 8 + k;
-        absl::StatusOr<TileResult<int32_t>> r = client->Tand<int32_t>({a, b, 1, 8});
+        absl::StatusOr<TileResult<int32_t>> r =
+            client->Tand<int32_t>({a, b, 1, 8});
         if (!r.ok()) {
           ++failed;
           ADD_FAILURE() << "job " << i << ": " << r.status();
@@ -56,7 +58,9 @@ void RunJobs(ServerProcess* servers[3], const std::function<void()>& fault) {
           if (r->elements[k] != ((i * 8 + k) & 0x0ff0)) ++wrong;
         }
         if (++done == kJobs / 2 && !faulted.exchange(true)) {
-          for (int s = 0; s < 3; ++s) before[s] = AnsweredOk(servers[s]->metrics_url());
+          for (int s = 0; s < 3; ++s) {
+            before[s] = AnsweredOk(servers[s]->metrics_url());
+          }
           fault();
         }
       }
@@ -70,9 +74,12 @@ void RunJobs(ServerProcess* servers[3], const std::function<void()>& fault) {
   // Round robin spread the first half over all three, and the two that
   // stayed ran the second half (but for the calls in flight at the fault,
   // which the third may have finished, and the scrapes' own skew).
-  for (int s = 0; s < 3; ++s) EXPECT_GT(before[s], kJobs / 10) << "server " << s;
-  const double taken_over = (AnsweredOk(servers[0]->metrics_url()) - before[0]) +
-                            (AnsweredOk(servers[2]->metrics_url()) - before[2]);
+  for (int s = 0; s < 3; ++s) {
+    EXPECT_GT(before[s], kJobs / 10) << "server " << s;
+  }
+  const double taken_over =
+      (AnsweredOk(servers[0]->metrics_url()) - before[0]) +
+      (AnsweredOk(servers[2]->metrics_url()) - before[2]);
   EXPECT_GE(taken_over, kJobs / 2 - 2 * kThreads - 1000);
 }
 
@@ -88,7 +95,8 @@ TEST(ScaleOutTest, KillingOneOfThreeServersLosesNothing) {
 // both on another server (jobs have no side effects), so no caller sees
 // either.
 TEST(ScaleOutTest, StoppingOneOfThreeServersLosesNothingAndShowsNoError) {
-  const std::vector<std::string> flags = {"--lame_duck=300ms", "--shutdown_grace=5s"};
+  const std::vector<std::string> flags = {"--lame_duck=300ms",
+                                          "--shutdown_grace=5s"};
   ServerProcess s1(flags), s2(flags), s3(flags);
   ServerProcess* servers[3] = {&s1, &s2, &s3};
   RunJobs(servers, [&] { kill(s2.pid(), SIGTERM); });

@@ -21,7 +21,8 @@ using ::testing::HasSubstr;
 
 v1::Job TandJob(const std::vector<int32_t>& a, const std::vector<int32_t>& b,
                 uint32_t rows, uint32_t cols) {
-  return BinaryJob<int32_t>(v1::OPCODE_TAND, BinaryArgs<int32_t>{a, b, rows, cols});
+  return BinaryJob<int32_t>(v1::OPCODE_TAND,
+                            BinaryArgs<int32_t>{a, b, rows, cols});
 }
 
 TEST(SchedulingTest, SixtyFourConcurrentClientsAreBatched) {
@@ -47,7 +48,8 @@ TEST(SchedulingTest, SixtyFourConcurrentClientsAreBatched) {
         ++correct;
         uint32_t size = r->events[0].batch_size();
         uint32_t seen = largest_batch.load();
-        while (size > seen && !largest_batch.compare_exchange_weak(seen, size)) {
+        while (size > seen &&
+               !largest_batch.compare_exchange_weak(seen, size)) {
         }
       }
     });
@@ -88,7 +90,8 @@ TEST(SchedulingTest, TenThousandStreamedJobsAreEachAnsweredOnce) {
     auto elements = TileElements<int32_t>(r.tiles().at("dst")).value();
     ASSERT_EQ(elements.size(), 32u);
     for (size_t k = 0; k < elements.size(); ++k) {
-      ASSERT_EQ(elements[k], (i + static_cast<int>(k)) & 0x5555) << "job " << i << " element " << k;
+      ASSERT_EQ(elements[k], (i + static_cast<int>(k)) & 0x5555)
+          << "job " << i << " element " << k;
     }
   });
   ASSERT_TRUE(status.ok()) << status;
@@ -105,10 +108,12 @@ TEST(SchedulingTest, JobTimeoutDropsAQueuedJob) {
   v1::Job job = TandJob(a, a, 2, 2);
   job.mutable_timeout()->set_nanos(50 * 1000 * 1000);
   absl::StatusOr<v1::JobResult> r = client->Execute(job);
-  EXPECT_EQ(r.status().code(), absl::StatusCode::kDeadlineExceeded) << r.status();
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kDeadlineExceeded)
+      << r.status();
   job.mutable_timeout()->set_seconds(-1);
   r = client->Execute(job);
-  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << r.status();
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument)
+      << r.status();
 }
 
 // The call's gRPC deadline, not only the client's own timer: the server
@@ -122,17 +127,25 @@ TEST(SchedulingTest, CallDeadlineDropsAQueuedJob) {
   auto client = Client::Connect(server.address(), options).value();
   std::vector<int32_t> a(4, 1);
   absl::StatusOr<v1::JobResult> r = client->Execute(TandJob(a, a, 2, 2));
-  EXPECT_EQ(r.status().code(), absl::StatusCode::kDeadlineExceeded) << r.status();
-  const std::string dropped = R"(ptoserve_jobs_total{target="host",code="DEADLINE_EXCEEDED"})";
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kDeadlineExceeded)
+      << r.status();
+  const std::string dropped =
+      R"(ptoserve_jobs_total{target="host",code="DEADLINE_EXCEEDED"})";
   const std::map<std::string, double> after =
       // The answer is counted a moment before the job leaves the in-flight
       // gauge: wait for both.
       ScrapeUntil(server.metrics_url(), [&](const auto& m) {
-        return Value(m, dropped) >= 1 && Value(m, "ptoserve_jobs_in_flight") == 0;
+        return Value(m, dropped) >= 1 &&
+               Value(m, "ptoserve_jobs_in_flight") == 0;
       });
   EXPECT_EQ(Value(after, dropped), 1);
-  EXPECT_EQ(Sum(after, "ptoserve_jobs_total"), 1);  // nothing else: not cancelled, not run
-  EXPECT_EQ(Value(after, R"(ptoserve_queue_time_seconds_count{opcode="TAND",target="host"})"), 0);
+  EXPECT_EQ(Sum(after, "ptoserve_jobs_total"),
+            1);  // nothing else: not cancelled, not run
+  EXPECT_EQ(
+      Value(
+          after,
+          R"(ptoserve_queue_time_seconds_count{opcode="TAND",target="host"})"),
+      0);
   EXPECT_EQ(Value(after, "ptoserve_jobs_in_flight"), 0);
   // The server is still healthy and answers the next job (it waits out the
   // batch delay: give it time).
@@ -145,28 +158,36 @@ TEST(SchedulingTest, CallDeadlineDropsAQueuedJob) {
 // never run.
 TEST(SchedulingTest, CancelledCallDropsItsQueuedJob) {
   ServerProcess server({"--max_queue_delay_us=1000000"});
-  auto channel = grpc::CreateChannel(server.address(), grpc::InsecureChannelCredentials());
+  auto channel =
+      grpc::CreateChannel(server.address(), grpc::InsecureChannelCredentials());
   auto stub = v1::TileCompute::NewStub(channel);
   std::vector<int32_t> a(4, 1);
   grpc::ClientContext context;
   v1::JobResult result;
   std::thread cancel([&] {
     // Cancel once the server holds the job in its queue.
-    ScrapeUntil(server.metrics_url(),
-                [](const auto& m) { return Value(m, "ptoserve_jobs_in_flight") >= 1; });
+    ScrapeUntil(server.metrics_url(), [](const auto& m) {
+      return Value(m, "ptoserve_jobs_in_flight") >= 1;
+    });
     context.TryCancel();
   });
   grpc::Status status = stub->Execute(&context, TandJob(a, a, 2, 2), &result);
   cancel.join();
   EXPECT_EQ(status.error_code(), grpc::StatusCode::CANCELLED);
-  const std::string cancelled = R"(ptoserve_jobs_total{target="host",code="CANCELLED"})";
+  const std::string cancelled =
+      R"(ptoserve_jobs_total{target="host",code="CANCELLED"})";
   const std::map<std::string, double> after =
       ScrapeUntil(server.metrics_url(), [&](const auto& m) {
-        return Value(m, cancelled) >= 1 && Value(m, "ptoserve_jobs_in_flight") == 0;
+        return Value(m, cancelled) >= 1 &&
+               Value(m, "ptoserve_jobs_in_flight") == 0;
       });
   EXPECT_EQ(Value(after, cancelled), 1);
   EXPECT_EQ(Sum(after, "ptoserve_jobs_total"), 1);
-  EXPECT_EQ(Value(after, R"(ptoserve_queue_time_seconds_count{opcode="TAND",target="host"})"), 0);
+  EXPECT_EQ(
+      Value(
+          after,
+          R"(ptoserve_queue_time_seconds_count{opcode="TAND",target="host"})"),
+      0);
   EXPECT_EQ(Value(after, "ptoserve_jobs_in_flight"), 0);
 }
 
@@ -175,14 +196,16 @@ TEST(SchedulingTest, FullQueueIsResourceExhausted) {
   ServerProcess server({"--queue_capacity=1", "--max_queue_delay_us=500000"});
   auto client = Client::Connect(server.address()).value();
   std::vector<int32_t> a(4, 1);
-  std::thread first([&] { EXPECT_TRUE(client->Execute(TandJob(a, a, 2, 2)).ok()); });
+  std::thread first(
+      [&] { EXPECT_TRUE(client->Execute(TandJob(a, a, 2, 2)).ok()); });
   // Once the first job holds the queue's one place:
   const auto queued = ScrapeUntil(server.metrics_url(), [](const auto& m) {
     return Value(m, "ptoserve_queue_depth") >= 1;
   });
   ASSERT_EQ(Value(queued, "ptoserve_queue_depth"), 1);
   absl::StatusOr<v1::JobResult> r = client->Execute(TandJob(a, a, 2, 2));
-  EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted) << r.status();
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted)
+      << r.status();
   EXPECT_THAT(std::string(r.status().message()), HasSubstr("queue is full"));
   first.join();
 }
@@ -197,7 +220,8 @@ TEST(SchedulingTest, PriorityOutOfRangeIsInvalid) {
   job.set_priority(2);
   absl::StatusOr<v1::JobResult> r = client->Execute(job);
   EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(std::string(r.status().message()), HasSubstr("priority 2 is out of range"));
+  EXPECT_THAT(std::string(r.status().message()),
+              HasSubstr("priority 2 is out of range"));
 }
 
 TEST(SchedulingTest, SigtermAnswersEveryAcceptedCallAndExitsZero) {
@@ -211,7 +235,8 @@ TEST(SchedulingTest, SigtermAnswersEveryAcceptedCallAndExitsZero) {
       ASSERT_TRUE(client.ok()) << client.status();
       std::vector<int32_t> a(64, 7);
       for (int i = 0; i < 200 && !stop; ++i) {
-        absl::StatusOr<v1::JobResult> r = (*client)->Execute(TandJob(a, a, 8, 8));
+        absl::StatusOr<v1::JobResult> r =
+            (*client)->Execute(TandJob(a, a, 8, 8));
         if (r.ok()) {
           ++ok;
         } else if (r.status().code() == absl::StatusCode::kUnavailable) {
@@ -234,7 +259,8 @@ TEST(SchedulingTest, SigtermAnswersEveryAcceptedCallAndExitsZero) {
   ASSERT_NE(status, -1);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   EXPECT_GT(ok.load(), 0);
-  EXPECT_EQ(other.load(), 0);  // every call: a result, or UNAVAILABLE once closed
+  EXPECT_EQ(other.load(),
+            0);  // every call: a result, or UNAVAILABLE once closed
 }
 
 }  // namespace

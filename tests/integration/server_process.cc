@@ -24,8 +24,8 @@ namespace {
 // Reads one line from `fd`, waiting at most `timeout_ms` in total.
 std::string ReadLine(int fd, int timeout_ms) {
   std::string line;
-  const auto deadline = std::chrono::steady_clock::now() +
-                        std::chrono::milliseconds(timeout_ms);
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   while (std::chrono::steady_clock::now() < deadline) {
     pollfd p{fd, POLLIN, 0};
     if (poll(&p, 1, 100) <= 0) continue;
@@ -130,7 +130,9 @@ CommandResult RunCommand(const std::string& command) {
   if (pipe == nullptr) return result;
   char buf[4096];
   size_t n;
-  while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) result.output.append(buf, n);
+  while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) {
+    result.output.append(buf, n);
+  }
   const int status = pclose(pipe);
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return result;

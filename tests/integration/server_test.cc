@@ -1,11 +1,11 @@
 // End to end: the real ptoserve binary on a loopback port, driven through
 // the C++ SDK, raw stubs, reflection and the health service.
+#include <gmock/gmock.h>
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/descriptor.pb.h>
 #include <google/protobuf/dynamic_message.h>
 #include <google/protobuf/util/json_util.h>
 #include <grpcpp/generic/generic_stub.h>
-#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -47,10 +47,12 @@ void CheckBinaryOnEveryTarget(Client& client) {
   const std::vector<T> b = RandomElements<T>(kRows * kCols, &rng);
   for (v1::Target target : {v1::TARGET_HOST, v1::TARGET_A2A3, v1::TARGET_A5}) {
     for (bool is_xor : {false, true}) {
-      SCOPED_TRACE(absl::StrCat(v1::Target_Name(target), is_xor ? " TXOR " : " TAND ",
+      SCOPED_TRACE(absl::StrCat(v1::Target_Name(target),
+                                is_xor ? " TXOR " : " TAND ",
                                 v1::DType_Name(DTypeOf<T>())));
       BinaryArgs<T> args{a, b, kRows, kCols, kValidRows, kValidCols, target};
-      absl::StatusOr<TileResult<T>> r = is_xor ? client.Txor(args) : client.Tand(args);
+      absl::StatusOr<TileResult<T>> r =
+          is_xor ? client.Txor(args) : client.Tand(args);
       ASSERT_TRUE(r.ok()) << r.status();
       ASSERT_EQ(r->elements.size(), a.size());
       EXPECT_EQ(r->target, target);
@@ -89,7 +91,8 @@ void CheckValuesOnEveryTarget(Client& client) {
   const std::vector<T> b = RandomElements<T>(kRows * kCols, &rng);
   for (v1::Target target : {v1::TARGET_HOST, v1::TARGET_A2A3, v1::TARGET_A5}) {
     for (bool is_xor : {false, true}) {
-      SCOPED_TRACE(absl::StrCat(v1::Target_Name(target), is_xor ? " TXOR " : " TAND ",
+      SCOPED_TRACE(absl::StrCat(v1::Target_Name(target),
+                                is_xor ? " TXOR " : " TAND ",
                                 v1::DType_Name(DTypeOf<T>())));
       v1::Job job;
       job.set_target(target);
@@ -112,7 +115,9 @@ void CheckValuesOnEveryTarget(Client& client) {
       EXPECT_TRUE(c.data().empty());
       ASSERT_EQ(c.values_size(), static_cast<int>(a.size()));
       for (size_t k = 0; k < a.size(); ++k) {
-        ASSERT_EQ(c.values(k), static_cast<T>(is_xor ? a[k] ^ b[k] : a[k] & b[k])) << k;
+        ASSERT_EQ(c.values(k),
+                  static_cast<T>(is_xor ? a[k] ^ b[k] : a[k] & b[k]))
+            << k;
       }
     }
   }
@@ -170,7 +175,8 @@ TEST_F(ServerTest, FloatTilesPassThroughBothEncodings) {
   EXPECT_EQ(r->tiles().at("fd").data(),
             std::string(reinterpret_cast<const char*>(floats), sizeof(floats)));
   EXPECT_EQ(r->tiles().at("h").data(), std::string("\x00\x3c\x00\xc0", 4));
-  const std::vector<int32_t> c = TileElements<int32_t>(r->tiles().at("c")).value();
+  const std::vector<int32_t> c =
+      TileElements<int32_t>(r->tiles().at("c")).value();
   EXPECT_EQ(c, std::vector<int32_t>(8, 12 & 10));
 }
 
@@ -187,14 +193,16 @@ TEST_F(ServerTest, ManualModeOnEveryTarget) {
     job.set_target(target);
     job.set_mode(v1::MODE_MANUAL);
     for (auto [name, address, elements] :
-         {std::tuple{"a", uint64_t{0x100}, &a}, std::tuple{"b", uint64_t{0x200}, &b}}) {
+         {std::tuple{"a", uint64_t{0x100}, &a},
+          std::tuple{"b", uint64_t{0x200}, &b}}) {
       v1::Tile& t = (*job.mutable_tiles())[name];
       SetTileData<int16_t>(*elements, &t);
       t.set_rows(4);
       t.set_cols(16);
       t.set_address(address);
     }
-    for (auto [name, address] : {std::pair{"c", dst_address}, std::pair{"t", uint64_t{0x400}}}) {
+    for (auto [name, address] :
+         {std::pair{"c", dst_address}, std::pair{"t", uint64_t{0x400}}}) {
       v1::Tile& t = (*job.mutable_tiles())[name];
       t.set_dtype(v1::DTYPE_INT16);
       t.set_rows(4);
@@ -212,13 +220,18 @@ TEST_F(ServerTest, ManualModeOnEveryTarget) {
   };
   for (v1::Target target : {v1::TARGET_HOST, v1::TARGET_A2A3, v1::TARGET_A5}) {
     for (bool is_xor : {false, true}) {
-      SCOPED_TRACE(absl::StrCat(v1::Target_Name(target), is_xor ? " TXOR" : " TAND"));
-      absl::StatusOr<v1::JobResult> r = client_->Execute(job_at(target, is_xor, 0x300));
+      SCOPED_TRACE(
+          absl::StrCat(v1::Target_Name(target), is_xor ? " TXOR" : " TAND"));
+      absl::StatusOr<v1::JobResult> r =
+          client_->Execute(job_at(target, is_xor, 0x300));
       ASSERT_TRUE(r.ok()) << r.status();
-      const std::vector<int16_t> c = TileElements<int16_t>(r->tiles().at("c")).value();
+      const std::vector<int16_t> c =
+          TileElements<int16_t>(r->tiles().at("c")).value();
       ASSERT_EQ(c.size(), a.size());
       for (size_t k = 0; k < a.size(); ++k) {
-        ASSERT_EQ(c[k], static_cast<int16_t>(is_xor ? a[k] ^ b[k] : a[k] & b[k])) << k;
+        ASSERT_EQ(c[k],
+                  static_cast<int16_t>(is_xor ? a[k] ^ b[k] : a[k] & b[k]))
+            << k;
       }
       EXPECT_EQ(r->tiles().at("c").address(), 0x300u);
       // 0x310 is 16-byte aligned, not 32.
@@ -228,16 +241,20 @@ TEST_F(ServerTest, ManualModeOnEveryTarget) {
       EXPECT_THAT(std::string(misaligned.status().message()),
                   HasSubstr("address 0x310 is not 32-byte aligned"));
       // dst at src0's address.
-      absl::StatusOr<v1::JobResult> shared = client_->Execute(job_at(target, is_xor, 0x100));
+      absl::StatusOr<v1::JobResult> shared =
+          client_->Execute(job_at(target, is_xor, 0x100));
       if (is_xor && target == v1::TARGET_A2A3) {
         EXPECT_EQ(shared.status().code(), absl::StatusCode::kInvalidArgument);
-        EXPECT_THAT(std::string(shared.status().message()), HasSubstr("must not overlap"));
+        EXPECT_THAT(std::string(shared.status().message()),
+                    HasSubstr("must not overlap"));
       } else {
         ASSERT_TRUE(shared.ok()) << shared.status();
         const std::vector<int16_t> c2 =
             TileElements<int16_t>(shared->tiles().at("c")).value();
         for (size_t k = 0; k < a.size(); ++k) {
-          ASSERT_EQ(c2[k], static_cast<int16_t>(is_xor ? a[k] ^ b[k] : a[k] & b[k])) << k;
+          ASSERT_EQ(c2[k],
+                    static_cast<int16_t>(is_xor ? a[k] ^ b[k] : a[k] & b[k]))
+              << k;
         }
       }
     }
@@ -278,7 +295,9 @@ TEST_F(ServerTest, A2A3TxorReportsItsFourSteps) {
       client_->Txor<uint32_t>({a, b, 16, 16, 0, 0, v1::TARGET_A2A3});
   ASSERT_TRUE(r.ok()) << r.status();
   ASSERT_EQ(r->elements.size(), a.size());
-  for (size_t i = 0; i < a.size(); ++i) ASSERT_EQ(r->elements[i], a[i] ^ b[i]) << i;
+  for (size_t i = 0; i < a.size(); ++i) {
+    ASSERT_EQ(r->elements[i], a[i] ^ b[i]) << i;
+  }
   ASSERT_EQ(r->events.size(), 1u);
   const auto& trace = r->events[0].trace();
   ASSERT_EQ(trace.size(), 4);
@@ -311,11 +330,13 @@ TEST_F(ServerTest, CapabilitiesDescribeEveryTarget) {
 TEST(ServerStartTest, ASecondServerOnAPortInUseFailsToStart) {
   ServerProcess first;
   // `timeout`: a server that does start must not hang the test.
-  CommandResult r = RunCommand("timeout 20 server/ptoserve --metrics_address= --address=" +
-                               first.address());
+  CommandResult r =
+      RunCommand("timeout 20 server/ptoserve --metrics_address= --address=" +
+                 first.address());
   EXPECT_EQ(r.exit_code, 1) << r.output;
-  EXPECT_THAT(r.output, HasSubstr("ptoserve: cannot listen on " + first.address() +
-                                  ": Address already in use"));
+  EXPECT_THAT(r.output,
+              HasSubstr("ptoserve: cannot listen on " + first.address() +
+                        ": Address already in use"));
   auto client = Client::Connect(first.address()).value();
   EXPECT_EQ(client->Health().value(), "SERVING");
 }
@@ -336,7 +357,8 @@ void ExpectDescribable(const std::shared_ptr<grpc::Channel>& channel,
   std::vector<google::protobuf::FileDescriptorProto> files;
   const test::ReflectionAnswer<Version> answer =
       test::Reflect<Version>(channel, request);
-  EXPECT_TRUE(answer.status.ok()) << service << ": " << answer.status.error_message();
+  EXPECT_TRUE(answer.status.ok())
+      << service << ": " << answer.status.error_message();
   for (const auto& response : answer.responses) {
     EXPECT_FALSE(response.has_error_response())
         << service << ": " << response.error_response().error_message();
@@ -365,9 +387,9 @@ TEST_F(ServerTest, ReflectionListsTheServices) {
   const test::ServiceList list = test::ListServices(client_->channel());
   EXPECT_TRUE(list.status.ok()) << list.status.error_message();
   EXPECT_EQ(list.names, (std::set<std::string>{
-                       "ptoserve.v1.TileCompute", "grpc.health.v1.Health",
-                       "grpc.reflection.v1.ServerReflection",
-                       "grpc.reflection.v1alpha.ServerReflection"}));
+                            "ptoserve.v1.TileCompute", "grpc.health.v1.Health",
+                            "grpc.reflection.v1.ServerReflection",
+                            "grpc.reflection.v1alpha.ServerReflection"}));
 }
 
 // Every service listed can be described, over both reflection versions
@@ -377,7 +399,8 @@ TEST_F(ServerTest, ReflectionDescribesEveryListedServiceInBothVersions) {
   const std::set<std::string> names =
       test::ListServices<test::ReflectionV1Alpha>(client_->channel()).names;
   EXPECT_EQ(names.size(), 4u);
-  EXPECT_EQ(test::ListServices<test::ReflectionV1>(client_->channel()).names, names);
+  EXPECT_EQ(test::ListServices<test::ReflectionV1>(client_->channel()).names,
+            names);
   for (const std::string& name : names) {
     ExpectDescribable<test::ReflectionV1>(client_->channel(), name);
     ExpectDescribable<test::ReflectionV1Alpha>(client_->channel(), name);
@@ -425,7 +448,8 @@ TEST_F(ServerTest, JsonThroughReflectionLikeGrpcurl) {
   ASSERT_NE(tiles, nullptr);
   google::protobuf::SourceLocation where;
   ASSERT_TRUE(method->input_type()->GetSourceLocation(&where));
-  EXPECT_THAT(where.leading_comments, HasSubstr("A job: tiles and an ordered program"));
+  EXPECT_THAT(where.leading_comments,
+              HasSubstr("A job: tiles and an ordered program"));
   ASSERT_TRUE(tiles->GetSourceLocation(&where));
   EXPECT_THAT(where.leading_comments, HasSubstr("The job's tiles by name"));
 
@@ -441,22 +465,27 @@ TEST_F(ServerTest, JsonThroughReflectionLikeGrpcurl) {
     "instructions": [{"opcode": "OPCODE_TAND", "dst": "c", "src0": "a", "src1": "b"}]
   })";
   // Three values for 32 elements: the server must say so.
-  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(json, job.get()).ok());
-  auto call = [&](const google::protobuf::Message& req, std::string* reply_json) {
+  ASSERT_TRUE(
+      google::protobuf::util::JsonStringToMessage(json, job.get()).ok());
+  auto call = [&](const google::protobuf::Message& req,
+                  std::string* reply_json) {
     grpc::GenericStub generic(client_->channel());
     grpc::ClientContext ctx;
     std::string bytes = req.SerializeAsString();
     grpc::Slice slice(bytes);
     grpc::ByteBuffer send(&slice, 1), recv;
     std::promise<grpc::Status> done;
-    generic.UnaryCall(&ctx, "/ptoserve.v1.TileCompute/Execute", grpc::StubOptions(),
-                      &send, &recv, [&](grpc::Status s) { done.set_value(s); });
+    generic.UnaryCall(&ctx, "/ptoserve.v1.TileCompute/Execute",
+                      grpc::StubOptions(), &send, &recv,
+                      [&](grpc::Status s) { done.set_value(s); });
     grpc::Status status = done.get_future().get();
     if (status.ok()) {
       std::vector<grpc::Slice> slices;
       recv.Dump(&slices);
       std::string out;
-      for (const auto& s : slices) out.append(reinterpret_cast<const char*>(s.begin()), s.size());
+      for (const auto& s : slices) {
+        out.append(reinterpret_cast<const char*>(s.begin()), s.size());
+      }
       std::unique_ptr<google::protobuf::Message> reply(
           factory.GetPrototype(method->output_type())->New());
       reply->ParseFromString(out);
@@ -467,7 +496,8 @@ TEST_F(ServerTest, JsonThroughReflectionLikeGrpcurl) {
   std::string reply;
   grpc::Status status = call(*job, &reply);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
-  EXPECT_THAT(status.error_message(), HasSubstr("values has 3 entries, expected 32"));
+  EXPECT_THAT(status.error_message(),
+              HasSubstr("values has 3 entries, expected 32"));
 
   std::string fixed = json;
   std::string values_a = "[12, 10, 255", values_b = "[10, 12, 15";
@@ -478,7 +508,8 @@ TEST_F(ServerTest, JsonThroughReflectionLikeGrpcurl) {
   fixed.replace(fixed.find("[12, 10, 255]"), 13, values_a + "]");
   fixed.replace(fixed.find("[10, 12, 15]"), 12, values_b + "]");
   job->Clear();
-  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(fixed, job.get()).ok());
+  ASSERT_TRUE(
+      google::protobuf::util::JsonStringToMessage(fixed, job.get()).ok());
   status = call(*job, &reply);
   ASSERT_TRUE(status.ok()) << status.error_message();
   // Numbers in, numbers out: 12&10 = 8, 10&12 = 8, 255&15 = 15.
@@ -506,9 +537,13 @@ TEST_F(ServerTest, ThousandMalformedRequestsThenStillCorrect) {
   };
   using Breaker = std::pair<std::function<void(v1::Job*)>, std::string>;
   const std::vector<Breaker> breakers = {
-      {[](v1::Job* j) { (*j->mutable_tiles())["a"].set_dtype(v1::DTYPE_UNSPECIFIED); },
+      {[](v1::Job* j) {
+         (*j->mutable_tiles())["a"].set_dtype(v1::DTYPE_UNSPECIFIED);
+       },
        "tile \"a\": dtype is not set"},
-      {[](v1::Job* j) { (*j->mutable_tiles())["a"].set_dtype(v1::DTYPE_FLOAT32); },
+      {[](v1::Job* j) {
+         (*j->mutable_tiles())["a"].set_dtype(v1::DTYPE_FLOAT32);
+       },
        "dst element type float32 is not supported (supported: int8, uint8"},
       {[](v1::Job* j) {
          v1::Tile& t = (*j->mutable_tiles())["b"];
@@ -520,10 +555,15 @@ TEST_F(ServerTest, ThousandMalformedRequestsThenStillCorrect) {
        "tile \"b\": data has 3 bytes, expected 256"},
       {[](v1::Job* j) { j->mutable_instructions(0)->set_src1("nope"); },
        "src1 \"nope\" is not a tile of the job"},
-      {[](v1::Job* j) { j->mutable_instructions(0)->set_opcode(v1::OPCODE_UNSPECIFIED); },
+      {[](v1::Job* j) {
+         j->mutable_instructions(0)->set_opcode(v1::OPCODE_UNSPECIFIED);
+       },
        "instruction 0: opcode is not set"},
-      {[](v1::Job* j) { j->set_target(v1::TARGET_A2A3); }, "tmp is required on a2a3"},
-      {[](v1::Job* j) { (*j->mutable_tiles())["a"].set_layout(v1::LAYOUT_COL_MAJOR); },
+      {[](v1::Job* j) { j->set_target(v1::TARGET_A2A3); },
+       "tmp is required on a2a3"},
+      {[](v1::Job* j) {
+         (*j->mutable_tiles())["a"].set_layout(v1::LAYOUT_COL_MAJOR);
+       },
        "src0 \"a\" is col_major"},
       {[](v1::Job* j) { (*j->mutable_tiles())["a"].set_valid_rows(9); },
        "valid region 9x8 exceeds its shape 8x8"},
@@ -534,10 +574,13 @@ TEST_F(ServerTest, ThousandMalformedRequestsThenStillCorrect) {
          t.clear_data();
          for (int i = 0; i < 64; ++i) t.add_values(i == 5 ? 1e10 : 0);
        },
-       "values[5] (element 0,5) = 10000000000 is not an integer in the int32 range"},
+       "values[5] (element 0,5) = 10000000000 is not an integer in the int32 "
+       "range"},
       {[](v1::Job* j) { j->clear_instructions(); }, "job has no instructions"},
-      {[](v1::Job* j) { j->set_mode(v1::MODE_MANUAL); }, "manual mode needs an address"},
-      {[](v1::Job* j) { j->set_target(static_cast<v1::Target>(42)); }, "unknown target 42"},
+      {[](v1::Job* j) { j->set_mode(v1::MODE_MANUAL); },
+       "manual mode needs an address"},
+      {[](v1::Job* j) { j->set_target(static_cast<v1::Target>(42)); },
+       "unknown target 42"},
   };
   for (int i = 0; i < 1000; ++i) {
     const Breaker& breaker = breakers[i % breakers.size()];
@@ -559,8 +602,10 @@ TEST(ServerLimitsTest, OversizedMessageIsResourceExhausted) {
   ClientOptions options;
   auto client = Client::Connect(server.address(), options).value();
   std::vector<int32_t> big(512 * 1024, 1);  // 2 MiB per tile
-  absl::StatusOr<TileResult<int32_t>> r = client->Tand<int32_t>({big, big, 512, 1024});
-  EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted) << r.status();
+  absl::StatusOr<TileResult<int32_t>> r =
+      client->Tand<int32_t>({big, big, 512, 1024});
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted)
+      << r.status();
   // And it still serves small jobs.
   std::vector<int32_t> small(4, 3);
   EXPECT_TRUE(client->Tand<int32_t>({small, small, 2, 2}).ok());

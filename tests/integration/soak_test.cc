@@ -52,21 +52,21 @@ constexpr int kChannels = 20;  // each shared by 10 clients
 
 // What a client does in one step, and the answers each may get.
 enum Kind {
-  kValid,         // OK, with the reference result
-  kInvalid,       // INVALID_ARGUMENT
-  kCancelled,     // TryCancel after 0-100 ms from this thread while gRPC
-                  // runs the call: OK or CANCELLED
-  kShortDeadline, // 0-100 ms deadline: OK or DEADLINE_EXCEEDED
-  kJobTimeout,    // the job's own 0-50 ms timeout: OK or DEADLINE_EXCEEDED
-  kStream,        // 1-24 jobs on one stream, a fifth invalid: each answered
-                  // once, OK with the reference result or INVALID_ARGUMENT
+  kValid,            // OK, with the reference result
+  kInvalid,          // INVALID_ARGUMENT
+  kCancelled,        // TryCancel after 0-100 ms from this thread while gRPC
+                     // runs the call: OK or CANCELLED
+  kShortDeadline,    // 0-100 ms deadline: OK or DEADLINE_EXCEEDED
+  kJobTimeout,       // the job's own 0-50 ms timeout: OK or DEADLINE_EXCEEDED
+  kStream,           // 1-24 jobs on one stream, a fifth invalid: each answered
+                     // once, OK with the reference result or INVALID_ARGUMENT
   kCancelledStream,  // the same, cancelled midway: cut-off jobs CANCELLED
-  kCapabilities,  // OK
+  kCapabilities,     // OK
   kKinds
 };
 constexpr std::array<const char*, kKinds> kKindNames = {
-    "valid", "invalid", "cancelled", "short deadline", "job timeout",
-    "stream", "cancelled stream", "capabilities"};
+    "valid",       "invalid", "cancelled",        "short deadline",
+    "job timeout", "stream",  "cancelled stream", "capabilities"};
 
 bool Allowed(Kind kind, grpc::StatusCode code) {
   switch (kind) {
@@ -76,12 +76,15 @@ bool Allowed(Kind kind, grpc::StatusCode code) {
     case kInvalid:
       return code == grpc::StatusCode::INVALID_ARGUMENT;
     case kStream:
-      return code == grpc::StatusCode::OK || code == grpc::StatusCode::INVALID_ARGUMENT;
+      return code == grpc::StatusCode::OK ||
+             code == grpc::StatusCode::INVALID_ARGUMENT;
     case kCancelledStream:
-      return code == grpc::StatusCode::OK || code == grpc::StatusCode::INVALID_ARGUMENT ||
+      return code == grpc::StatusCode::OK ||
+             code == grpc::StatusCode::INVALID_ARGUMENT ||
              code == grpc::StatusCode::CANCELLED;
     case kCancelled:
-      return code == grpc::StatusCode::OK || code == grpc::StatusCode::CANCELLED;
+      return code == grpc::StatusCode::OK ||
+             code == grpc::StatusCode::CANCELLED;
     case kShortDeadline:
     case kJobTimeout:
       return code == grpc::StatusCode::OK ||
@@ -111,7 +114,8 @@ class Ledger {
     ++calls_[kind];
   }
   // `detail`: why the answer is wrong (empty: it is right).
-  void Answered(Kind kind, grpc::StatusCode code, const std::string& detail = "") {
+  void Answered(Kind kind, grpc::StatusCode code,
+                const std::string& detail = "") {
     MutexLock lock(&mu_);
     ++answers_[kind][code];
     if (!Allowed(kind, code) || !detail.empty()) {
@@ -126,13 +130,17 @@ class Ledger {
   void Problem(Kind kind, const std::string& detail) {
     MutexLock lock(&mu_);
     ++wrong_;
-    if (errors_.size() < 20) errors_.push_back(absl::StrCat(kKindNames[kind], ": ", detail));
+    if (errors_.size() < 20) {
+      errors_.push_back(absl::StrCat(kKindNames[kind], ": ", detail));
+    }
   }
   // An answer that never came (the wait for it timed out).
   void Lost(Kind kind) {
     MutexLock lock(&mu_);
     ++lost_;
-    if (errors_.size() < 20) errors_.push_back(absl::StrCat(kKindNames[kind], ": no answer"));
+    if (errors_.size() < 20) {
+      errors_.push_back(absl::StrCat(kKindNames[kind], ": no answer"));
+    }
   }
 
   int64_t calls() const {
@@ -192,7 +200,8 @@ class Ledger {
   // For streams a "call" is a job sent on the stream, and its answer the
   // job's result (or the stream's end, for a job a cancellation cut off).
   std::map<Kind, int64_t> calls_ ABSL_GUARDED_BY(mu_);
-  std::map<Kind, std::map<grpc::StatusCode, int64_t>> answers_ ABSL_GUARDED_BY(mu_);
+  std::map<Kind, std::map<grpc::StatusCode, int64_t>> answers_
+      ABSL_GUARDED_BY(mu_);
   int64_t wrong_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t lost_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<std::string> errors_ ABSL_GUARDED_BY(mu_);
@@ -202,7 +211,9 @@ class Ledger {
 class SoakClient {
  public:
   SoakClient(std::shared_ptr<grpc::Channel> channel, int seed, Ledger* ledger)
-      : stub_(v1::TileCompute::NewStub(std::move(channel))), rng_(seed), ledger_(ledger) {}
+      : stub_(v1::TileCompute::NewStub(std::move(channel))),
+        rng_(seed),
+        ledger_(ledger) {}
 
   void Step() {
     switch (const Kind kind = PickKind(&rng_)) {
@@ -231,18 +242,22 @@ class SoakClient {
       job = RandomValidJob(&rng_);
     }
     grpc::ClientContext context;
-    context.set_deadline(In(kind == kShortDeadline ? absl::Microseconds(Uniform(0, 100000))
-                                                   : absl::Seconds(30)));
-    if (kind == kJobTimeout) job.job.mutable_timeout()->set_nanos(Uniform(1, 50000000));
+    context.set_deadline(In(kind == kShortDeadline
+                                ? absl::Microseconds(Uniform(0, 100000))
+                                : absl::Seconds(30)));
+    if (kind == kJobTimeout) {
+      job.job.mutable_timeout()->set_nanos(Uniform(1, 50000000));
+    }
     v1::JobResult result;
     std::promise<grpc::Status> answered;
     std::future<grpc::Status> answer = answered.get_future();
     ledger_->Called(kind);
     BeforeStartingCall(&answered);
-    stub_->async()->Execute(&context, &job.job, &result, [&answered](grpc::Status s) {
-      InCallback(&answered);
-      answered.set_value(std::move(s));
-    });
+    stub_->async()->Execute(&context, &job.job, &result,
+                            [&answered](grpc::Status s) {
+                              InCallback(&answered);
+                              answered.set_value(std::move(s));
+                            });
     if (kind == kCancelled) {
       // Zero to 100 ms: before the server sees the call, while its job is
       // queued, while it runs, after it is answered.
@@ -251,7 +266,8 @@ class SoakClient {
         context.TryCancel();
       }
     }
-    if (answer.wait_for(std::chrono::seconds(60)) != std::future_status::ready) {
+    if (answer.wait_for(std::chrono::seconds(60)) !=
+        std::future_status::ready) {
       ledger_->Lost(kind);
       context.TryCancel();
       answer.wait();
@@ -272,10 +288,12 @@ class SoakClient {
     context.set_deadline(In(absl::Seconds(30)));
     v1::Capabilities capabilities;
     ledger_->Called(kCapabilities);
-    grpc::Status status =
-        stub_->GetCapabilities(&context, v1::GetCapabilitiesRequest(), &capabilities);
+    grpc::Status status = stub_->GetCapabilities(
+        &context, v1::GetCapabilitiesRequest(), &capabilities);
     ledger_->Answered(kCapabilities, status.error_code(),
-                      status.ok() && capabilities.targets_size() != 3 ? "wrong capabilities" : "");
+                      status.ok() && capabilities.targets_size() != 3
+                          ? "wrong capabilities"
+                          : "");
   }
 
   // Writes every job, then reads; a cancelled stream cancels after reading
@@ -297,7 +315,8 @@ class SoakClient {
       pending[job.job.id()] = std::move(job);
     }
     // How many results to read before cancelling; -1: never.
-    const int cancel_after = kind == kCancelledStream ? static_cast<int>(Uniform(0, n - 1)) : -1;
+    const int cancel_after =
+        kind == kCancelledStream ? static_cast<int>(Uniform(0, n - 1)) : -1;
     grpc::ClientContext context;
     context.set_deadline(In(absl::Seconds(30)));
     auto stream = stub_->ExecuteStream(&context);
@@ -314,12 +333,14 @@ class SoakClient {
     while (stream->Read(&result)) {
       auto it = pending.find(result.id());
       if (it == pending.end()) {
-        ledger_->Problem(kind, "a result for a job not sent or answered already: " +
-                                   result.id());
+        ledger_->Problem(
+            kind,
+            "a result for a job not sent or answered already: " + result.id());
         continue;
       }
       // A stream job's error comes back in its result.
-      const grpc::StatusCode code = static_cast<grpc::StatusCode>(result.status().code());
+      const grpc::StatusCode code =
+          static_cast<grpc::StatusCode>(result.status().code());
       const bool invalid = it->second.outputs.empty();
       std::string detail;
       if (invalid && code != grpc::StatusCode::INVALID_ARGUMENT) {
@@ -331,16 +352,19 @@ class SoakClient {
       if (++read == cancel_after) context.TryCancel();
     }
     const grpc::Status status = stream->Finish();
-    const size_t unanswered = static_cast<size_t>(written) - static_cast<size_t>(read);
+    const size_t unanswered =
+        static_cast<size_t>(written) - static_cast<size_t>(read);
     // Jobs a cancellation cut off are answered by the stream's end.
     for (size_t i = 0; i < unanswered; ++i) {
-      ledger_->Answered(kind, status.error_code(),
-                        status.ok() ? "the stream ended OK with a job unanswered" : "");
+      ledger_->Answered(
+          kind, status.error_code(),
+          status.ok() ? "the stream ended OK with a job unanswered" : "");
     }
     const bool cancelled = kind == kCancelledStream &&
                            status.error_code() == grpc::StatusCode::CANCELLED;
     if (!status.ok() && !cancelled) {
-      ledger_->Problem(kind, "the stream ended " + CodeName(status.error_code()) + ": " +
+      ledger_->Problem(kind, "the stream ended " +
+                                 CodeName(status.error_code()) + ": " +
                                  status.error_message());
     }
   }
@@ -378,7 +402,8 @@ int SoakSeconds() {
   const char* env = std::getenv("PTOSERVE_SOAK_SECONDS");
   int seconds = 60;
   if (env != nullptr && (!absl::SimpleAtoi(env, &seconds) || seconds < 1)) {
-    ADD_FAILURE() << "PTOSERVE_SOAK_SECONDS=" << env << " is not a positive number";
+    ADD_FAILURE() << "PTOSERVE_SOAK_SECONDS=" << env
+                  << " is not a positive number";
     seconds = 60;
   }
   return seconds;
@@ -395,7 +420,8 @@ TEST(SoakTest, TwoHundredClientsWithFaultsEveryCallAnsweredOnce) {
   // Warm up with the same load (gRPC and malloc grow their pools once), let
   // the connections close, and take the baseline.
   Ledger warmup;
-  RunLoad(server.address(), absl::Seconds(std::clamp(seconds / 10, 2, 10)), 1, &warmup, [] {});
+  RunLoad(server.address(), absl::Seconds(std::clamp(seconds / 10, 2, 10)), 1,
+          &warmup, [] {});
   const ProcessStats baseline = WaitForStats(
       pid, 10000, [&](const ProcessStats& s) { return s.fds <= cold.fds; });
 
@@ -409,18 +435,23 @@ TEST(SoakTest, TwoHundredClientsWithFaultsEveryCallAnsweredOnce) {
     peak.hwm_kb = std::max(peak.hwm_kb, now.hwm_kb);
     peak.threads = std::max(peak.threads, now.threads);
     peak.fds = std::max(peak.fds, now.fds);
-    const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double t =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count();
     if (samples.empty() || t >= samples.size() * seconds / 4.0) {
-      samples.push_back(absl::StrFormat("t=%.0fs %s, %d calls", t, ToString(now), ledger.calls()));
+      samples.push_back(absl::StrFormat("t=%.0fs %s, %d calls", t,
+                                        ToString(now), ledger.calls()));
     }
   });
   const double elapsed =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
 
   // Idle again: every connection closed, every job answered.
-  const ProcessStats after = WaitForStats(pid, 20000, [&](const ProcessStats& s) {
-    return s.fds <= baseline.fds && s.threads <= baseline.threads;
-  });
+  const ProcessStats after =
+      WaitForStats(pid, 20000, [&](const ProcessStats& s) {
+        return s.fds <= baseline.fds && s.threads <= baseline.threads;
+      });
   const std::map<std::string, double> scraped = Scrape(server.metrics_url());
   const double in_flight = Sum(scraped, "ptoserve_jobs_in_flight");
   const double queued = Sum(scraped, "ptoserve_queue_depth");
@@ -429,27 +460,30 @@ TEST(SoakTest, TwoHundredClientsWithFaultsEveryCallAnsweredOnce) {
   // its code whatever the server does.
   const double server_deadlines =
       Sum(scraped, "ptoserve_jobs_total", R"(code="DEADLINE_EXCEEDED")");
-  const double server_cancels = Sum(scraped, "ptoserve_jobs_total", R"(code="CANCELLED")");
+  const double server_cancels =
+      Sum(scraped, "ptoserve_jobs_total", R"(code="CANCELLED")");
   // VmHWM is updated lazily; a sample may have seen more.
   const int64_t peak_kb = std::max(peak.rss_kb, ReadProcessStats(pid).hwm_kb);
 
   std::cout << absl::StrFormat(
-                   "soak: %d clients on %d connections for %.1f s: %d calls, %d answers "
+                   "soak: %d clients on %d connections for %.1f s: %d calls, "
+                   "%d answers "
                    "(%.0f calls/s), %d wrong, %d lost\n",
-                   kClients, kChannels, elapsed, ledger.calls(), ledger.answers(),
-                   ledger.calls() / elapsed, ledger.wrong(), ledger.lost())
-            << ledger.Report()
-            << "server: cold " << ToString(cold) << "\n"
-            << "  baseline after warm-up (" << warmup.calls() << " calls): "
-            << ToString(baseline) << "\n";
+                   kClients, kChannels, elapsed, ledger.calls(),
+                   ledger.answers(), ledger.calls() / elapsed, ledger.wrong(),
+                   ledger.lost())
+            << ledger.Report() << "server: cold " << ToString(cold) << "\n"
+            << "  baseline after warm-up (" << warmup.calls()
+            << " calls): " << ToString(baseline) << "\n";
   for (const std::string& s : samples) std::cout << "  " << s << "\n";
-  std::cout << "  peak: rss " << MiB(peak_kb) << ", " << peak.threads << " threads, "
-            << peak.fds << " fds\n"
+  std::cout << "  peak: rss " << MiB(peak_kb) << ", " << peak.threads
+            << " threads, " << peak.fds << " fds\n"
             << "  after, idle: " << ToString(after) << "\n"
-            << absl::StrFormat("  server's metrics: %.0f jobs answered, %.0f in flight, "
-                               "%.0f queued, %.0f dropped at a deadline, %.0f cancelled",
-                               server_jobs, in_flight, queued, server_deadlines,
-                               server_cancels)
+            << absl::StrFormat(
+                   "  server's metrics: %.0f jobs answered, %.0f in flight, "
+                   "%.0f queued, %.0f dropped at a deadline, %.0f cancelled",
+                   server_jobs, in_flight, queued, server_deadlines,
+                   server_cancels)
             << std::endl;
 
   for (const std::string& e : ledger.errors()) ADD_FAILURE() << e;

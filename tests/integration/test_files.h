@@ -25,7 +25,9 @@ class Pki {
   // $TEST_TMPDIR/`name`, e.g. "ca.crt", "server.key".
   std::string path(const std::string& name) const { return TempPath(name); }
   // The file's PEM text.
-  std::string pem(const std::string& name) const { return ReadWholeFile(path(name)); }
+  std::string pem(const std::string& name) const {
+    return ReadWholeFile(path(name));
+  }
 };
 
 }  // namespace ptoserve

@@ -2,8 +2,8 @@
 // translation of a parsed job into the engine's terms.
 #include "proto/codec.h"
 
-#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <gmock/gmock.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <gtest/gtest.h>
 
 #include <string>
@@ -27,7 +27,8 @@ constexpr auto kInvalid = absl::StatusCode::kInvalidArgument;
 constexpr auto kExhausted = absl::StatusCode::kResourceExhausted;
 
 absl::Status Scan(const std::string& bytes, const EngineLimits& limits = {}) {
-  google::protobuf::io::ArrayInputStream in(bytes.data(), static_cast<int>(bytes.size()));
+  google::protobuf::io::ArrayInputStream in(bytes.data(),
+                                            static_cast<int>(bytes.size()));
   return CheckJobWire(&in, bytes.size(), limits).status();
 }
 
@@ -76,8 +77,9 @@ TEST(CheckJobWireTest, EveryFieldOfAValidJobPasses) {
 TEST(CheckJobWireTest, CountsAreCheckedBeforeParsing) {
   EngineLimits limits;
   limits.max_tiles_per_job = 1;
-  EXPECT_THAT(Scan(SmallJob().SerializeAsString(), limits),
-              StatusIs(kExhausted, HasSubstr("job has more than 1 tiles, the limit")));
+  EXPECT_THAT(
+      Scan(SmallJob().SerializeAsString(), limits),
+      StatusIs(kExhausted, HasSubstr("job has more than 1 tiles, the limit")));
   limits = EngineLimits();
   limits.max_instructions_per_job = 1;
   v1::Job two = SmallJob();
@@ -87,37 +89,49 @@ TEST(CheckJobWireTest, CountsAreCheckedBeforeParsing) {
   limits = EngineLimits();
   limits.max_waits_per_instruction = 2;
   v1::Job waits = SmallJob();
-  for (int i = 0; i < 3; ++i) waits.mutable_instructions(0)->add_wait_events("e");
+  for (int i = 0; i < 3; ++i) {
+    waits.mutable_instructions(0)->add_wait_events("e");
+  }
   EXPECT_THAT(Scan(waits.SerializeAsString(), limits),
-              StatusIs(kExhausted, HasSubstr("instruction 0 waits on more than 2 events")));
+              StatusIs(kExhausted,
+                       HasSubstr("instruction 0 waits on more than 2 events")));
   limits = EngineLimits();
   limits.max_tiles_per_job = 2;
   v1::Job outputs = SmallJob();
   for (int i = 0; i < 2; ++i) outputs.add_outputs("c");
-  EXPECT_THAT(Scan(outputs.SerializeAsString(), limits),
-              StatusIs(kExhausted, HasSubstr("outputs lists more than 2 names")));
+  EXPECT_THAT(
+      Scan(outputs.SerializeAsString(), limits),
+      StatusIs(kExhausted, HasSubstr("outputs lists more than 2 names")));
   limits = EngineLimits();
   limits.max_assembly_bytes = 10;
   v1::Job text;
   text.set_assembly(std::string(11, '#'));
-  EXPECT_THAT(Scan(text.SerializeAsString(), limits),
-              StatusIs(kExhausted, HasSubstr("assembly is 11 bytes, over the limit of 10")));
+  EXPECT_THAT(
+      Scan(text.SerializeAsString(), limits),
+      StatusIs(kExhausted,
+               HasSubstr("assembly is 11 bytes, over the limit of 10")));
 }
 
 TEST(CheckJobWireTest, LongNamesAreRefusedQuotingTheirStart) {
   v1::Job job = SmallJob();
   job.mutable_instructions(0)->set_src1(std::string(257, 'x'));
-  EXPECT_THAT(Scan(job.SerializeAsString()),
-              StatusIs(kInvalid, HasSubstr("instruction 0: a name \"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
-                                           "...\" (257 bytes) is longer than names may be")));
+  EXPECT_THAT(
+      Scan(job.SerializeAsString()),
+      StatusIs(
+          kInvalid,
+          HasSubstr("instruction 0: a name \"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+                    "...\" (257 bytes) is longer than names may be")));
   job = SmallJob();
   (*job.mutable_tiles())[std::string(300, 't')] = v1::Tile();
-  EXPECT_THAT(Scan(job.SerializeAsString()), StatusIs(kInvalid, HasSubstr("tile name")));
+  EXPECT_THAT(Scan(job.SerializeAsString()),
+              StatusIs(kInvalid, HasSubstr("tile name")));
   job = SmallJob();
   job.add_outputs(std::string(1000, 'o'));
-  EXPECT_THAT(Scan(job.SerializeAsString()), StatusIs(kInvalid, HasSubstr("outputs entry")));
+  EXPECT_THAT(Scan(job.SerializeAsString()),
+              StatusIs(kInvalid, HasSubstr("outputs entry")));
   job = SmallJob();
-  job.mutable_instructions(0)->add_wait_events(std::string(256, 'w'));  // at the limit
+  job.mutable_instructions(0)->add_wait_events(
+      std::string(256, 'w'));  // at the limit
   EXPECT_TRUE(Scan(job.SerializeAsString()).ok());
 }
 
@@ -129,13 +143,16 @@ TEST(CheckJobWireTest, UnknownFieldsAreBounded) {
   std::string some = job;
   for (int i = 0; i < 16; ++i) some += Field(100 + i, 0, "\x01");
   EXPECT_TRUE(Scan(some).ok());
-  EXPECT_THAT(Scan(some + Field(200, 0, "\x01")),
-              StatusIs(kInvalid, HasSubstr("more than 16 fields this server does not know "
-                                           "(the last: field 200, wire type 0)")));
+  EXPECT_THAT(
+      Scan(some + Field(200, 0, "\x01")),
+      StatusIs(kInvalid,
+               HasSubstr("more than 16 fields this server does not know "
+                         "(the last: field 200, wire type 0)")));
   // A known field on the wrong wire type is unknown to the parser too.
   std::string wrong = job;
   for (int i = 0; i < 17; ++i) wrong += Field(4, 0, "\x20");
-  EXPECT_THAT(Scan(wrong), StatusIs(kInvalid, HasSubstr("field 4, wire type 0")));
+  EXPECT_THAT(Scan(wrong),
+              StatusIs(kInvalid, HasSubstr("field 4, wire type 0")));
   EXPECT_THAT(Scan(job + Field(50, 3, "") + Field(50, 4, "")),
               StatusIs(kInvalid, HasSubstr("field 50 is a group")));
   // Inside a tile.
@@ -143,9 +160,14 @@ TEST(CheckJobWireTest, UnknownFieldsAreBounded) {
   tile.set_rows(1);
   std::string tile_bytes = tile.SerializeAsString();
   for (int i = 0; i < 17; ++i) tile_bytes += Field(30, 0, "\x01");
-  const std::string entry = Field(1, 2, "\x01z") + Field(2, 2, std::string(1, static_cast<char>(tile_bytes.size())) + tile_bytes);
+  const std::string entry =
+      Field(1, 2, "\x01z") +
+      Field(2, 2,
+            std::string(1, static_cast<char>(tile_bytes.size())) + tile_bytes);
   ASSERT_LT(tile_bytes.size(), 128u);
-  EXPECT_THAT(Scan(job + Field(4, 2, std::string(1, static_cast<char>(entry.size())) + entry)),
+  EXPECT_THAT(Scan(job + Field(4, 2,
+                               std::string(1, static_cast<char>(entry.size())) +
+                                   entry)),
               StatusIs(kInvalid, HasSubstr("field 30")));
 }
 
@@ -157,26 +179,39 @@ TEST(CheckJobWireTest, MalformedBytesAreRefusedBeforeParsing) {
   const std::string job = SmallJob().SerializeAsString();
   for (size_t cut = 1; cut < job.size(); ++cut) {
     v1::Job parsed;
-    if (parsed.ParseFromString(job.substr(0, cut))) continue;  // a field boundary
-    EXPECT_THAT(Scan(job.substr(0, cut)),
-                StatusIs(kInvalid, HasSubstr("its protobuf encoding is truncated or corrupt")))
-        << cut;
+    if (parsed.ParseFromString(job.substr(0, cut))) {
+      continue;  // a field boundary
+      EXPECT_THAT(
+          Scan(job.substr(0, cut)),
+          StatusIs(kInvalid,
+                   HasSubstr("its protobuf encoding is truncated or corrupt")))
+          << cut;
+    }
   }
   // A name whose length runs past the end is malformed, not "too long".
-  EXPECT_THAT(Scan(Field(6, 2, "\xff\x7f" "abc")), StatusIs(kInvalid, HasSubstr("corrupt")));
+  EXPECT_THAT(Scan(Field(6, 2,
+                         "\xff\x7f"
+                         "abc")),
+              StatusIs(kInvalid, HasSubstr("corrupt")));
   // 17 unknown fields, then a truncated one: malformed.
   std::string many;
   for (int i = 0; i < 17; ++i) many += Field(100 + i, 0, "\x01");
-  EXPECT_THAT(Scan(many + Field(6, 2, "\x05" "ab")), StatusIs(kInvalid, HasSubstr("corrupt")));
+  EXPECT_THAT(Scan(many + Field(6, 2,
+                                "\x05"
+                                "ab")),
+              StatusIs(kInvalid, HasSubstr("corrupt")));
   // A tile entry whose Tile runs past the entry.
   const std::string tile = Field(2, 0, "\x01") + Field(20, 0, "\x01");
   const std::string entry = Field(1, 2, "\x01z") + Field(2, 2, "\x40" + tile);
-  EXPECT_THAT(Scan(Field(4, 2, std::string(1, static_cast<char>(entry.size())) + entry) +
-                   std::string(64, '\x20')),
-              StatusIs(kInvalid, HasSubstr("corrupt")));
+  EXPECT_THAT(
+      Scan(
+          Field(4, 2, std::string(1, static_cast<char>(entry.size())) + entry) +
+          std::string(64, '\x20')),
+      StatusIs(kInvalid, HasSubstr("corrupt")));
   // Field number 0, wire types 6 and 7, an end group without its start.
-  for (const std::string& bad : {std::string("\x02\x00", 2), std::string("\x0e\x00", 2),
-                                 std::string("\x2f"), std::string("\x2c")}) {
+  for (const std::string& bad :
+       {std::string("\x02\x00", 2), std::string("\x0e\x00", 2),
+        std::string("\x2f"), std::string("\x2c")}) {
     EXPECT_THAT(Scan(job + bad), StatusIs(kInvalid, HasSubstr("corrupt")));
   }
 }
@@ -223,27 +258,35 @@ TEST(ToJobSpecTest, CarriesEveryFieldAndEncoding) {
 TEST(ToJobSpecTest, ErrorsNameWhatIsWrong) {
   v1::Job job = SmallJob();
   (*job.mutable_tiles())["a"].add_values(1);  // fill and values
-  EXPECT_THAT(ToJobSpec(job).status(),
-              StatusIs(kInvalid, HasSubstr("tile \"a\": has more than one of data, values and fill")));
+  EXPECT_THAT(
+      ToJobSpec(job).status(),
+      StatusIs(
+          kInvalid,
+          HasSubstr("tile \"a\": has more than one of data, values and fill")));
   job = SmallJob();
   (*job.mutable_tiles())["a"].set_dtype(static_cast<v1::DType>(42));
-  EXPECT_THAT(ToJobSpec(job).status(), StatusIs(kInvalid, HasSubstr("tile \"a\": unknown dtype 42")));
+  EXPECT_THAT(ToJobSpec(job).status(),
+              StatusIs(kInvalid, HasSubstr("tile \"a\": unknown dtype 42")));
   job = SmallJob();
   job.mutable_instructions(0)->set_opcode(v1::OPCODE_UNSPECIFIED);
-  EXPECT_THAT(ToJobSpec(job).status(),
-              StatusIs(kInvalid, HasSubstr("instruction 0: opcode is not set "
-                                           "(OPCODE_TAND, OPCODE_TXOR, OPCODE_TOR "
-                                           "or OPCODE_TNOT)")));
+  EXPECT_THAT(
+      ToJobSpec(job).status(),
+      StatusIs(kInvalid, HasSubstr("instruction 0: opcode is not set "
+                                   "(OPCODE_TAND, OPCODE_TXOR, OPCODE_TOR "
+                                   "or OPCODE_TNOT)")));
   job = SmallJob();
   job.mutable_instructions(0)->set_opcode(static_cast<v1::Opcode>(77));
-  EXPECT_THAT(ToJobSpec(job).status(),
-              StatusIs(kInvalid, HasSubstr("instruction 0: unknown opcode 77")));
+  EXPECT_THAT(
+      ToJobSpec(job).status(),
+      StatusIs(kInvalid, HasSubstr("instruction 0: unknown opcode 77")));
   job = SmallJob();
   job.set_target(static_cast<v1::Target>(9));
-  EXPECT_THAT(ToJobSpec(job).status(), StatusIs(kInvalid, HasSubstr("unknown target 9")));
+  EXPECT_THAT(ToJobSpec(job).status(),
+              StatusIs(kInvalid, HasSubstr("unknown target 9")));
   job = SmallJob();
   job.set_mode(static_cast<v1::Mode>(5));
-  EXPECT_THAT(ToJobSpec(job).status(), StatusIs(kInvalid, HasSubstr("unknown mode 5")));
+  EXPECT_THAT(ToJobSpec(job).status(),
+              StatusIs(kInvalid, HasSubstr("unknown mode 5")));
 }
 
 // Each row of the instruction table names the wire value of its own name,
@@ -294,7 +337,9 @@ TEST(ToJobResultTest, EncodesTilesAndEvents) {
   ASSERT_EQ(result.tiles_size(), 3);
   const v1::Tile& c = result.tiles().at("c");  // like src0, a fill: data
   ASSERT_EQ(c.data().size(), 32u);
-  for (int i = 0; i < 32; ++i) EXPECT_EQ(static_cast<uint8_t>(c.data()[i]), 3 ^ i) << i;
+  for (int i = 0; i < 32; ++i) {
+    EXPECT_EQ(static_cast<uint8_t>(c.data()[i]), 3 ^ i) << i;
+  }
   const v1::Tile& b = result.tiles().at("b");  // values in, values out
   ASSERT_EQ(b.values_size(), 32);
   EXPECT_EQ(b.values(31), 31);
@@ -309,9 +354,11 @@ TEST(ToJobResultTest, EncodesTilesAndEvents) {
   EXPECT_EQ(e.trace(0).op(), "vor");
   EXPECT_EQ(e.trace(0).dst(), "tmp");
   EXPECT_EQ(e.trace(0).elements(), 32u);
-  const int64_t queued = e.queue_time().seconds() * 1000000000 + e.queue_time().nanos();
-  const int64_t started = (e.start_time().seconds() - e.enqueue_time().seconds()) * 1000000000 +
-                          (e.start_time().nanos() - e.enqueue_time().nanos());
+  const int64_t queued =
+      e.queue_time().seconds() * 1000000000 + e.queue_time().nanos();
+  const int64_t started =
+      (e.start_time().seconds() - e.enqueue_time().seconds()) * 1000000000 +
+      (e.start_time().nanos() - e.enqueue_time().nanos());
   EXPECT_EQ(queued, started);
 }
 
@@ -323,14 +370,18 @@ class EncodingTest : public ::testing::Test {
   void Add(JobBuilder& job, const char* name, Encoding encoding) {
     const TileDesc desc = Desc(DType::kInt32, 4, 8);
     switch (encoding) {
-      case Encoding::kNone: job.AddTile(name, desc); break;
+      case Encoding::kNone:
+        job.AddTile(name, desc);
+        break;
       case Encoding::kData:
         job.AddData(name, desc, std::string(128, '\0'));
         break;
       case Encoding::kValues:
         job.AddValues(name, desc, std::vector<double>(32));
         break;
-      case Encoding::kFill: job.AddFill(name, desc, 0); break;
+      case Encoding::kFill:
+        job.AddFill(name, desc, 0);
+        break;
     }
   }
 
@@ -344,7 +395,8 @@ class EncodingTest : public ::testing::Test {
     const ResultEncodings encodings(
         job.spec(), [&](Opcode opcode) { return backend.UsesTmp(opcode); });
     for (const OutputTile& o : outcome->outputs) {
-      out.push_back(encodings.AsValues(o.name) ? Encoding::kValues : Encoding::kData);
+      out.push_back(encodings.AsValues(o.name) ? Encoding::kValues
+                                               : Encoding::kData);
     }
     return out;
   }
@@ -410,7 +462,8 @@ TEST_F(EncodingTest, FillComesBackAsData) {
   ASSERT_TRUE(outcome.ok()) << outcome.status();
   EXPECT_THAT(test::ToMatrix<int32_t>(outcome->outputs[0].tile).elements,
               Each(-3 & 6));
-  EXPECT_THAT(test::ToMatrix<int32_t>(outcome->outputs[1].tile).elements, Each(-3));
+  EXPECT_THAT(test::ToMatrix<int32_t>(outcome->outputs[1].tile).elements,
+              Each(-3));
 }
 
 // A tile that no input fed (sent without elements, never written) comes
@@ -422,8 +475,8 @@ TEST_F(EncodingTest, TilesWithoutInputsComeBackAsData) {
   Add(job, "z", Encoding::kNone);
   job.Txor("d", "a", "b", "t");
   job.spec().outputs = {"d", "t", "z"};
-  EXPECT_THAT(Encodings(job),
-              ElementsAre(Encoding::kValues, Encoding::kValues, Encoding::kData));
+  EXPECT_THAT(Encodings(job), ElementsAre(Encoding::kValues, Encoding::kValues,
+                                          Encoding::kData));
 }
 
 // ResultBytes: 8 bytes per element for a tile that goes back as values,

@@ -19,8 +19,10 @@ TEST(MemoryBudgetTest, HoldsAreGivenBackWhenDestroyedOrMoved) {
     EXPECT_EQ(budget.held(), 60u);
     absl::StatusOr<MemoryBudget::Hold> b = budget.Reserve(41);
     EXPECT_EQ(b.status().code(), absl::StatusCode::kResourceExhausted);
-    EXPECT_THAT(std::string(b.status().message()),
-                HasSubstr("this job needs 41 bytes and 60 of 100 (--memory_budget_mb)"));
+    EXPECT_THAT(
+        std::string(b.status().message()),
+        HasSubstr(
+            "this job needs 41 bytes and 60 of 100 (--memory_budget_mb)"));
     EXPECT_EQ(budget.held(), 60u);
     MemoryBudget::Hold moved = std::move(*a);
     EXPECT_EQ(moved.bytes(), 60u);
@@ -29,7 +31,8 @@ TEST(MemoryBudgetTest, HoldsAreGivenBackWhenDestroyedOrMoved) {
     EXPECT_EQ(budget.held(), 60u);
   }
   EXPECT_EQ(budget.held(), 0u);
-  EXPECT_EQ(budget.Reserve(101).status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(budget.Reserve(101).status().code(),
+            absl::StatusCode::kResourceExhausted);
   // Near the top of the range: no overflow lets a reservation through.
   MemoryBudget huge(~uint64_t{0} - 1);
   absl::StatusOr<MemoryBudget::Hold> most = huge.Reserve(~uint64_t{0} - 10);

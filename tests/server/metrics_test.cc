@@ -11,8 +11,8 @@ namespace {
 
 TEST(MetricsTest, RendersCountersGaugesAndHistogramsExactly) {
   MetricsRegistry registry;
-  CounterFamily* jobs = registry.AddCounter(
-      "test_jobs_total", "Jobs by code.", {"target", "code"});
+  CounterFamily* jobs = registry.AddCounter("test_jobs_total", "Jobs by code.",
+                                            {"target", "code"});
   registry.AddGauge("test_queue_depth", "Queued instructions.", {},
                     [] { return 3.0; });
   HistogramFamily* latency = registry.AddHistogram(

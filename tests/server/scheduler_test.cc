@@ -176,8 +176,11 @@ TEST_F(SchedulerTest, KeysNeverMix) {
   ASSERT_TRUE(s.Submit(Ticket(OneOp(Opcode::kTand))).ok());
   ASSERT_TRUE(s.Submit(Ticket(OneOp(Opcode::kTxor))).ok());
   ASSERT_TRUE(s.Submit(Ticket(OneOp(Opcode::kTand, DType::kInt16))).ok());
-  ASSERT_TRUE(s.Submit(Ticket(OneOp(Opcode::kTand, DType::kInt32, 4, 16))).ok());
-  ASSERT_TRUE(s.Submit(Ticket(OneOp(Opcode::kTand, DType::kInt32, 4, 8, Target::kA5))).ok());
+  ASSERT_TRUE(
+      s.Submit(Ticket(OneOp(Opcode::kTand, DType::kInt32, 4, 16))).ok());
+  ASSERT_TRUE(
+      s.Submit(Ticket(OneOp(Opcode::kTand, DType::kInt32, 4, 8, Target::kA5)))
+          .ok());
   ASSERT_TRUE(s.Submit(Ticket(OneOp(Opcode::kTand))).ok());  // joins the first
   size_t batches = 0;
   while (s.RunOnce() > 0) ++batches;
@@ -207,7 +210,8 @@ TEST_F(SchedulerTest, PriorityOutOfRangeIsRefused) {
   Scheduler s(o, &runner_, &clock_);
   absl::Status st = s.Submit(Ticket(OneOp(), 2));
   EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(std::string(st.message()), ::testing::HasSubstr("priority levels 0 to 1"));
+  EXPECT_THAT(std::string(st.message()),
+              ::testing::HasSubstr("priority levels 0 to 1"));
   EXPECT_EQ(answers_.size(), 0u);
 }
 
@@ -322,9 +326,9 @@ TEST_F(SchedulerTest, DependentInstructionsWaitAndIndependentOnesBatch) {
   JobBuilder job(Target::kHost);
   job.AddValues("a", Desc(DType::kInt32, 1, 4), {1, 2, 3, 4});
   job.AddValues("b", Desc(DType::kInt32, 1, 4), {3, 3, 3, 3});
-  job.Tand("c", "a", "b");                            // 0
-  job.Tand("e", "b", "b");                            // 1: independent of 0
-  job.Txor("d", "c", "a").wait_events = {"e0"};       // 2: after 0
+  job.Tand("c", "a", "b");                       // 0
+  job.Tand("e", "b", "b");                       // 1: independent of 0
+  job.Txor("d", "c", "a").wait_events = {"e0"};  // 2: after 0
   ASSERT_TRUE(s.Submit(Ticket(engine_.Prepare(job.spec()).value())).ok());
   EXPECT_EQ(s.RunOnce(), 2u);  // 0 and 1 together
   EXPECT_EQ(answers_.size(), 0u);
@@ -375,7 +379,8 @@ TEST_F(SchedulerTest, WorkersDrainEverythingAcceptedOnShutdown) {
     for (auto& c : clients) c.join();
     s.Shutdown();
     EXPECT_EQ(accepted.load(), 1000);
-    EXPECT_EQ(answered.load(), 1000);  // every accepted job, before Shutdown returned
+    EXPECT_EQ(answered.load(),
+              1000);  // every accepted job, before Shutdown returned
   }
   EXPECT_EQ(answered.load(), 1000);  // and none twice
   EXPECT_EQ(ok.load(), 1000);

@@ -18,8 +18,8 @@ TEST(TsanCanaryTest, RaceInAReactorIsReported) {
   // The options the suite runs with (tools/test.sh: the suppressions), but
   // carrying on after the first report and exiting 66 if there was one.
   const char* inherited = std::getenv("TSAN_OPTIONS");
-  const std::string options = std::string(inherited ? inherited : "") +
-                              ":halt_on_error=0:exitcode=66";
+  const std::string options =
+      std::string(inherited ? inherited : "") + ":halt_on_error=0:exitcode=66";
   const std::string command =
       "TSAN_OPTIONS='" + options + "' tests/tsan/race_canary 2>&1";
   FILE* pipe = popen(command.c_str(), "r");
@@ -27,12 +27,17 @@ TEST(TsanCanaryTest, RaceInAReactorIsReported) {
   std::string output;
   char buffer[4096];
   size_t n;
-  while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0) output.append(buffer, n);
+  while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0) {
+    output.append(buffer, n);
+  }
   const int status = pclose(pipe);
   ASSERT_TRUE(WIFEXITED(status)) << output;
   EXPECT_EQ(WEXITSTATUS(status), 66) << output;
-  EXPECT_NE(output.find("race_canary: stream ended OK"), std::string::npos) << output;
-  EXPECT_NE(output.find("WARNING: ThreadSanitizer: data race"), std::string::npos) << output;
+  EXPECT_NE(output.find("race_canary: stream ended OK"), std::string::npos)
+      << output;
+  EXPECT_NE(output.find("WARNING: ThreadSanitizer: data race"),
+            std::string::npos)
+      << output;
   EXPECT_NE(output.find("RacyStream::OnReadDone"), std::string::npos) << output;
 #endif
 }

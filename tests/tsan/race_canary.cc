@@ -62,7 +62,8 @@ int Run() {
   RacyService service;
   int port = 0;
   grpc::ServerBuilder builder;
-  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
+                           &port);
   builder.RegisterService(&service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || port == 0) {
@@ -72,7 +73,8 @@ int Run() {
   auto stub = v1::TileCompute::NewStub(grpc::CreateChannel(
       "127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials()));
   grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  context.set_deadline(std::chrono::system_clock::now() +
+                       std::chrono::seconds(30));
   auto stream = stub->ExecuteStream(&context);
   v1::Job job;
   for (int i = 0; i < 50; ++i) {
@@ -82,7 +84,8 @@ int Run() {
   stream->WritesDone();
   const grpc::Status status = stream->Finish();
   server->Shutdown();
-  std::printf("race_canary: stream ended %s\n", status.ok() ? "OK" : "with an error");
+  std::printf("race_canary: stream ended %s\n",
+              status.ok() ? "OK" : "with an error");
   return status.ok() ? 0 : 1;
 }
 

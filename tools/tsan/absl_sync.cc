@@ -61,8 +61,7 @@ Fn Real(const char* rest) {
 
 }  // namespace
 
-#define PTOSERVE_REAL(type, rest) \
-  static const auto real = Real<type>(rest)
+#define PTOSERVE_REAL(type, rest) static const auto real = Real<type>(rest)
 
 namespace absl {
 ABSL_NAMESPACE_BEGIN

@@ -118,8 +118,9 @@ class Mutator {
           break;
         }
         default:  // overwrite a byte
-          if (!text.empty())
+          if (!text.empty()) {
             text[Below(text.size())] = static_cast<char>(Below(128));
+          }
           break;
       }
     }
@@ -162,8 +163,7 @@ class ParserFuzzTest : public ::testing::Test {
     EXPECT_TRUE(*reparsed == *program) << "input:\n" << text;
     EXPECT_EQ(Print(*reparsed), printed);
 
-    absl::StatusOr<JobSpec> lowered =
-        Lower(*program, request_.spec(), engine_);
+    absl::StatusOr<JobSpec> lowered = Lower(*program, request_.spec(), engine_);
     if (!lowered.ok()) {
       EXPECT_FALSE(lowered.status().message().empty());
       return;

@@ -72,8 +72,7 @@ class LowerTest : public ::testing::Test {
   // come back located.
   absl::StatusOr<JobOutcome> Run(absl::string_view text, JobBuilder& job) {
     PTO_ASSIGN_OR_RETURN(Program program, Parse(text));
-    PTO_ASSIGN_OR_RETURN(JobSpec lowered,
-                         Lower(program, job.spec(), engine_));
+    PTO_ASSIGN_OR_RETURN(JobSpec lowered, Lower(program, job.spec(), engine_));
     absl::StatusOr<JobOutcome> outcome = engine_.Execute(lowered);
     if (!outcome.ok()) return Locate(program, outcome.status());
     return outcome;
@@ -146,8 +145,7 @@ TEST_F(LowerTest, A2A3ScratchTmpIsNamedAndNoted) {
                        Parse("%dst = txor %src0, %src1 : !pto.tile<...>\n"
                              "pto.txor ins(%src0, %dst : !pto.tile<...>, "
                              "!pto.tile<...>) outs(%dst : !pto.tile<...>)\n"));
-  ASSERT_OK_AND_ASSIGN(JobSpec lowered,
-                       Lower(program, job.spec(), engine_));
+  ASSERT_OK_AND_ASSIGN(JobSpec lowered, Lower(program, job.spec(), engine_));
   ASSERT_EQ(lowered.instructions.size(), 2u);
   EXPECT_EQ(lowered.instructions[0].tmp, "dst.tmp2");
   EXPECT_EQ(lowered.instructions[1].tmp, "dst.tmp3");
@@ -170,8 +168,9 @@ TEST_F(LowerTest, LongProgramsParseAndLowerInLinearTime) {
   auto seconds = [&](int lines) {
     std::string text;
     for (int i = 0; i < lines; ++i) {
-      text += "pto.txor ins(%src0, %src1 : !pto.tile_buf<...>, !pto.tile_buf<...>) "
-              "outs(%dst : !pto.tile_buf<...>)\n";
+      text +=
+          "pto.txor ins(%src0, %src1 : !pto.tile_buf<...>, !pto.tile_buf<...>) "
+          "outs(%dst : !pto.tile_buf<...>)\n";
     }
     JobBuilder job(Target::kA2A3);
     job.AddTile("src0", Desc(DType::kInt16, 16, 16));
@@ -185,14 +184,17 @@ TEST_F(LowerTest, LongProgramsParseAndLowerInLinearTime) {
       absl::StatusOr<JobSpec> lowered = Lower(*program, job.spec(), engine_);
       EXPECT_TRUE(lowered.ok()) << lowered.status();
       EXPECT_EQ(lowered->instructions.size(), static_cast<size_t>(lines));
-      EXPECT_EQ(lowered->instructions.back().tmp, absl::StrCat("dst.tmp", lines));
+      EXPECT_EQ(lowered->instructions.back().tmp,
+                absl::StrCat("dst.tmp", lines));
       best = std::min(best, std::chrono::duration<double>(
-                                std::chrono::steady_clock::now() - start).count());
+                                std::chrono::steady_clock::now() - start)
+                                .count());
     }
     return best;
   };
   const double small = seconds(10'000), large = seconds(100'000);
-  std::cout << "10,000 lines: " << small << " s; 100,000 lines: " << large << " s\n";
+  std::cout << "10,000 lines: " << small << " s; 100,000 lines: " << large
+            << " s\n";
   EXPECT_LT(large / small, 30) << small << " s, then " << large << " s";
   EXPECT_LT(large, 20.0);
 }
@@ -202,13 +204,16 @@ TEST_F(LowerTest, LongProgramsParseAndLowerInLinearTime) {
 TEST_F(LowerTest, ParseOptionsBoundWhatAProgramMayCost) {
   ParseOptions options;
   options.max_bytes = 100;
-  EXPECT_THAT(Parse(std::string(101, '#'), options).status(),
-              StatusIs(absl::StatusCode::kResourceExhausted,
-                       HasSubstr("assembly is 101 bytes, over the limit of 100")));
+  EXPECT_THAT(
+      Parse(std::string(101, '#'), options).status(),
+      StatusIs(absl::StatusCode::kResourceExhausted,
+               HasSubstr("assembly is 101 bytes, over the limit of 100")));
   options = ParseOptions();
   options.max_line_bytes = 40;
-  EXPECT_THAT(Parse("# fine\n" + std::string(41, ' ') + "\n", options).status(),
-              StatusIs(kInvalid, HasSubstr("2:1: line is 42 bytes, over the limit of 40")));
+  EXPECT_THAT(
+      Parse("# fine\n" + std::string(41, ' ') + "\n", options).status(),
+      StatusIs(kInvalid,
+               HasSubstr("2:1: line is 42 bytes, over the limit of 40")));
   options = ParseOptions();
   options.max_statements = 2;
   options.keep_comments = false;
@@ -592,12 +597,13 @@ TEST_F(LowerTest, TorAndTnotInEveryForm) {
       "%m = tnot %o : !pto.tile<...>\n"
       "pto.tnot ins(%m : !pto.tile_buf<...>) outs(%n : !pto.tile_buf<...>)\n";
   ASSERT_OK_AND_ASSIGN(Program program, Parse(kText));
-  EXPECT_EQ(Print(program),
-            "pto.tor ins(%src0, %src1 : !pto.tile<...>, !pto.tile<...>) outs(%o : "
-            "!pto.tile<...>)\n"
-            "pto.tnot ins(%src0 : !pto.tile<...>) outs(%n : !pto.tile<...>)\n"
-            "pto.tnot ins(%o : !pto.tile<...>) outs(%m : !pto.tile<...>)\n"
-            "pto.tnot ins(%m : !pto.tile_buf<...>) outs(%n : !pto.tile_buf<...>)\n");
+  EXPECT_EQ(
+      Print(program),
+      "pto.tor ins(%src0, %src1 : !pto.tile<...>, !pto.tile<...>) outs(%o : "
+      "!pto.tile<...>)\n"
+      "pto.tnot ins(%src0 : !pto.tile<...>) outs(%n : !pto.tile<...>)\n"
+      "pto.tnot ins(%o : !pto.tile<...>) outs(%m : !pto.tile<...>)\n"
+      "pto.tnot ins(%m : !pto.tile_buf<...>) outs(%n : !pto.tile_buf<...>)\n");
   ASSERT_OK_AND_ASSIGN(Program reparsed, Parse(Print(program)));
   EXPECT_EQ(reparsed, program);
 
@@ -607,7 +613,8 @@ TEST_F(LowerTest, TorAndTnotInEveryForm) {
   AddSources(job, a, b);
   job.spec().outputs = {"o", "m", "n"};
   ASSERT_OK_AND_ASSIGN(JobOutcome outcome, Run(kText, job));
-  const Matrix<int16_t> o = Reference(BitwiseOp::kOr, a, b, Matrix<int16_t>(16, 16), 16, 16);
+  const Matrix<int16_t> o =
+      Reference(BitwiseOp::kOr, a, b, Matrix<int16_t>(16, 16), 16, 16);
   Matrix<int16_t> m(16, 16);
   for (size_t k = 0; k < m.elements.size(); ++k) {
     m.elements[k] = static_cast<int16_t>(~o.elements[k]);
@@ -623,14 +630,19 @@ TEST_F(LowerTest, TorAndTnotInEveryForm) {
   JobBuilder a2a3(Target::kA2A3);
   AddSources(a2a3, a, b);
   EXPECT_THAT(RunStatus(kText, a2a3),
-              StatusIs(kInvalid, "1:1: instruction 0 (TOR on a2a3): a2a3 does not run "
-                                 "TOR (host does)"));
-  EXPECT_THAT(Parse("pto.tnot ins(%a, %b : !pto.tile_buf<...>, !pto.tile_buf<...>) "
-                    "outs(%c : !pto.tile_buf<...>)")
-                  .status(),
-              StatusIs(kInvalid, "1:18: 'pto.tnot' takes 1 input (src0); %b is one too many"));
-  EXPECT_THAT(Parse("%c = tnot %a, %b : !pto.tile<...>").status(),
-              StatusIs(kInvalid, HasSubstr("expected ':' and the types after operand %a")));
+              StatusIs(kInvalid,
+                       "1:1: instruction 0 (TOR on a2a3): a2a3 does not run "
+                       "TOR (host does)"));
+  EXPECT_THAT(
+      Parse("pto.tnot ins(%a, %b : !pto.tile_buf<...>, !pto.tile_buf<...>) "
+            "outs(%c : !pto.tile_buf<...>)")
+          .status(),
+      StatusIs(kInvalid,
+               "1:18: 'pto.tnot' takes 1 input (src0); %b is one too many"));
+  EXPECT_THAT(
+      Parse("%c = tnot %a, %b : !pto.tile<...>").status(),
+      StatusIs(kInvalid,
+               HasSubstr("expected ':' and the types after operand %a")));
 }
 
 TEST_F(LowerTest, LocateLeavesOtherStatusesAlone) {
@@ -640,12 +652,14 @@ TEST_F(LowerTest, LocateLeavesOtherStatusesAlone) {
   EXPECT_THAT(
       Locate(program, absl::InvalidArgumentError("job has no instructions")),
       StatusIs(kInvalid, "job has no instructions"));
-  EXPECT_THAT(Locate(program, AtInstruction(absl::InvalidArgumentError(
-                                                "instruction 7 (TAND on host): x"),
-                                            7)),
-              StatusIs(kInvalid, "instruction 7 (TAND on host): x"));
   EXPECT_THAT(
-      Locate(program, AtTile(absl::ResourceExhaustedError("tile \"b\": big"), "b")),
+      Locate(program, AtInstruction(absl::InvalidArgumentError(
+                                        "instruction 7 (TAND on host): x"),
+                                    7)),
+      StatusIs(kInvalid, "instruction 7 (TAND on host): x"));
+  EXPECT_THAT(
+      Locate(program,
+             AtTile(absl::ResourceExhaustedError("tile \"b\": big"), "b")),
       StatusIs(absl::StatusCode::kResourceExhausted, "1:15: tile \"b\": big"));
   EXPECT_THAT(
       Locate(program, AtInstruction(absl::InvalidArgumentError("x"), 0)),
@@ -659,7 +673,8 @@ TEST_F(LowerTest, LocateReadsTheSiteNotTheMessage) {
                        Parse("%d = tand %a, %b : !pto.tile<...>\n"));
   EXPECT_THAT(Locate(program, absl::InvalidArgumentError("tile \"b\": big")),
               StatusIs(kInvalid, "tile \"b\": big"));
-  EXPECT_THAT(Locate(program, absl::InvalidArgumentError("instruction 0 (TAND on host): x")),
+  EXPECT_THAT(Locate(program, absl::InvalidArgumentError(
+                                  "instruction 0 (TAND on host): x")),
               StatusIs(kInvalid, "instruction 0 (TAND on host): x"));
 }
 

@@ -173,7 +173,9 @@ TEST(BuiltinApiTest, TargetRulesMatchTheService) {
   // The host's description goes on to name its kernel set.
   for (const OpcodeSupport& support : backend.Supported()) {
     // The built-in API has the seeds' TAND and TXOR only.
-    if (support.opcode != Opcode::kTand && support.opcode != Opcode::kTxor) continue;
+    if (support.opcode != Opcode::kTand && support.opcode != Opcode::kTxor) {
+      continue;
+    }
     EXPECT_THAT(support.algorithm,
                 ::testing::StartsWith(support.opcode == Opcode::kTand
                                           ? pto::Rules::kTandAlgorithm
@@ -242,8 +244,11 @@ TEST(BuiltinApiTest, MatchesTheService) {
     for (int c = 0; c < 64; ++c) {
       const int i = r * 64 + c;
       const bool valid = r < 7 && c < 50;
-      ASSERT_EQ(pd[i], valid ? static_cast<int8_t>(pa[i] ^ pb[i]) : 0) << r << "," << c;
-      ASSERT_EQ(pt[i], valid && pto::Rules::kTxorUsesTmp ? static_cast<int8_t>(pa[i] | pb[i]) : 0)
+      ASSERT_EQ(pd[i], valid ? static_cast<int8_t>(pa[i] ^ pb[i]) : 0)
+          << r << "," << c;
+      ASSERT_EQ(pt[i], valid && pto::Rules::kTxorUsesTmp
+                           ? static_cast<int8_t>(pa[i] | pb[i])
+                           : 0)
           << r << "," << c;
     }
   }
@@ -287,7 +292,8 @@ TEST(BuiltinApiDeathTest, TmpIsCheckedWhereItIsUsed) {
       const auto* pb = reinterpret_cast<const int16_t*>(b.data());
       const auto* pd = reinterpret_cast<const int16_t*>(dst.data());
       for (int i = 0; i < 16 * 16; ++i) {
-        ASSERT_EQ(pd[i], static_cast<int16_t>(pa[i] ^ pb[i])) << "element " << i;
+        ASSERT_EQ(pd[i], static_cast<int16_t>(pa[i] ^ pb[i]))
+            << "element " << i;
       }
     };
     TXOR(dst, a, b, small_tmp);

@@ -4,10 +4,9 @@
 // included above. An observer fills the tiles each example declares before
 // its instruction runs and checks the results against a scalar loop after.
 // Built once per target (see BUILD.bazel).
-#include <pto/pto-inst.hpp>
-
 #include <cstdint>
 #include <cstring>
+#include <pto/pto-inst.hpp>
 #include <random>
 #include <vector>
 
@@ -137,7 +136,9 @@ TEST(SeedExamplesTest, TxorExampleComputesXor) {
 class ZerosOnly : public pto::InstructionObserver {
  public:
   void Before(const pto::InstructionView& v) override {
-    for (const pto::TileView* t : {&v.dst, &v.src0, &v.src1}) ExpectZeros(*t, "before");
+    for (const pto::TileView* t : {&v.dst, &v.src0, &v.src1}) {
+      ExpectZeros(*t, "before");
+    }
   }
   void After(const pto::InstructionView& v, const pto::RecordEvent&) override {
     ++instructions;
@@ -151,7 +152,9 @@ class ZerosOnly : public pto::InstructionObserver {
     const auto* bytes = static_cast<const unsigned char*>(t.data);
     const size_t n = static_cast<size_t>(t.rows) * t.cols * t.element_bytes;
     ASSERT_GT(n, 0u);
-    for (size_t i = 0; i < n; ++i) ASSERT_EQ(bytes[i], 0) << when << ", byte " << i;
+    for (size_t i = 0; i < n; ++i) {
+      ASSERT_EQ(bytes[i], 0) << when << ", byte " << i;
+    }
   }
 };
 

@@ -89,10 +89,14 @@ inline ptoserve::Region RegionOf(const InstructionView& v) {
 }
 inline const TileView& Operand(const InstructionView& v, ptoserve::Role role) {
   switch (role) {
-    case ptoserve::Role::kDst: return v.dst;
-    case ptoserve::Role::kSrc0: return v.src0;
-    case ptoserve::Role::kSrc1: return v.src1;
-    case ptoserve::Role::kTmp: return *v.tmp;
+    case ptoserve::Role::kDst:
+      return v.dst;
+    case ptoserve::Role::kSrc0:
+      return v.src0;
+    case ptoserve::Role::kSrc1:
+      return v.src1;
+    case ptoserve::Role::kTmp:
+      return *v.tmp;
   }
   return v.dst;
 }

@@ -1,4 +1,5 @@
-// expect: error: TAND: on a2a3 and a5 each operand's rows (Cols * sizeof(element)) must be a multiple of 32 bytes
+// expect: error: TAND: on a2a3 and a5 each operand's rows (Cols *
+// sizeof(element)) must be a multiple of 32 bytes
 #define PTO_TARGET_A5
 #include <pto/pto-inst.hpp>
 

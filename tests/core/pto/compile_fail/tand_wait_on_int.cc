@@ -1,4 +1,5 @@
-// expect: error: TAND: events to wait on must be RecordEvents returned by earlier instructions
+// expect: error: TAND: events to wait on must be RecordEvents returned by
+// earlier instructions
 #include <pto/pto-inst.hpp>
 
 void f() {

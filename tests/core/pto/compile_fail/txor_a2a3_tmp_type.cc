@@ -1,4 +1,5 @@
-// expect: error: TXOR: on a2a3 tmp must have the element type of dst, src0 and src1
+// expect: error: TXOR: on a2a3 tmp must have the element type of dst, src0 and
+// src1
 #define PTO_TARGET_A2A3
 #include <pto/pto-inst.hpp>
 

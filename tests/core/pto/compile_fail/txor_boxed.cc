@@ -2,9 +2,9 @@
 #include <pto/pto-inst.hpp>
 
 void f() {
-  using Boxed = pto::Tile<pto::TileType::Vec, int16_t, 16, 16,
-                          pto::BLayout::RowMajor, 16, 16,
-                          pto::SLayout::RowMajor>;
+  using Boxed =
+      pto::Tile<pto::TileType::Vec, int16_t, 16, 16, pto::BLayout::RowMajor, 16,
+                16, pto::SLayout::RowMajor>;
   Boxed a, b, out, tmp;
   pto::TXOR(out, a, b, tmp);
 }
