@@ -23,19 +23,6 @@ std::string EventName(const Instruction& inst, size_t index) {
                                    : inst.record_event;
 }
 
-// A tile the server allocates for an operand the job did not declare: the
-// element type, shape and valid region of `like`, row-major, in vec. Taking
-// the physical shape keeps a target's row alignment.
-TileDesc AllocatedLike(const TileDesc& like) {
-  TileDesc d;
-  d.dtype = like.dtype;
-  d.rows = like.rows;
-  d.cols = like.cols;
-  d.valid_rows = like.valid_rows;
-  d.valid_cols = like.valid_cols;
-  return d;
-}
-
 // Tracks, per tile, which earlier instructions a new one must follow.
 class HazardTracker {
  public:

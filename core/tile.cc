@@ -86,4 +86,14 @@ std::string Tile::TakeBytes() && {
   return std::move(bytes_);
 }
 
+TileDesc AllocatedLike(const TileDesc& like) {
+  TileDesc d;
+  d.dtype = like.dtype;
+  d.rows = like.rows;
+  d.cols = like.cols;
+  d.valid_rows = like.valid_rows;
+  d.valid_cols = like.valid_cols;
+  return d;
+}
+
 }  // namespace ptoserve

@@ -33,6 +33,11 @@ struct TileDesc {
   std::string ToString() const;
 };
 
+// The tile the server allocates for an operand the job did not declare:
+// the element type, shape and valid region of `like`, row-major, in vec.
+// Taking the physical shape keeps a target's row alignment.
+TileDesc AllocatedLike(const TileDesc& like);
+
 // Returns `desc` with a zero valid extent replaced by the physical one;
 // INVALID_ARGUMENT naming `name` if the shape is impossible, or
 // RESOURCE_EXHAUSTED if the tile is larger than `max_bytes`.

@@ -15,6 +15,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "server/address.h"
 
 namespace ptoserve {
 
@@ -37,24 +38,11 @@ std::string WithPort(const std::string& address, int port) {
 // already in use"), found by binding a socket of our own the way gRPC
 // would; empty if that bind succeeds (gRPC failed for another reason).
 std::string WhyCannotBind(const std::string& address) {
-  const size_t colon = address.rfind(':');
-  if (colon == std::string::npos) return "no port (expected HOST:PORT)";
-  std::string host = address.substr(0, colon);
-  const std::string port = address.substr(colon + 1);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
-    host = host.substr(1, host.size() - 2);
-  }
-  addrinfo hints{};
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_PASSIVE;
-  addrinfo* found = nullptr;
-  if (int rc = getaddrinfo(host.empty() ? nullptr : host.c_str(), port.c_str(),
-                           &hints, &found);
-      rc != 0) {
-    return gai_strerror(rc);
-  }
+  absl::StatusOr<AddrInfoList> found = ResolveListenAddress(address);
+  if (!found.ok()) return std::string(found.status().message());
   std::string why;
-  for (addrinfo* a = found; a != nullptr && why.empty(); a = a->ai_next) {
+  for (addrinfo* a = found->get(); a != nullptr && why.empty();
+       a = a->ai_next) {
     const int fd = socket(a->ai_family, a->ai_socktype, a->ai_protocol);
     if (fd < 0) continue;
     const int one = 1;
@@ -62,7 +50,6 @@ std::string WhyCannotBind(const std::string& address) {
     if (bind(fd, a->ai_addr, a->ai_addrlen) != 0) why = std::strerror(errno);
     close(fd);
   }
-  freeaddrinfo(found);
   return why;
 }
 

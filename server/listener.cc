@@ -17,6 +17,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "server/address.h"
 
 namespace ptoserve {
 
@@ -49,24 +50,11 @@ int OpenFileLimit() {
 
 absl::StatusOr<std::unique_ptr<Listener>> Listener::Bind(
     const std::string& address, const ListenerOptions& options) {
-  const size_t colon = address.rfind(':');
-  if (colon == std::string::npos) {
-    return Unavailable(address, "expected HOST:PORT");
+  absl::StatusOr<AddrInfoList> resolved = ResolveListenAddress(address);
+  if (!resolved.ok()) {
+    return Unavailable(address, std::string(resolved.status().message()));
   }
-  std::string host = address.substr(0, colon);
-  std::string port = address.substr(colon + 1);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
-    host = host.substr(1, host.size() - 2);
-  }
-  addrinfo hints{};
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_PASSIVE;
-  addrinfo* found = nullptr;
-  if (int rc = getaddrinfo(host.empty() ? nullptr : host.c_str(), port.c_str(),
-                           &hints, &found);
-      rc != 0) {
-    return Unavailable(address, gai_strerror(rc));
-  }
+  addrinfo* found = resolved->get();
   bool has_v4 = false;
   for (addrinfo* a = found; a != nullptr; a = a->ai_next) {
     has_v4 |= a->ai_family == AF_INET;
@@ -103,7 +91,6 @@ absl::StatusOr<std::unique_ptr<Listener>> Listener::Bind(
     bound_port = ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
     fds.push_back(fd);
   }
-  freeaddrinfo(found);
   if (!why.empty() || fds.empty()) {
     CloseAll(fds);
     return Unavailable(address, why.empty() ? "no IPv4 or IPv6 address" : why);

@@ -209,14 +209,8 @@ class Lowerer {
   // `like`; placed where the program binds it.
   absl::StatusOr<TileDesc> NewTileDesc(const ValueRef& operand,
                                        const TileDesc& like) const {
-    // As the engine allocates an undeclared dst: like's element type and
-    // shapes, row-major, in vec.
-    TileDesc desc;
-    desc.dtype = like.dtype;
-    desc.rows = like.rows;
-    desc.cols = like.cols;
-    desc.valid_rows = like.valid_rows;
-    desc.valid_cols = like.valid_cols;
+    // As the engine allocates an undeclared dst.
+    TileDesc desc = AllocatedLike(like);
     const TileBufType& type = operand.type;
     if (type.slayout && *type.slayout != BoxLayout::kNoneBox) {
       return ErrorAt(

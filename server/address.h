@@ -1,0 +1,28 @@
+// HOST:PORT, resolved for a listening TCP socket: "127.0.0.1:0",
+// "[::1]:50051", ":50051" (every interface). The gRPC server and the
+// listener both bind what this returns.
+#ifndef PTOSERVE_SERVER_ADDRESS_H_
+#define PTOSERVE_SERVER_ADDRESS_H_
+
+#include <netdb.h>
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+
+namespace ptoserve {
+
+struct FreeAddrInfo {
+  void operator()(addrinfo* list) const { freeaddrinfo(list); }
+};
+using AddrInfoList = std::unique_ptr<addrinfo, FreeAddrInfo>;
+
+// The addresses `address` (HOST:PORT, the host bracketed or not) resolves
+// to for a passive stream socket. UNAVAILABLE with the reason alone
+// ("expected HOST:PORT", or getaddrinfo's) when it resolves to none.
+absl::StatusOr<AddrInfoList> ResolveListenAddress(const std::string& address);
+
+}  // namespace ptoserve
+
+#endif  // PTOSERVE_SERVER_ADDRESS_H_
