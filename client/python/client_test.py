@@ -191,6 +191,22 @@ class ClientTest(unittest.TestCase):
                                  outputs=["d"], target="a2a3")
         self.assertEqual(list(only_d.tiles), ["d"])
 
+    def test_tor_and_tnot_on_the_host(self):
+        # Beyond the seeds: the host runs TOR and TNOT; the others refuse.
+        for dtype in (np.uint8, np.int16, np.int32):
+            a = random_tile(self.rng, dtype, (3, 40))
+            b = random_tile(self.rng, dtype, (3, 40))
+            result = self.client.run([("tor", "c", "a", "b"),
+                                      ("tnot", "d", "c")],
+                                     tiles={"a": a, "b": b}, target="host")
+            np.testing.assert_array_equal(result.tiles["c"], a | b)
+            np.testing.assert_array_equal(result.tiles["d"], ~(a | b))
+        with self.assertRaises(PtoserveError) as raised:
+            self.client.run([("tor", "c", "a", "a")], tiles={"a": a},
+                            target="a2a3")
+        self.assertIn("a2a3 does not run TOR (host does)",
+                      str(raised.exception))
+
     def test_program_with_tile_messages_and_instructions(self):
         a = random_tile(self.rng, np.int8, (2, 32))
         program = [job_pb2.Instruction(opcode=job_pb2.OPCODE_TAND, dst="a",
@@ -927,4 +943,4 @@ class SecureServerTest(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main()
+    unittest.main(verbosity=2)

@@ -359,10 +359,12 @@ def _target_name(target: int) -> str:
 def _instruction(step: Step) -> job_pb2.Instruction:
     if isinstance(step, job_pb2.Instruction):
         return step
-    opcode, dst, src0, src1, *tmp = step
+    # (opcode, dst, src0) for an instruction of one source (tnot).
+    opcode, dst, src0, *rest = step
+    src1, tmp = (list(rest) + ["", ""])[:2]
     return job_pb2.Instruction(
         opcode=job_pb2.Opcode.Value("OPCODE_" + opcode.upper()),
-        dst=dst, src0=src0, src1=src1, tmp=tmp[0] if tmp else "")
+        dst=dst, src0=src0, src1=src1, tmp=tmp)
 
 
 def _job(tiles: Mapping[str, TileLike], outputs: Iterable[str] | None,
@@ -577,8 +579,10 @@ class Client:
             dtype: DTypeLike = None, timeout: float | None = None) -> Result:
         """Runs a program of instructions over `tiles`.
 
-        program: (opcode, dst, src0, src1[, tmp]) tuples, opcode "tand" or
-            "txor", or ptoserve.v1.Instruction messages.
+        program: (opcode, dst, src0, src1[, tmp]) tuples, opcode "tand",
+            "txor" or (host only, beyond the seeds) "tor"; (opcode, dst,
+            src0) for "tnot"; or ptoserve.v1.Instruction messages. Any
+            opcode of the wire's Opcode enum is accepted by name.
         tiles: name -> 2-D array (or nested lists), or a ptoserve.v1.Tile
             (e.g. from encode_tile with a valid region). A dst naming no
             tile is allocated by the server.
