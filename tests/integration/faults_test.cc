@@ -151,178 +151,171 @@ struct ShutdownTally {
 
 constexpr char kShuttingDown[] = "the server is shutting down";
 
-TEST(FaultsTest, SigtermUnderLoadAnswersEveryAcceptedCallAndExitsZero) {
-  const absl::Duration kLameDuck = absl::Milliseconds(1500);
-  const absl::Duration kGrace = absl::Seconds(10);
-  // Jobs wait up to 20 ms for company, so SIGTERM finds many of them queued.
-  ServerProcess server({"--max_queue_delay_us=20000", "--lame_duck=1500ms",
-                        "--shutdown_grace=10s", "--stream_window=16"});
-  constexpr int kChannels = 8, kUnaryClients = 96, kStreamClients = 8;
-  constexpr size_t kStreamDepth = 32;
-  std::vector<std::shared_ptr<grpc::Channel>> channels;
-  for (int i = 0; i < kChannels; ++i) {
-    channels.push_back(OwnChannel(server.address()));
-    ASSERT_TRUE(channels.back()->WaitForConnected(In(absl::Seconds(10))));
-  }
+// The server's lame duck and grace in the SIGTERM test (its flags say the
+// same).
+constexpr absl::Duration kLameDuck = absl::Milliseconds(1500);
+constexpr absl::Duration kGrace = absl::Seconds(10);
+// The server closes at SIGTERM + drain + lame duck. A call sent before
+// SIGTERM + lame duck - 500 ms reaches it before that, so its only answers
+// are OK and the refusal; one sent later may race the close.
+const int64_t kCloseMarginNs =
+    absl::ToInt64Nanoseconds(kLameDuck - absl::Milliseconds(500));
+constexpr size_t kStreamDepth = 32;
+
+int64_t SteadyNowNs() {
+  return std::chrono::steady_clock::now().time_since_epoch().count();
+}
+
+// What the SIGTERM test's clients share.
+struct ShutdownRun {
   ShutdownTally tally;
   std::atomic<bool> stop{false};
   std::atomic<int64_t> sigterm_at_ns{0};  // steady clock, 0: not yet
-  // The server closes at SIGTERM + drain + lame duck. A call sent before
-  // SIGTERM + lame duck - 500 ms reaches it before that, so its only
-  // answers are OK and the refusal; one sent later may race the close.
-  const int64_t kCloseMarginNs =
-      absl::ToInt64Nanoseconds(kLameDuck - absl::Milliseconds(500));
-  auto now_ns = [] {
-    return std::chrono::steady_clock::now().time_since_epoch().count();
-  };
+};
 
-  std::vector<std::thread> clients;
-  for (int c = 0; c < kUnaryClients; ++c) {
-    clients.emplace_back([&, c] {
-      auto stub = v1::TileCompute::NewStub(channels[c % kChannels]);
-      std::mt19937 rng(1000 + c);
-      bool refused = false;
-      // Bounded: the server is gone within seconds of SIGTERM.
-      for (int i = 0; i < 1000000 && !stop; ++i) {
-        ExpectedJob job = RandomValidJob(&rng);
-        grpc::ClientContext context;
-        context.set_deadline(In(absl::Seconds(30)));
-        v1::JobResult result;
-        const int64_t sent = now_ns();
-        ++tally.calls;
-        grpc::Status status = stub->Execute(&context, job.job, &result);
-        ++tally.answers;
-        const int64_t sigterm = sigterm_at_ns.load();
-        if (status.ok()) {
-          ++tally.ok;
-          if (refused) ++tally.ok_after_refusal;
-          // sigterm is read after the answer came: it came after SIGTERM.
-          if (sigterm != 0 && sent < sigterm) ++tally.drained;
-          const std::string error = CheckResult(job, result);
-          if (!error.empty()) {
-            ++tally.wrong;
-            tally.Odd("wrong result: " + error);
-          }
-          continue;
-        }
-        const std::string answer =
-            CodeName(status.error_code()) + ": " + status.error_message();
-        if (status.error_code() == grpc::StatusCode::UNAVAILABLE &&
-            status.error_message() == kShuttingDown) {
-          ++tally.refused;
-          refused = true;
-        } else if (sigterm != 0 && sent >= sigterm + kCloseMarginNs) {
-          MutexLock lock(&tally.mu);
-          ++tally.at_close[answer];
-        } else {
-          tally.Odd(absl::StrFormat(
-              "%s (sent %.3f s after SIGTERM, answered %.3f s after)", answer,
-              (sent - sigterm) / 1e9, (now_ns() - sigterm) / 1e9));
-        }
-        absl::SleepFor(absl::Milliseconds(10));  // the server is going away
+// A unary client, number `c`: random jobs, one after another, each result
+// checked, every answer counted in `run` by kind, until run->stop.
+void UnaryClient(int c, const std::shared_ptr<grpc::Channel>& channel,
+                 ShutdownRun* run) {
+  auto stub = v1::TileCompute::NewStub(channel);
+  std::mt19937 rng(1000 + c);
+  bool refused = false;
+  // Bounded: the server is gone within seconds of SIGTERM.
+  for (int i = 0; i < 1000000 && !run->stop; ++i) {
+    ExpectedJob job = RandomValidJob(&rng);
+    grpc::ClientContext context;
+    context.set_deadline(In(absl::Seconds(30)));
+    v1::JobResult result;
+    const int64_t sent = SteadyNowNs();
+    ++run->tally.calls;
+    grpc::Status status = stub->Execute(&context, job.job, &result);
+    ++run->tally.answers;
+    const int64_t sigterm = run->sigterm_at_ns.load();
+    if (status.ok()) {
+      ++run->tally.ok;
+      if (refused) ++run->tally.ok_after_refusal;
+      // sigterm is read after the answer came: it came after SIGTERM.
+      if (sigterm != 0 && sent < sigterm) ++run->tally.drained;
+      const std::string error = CheckResult(job, result);
+      if (!error.empty()) {
+        ++run->tally.wrong;
+        run->tally.Odd("wrong result: " + error);
       }
-    });
+      continue;
+    }
+    const std::string answer =
+        CodeName(status.error_code()) + ": " + status.error_message();
+    if (status.error_code() == grpc::StatusCode::UNAVAILABLE &&
+        status.error_message() == kShuttingDown) {
+      ++run->tally.refused;
+      refused = true;
+    } else if (sigterm != 0 && sent >= sigterm + kCloseMarginNs) {
+      MutexLock lock(&run->tally.mu);
+      ++run->tally.at_close[answer];
+    } else {
+      run->tally.Odd(absl::StrFormat(
+          "%s (sent %.3f s after SIGTERM, answered %.3f s after)", answer,
+          (sent - sigterm) / 1e9, (SteadyNowNs() - sigterm) / 1e9));
+    }
+    absl::SleepFor(absl::Milliseconds(10));  // the server is going away
   }
-  // Streams keep writing until a job comes back UNAVAILABLE; then they
-  // half-close, and every job written must have had its one result.
-  for (int c = 0; c < kStreamClients; ++c) {
-    clients.emplace_back([&, c] {
-      auto stub = v1::TileCompute::NewStub(channels[c % kChannels]);
-      grpc::ClientContext context;
-      context.set_deadline(In(absl::Seconds(60)));
-      auto stream = stub->ExecuteStream(&context);
-      absl::Mutex mu;
-      std::map<std::string, ExpectedJob> pending;  // guarded by mu
-      std::atomic<bool> stop_writing{false};
-      std::thread writer([&] {
-        std::mt19937 rng(2000 + c);
-        for (int i = 0; i < 100000 && !stop_writing && !stop; ++i) {
-          ExpectedJob job = RandomValidJob(&rng);
-          job.job.set_id(absl::StrCat(i));
-          {
-            // A well-behaved client: at most kStreamDepth jobs unanswered.
-            MutexLock lock(&mu);
-            AwaitWithDeadline(
-                &mu,
-                +[](std::map<std::string, ExpectedJob>* p) {
-                  return p->size() < kStreamDepth;
-                },
-                &pending, absl::Now() + absl::Seconds(30));
-            pending[job.job.id()] = job;
-          }
-          ++tally.stream_jobs;
-          if (!stream->Write(job.job)) {
-            tally.Odd("stream write failed");
-            MutexLock lock(&mu);
-            pending.erase(job.job.id());
-            --tally.stream_jobs;
-            break;
-          }
-        }
-        stream->WritesDone();
-      });
-      v1::JobResult result;
-      while (stream->Read(&result)) {
-        ++tally.stream_results;
-        ExpectedJob job;
-        {
-          MutexLock lock(&mu);
-          auto it = pending.find(result.id());
-          if (it == pending.end()) {
-            tally.Odd("stream result for unknown or answered job " +
-                      result.id());
-            continue;
-          }
-          job = std::move(it->second);
-          pending.erase(it);
-        }
-        if (result.status().code() == v1::OK) {
-          ++tally.stream_ok;
-          const std::string error = CheckResult(job, result);
-          if (!error.empty()) tally.Odd("wrong stream result: " + error);
-        } else if (result.status().code() == v1::UNAVAILABLE &&
-                   result.status().message() == kShuttingDown) {
-          ++tally.stream_refused;
-          stop_writing = true;
-        } else {
-          tally.Odd(absl::StrCat("stream job code ", result.status().code(),
-                                 ": ", result.status().message()));
-        }
+}
+
+// A stream client, number `c`: writes random jobs, at most kStreamDepth
+// unanswered, until a result comes back UNAVAILABLE; then half-closes.
+// Every job written must have had its one result.
+void StreamClient(int c, const std::shared_ptr<grpc::Channel>& channel,
+                  ShutdownRun* run) {
+  auto stub = v1::TileCompute::NewStub(channel);
+  grpc::ClientContext context;
+  context.set_deadline(In(absl::Seconds(60)));
+  auto stream = stub->ExecuteStream(&context);
+  absl::Mutex mu;
+  std::map<std::string, ExpectedJob> pending;  // guarded by mu
+  std::atomic<bool> stop_writing{false};
+  std::thread writer([&] {
+    std::mt19937 rng(2000 + c);
+    for (int i = 0; i < 100000 && !stop_writing && !run->stop; ++i) {
+      ExpectedJob job = RandomValidJob(&rng);
+      job.job.set_id(absl::StrCat(i));
+      {
+        // A well-behaved client: at most kStreamDepth jobs unanswered.
+        MutexLock lock(&mu);
+        AwaitWithDeadline(
+            &mu,
+            +[](std::map<std::string, ExpectedJob>* p) {
+              return p->size() < kStreamDepth;
+            },
+            &pending, absl::Now() + absl::Seconds(30));
+        pending[job.job.id()] = job;
       }
-      writer.join();
-      grpc::Status status = stream->Finish();
-      if (!status.ok()) {
-        tally.Odd("stream ended " + CodeName(status.error_code()) + ": " +
-                  status.error_message());
+      ++run->tally.stream_jobs;
+      if (!stream->Write(job.job)) {
+        run->tally.Odd("stream write failed");
+        MutexLock lock(&mu);
+        pending.erase(job.job.id());
+        --run->tally.stream_jobs;
+        break;
       }
+    }
+    stream->WritesDone();
+  });
+  v1::JobResult result;
+  while (stream->Read(&result)) {
+    ++run->tally.stream_results;
+    ExpectedJob job;
+    {
       MutexLock lock(&mu);
-      if (!pending.empty()) {
-        tally.Odd(absl::StrCat(pending.size(), " stream jobs never answered"));
+      auto it = pending.find(result.id());
+      if (it == pending.end()) {
+        run->tally.Odd("stream result for unknown or answered job " +
+                       result.id());
+        continue;
       }
-    });
+      job = std::move(it->second);
+      pending.erase(it);
+    }
+    if (result.status().code() == v1::OK) {
+      ++run->tally.stream_ok;
+      const std::string error = CheckResult(job, result);
+      if (!error.empty()) run->tally.Odd("wrong stream result: " + error);
+    } else if (result.status().code() == v1::UNAVAILABLE &&
+               result.status().message() == kShuttingDown) {
+      ++run->tally.stream_refused;
+      stop_writing = true;
+    } else {
+      run->tally.Odd(absl::StrCat("stream job code ", result.status().code(),
+                                  ": ", result.status().message()));
+    }
   }
-
-  // SIGTERM under full load: once every kind of client has been answered.
-  for (const absl::Time until = absl::Now() + absl::Seconds(30);
-       absl::Now() < until &&
-       (tally.ok.load() < 100 || tally.stream_ok.load() < 100);) {
-    absl::SleepFor(absl::Milliseconds(5));
+  writer.join();
+  grpc::Status status = stream->Finish();
+  if (!status.ok()) {
+    run->tally.Odd("stream ended " + CodeName(status.error_code()) + ": " +
+                   status.error_message());
   }
-  ASSERT_GE(tally.ok.load(), 100);
-  ASSERT_GE(tally.stream_ok.load(), 100);
-  const int64_t before_sigterm = tally.calls.load();
-  std::promise<int> exit_status;
-  const auto sigterm = std::chrono::steady_clock::now();
-  sigterm_at_ns = now_ns();
-  std::thread terminate([&] { exit_status.set_value(server.Terminate(30)); });
+  MutexLock lock(&mu);
+  if (!pending.empty()) {
+    run->tally.Odd(absl::StrCat(pending.size(), " stream jobs never answered"));
+  }
+}
 
-  // New callers during the lame duck: a fresh connection, refused politely.
-  int probes_refused = 0, probes_not_serving = 0, probes_other = 0;
-  std::vector<std::string> probe_answers;
+// What new callers saw during the lame duck.
+struct LameDuckProbes {
+  int refused = 0, not_serving = 0, other = 0;
+  std::vector<std::string> answers;
+};
+
+// New callers during the lame duck, each on a fresh connection, after the
+// server has started reporting NOT_SERVING: each should be refused
+// politely and see NOT_SERVING. Probes only well inside the lame duck that
+// began at `sigterm`, where the answer is certain.
+LameDuckProbes ProbeTheLameDuck(const std::string& address,
+                                std::chrono::steady_clock::time_point sigterm) {
+  LameDuckProbes p;
   // Once the server says it is draining (it reports NOT_SERVING first).
   {
-    auto health =
-        grpc::health::v1::Health::NewStub(OwnChannel(server.address()));
+    auto health = grpc::health::v1::Health::NewStub(OwnChannel(address));
     for (const absl::Time until = absl::Now() + absl::Seconds(10);
          absl::Now() < until;) {
       grpc::ClientContext health_context;
@@ -342,7 +335,7 @@ TEST(FaultsTest, SigtermUnderLoadAnswersEveryAcceptedCallAndExitsZero) {
         absl::ToChronoNanoseconds(kLameDuck - absl::Milliseconds(500))) {
       break;
     }
-    auto channel = OwnChannel(server.address());
+    auto channel = OwnChannel(address);
     if (!channel->WaitForConnected(In(absl::Seconds(2)))) break;
     auto stub = v1::TileCompute::NewStub(channel);
     std::mt19937 rng(i);
@@ -351,13 +344,13 @@ TEST(FaultsTest, SigtermUnderLoadAnswersEveryAcceptedCallAndExitsZero) {
     v1::JobResult result;
     grpc::Status status =
         stub->Execute(&context, RandomValidJob(&rng).job, &result);
-    probe_answers.push_back(CodeName(status.error_code()) + ": " +
-                            status.error_message());
+    p.answers.push_back(CodeName(status.error_code()) + ": " +
+                        status.error_message());
     if (status.error_code() == grpc::StatusCode::UNAVAILABLE &&
         status.error_message() == kShuttingDown) {
-      ++probes_refused;
+      ++p.refused;
     } else {
-      ++probes_other;
+      ++p.other;
     }
     auto health = grpc::health::v1::Health::NewStub(channel);
     grpc::ClientContext health_context;
@@ -366,10 +359,48 @@ TEST(FaultsTest, SigtermUnderLoadAnswersEveryAcceptedCallAndExitsZero) {
     if (health->Check(&health_context, {}, &response).ok() &&
         response.status() ==
             grpc::health::v1::HealthCheckResponse::NOT_SERVING) {
-      ++probes_not_serving;
+      ++p.not_serving;
     }
     absl::SleepFor(absl::Milliseconds(100));
   }
+  return p;
+}
+
+TEST(FaultsTest, SigtermUnderLoadAnswersEveryAcceptedCallAndExitsZero) {
+  // Jobs wait up to 20 ms for company, so SIGTERM finds many of them queued.
+  ServerProcess server({"--max_queue_delay_us=20000", "--lame_duck=1500ms",
+                        "--shutdown_grace=10s", "--stream_window=16"});
+  constexpr int kChannels = 8, kUnaryClients = 96, kStreamClients = 8;
+  std::vector<std::shared_ptr<grpc::Channel>> channels;
+  for (int i = 0; i < kChannels; ++i) {
+    channels.push_back(OwnChannel(server.address()));
+    ASSERT_TRUE(channels.back()->WaitForConnected(In(absl::Seconds(10))));
+  }
+  ShutdownRun run;
+  ShutdownTally& tally = run.tally;
+  std::vector<std::thread> clients;
+  for (int c = 0; c < kUnaryClients; ++c) {
+    clients.emplace_back(UnaryClient, c, channels[c % kChannels], &run);
+  }
+  for (int c = 0; c < kStreamClients; ++c) {
+    clients.emplace_back(StreamClient, c, channels[c % kChannels], &run);
+  }
+
+  // SIGTERM under full load: once every kind of client has been answered.
+  for (const absl::Time until = absl::Now() + absl::Seconds(30);
+       absl::Now() < until &&
+       (tally.ok.load() < 100 || tally.stream_ok.load() < 100);) {
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  ASSERT_GE(tally.ok.load(), 100);
+  ASSERT_GE(tally.stream_ok.load(), 100);
+  const int64_t before_sigterm = tally.calls.load();
+  std::promise<int> exit_status;
+  const auto sigterm = std::chrono::steady_clock::now();
+  run.sigterm_at_ns = SteadyNowNs();
+  std::thread terminate([&] { exit_status.set_value(server.Terminate(30)); });
+
+  const LameDuckProbes probes = ProbeTheLameDuck(server.address(), sigterm);
 
   std::future<int> exited = exit_status.get_future();
   const int status = exited.get();
@@ -377,7 +408,7 @@ TEST(FaultsTest, SigtermUnderLoadAnswersEveryAcceptedCallAndExitsZero) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - sigterm)
           .count();
   terminate.join();
-  stop = true;
+  run.stop = true;
   for (auto& t : clients) t.join();
 
   MutexLock lock(&tally.mu);
@@ -392,14 +423,14 @@ TEST(FaultsTest, SigtermUnderLoadAnswersEveryAcceptedCallAndExitsZero) {
             << " jobs, " << tally.stream_results
             << " results: " << tally.stream_ok << " OK, "
             << tally.stream_refused
-            << " refused UNAVAILABLE; lame-duck probes: " << probes_refused
-            << " refused, " << probes_not_serving << " saw NOT_SERVING; exit "
+            << " refused UNAVAILABLE; lame-duck probes: " << probes.refused
+            << " refused, " << probes.not_serving << " saw NOT_SERVING; exit "
             << absl::StrFormat("%.2f", exit_seconds) << " s after SIGTERM"
             << std::endl;
   for (const auto& [answer, n] : tally.at_close) {
     std::cout << "  as the server closed: " << n << " x " << answer << "\n";
   }
-  for (const std::string& a : probe_answers) {
+  for (const std::string& a : probes.answers) {
     std::cout << "  probe: " << a << "\n";
   }
   for (const std::string& o : tally.oddities) ADD_FAILURE() << o;
@@ -419,13 +450,12 @@ TEST(FaultsTest, SigtermUnderLoadAnswersEveryAcceptedCallAndExitsZero) {
   }
   EXPECT_EQ(tally.stream_results.load(), tally.stream_jobs.load());
   EXPECT_GT(tally.stream_refused.load(), 0);
-  EXPECT_GT(probes_refused, 0);
-  EXPECT_EQ(probes_other, 0);
-  EXPECT_EQ(probes_not_serving, probes_refused);
+  EXPECT_GT(probes.refused, 0);
+  EXPECT_EQ(probes.other, 0);
+  EXPECT_EQ(probes.not_serving, probes.refused);
 }
 
-// --- corrupt and truncated bytes
-// ----------------------------------------------
+// --- corrupt and truncated bytes ---------------------------------------------
 
 // What the server must answer `bytes` sent as a Job. Bytes that do not
 // decode: INVALID_ARGUMENT saying so (ptoserve decodes requests itself; gRPC
@@ -605,8 +635,7 @@ TEST(FaultsTest, CorruptAndTruncatedBytesAreRejectedAndTheServerCarriesOn) {
   ExpectStillCorrect(channel, 60);
 }
 
-// --- oversized messages
-// ---------------------------------------------------------
+// --- oversized messages ------------------------------------------------------
 
 TEST(FaultsTest, OversizedMessagesAreResourceExhausted) {
   ServerProcess server({"--max_message_mb=1"});
@@ -704,8 +733,7 @@ TEST(FaultsTest, OversizedMessagesAreResourceExhausted) {
   ExpectStillCorrect(channel, 40);
 }
 
-// --- a stream reader that stops reading
-// -----------------------------------------
+// --- a stream reader that stops reading --------------------------------------
 
 // a: element k of job `id` (a cheap hash); b: one fixed pattern.
 int32_t SlowA(int id, size_t k) {
@@ -819,8 +847,7 @@ TEST(FaultsTest, SlowStreamReaderDoesNotGrowServerMemory) {
   }
 }
 
-// --- thousands of idle connections
-// ------------------------------------------------
+// --- thousands of idle connections -------------------------------------------
 
 TEST(FaultsTest, ThousandsOfIdleConnectionsDoNotExhaustTheServer) {
   constexpr int kConnections = 2000, kConnectors = 8;
