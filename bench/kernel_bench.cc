@@ -52,9 +52,9 @@ void BM_Instruction(benchmark::State& state, Shape shape, Target target,
   for (char& c : b) c = static_cast<char>(rng());
   JobSpec spec;
   spec.target = target;
-  spec.tiles.push_back({"a", desc, Encoding::kData, a, {}});
-  spec.tiles.push_back({"b", desc, Encoding::kData, b, {}});
-  spec.instructions.push_back({opcode, "d", "a", "b", "t", "", {}});
+  spec.tiles.push_back({"a", desc, Encoding::kData, a, {}, 0});
+  spec.tiles.push_back({"b", desc, Encoding::kData, b, {}, 0});
+  spec.instructions.push_back({opcode, "d", "a", "b", "t", "", {}, {}});
   auto job = engine.Prepare(spec);
   if (!job.ok()) {
     state.SkipWithError(std::string(job.status().message()).c_str());

@@ -4,8 +4,9 @@
 // computed here, and prints requests/s, tiles/s, latency percentiles and
 // errors by code.
 //
-//   ptobench --server=127.0.0.1:50051 --mode=unary --concurrency=8 \
+//   ptobench --server=127.0.0.1:50051 --mode=unary --concurrency=8
 //            --shape=16x16 --dtype=int32 --opcode=tand --duration=10s
+// (one command line)
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>

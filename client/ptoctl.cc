@@ -269,7 +269,7 @@ absl::StatusOr<std::pair<uint32_t, uint32_t>> ParseShape(
 }
 
 absl::StatusOr<v1::DType> ParseDType(const std::string& name) {
-  v1::DType dtype;
+  v1::DType dtype = v1::DTYPE_UNSPECIFIED;
   if (!v1::DType_Parse("DTYPE_" + absl::AsciiStrToUpper(name), &dtype) ||
       dtype == v1::DTYPE_UNSPECIFIED) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -281,7 +281,7 @@ absl::StatusOr<v1::DType> ParseDType(const std::string& name) {
 
 absl::StatusOr<v1::Target> ParseTarget(const std::string& name) {
   if (name.empty()) return v1::TARGET_UNSPECIFIED;
-  v1::Target target;
+  v1::Target target = v1::TARGET_UNSPECIFIED;
   if (!v1::Target_Parse("TARGET_" + absl::AsciiStrToUpper(name), &target) ||
       target == v1::TARGET_UNSPECIFIED) {
     return absl::InvalidArgumentError(

@@ -94,7 +94,9 @@ TEST_P(CorpusTest, CrashReproducersPass) {
   const bool expected =
       fs::is_directory(KindDir("regressions") / GetParam().name);
   const size_t replayed = Replay("regressions");
-  if (expected) EXPECT_GT(replayed, 0u);
+  if (expected) {
+    EXPECT_GT(replayed, 0u);
+  }
   std::printf("%s: %zu reproducers replayed\n", GetParam().name, replayed);
 }
 

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
+#include <mutex>
 #include <random>
 #include <thread>
 #include <vector>
@@ -116,15 +118,25 @@ TEST(LimitsTest, HostBufferKb) {
       HasSubstr("does not fit in the host unified buffer of 1024 bytes"));
 }
 
+// When a job's last instruction ended, by the server's clock (its event).
+int64_t EndNs(const v1::JobResult& r) {
+  const auto& end = r.events(r.events_size() - 1).end_time();
+  return end.seconds() * 1000000000 + end.nanos();
+}
+
 // How many high-priority jobs finished after one low-priority job sent
 // into a queue that four streams of high-priority jobs keep full: each is
 // a chain of 64 instructions, which one worker runs one at a time, so the
-// worker, not the streams, is what they wait for.
+// worker, not the streams, is what they wait for. "After" by the events'
+// end times, as the server ran them: results the clients have not read yet
+// when the low job's answer comes do not count as later.
 int HighJobsAfterTheLowOne(int aging_ms) {
   ServerProcess server({"--workers=1", "--max_batch_size=1",
                         absl::StrCat("--priority_aging_ms=", aging_ms),
                         "--priority_levels=2"});
   std::atomic<int> high_done{0};
+  std::mutex mu;
+  std::vector<int64_t> high_ends;  // guarded by mu
   std::vector<std::thread> flood;
   for (int t = 0; t < 4; ++t) {
     flood.emplace_back([&] {
@@ -137,6 +149,10 @@ int HighJobsAfterTheLowOne(int aging_ms) {
                                       [&](v1::JobResult r) {
                                         EXPECT_EQ(r.status().code(), v1::OK)
                                             << r.status().message();
+                                        if (r.events_size() > 0) {
+                                          std::lock_guard<std::mutex> lock(mu);
+                                          high_ends.push_back(EndNs(r));
+                                        }
                                         ++high_done;
                                       })
                       .ok());
@@ -144,10 +160,15 @@ int HighJobsAfterTheLowOne(int aging_ms) {
   }
   while (high_done.load() < 50) std::this_thread::yield();
   auto client = Connect(server);
-  EXPECT_TRUE(client->Execute(Chain(1, 16, 16)).ok());  // priority 0
-  const int at_low = high_done.load();
+  absl::StatusOr<v1::JobResult> low = client->Execute(Chain(1, 16, 16));
+  EXPECT_TRUE(low.ok()) << low.status();  // priority 0
   for (auto& t : flood) t.join();
-  return high_done.load() - at_low;
+  if (!low.ok() || low->events_size() == 0) return -1;
+  const int64_t low_end = EndNs(*low);
+  EXPECT_EQ(high_ends.size(), 600u);
+  return static_cast<int>(
+      std::count_if(high_ends.begin(), high_ends.end(),
+                    [&](int64_t e) { return e > low_end; }));
 }
 
 TEST(LimitsTest, PriorityAgingLetsLowPriorityThrough) {

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/engine.h"
 #include "core/ops.h"
+#include "proto/wire.h"
 #include "tests/core/test_util.h"
 
 namespace ptoserve {
@@ -493,6 +494,18 @@ TEST(ResultBytesTest, CountsEachOutputAsItTravels) {
   EXPECT_EQ(ResultBytes(cost, encodings), 32 * 8 + 64u);
   cost.outputs = {{"d", 32, 64}};
   EXPECT_EQ(ResultBytes(cost, encodings), 64u);
+}
+
+// proto/wire.h states element sizes for code that has no engine (ptoctl,
+// the fuzzers, random jobs); they must agree with the engine's.
+TEST(WireTest, ElementSizesAgreeWithTheEngine) {
+  for (int d = 0; d <= static_cast<int>(DType::kFloat32); ++d) {
+    const DType dtype = static_cast<DType>(d);
+    EXPECT_EQ(WireElementBytes(ToProto(dtype)), ElementBytes(dtype))
+        << DTypeName(dtype);
+  }
+  EXPECT_EQ(WireElementBytes(v1::DTYPE_UNSPECIFIED), 0u);
+  EXPECT_EQ(WireElementBytes(1000), 0u);
 }
 
 }  // namespace
