@@ -103,6 +103,10 @@ TEST(BuiltinApiTest, DifferentPhysicalShapes) {
   const Narrow before = dst;
   TXOR(dst, a, b, tmp);
   ExpectComputed(dst, before, a, b, kXor);
+  // TAND over mixed tile types takes its second overload.
+  FillSentinel(dst);
+  TAND(dst, a, b);
+  ExpectComputed(dst, before, a, b, kAnd);
 }
 
 TEST(BuiltinApiTest, DynamicValidShape) {
@@ -135,6 +139,31 @@ TEST(BuiltinApiTest, InPlaceAndSameSource) {
   ExpectComputed(a, a_before, a_before, b, kAnd);
   TXOR(a, b, b, tmp);  // src0 is src1: all zeros
   EXPECT_EQ(std::memcmp(a.data(), zero.data(), sizeof(a.data())), 0);
+}
+
+// The seed's own spellings: TAND's template takes one tile type and the
+// events, so the tile type may be named, alone or with the events' type.
+TEST(BuiltinApiTest, SeedSpellingsOfTandCompileAndCompute) {
+  using pto::TAND;  // named with template arguments: no ADL in C++17
+  using TileT = pto::Tile<TileType::Vec, int32_t, 4, 8>;
+  std::mt19937 rng(12);
+  TileT a, b, c, d;
+  Randomize(a, rng);
+  Randomize(b, rng);
+  FillSentinel(c);
+  FillSentinel(d);
+  const TileT c_before = c;
+  RecordEvent e = TAND<TileT>(c, a, b);
+  ExpectComputed(c, c_before, a, b, kAnd);
+  const TileT d_before = d;
+  const RecordEvent done = TAND<TileT, RecordEvent>(d, c, b, e);
+  EXPECT_EQ(done.op, pto::Op::TAND);
+  ExpectComputed(d, d_before, c, b, kAnd);
+  for (int r = 0; r < 4; ++r) {
+    for (int col = 0; col < 8; ++col) {
+      ASSERT_EQ(d(r, col), a(r, col) & b(r, col));  // (a & b) & b
+    }
+  }
 }
 
 TEST(BuiltinApiTest, EventsAreRecordedAndWaitedOn) {

@@ -30,10 +30,12 @@
 namespace pto {
 inline namespace PTO_TARGET_NAMESPACE {
 
-// dst = src0 & src1 over dst's valid region, after the events waited on.
+namespace impl {
+
+// Both TANDs' work.
 template <typename TileDataDst, typename TileDataSrc0, typename TileDataSrc1,
           typename... WaitEvents>
-PTO_INST RecordEvent TAND(TileDataDst& dst, TileDataSrc0& src0,
+PTO_INST RecordEvent Tand(TileDataDst& dst, TileDataSrc0& src0,
                           TileDataSrc1& src1, WaitEvents&... events) {
   static_assert(IsTile<TileDataDst>::value && IsTile<TileDataSrc0>::value &&
                     IsTile<TileDataSrc1>::value,
@@ -67,6 +69,28 @@ PTO_INST RecordEvent TAND(TileDataDst& dst, TileDataSrc0& src0,
   impl::CheckValidShape("TAND", "src0", v.src0, v.dst);
   impl::CheckValidShape("TAND", "src1", v.src1, v.dst);
   return impl::Execute(v, ptoserve::Opcode::kTand, Rules::kTandAlgorithm);
+}
+
+}  // namespace impl
+
+// dst = src0 & src1 over dst's valid region, after the events waited on,
+// as the seed declares it: one tile type for the three operands, so that
+// `TAND<TileT>(c, a, b)` and `TAND<TileT, RecordEvent>(c, a, b, e)` compile.
+// Operands of different tile types take the overload below; for three of
+// one type this one is the more specialized and is chosen.
+template <typename TileData, typename... WaitEvents>
+PTO_INST RecordEvent TAND(TileData& dst, TileData& src0, TileData& src1,
+                          WaitEvents&... events) {
+  return impl::Tand(dst, src0, src1, events...);
+}
+
+// TAND over operands of different tile types (physical shapes that differ,
+// valid shapes that agree).
+template <typename TileDataDst, typename TileDataSrc0, typename TileDataSrc1,
+          typename... WaitEvents>
+PTO_INST RecordEvent TAND(TileDataDst& dst, TileDataSrc0& src0,
+                          TileDataSrc1& src1, WaitEvents&... events) {
+  return impl::Tand(dst, src0, src1, events...);
 }
 
 // dst = src0 ^ src1 over dst's valid region, after the events waited on.
