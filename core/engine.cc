@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
@@ -23,30 +24,48 @@ std::string EventName(const Instruction& inst, size_t index) {
                                    : inst.record_event;
 }
 
-// Tracks, per tile, which earlier instructions a new one must follow.
+// Tracks, per tile, which earlier instructions a new one must follow. Tiles
+// that share bytes in a unified buffer (aliases, or space reused once a tile
+// is dead) are hazards for each other: `overlaps[s]` lists the tiles whose
+// bytes meet tile s's.
 class HazardTracker {
  public:
-  explicit HazardTracker(size_t num_tiles)
-      : last_writer_(num_tiles, -1), readers_(num_tiles) {}
+  HazardTracker(size_t num_tiles,
+                const std::vector<std::vector<size_t>>* overlaps)
+      : last_writer_(num_tiles, -1), readers_(num_tiles), overlaps_(overlaps) {}
 
-  void Add(size_t slot, bool writes, std::vector<uint32_t>* deps) {
-    if (last_writer_[slot] >= 0) deps->push_back(last_writer_[slot]);
-    if (writes) {
-      for (uint32_t r : readers_[slot]) deps->push_back(r);
-    }
+  void Add(size_t slot, bool writes, std::vector<uint32_t>* deps) const {
+    ForEachSharing(slot, [&](size_t s) {
+      if (last_writer_[s] >= 0) deps->push_back(last_writer_[s]);
+      if (writes) {
+        for (uint32_t r : readers_[s]) deps->push_back(r);
+      }
+    });
   }
+  // A write to `slot` follows every earlier access to the bytes it shares,
+  // so it stands for all of them from now on.
   void Commit(size_t slot, bool writes, uint32_t index) {
-    if (writes) {
-      last_writer_[slot] = index;
-      readers_[slot].clear();
-    } else {
+    if (!writes) {
       readers_[slot].push_back(index);
+      return;
     }
+    ForEachSharing(slot, [&](size_t s) {
+      last_writer_[s] = index;
+      readers_[s].clear();
+    });
   }
 
  private:
+  template <typename F>
+  void ForEachSharing(size_t slot, F f) const {
+    f(slot);
+    if (overlaps_ == nullptr || overlaps_->empty()) return;
+    for (size_t s : (*overlaps_)[slot]) f(s);
+  }
+
   std::vector<int64_t> last_writer_;
   std::vector<std::vector<uint32_t>> readers_;
+  const std::vector<std::vector<size_t>>* overlaps_;
 };
 
 }  // namespace
@@ -65,6 +84,8 @@ class JobBinder {
         admit_(admit),
         target_(spec.target.value_or(default_target)),
         backend_(backends.Get(target_)),
+        in_buffer_(spec.mode == Mode::kManual ||
+                   backend_.spec().auto_mode_in_buffer),
         job_(std::make_unique<PreparedJob>()) {
     job_->target_ = target_;
     job_->backend_ = &backend_;
@@ -78,6 +99,7 @@ class JobBinder {
       PTO_RETURN_IF_ERROR(BindInstruction(i));
     }
     PTO_RETURN_IF_ERROR(ResolveOutputs());
+    if (in_buffer_) PTO_RETURN_IF_ERROR(PlaceInBuffer());
     if (admit_) PTO_RETURN_IF_ERROR(admit_(Cost()));
     DerivePredecessors();
     PTO_RETURN_IF_ERROR(FillTiles());
@@ -148,9 +170,13 @@ class JobBinder {
   JobCost Cost() const {
     JobCost cost;
     cost.tiles = descs_.size();
-    const std::vector<bool> borrowed = Borrowed();
-    for (size_t s = 0; s < descs_.size(); ++s) {
-      if (!borrowed[s]) cost.tile_bytes += descs_[s].bytes();
+    if (in_buffer_) {
+      cost.tile_bytes = plan_.high_water;
+    } else {
+      const std::vector<bool> borrowed = Borrowed();
+      for (size_t s = 0; s < descs_.size(); ++s) {
+        if (!borrowed[s]) cost.tile_bytes += descs_[s].bytes();
+      }
     }
     for (size_t s : job_->outputs_) {
       cost.outputs.push_back(
@@ -161,7 +187,7 @@ class JobBinder {
 
   // Adds a slot for tile `name`; its storage comes later, in FillTiles.
   absl::Status AddSlot(absl::string_view name, const TileDesc& desc) {
-    if (spec_.mode == Mode::kManual) {
+    if (desc.address.has_value()) {
       PTO_RETURN_IF_ERROR(
           CheckPlacement(name, desc, target_, backend_.rules().buffer_bytes));
     }
@@ -188,6 +214,15 @@ class JobBinder {
       PTO_ASSIGN_OR_RETURN(
           TileDesc desc,
           ResolveTileDesc(in.desc, in.name, limits_.max_tile_bytes));
+      if (desc.address.has_value() && spec_.mode != Mode::kManual) {
+        return AtTile(
+            absl::InvalidArgumentError(absl::StrFormat(
+                "tile \"%s\": address 0x%x is set in auto mode; addresses "
+                "bind tiles in manual mode only (in auto mode the server "
+                "places every tile)",
+                in.name, *desc.address)),
+            in.name);
+      }
       if (in.encoding == Encoding::kData) {
         PTO_RETURN_IF_ERROR(CheckDataSize(desc, in.name, in.data.size()));
       } else if (in.encoding == Encoding::kValues) {
@@ -252,6 +287,11 @@ class JobBinder {
             "instruction",
             role, *name);
       }
+    }
+    if (!Op(inst.opcode).accepts_tmp && !inst.tmp.empty()) {
+      return InstructionError(
+          i, "tmp \"%s\" is set; %s takes no tmp (dst, src0%s only)", inst.tmp,
+          OpcodeName(inst.opcode), unary ? "" : ", src1");
     }
     Wiring w{0, slot_of_[inst.src0], slot_of_[src1], std::nullopt};
     PTO_ASSIGN_OR_RETURN(w.dst, SlotOrNew(inst.dst, w.src0));
@@ -326,20 +366,130 @@ class JobBinder {
     return absl::OkStatus();
   }
 
+  // The reads and writes of instruction `i`, as (slot, writes) pairs:
+  // sources first, so that an in-place dst counts as read before written.
+  absl::InlinedVector<std::pair<size_t, bool>, 4> Touches(size_t i) const {
+    const Wiring& w = wiring_[i];
+    absl::InlinedVector<std::pair<size_t, bool>, 4> touches = {
+        {w.src0, false}, {w.src1, false}, {w.dst, true}};
+    if (w.tmp) touches.push_back({*w.tmp, true});
+    return touches;
+  }
+
+  // Gives every tile its place in the unified buffer: the client's address,
+  // or one PlaceTiles chooses for the span of instructions it is live.
+  absl::Status PlaceInBuffer() {
+    const size_t n = descs_.size();
+    constexpr int64_t kUntouched = std::numeric_limits<int64_t>::min();
+    std::vector<TileLife> lives(n);
+    for (size_t s = 0; s < n; ++s) {
+      lives[s].name = job_->slots_[s].name;
+      lives[s].desc = descs_[s];
+      // A tile that arrives with elements holds them from the start.
+      const bool loaded =
+          s < spec_.tiles.size() && spec_.tiles[s].encoding != Encoding::kNone;
+      lives[s].first = loaded ? -1 : kUntouched;
+    }
+    for (size_t i = 0; i < wiring_.size(); ++i) {
+      for (auto [slot, writes] : Touches(i)) {
+        TileLife& life = lives[slot];
+        // Read before any write: its zeros are read, so it is live from
+        // the start.
+        if (life.first == kUntouched) {
+          life.first = writes ? static_cast<int64_t>(i) : -1;
+        }
+        life.last = static_cast<int64_t>(i);
+      }
+    }
+    for (TileLife& life : lives) {
+      if (life.first == kUntouched) life.first = -1;
+    }
+    for (size_t s : job_->outputs_) {
+      lives[s].last = static_cast<int64_t>(wiring_.size());
+    }
+    PTO_ASSIGN_OR_RETURN(
+        plan_, PlaceTiles(lives, target_, backend_.rules().buffer_bytes));
+    std::vector<ByteRange> ranges(n);
+    for (size_t s = 0; s < n; ++s) {
+      descs_[s].address = plan_.address[s];
+      ranges[s] = PlacedRange(descs_[s]);
+    }
+    PTO_RETURN_IF_ERROR(CheckLoadsDisjoint(ranges));
+    overlaps_.assign(n, {});
+    for (size_t s = 0; s < n; ++s) {
+      for (size_t t = s + 1; t < n; ++t) {
+        if (!ranges[s].Overlaps(ranges[t])) continue;
+        overlaps_[s].push_back(t);
+        overlaps_[t].push_back(s);
+      }
+    }
+    auto& work = job_->buffer_work_;
+    work.resize(wiring_.size());
+    for (size_t s = 0; s < n; ++s) {
+      if (plan_.reused[s] && lives[s].first >= 0) {
+        work[lives[s].first].clear.push_back(ranges[s]);
+      }
+    }
+    for (size_t i = 0; i < wiring_.size(); ++i) {
+      const Wiring& w = wiring_[i];
+      for (size_t src : {w.src0, w.src1}) {
+        const bool same_place =
+            ranges[src].begin == ranges[w.dst].begin &&
+            descs_[src].row_bytes() == descs_[w.dst].row_bytes();
+        if (ranges[src].Overlaps(ranges[w.dst]) && !same_place) {
+          work[i].stage_dst = true;
+        }
+      }
+      std::vector<OperandPlacement>& operands = job_->events_[i].operands;
+      auto add = [&](absl::string_view role, size_t slot) {
+        operands.push_back({role, job_->slots_[slot].name, ranges[slot].begin,
+                            ranges[slot].end});
+      };
+      add("dst", w.dst);
+      add("src0", w.src0);
+      if (Op(spec_.instructions[i].opcode).sources > 1) add("src1", w.src1);
+      if (w.tmp) add("tmp", *w.tmp);
+    }
+    return absl::OkStatus();
+  }
+
+  // Two tiles that arrive with elements may not share bytes: which one's
+  // elements the buffer would hold is not defined.
+  absl::Status CheckLoadsDisjoint(const std::vector<ByteRange>& ranges) const {
+    std::vector<size_t> loaded;
+    for (size_t s = 0; s < spec_.tiles.size(); ++s) {
+      if (spec_.tiles[s].encoding != Encoding::kNone) loaded.push_back(s);
+    }
+    for (size_t a = 0; a < loaded.size(); ++a) {
+      for (size_t b = a + 1; b < loaded.size(); ++b) {
+        const size_t s = loaded[a], t = loaded[b];
+        if (!ranges[s].Overlaps(ranges[t])) continue;
+        const std::string& name = spec_.tiles[t].name;
+        return AtTile(
+            absl::InvalidArgumentError(absl::StrFormat(
+                "tiles \"%s\" %s and \"%s\" %s both carry elements and "
+                "overlap in the unified buffer; which would hold the shared "
+                "bytes is not defined: give one of them no data (it then "
+                "reads the other's bytes)",
+                spec_.tiles[s].name, ranges[s].ToString(), name,
+                ranges[t].ToString())),
+            name);
+      }
+    }
+    return absl::OkStatus();
+  }
+
   // Explicit waits plus data hazards, so that any execution order that
   // honours them gives the results of program order.
   void DerivePredecessors() {
-    HazardTracker hazards(job_->slots_.size());
+    HazardTracker hazards(job_->slots_.size(), &overlaps_);
     job_->predecessors_.resize(wiring_.size());
     for (size_t i = 0; i < wiring_.size(); ++i) {
-      const Wiring& w = wiring_[i];
       std::vector<uint32_t>& deps = job_->predecessors_[i];
       for (const std::string& wait : spec_.instructions[i].wait_events) {
         deps.push_back(static_cast<uint32_t>(recorder_[wait]));
       }
-      std::vector<std::pair<size_t, bool>> touches = {
-          {w.src0, false}, {w.src1, false}, {w.dst, true}};
-      if (w.tmp) touches.push_back({*w.tmp, true});
+      const auto touches = Touches(i);
       for (auto [slot, writes] : touches) hazards.Add(slot, writes, &deps);
       for (auto [slot, writes] : touches) {
         hazards.Commit(slot, writes, static_cast<uint32_t>(i));
@@ -359,16 +509,22 @@ class JobBinder {
       if (w.tmp) written.insert(*w.tmp);
     }
     auto& slots = job_->slots_;
+    if (in_buffer_) job_->buffer_.assign(plan_.high_water, '\0');
     for (size_t s = 0; s < slots.size(); ++s) {
       // Declared tiles occupy the first slots, in spec order.
       const TileInput* in = s < spec_.tiles.size() ? &spec_.tiles[s] : nullptr;
-      if (in != nullptr && in->encoding == Encoding::kData &&
-          !written.contains(s)) {
+      if (in_buffer_) {
+        slots[s].tile.emplace(Tile::View(
+            descs_[s],
+            reinterpret_cast<uint8_t*>(&job_->buffer_[*descs_[s].address])));
+      } else if (in != nullptr && in->encoding == Encoding::kData &&
+                 !written.contains(s)) {
         slots[s].tile.emplace(Tile::Borrow(
             descs_[s], reinterpret_cast<const uint8_t*>(in->data.data())));
         continue;
+      } else {
+        slots[s].tile.emplace(descs_[s]);
       }
-      slots[s].tile.emplace(descs_[s]);
       if (in == nullptr) continue;
       if (in->encoding == Encoding::kData) {
         FillFromData(in->data, &*slots[s].tile);
@@ -400,14 +556,29 @@ class JobBinder {
   const Admission& admit_;
   const Target target_;
   const Backend& backend_;
+  // Whether the job's tiles live in a unified buffer: every manual-mode
+  // job, and auto-mode jobs on targets that model one.
+  const bool in_buffer_;
   std::unique_ptr<PreparedJob> job_;
-  std::vector<TileDesc> descs_;  // per slot
+  BufferPlan plan_;                            // when in_buffer_
+  std::vector<std::vector<size_t>> overlaps_;  // per slot, when in_buffer_
+  std::vector<TileDesc> descs_;                // per slot
   absl::flat_hash_map<std::string, size_t> slot_of_;
   absl::flat_hash_map<std::string, size_t> recorder_;  // event -> instruction
   std::vector<Wiring> wiring_;                         // per instruction
 };
 
 }  // namespace internal
+
+namespace {
+
+Tile OwnedCopy(const Tile& tile) {
+  Tile copy(tile.desc());
+  std::memcpy(copy.data(), tile.data(), copy.size_bytes());
+  return copy;
+}
+
+}  // namespace
 
 Engine::Engine(const EngineOptions& options)
     : options_(options), backends_(options.host_buffer_bytes) {}
@@ -429,7 +600,38 @@ void Engine::RunBatch(absl::Span<const WorkItem> batch) const {
     traces.push_back(&item.job->events_[item.index].trace);
   }
   const absl::Time start = absl::Now();
-  batch[0].job->backend_->Run(instructions, traces);
+  const Backend& backend = *batch[0].job->backend_;
+  size_t direct = 0;  // instructions that run as one batch
+  for (size_t k = 0; k < batch.size(); ++k) {
+    PreparedJob& job = *batch[k].job;
+    if (job.buffer_work_.empty()) {
+      instructions[direct] = instructions[k];
+      traces[direct++] = traces[k];
+      continue;
+    }
+    const PreparedJob::BufferWork& work = job.buffer_work_[batch[k].index];
+    for (const ByteRange& r : work.clear) {
+      std::memset(&job.buffer_[r.begin], 0, r.end - r.begin);
+    }
+    if (!work.stage_dst) {
+      instructions[direct] = instructions[k];
+      traces[direct++] = traces[k];
+      continue;
+    }
+    // Compute into a copy of dst (its bytes outside the valid region
+    // kept), then copy it into place.
+    BoundInstruction aside = *instructions[k];
+    Tile staged = OwnedCopy(*aside.dst);
+    aside.dst = &staged;
+    const BoundInstruction* one[] = {&aside};
+    backend.Run(one, absl::MakeConstSpan(&traces[k], 1));
+    std::memcpy(instructions[k]->dst->data(), staged.data(),
+                staged.size_bytes());
+  }
+  if (direct > 0) {
+    backend.Run(absl::MakeConstSpan(instructions.data(), direct),
+                absl::MakeConstSpan(traces.data(), direct));
+  }
   const absl::Time end = absl::Now();
   for (const WorkItem& item : batch) {
     Event& event = item.job->events_[item.index];
@@ -439,16 +641,6 @@ void Engine::RunBatch(absl::Span<const WorkItem> batch) const {
     event.end_time = end;
   }
 }
-
-namespace {
-
-Tile OwnedCopy(const Tile& tile) {
-  Tile copy(tile.desc());
-  std::memcpy(copy.data(), tile.data(), copy.size_bytes());
-  return copy;
-}
-
-}  // namespace
 
 JobOutcome Engine::Finish(PreparedJob* job) const {
   JobOutcome out;

@@ -22,6 +22,7 @@
 #include "core/tile.h"
 #include "core/tile_codec.h"
 #include "core/types.h"
+#include "core/unified_buffer.h"
 
 namespace ptoserve {
 
@@ -60,6 +61,17 @@ class PreparedJob {
     std::optional<Tile> tile;  // allocated once the job passed its checks
   };
 
+  // What must happen in the unified buffer around instruction `i`.
+  struct BufferWork {
+    // Ranges zeroed before it runs: tiles it creates over bytes an
+    // earlier tile used.
+    std::vector<ByteRange> clear;
+    // Its dst overlaps a source without being the same place (same address
+    // and row pitch): the dst is computed aside and copied in, so that every
+    // source is read before any of it is written, as a vector unit does.
+    bool stage_dst = false;
+  };
+
   Target target_ = Target::kHost;
   const Backend* backend_ = nullptr;
   std::vector<Slot> slots_;  // never resized once instructions are bound
@@ -67,6 +79,10 @@ class PreparedJob {
   std::vector<std::vector<uint32_t>> predecessors_;
   std::vector<Event> events_;
   std::vector<size_t> outputs_;  // slot indices
+  // The unified buffer up to its highest byte in use; the tiles are views
+  // into it. Empty for a host job in auto mode, whose tiles are separate.
+  std::string buffer_;
+  std::vector<BufferWork> buffer_work_;  // per instruction; empty if no buffer
 };
 
 // One instruction of a prepared job.

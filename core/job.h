@@ -57,6 +57,13 @@ struct JobSpec {
   std::vector<std::string> outputs;
 };
 
+// Where one operand of an instruction lives in the job's unified buffer.
+struct OperandPlacement {
+  absl::string_view role;  // "dst", "src0", "src1", "tmp"
+  std::string tile;
+  uint64_t begin = 0, end = 0;  // [begin, end)
+};
+
 // What running one instruction did (the seeds' RecordEvent).
 struct Event {
   std::string id;
@@ -68,11 +75,15 @@ struct Event {
   uint64_t batch_id = 0;
   uint32_t batch_size = 0;
   Trace trace;
+  // dst, src0, src1 (unless the instruction has one source) and tmp (where
+  // the target uses it), for jobs whose tiles live in a unified buffer;
+  // empty otherwise.
+  std::vector<OperandPlacement> operands;
 };
 
 struct OutputTile {
   std::string name;
-  Tile tile;
+  Tile tile;  // desc().address: where it lived, if in a unified buffer
 };
 
 struct JobOutcome {
@@ -95,8 +106,10 @@ struct EngineLimits {
 // What a job will cost in memory, known once it has passed its checks and
 // before any of its tiles exist (Engine::Prepare's admission).
 struct JobCost {
-  // The tiles the engine makes: every tile but an input sent as data that
-  // no instruction writes, which is read in place.
+  // The bytes the engine allocates for tiles: the unified buffer up to its
+  // highest byte in use, for a job whose tiles live in one; else every tile
+  // but an input sent as data that no instruction writes, which is read in
+  // place.
   uint64_t tile_bytes = 0;
   // The job's tiles, declared and made by the engine.
   uint64_t tiles = 0;

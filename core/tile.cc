@@ -67,15 +67,22 @@ absl::StatusOr<TileDesc> ResolveTileDesc(const TileDesc& desc,
 
 Tile::Tile(const TileDesc& desc) : desc_(desc), bytes_(desc.bytes(), '\0') {}
 
-Tile::Tile(const TileDesc& desc, const uint8_t* borrowed)
-    : desc_(desc), borrowed_(borrowed) {}
+Tile::Tile(const TileDesc& desc, const uint8_t* borrowed, bool writable)
+    : desc_(desc), borrowed_(borrowed), writable_(writable) {}
 
 Tile Tile::Borrow(const TileDesc& desc, const uint8_t* data) {
-  return Tile(desc, data);
+  return Tile(desc, data, /*writable=*/false);
+}
+
+Tile Tile::View(const TileDesc& desc, uint8_t* data) {
+  return Tile(desc, data, /*writable=*/true);
 }
 
 uint8_t* Tile::data() {
-  assert(owned());
+  if (borrowed_ != nullptr) {
+    assert(writable_);
+    return const_cast<uint8_t*>(borrowed_);
+  }
   return reinterpret_cast<uint8_t*>(bytes_.data());
 }
 

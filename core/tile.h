@@ -21,7 +21,9 @@ struct TileDesc {
   uint32_t valid_cols = 0;  // valid region; <= cols
   Layout layout = Layout::kRowMajor;
   Location location = Location::kVec;
-  std::optional<uint64_t> address;  // manual mode: unified-buffer offset
+  // Offset in the unified buffer: bound by the client (manual mode) or
+  // placed by the engine; unset for a tile outside any buffer.
+  std::optional<uint64_t> address;
 
   size_t elements() const { return size_t{rows} * cols; }
   size_t bytes() const { return elements() * ElementBytes(dtype); }
@@ -47,9 +49,9 @@ absl::StatusOr<TileDesc> ResolveTileDesc(const TileDesc& desc,
 
 // A tile with its elements, row-major. It either owns its bytes (a
 // std::string, so that a result can move into a protobuf bytes field without
-// a copy) or borrows a read-only view of bytes that outlive it (a request's
-// input that no instruction writes). Kernels use unaligned loads, so no
-// alignment is promised. Movable, not copyable.
+// a copy) or views bytes that outlive it: read-only (a request's input that
+// no instruction writes) or writable (its place in a unified buffer). Kernels
+// use unaligned loads, so no alignment is promised. Movable, not copyable.
 class Tile {
  public:
   // An owned, zero-filled tile. REQUIRES: desc came from ResolveTileDesc.
@@ -57,6 +59,10 @@ class Tile {
   // A read-only view of desc.bytes() bytes at `data`, which must outlive
   // the tile.
   static Tile Borrow(const TileDesc& desc, const uint8_t* data);
+  // A writable view of desc.bytes() bytes at `data` (a tile in a job's
+  // unified buffer, whose bytes other views may share), which must outlive
+  // the tile.
+  static Tile View(const TileDesc& desc, uint8_t* data);
 
   Tile(Tile&&) = default;
   Tile& operator=(Tile&&) = default;
@@ -67,7 +73,7 @@ class Tile {
                ? borrowed_
                : reinterpret_cast<const uint8_t*>(bytes_.data());
   }
-  // REQUIRES: owned().
+  // REQUIRES: owned() or made by View.
   uint8_t* data();
   size_t size_bytes() const { return desc_.bytes(); }
   bool owned() const { return borrowed_ == nullptr; }
@@ -77,11 +83,12 @@ class Tile {
   std::string TakeBytes() &&;
 
  private:
-  Tile(const TileDesc& desc, const uint8_t* borrowed);
+  Tile(const TileDesc& desc, const uint8_t* borrowed, bool writable);
 
   TileDesc desc_;
   std::string bytes_;                  // owned storage
   const uint8_t* borrowed_ = nullptr;  // the view, when borrowed
+  bool writable_ = false;              // the view came from View
 };
 
 }  // namespace ptoserve

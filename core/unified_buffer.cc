@@ -1,9 +1,74 @@
 #include "core/unified_buffer.h"
 
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/error_site.h"
 
 namespace ptoserve {
+
+namespace {
+
+uint64_t AlignUp(uint64_t n) {
+  return (n + kAddressAlignment - 1) / kAddressAlignment * kAddressAlignment;
+}
+
+bool LiveTogether(const TileLife& a, const TileLife& b) {
+  return a.first <= b.last && b.first <= a.last;
+}
+
+// How many live tiles an error lists before "and N more".
+constexpr size_t kListedTiles = 8;
+
+// Tile `failed` found no room: says when, how many bytes the tiles live
+// then need, and which they are (with their ranges where placed).
+absl::Status NoRoom(absl::Span<const TileLife> tiles, const BufferPlan& plan,
+                    const std::vector<bool>& placed, size_t failed,
+                    Target target, uint64_t buffer_bytes) {
+  const TileLife& f = tiles[failed];
+  const std::string when = f.first < 0
+                               ? std::string("when the job's tiles are loaded")
+                               : absl::StrFormat("at instruction %d", f.first);
+  uint64_t needed = 0;
+  size_t live = 0;
+  std::string listed;
+  for (size_t j = 0; j < tiles.size(); ++j) {
+    const TileLife& t = tiles[j];
+    if (!(t.first <= f.first && f.first <= t.last) && j != failed) continue;
+    needed += t.desc.bytes();
+    if (++live > kListedTiles) continue;
+    absl::StrAppendFormat(&listed, "%s\"%s\" %u bytes",
+                          listed.empty() ? "" : ", ", t.name, t.desc.bytes());
+    if (placed[j]) {
+      absl::StrAppend(
+          &listed, " at ",
+          ByteRange{plan.address[j], plan.address[j] + t.desc.bytes()}
+              .ToString());
+    }
+  }
+  if (live > kListedTiles) {
+    absl::StrAppendFormat(&listed, " and %u more", live - kListedTiles);
+  }
+  std::string why =
+      needed > buffer_bytes
+          ? absl::StrFormat("the %u tiles live then need %u bytes", live,
+                            needed)
+          : absl::StrFormat(
+                "the %u tiles live then need %u bytes, but no free gap of %u "
+                "bytes is left between them",
+                live, needed, f.desc.bytes());
+  absl::Status status = absl::InvalidArgumentError(absl::StrFormat(
+      "tile \"%s\" (%s, %u bytes) does not fit in the %s unified buffer of %u "
+      "bytes %s: %s (%s)",
+      f.name, f.desc.ToString(), f.desc.bytes(), TargetName(target),
+      buffer_bytes, when, why, listed));
+  return f.first < 0
+             ? AtTile(std::move(status), f.name)
+             : AtInstruction(std::move(status), static_cast<size_t>(f.first));
+}
+
+}  // namespace
 
 std::string ByteRange::ToString() const {
   return absl::StrFormat("[0x%x, 0x%x)", begin, end);
@@ -15,14 +80,6 @@ ByteRange PlacedRange(const TileDesc& desc) {
 
 absl::Status CheckPlacement(absl::string_view name, const TileDesc& desc,
                             Target target, uint64_t buffer_bytes) {
-  if (!desc.address.has_value()) {
-    return AtTile(
-        absl::InvalidArgumentError(absl::StrFormat(
-            "tile \"%s\": manual mode needs an address for every tile (as "
-            "`pto.tassign %%%s, @tile(0x1000)` binds one)",
-            name, name)),
-        name);
-  }
   const uint64_t address = *desc.address;
   if (address % kAddressAlignment != 0) {
     return AtTile(absl::InvalidArgumentError(absl::StrFormat(
@@ -41,6 +98,68 @@ absl::Status CheckPlacement(absl::string_view name, const TileDesc& desc,
         name);
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<BufferPlan> PlaceTiles(absl::Span<const TileLife> tiles,
+                                      Target target, uint64_t buffer_bytes) {
+  const size_t n = tiles.size();
+  BufferPlan plan;
+  plan.address.assign(n, 0);
+  plan.reused.assign(n, false);
+  std::vector<bool> placed(n, false);
+  std::vector<size_t> done;  // placed tiles, in the order placed
+  std::vector<size_t> pending;
+  for (size_t i = 0; i < n; ++i) {
+    if (tiles[i].desc.address) {
+      plan.address[i] = *tiles[i].desc.address;
+      placed[i] = true;
+      done.push_back(i);
+    } else {
+      pending.push_back(i);
+    }
+  }
+  std::stable_sort(pending.begin(), pending.end(), [&](size_t a, size_t b) {
+    return tiles[a].first < tiles[b].first;
+  });
+  std::vector<ByteRange> busy;
+  for (size_t i : pending) {
+    const uint64_t bytes = tiles[i].desc.bytes();
+    busy.clear();
+    for (size_t j : done) {
+      if (LiveTogether(tiles[i], tiles[j])) {
+        busy.push_back(
+            {plan.address[j], plan.address[j] + tiles[j].desc.bytes()});
+      }
+    }
+    std::sort(busy.begin(), busy.end(),
+              [](const ByteRange& a, const ByteRange& b) {
+                return a.begin < b.begin;
+              });
+    // First fit: the lowest aligned gap that holds the tile.
+    uint64_t at = 0;
+    for (const ByteRange& r : busy) {
+      if (at + bytes <= r.begin) break;
+      at = std::max(at, AlignUp(r.end));
+    }
+    if (at > buffer_bytes || bytes > buffer_bytes - at) {
+      return NoRoom(tiles, plan, placed, i, target, buffer_bytes);
+    }
+    plan.address[i] = at;
+    const ByteRange range{at, at + bytes};
+    for (size_t j : done) {
+      plan.reused[i] =
+          plan.reused[i] ||
+          range.Overlaps(
+              {plan.address[j], plan.address[j] + tiles[j].desc.bytes()});
+    }
+    placed[i] = true;
+    done.push_back(i);
+  }
+  for (size_t i = 0; i < n; ++i) {
+    plan.high_water =
+        std::max(plan.high_water, plan.address[i] + tiles[i].desc.bytes());
+  }
+  return plan;
 }
 
 }  // namespace ptoserve

@@ -540,6 +540,13 @@ void ToJobResult(JobOutcome outcome, const ResultEncodings& encodings,
       m->set_elements(static_cast<uint32_t>(op.elements));
     }
     for (const std::string& note : e.trace.notes) r->add_notes(note);
+    for (const OperandPlacement& p : e.operands) {
+      v1::OperandRange* range = r->add_operands();
+      range->set_role(std::string(p.role));
+      range->set_tile(p.tile);
+      range->set_begin(p.begin);
+      range->set_end(p.end);
+    }
   }
 }
 

@@ -46,6 +46,7 @@ void ToCapabilities(const Engine& engine, const ServerLimits& limits,
     info->set_buffer_bytes(rules.buffer_bytes);
     info->set_row_alignment_bytes(rules.row_alignment_bytes);
     info->set_address_alignment_bytes(kAddressAlignment);
+    info->set_auto_mode_in_buffer(backend->spec().auto_mode_in_buffer);
     for (const OpcodeSupport& support : backend->Supported()) {
       v1::OpcodeSupport* s = info->add_opcodes();
       s->set_opcode(ToProto(support.opcode));

@@ -101,18 +101,10 @@ class Lowerer {
         PTO_RETURN_IF_ERROR(LowerOperation(*op, statement.pos));
       }
     }
-    PTO_RETURN_IF_ERROR(PlaceScratchTiles());
     return std::move(job_);
   }
 
  private:
-  // A scratch tmp the lowering added, to be placed in manual mode.
-  struct Scratch {
-    size_t tile;         // index in job.tiles
-    size_t instruction;  // index in job.instructions
-    SourcePos pos;
-  };
-
   JobSpec& job() { return job_; }
 
   absl::Status DeclareRequestTiles() {
@@ -308,54 +300,21 @@ class Lowerer {
       inst.tmp = ScratchName(op.dst.name);
       TileDesc desc = dst;
       desc.address.reset();
-      scratch_.push_back({job().tiles.size(), job().instructions.size(), pos});
       Declare(inst.tmp, desc, pos);
-      inst.notes.push_back(ScratchNote(inst.tmp, ""));
+      inst.notes.push_back(ScratchNote(inst.tmp));
     }
     job().instructions.push_back(std::move(inst));
     return absl::OkStatus();
   }
 
-  // `where`: empty, or " at [begin, end)" in manual mode.
-  std::string ScratchNote(absl::string_view name,
-                          absl::string_view where) const {
+  // The note for a scratch tmp the program does not name. In manual mode
+  // the engine places it like any unbound tile; the event's operands say
+  // where.
+  std::string ScratchNote(absl::string_view name) const {
     return absl::StrFormat(
-        "tmp \"%s\" allocated by the server%s, shaped like dst: the program "
+        "tmp \"%s\" allocated by the server, shaped like dst: the program "
         "names no tmp and %s computes TXOR through one",
-        name, where, TargetName(target_));
-  }
-
-  // In manual mode every tile needs an address: scratch tiles go one after
-  // another above the highest-placed tile, where they overlap nothing the
-  // program placed.
-  absl::Status PlaceScratchTiles() {
-    if (job().mode != Mode::kManual || scratch_.empty()) {
-      return absl::OkStatus();
-    }
-    uint64_t next = 0;
-    for (const auto& [name, tile] : known_) {
-      if (tile.desc.address) next = std::max(next, PlacedRange(tile.desc).end);
-    }
-    for (const Scratch& s : scratch_) {
-      next = (next + kAddressAlignment - 1) / kAddressAlignment *
-             kAddressAlignment;
-      TileInput& in = job().tiles[s.tile];
-      in.desc.address = next;
-      const absl::Status placed = CheckPlacement(in.name, in.desc, target_,
-                                                 backend_.rules().buffer_bytes);
-      if (!placed.ok()) {
-        return Prefixed(s.pos,
-                        absl::Status(placed.code(),
-                                     absl::StrCat("no room for the scratch tmp "
-                                                  "after the placed tiles: ",
-                                                  placed.message())));
-      }
-      const ByteRange range = PlacedRange(in.desc);
-      job().instructions[s.instruction].notes.back() =
-          ScratchNote(in.name, absl::StrCat(" at ", range.ToString()));
-      next = range.end;
-    }
-    return absl::OkStatus();
+        name, TargetName(target_));
   }
 
   const Program& program_;
@@ -368,7 +327,6 @@ class Lowerer {
   absl::flat_hash_map<std::string, int> next_scratch_;  // by dst
   absl::flat_hash_map<std::string, SourcePos> written_at_;
   absl::flat_hash_map<std::string, uint64_t> addresses_;
-  std::vector<Scratch> scratch_;
 };
 
 // The position of the `index`-th operation, if there is one.

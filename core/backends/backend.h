@@ -28,7 +28,7 @@ namespace ptoserve {
 struct TargetRules {
   Target target;
   absl::string_view description;
-  uint64_t buffer_bytes;  // unified buffer size (manual-mode bounds)
+  uint64_t buffer_bytes;  // unified buffer size (see TargetSpec)
   uint32_t
       row_alignment_bytes;  // physical row bytes must be a multiple; 1: any
 };
@@ -62,8 +62,9 @@ class Backend {
 
   // OK if `inst` may run here; else INVALID_ARGUMENT of the form
   // "instruction 2 (TXOR on a2a3): tmp element type int32 differs from dst
-  // element type int16". Manual-mode placement of each tile is checked
-  // separately (CheckPlacement); this checks the overlap rule.
+  // element type int16". Each address is checked separately
+  // (CheckPlacement); this checks the overlap rule between tiles the
+  // client bound, since the engine places the others apart.
   absl::Status Check(const InstructionSig& inst) const;
 
   std::vector<OpcodeSupport> Supported() const;

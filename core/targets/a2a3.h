@@ -38,6 +38,7 @@ inline constexpr TargetSpec kA2A3 = {
     "Atlas A2/A3 training and inference products",
     /*buffer_bytes=*/192 * 1024,
     /*row_alignment_bytes=*/32,
+    /*auto_mode_in_buffer=*/true,
     kA2A3Ops,
     std::size(kA2A3Ops)};
 static_assert(CoversEveryOpcode(kA2A3));

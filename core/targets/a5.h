@@ -30,6 +30,7 @@ inline constexpr TargetSpec kA5 = {"a5",
                                    "Ascend 950PR/950DT",
                                    /*buffer_bytes=*/256 * 1024,
                                    /*row_alignment_bytes=*/32,
+                                   /*auto_mode_in_buffer=*/true,
                                    kA5Ops,
                                    std::size(kA5Ops)};
 static_assert(CoversEveryOpcode(kA5));

@@ -33,6 +33,7 @@ inline constexpr TargetSpec kHost = {"host",
                                      "host CPU",
                                      /*buffer_bytes=*/1 << 20,
                                      /*row_alignment_bytes=*/1,
+                                     /*auto_mode_in_buffer=*/false,
                                      kHostOps,
                                      std::size(kHostOps)};
 static_assert(CoversEveryOpcode(kHost));

@@ -78,11 +78,15 @@ struct OpRule {
 struct TargetSpec {
   const char* name;  // "a2a3"
   const char* description;
-  // The unified buffer manual-mode placements must fit in (the host's is
-  // --host_buffer_kb; this is its default).
+  // The on-chip unified buffer: manual-mode addresses must fall inside it
+  // (the host's is --host_buffer_kb; this is its default).
   uint64_t buffer_bytes;
   // Every operand's physical rows must be a multiple of this; 1: any.
   uint32_t row_alignment_bytes;
+  // Whether auto-mode tiles live in the buffer too, placed by the engine
+  // and bounded by its size. The host has no on-chip buffer to model, so
+  // its auto-mode tiles are ordinary memory.
+  bool auto_mode_in_buffer;
   // One per Opcode, in Opcode order.
   const OpRule* ops;
   size_t op_count;

@@ -226,21 +226,24 @@ TYPED_TEST(BackendsTypedTest, A2A3TxorDecompositionEqualsDirectXor) {
   }
 }
 
-// Every pair of bytes: src0[i][j] = i, src1[i][j] = j, as a 256x256 tile
-// (256-byte rows suit a2a3). dst must be i ^ j and tmp i | j.
+// Every pair of bytes: src0[i][j] = i, src1[i][j] = j, for i in [first,
+// first + 128) and every j, as a 128x256 tile (256-byte rows suit a2a3; the
+// four operands take 128 KiB of its 192 KiB buffer). dst must be i ^ j and
+// tmp i | j.
 template <typename T>
-void CheckAllBytePairs(const Engine& engine) {
-  SCOPED_TRACE(DTypeName(DTypeOf<T>()));
-  Matrix<T> a(256, 256);
-  Matrix<T> b(256, 256);
-  Matrix<T> want_xor(256, 256);
-  Matrix<T> want_or(256, 256);
-  for (uint32_t i = 0; i < 256; ++i) {
+void CheckBytePairs(const Engine& engine, uint32_t first) {
+  constexpr uint32_t kRows = 128;
+  Matrix<T> a(kRows, 256);
+  Matrix<T> b(kRows, 256);
+  Matrix<T> want_xor(kRows, 256);
+  Matrix<T> want_or(kRows, 256);
+  for (uint32_t r = 0; r < kRows; ++r) {
+    const uint32_t i = first + r;
     for (uint32_t j = 0; j < 256; ++j) {
-      a.at(i, j) = static_cast<T>(i);
-      b.at(i, j) = static_cast<T>(j);
-      want_xor.at(i, j) = static_cast<T>(i ^ j);
-      want_or.at(i, j) = static_cast<T>(i | j);
+      a.at(r, j) = static_cast<T>(i);
+      b.at(r, j) = static_cast<T>(j);
+      want_xor.at(r, j) = static_cast<T>(i ^ j);
+      want_or.at(r, j) = static_cast<T>(i | j);
     }
   }
   Matrix<T> host_result;
@@ -263,6 +266,13 @@ void CheckAllBytePairs(const Engine& engine) {
       EXPECT_TRUE(SameElements(want_or, OutputMatrix<T>(outcome, "t")));
     }
   }
+}
+
+template <typename T>
+void CheckAllBytePairs(const Engine& engine) {
+  SCOPED_TRACE(DTypeName(DTypeOf<T>()));
+  CheckBytePairs<T>(engine, 0);
+  CheckBytePairs<T>(engine, 128);
 }
 
 TEST(A2A3TxorTest, ExhaustiveOverAllBytePairs) {

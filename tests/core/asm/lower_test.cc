@@ -242,8 +242,9 @@ TEST_F(LowerTest, ManualModeExampleWithBindings) {
       ASSERT_OK_AND_ASSIGN(JobSpec lowered,
                            Lower(program, job.spec(), engine_));
       EXPECT_EQ(lowered.mode, Mode::kManual);
+      // The scratch tmp the program does not name is left to the engine.
       for (const TileInput& in : lowered.tiles) {
-        ASSERT_TRUE(in.desc.address.has_value()) << in.name;
+        EXPECT_EQ(in.desc.address.has_value(), in.name != "dst.tmp") << in.name;
       }
       EXPECT_EQ(lowered.tiles[0].desc.address, 0x1000u);
       EXPECT_EQ(lowered.tiles[1].desc.address, 0x2000u);
@@ -256,40 +257,70 @@ TEST_F(LowerTest, ManualModeExampleWithBindings) {
       if (seed.opcode == Opcode::kTxor && target == Target::kA2A3) {
         EXPECT_THAT(
             outcome.events[0].trace.notes,
-            Contains("tmp \"dst.tmp\" allocated by the server at "
-                     "[0x3200, 0x3400), shaped like dst: the program "
-                     "names no tmp and a2a3 computes TXOR through one"));
+            Contains("tmp \"dst.tmp\" allocated by the server, shaped like "
+                     "dst: the program names no tmp and a2a3 computes TXOR "
+                     "through one"));
+        // Placed at the lowest free address, below the bound tiles.
+        ASSERT_EQ(outcome.events[0].operands.size(), 4u);
+        EXPECT_EQ(outcome.events[0].operands[3].tile, "dst.tmp");
+        EXPECT_EQ(outcome.events[0].operands[3].begin, 0u);
+        EXPECT_EQ(outcome.events[0].operands[3].end, 0x200u);
       }
     }
   }
 }
 
-// Read literally, the manual-mode example binds nothing; in manual mode the
-// new dst then has no address, and the error points at %dst.
-TEST_F(LowerTest, ManualModeWithoutBindingsPointsAtTheUnplacedTile) {
-  JobBuilder job(Target::kA5, Mode::kManual);
-  job.AddTile("src0", PlacedDesc(DType::kInt16, 16, 16, 0x1000));
-  job.AddTile("src1", PlacedDesc(DType::kInt16, 16, 16, 0x2000));
-  EXPECT_THAT(RunStatus(test::kSeedPrograms[4].text, job),
-              StatusIs(kInvalid,
-                       "5:1: tile \"dst\": manual mode needs an address for "
-                       "every tile (as `pto.tassign %dst, @tile(0x1000)` "
-                       "binds one)"));
+// The seeds call binding optional: with only the sources bound (the two
+// pto.tassign lines uncommented, as the seed shows them), the server places
+// the new dst, and on a2a3 the scratch tmp, around them.
+TEST_F(LowerTest, ManualModeExampleWithOnlyTheSourcesBoundRuns) {
+  for (Target target : kAllTargets) {
+    for (const SeedProgram& seed : test::kSeedPrograms) {
+      if (!absl::StrContains(seed.name, "Manual Mode")) continue;
+      SCOPED_TRACE(absl::StrCat(seed.name, " on ", TargetName(target)));
+      const Matrix<int16_t> a = RandomMatrix<int16_t>(16, 16, &rng_);
+      const Matrix<int16_t> b = RandomMatrix<int16_t>(16, 16, &rng_);
+      JobBuilder job(target);
+      AddSources(job, a, b);
+      const std::string text = absl::StrReplaceAll(
+          seed.text, {{"# pto.tassign %arg0, @tile(0x1000)\n",
+                       "pto.tassign %src0, @tile(0x1000)\n"},
+                      {"# pto.tassign %arg1, @tile(0x2000)\n",
+                       "pto.tassign %src1, @tile(0x2000)\n"}});
+      ASSERT_OK_AND_ASSIGN(JobOutcome outcome, Run(text, job));
+      EXPECT_TRUE(SameElements(
+          Reference(OpOf(seed.opcode), a, b, Matrix<int16_t>(16, 16), 16, 16),
+          OutputMatrix<int16_t>(outcome, "dst")));
+      // dst takes the lowest free address: below both sources.
+      ASSERT_EQ(outcome.outputs.size(), 1u);
+      EXPECT_EQ(outcome.outputs[0].tile.desc().address, 0u);
+      const Event& event = outcome.events[0];
+      ASSERT_GE(event.operands.size(), 3u);
+      EXPECT_EQ(event.operands[1].begin, 0x1000u);
+      EXPECT_EQ(event.operands[2].begin, 0x2000u);
+    }
+  }
 }
 
+// A scratch tmp is placed like any unbound tile, and a program whose tiles
+// leave it no room is refused at the operation that needs it.
 TEST_F(LowerTest, ScratchThatDoesNotFitIsAnError) {
   JobBuilder job(Target::kA2A3);
-  AddSources(job, Matrix<int16_t>(16, 16), Matrix<int16_t>(16, 16));
+  // Three 64 KiB tiles fill the 192 KiB buffer.
+  AddSources(job, Matrix<int16_t>(128, 256), Matrix<int16_t>(128, 256));
   EXPECT_THAT(
-      RunStatus("pto.tassign %src0, @tile(0x2fe00)\n"
+      RunStatus("pto.tassign %src0, @tile(0x20000)\n"
                 "pto.tassign %src1, @tile(0)\n"
-                "pto.tassign %dst, @tile(0x1000)\n"
+                "pto.tassign %dst, @tile(0x10000)\n"
                 "%dst = txor %src0, %src1 : !pto.tile<...>\n",
                 job),
       StatusIs(kInvalid,
-               "4:1: no room for the scratch tmp after the placed tiles: tile "
-               "\"dst.tmp\": 16x16 int16 at [0x30000, 0x30200) does not fit in "
-               "the a2a3 unified buffer of 196608 bytes"));
+               "4:1: tile \"dst.tmp\" (128x256 int16, 65536 bytes) does not "
+               "fit in the a2a3 unified buffer of 196608 bytes at instruction "
+               "0: the 4 tiles live then need 262144 bytes (\"src0\" 65536 "
+               "bytes at [0x20000, 0x30000), \"src1\" 65536 bytes at [0x0, "
+               "0x10000), \"dst\" 65536 bytes at [0x10000, 0x20000), "
+               "\"dst.tmp\" 65536 bytes)"));
 }
 
 TEST_F(LowerTest, SpelledOutTypesThatAgreeRun) {
