@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <iterator>
 #include <limits>
+#include <map>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
@@ -24,48 +26,94 @@ std::string EventName(const Instruction& inst, size_t index) {
                                    : inst.record_event;
 }
 
-// Tracks, per tile, which earlier instructions a new one must follow. Tiles
-// that share bytes in a unified buffer (aliases, or space reused once a tile
-// is dead) are hazards for each other: `overlaps[s]` lists the tiles whose
-// bytes meet tile s's.
+// Tracks, per tile, which earlier instructions a new one must follow.
 class HazardTracker {
  public:
-  HazardTracker(size_t num_tiles,
-                const std::vector<std::vector<size_t>>* overlaps)
-      : last_writer_(num_tiles, -1), readers_(num_tiles), overlaps_(overlaps) {}
+  explicit HazardTracker(size_t num_tiles)
+      : last_writer_(num_tiles, -1), readers_(num_tiles) {}
 
   void Add(size_t slot, bool writes, std::vector<uint32_t>* deps) const {
-    ForEachSharing(slot, [&](size_t s) {
-      if (last_writer_[s] >= 0) deps->push_back(last_writer_[s]);
-      if (writes) {
-        for (uint32_t r : readers_[s]) deps->push_back(r);
-      }
-    });
-  }
-  // A write to `slot` follows every earlier access to the bytes it shares,
-  // so it stands for all of them from now on.
-  void Commit(size_t slot, bool writes, uint32_t index) {
-    if (!writes) {
-      readers_[slot].push_back(index);
-      return;
+    if (last_writer_[slot] >= 0) deps->push_back(last_writer_[slot]);
+    if (writes) {
+      for (uint32_t r : readers_[slot]) deps->push_back(r);
     }
-    ForEachSharing(slot, [&](size_t s) {
-      last_writer_[s] = index;
-      readers_[s].clear();
-    });
+  }
+  void Commit(size_t slot, bool writes, uint32_t index) {
+    if (writes) {
+      last_writer_[slot] = index;
+      readers_[slot].clear();
+    } else {
+      readers_[slot].push_back(index);
+    }
   }
 
  private:
-  template <typename F>
-  void ForEachSharing(size_t slot, F f) const {
-    f(slot);
-    if (overlaps_ == nullptr || overlaps_->empty()) return;
-    for (size_t s : (*overlaps_)[slot]) f(s);
-  }
-
   std::vector<int64_t> last_writer_;
   std::vector<std::vector<uint32_t>> readers_;
-  const std::vector<std::vector<size_t>>* overlaps_;
+};
+
+// The same for a unified buffer, by bytes rather than tiles: tiles that
+// share bytes (aliases, or a dead tile's bytes reused) are hazards for each
+// other. The buffer is a set of segments, each with the instruction that
+// last wrote it and those that read it since; a write makes its range one
+// segment again.
+class BufferHazards {
+ public:
+  explicit BufferHazards(uint64_t bytes) { segments_[0] = Segment{bytes}; }
+
+  void Add(const ByteRange& range, bool writes,
+           std::vector<uint32_t>* deps) const {
+    auto it = std::prev(segments_.upper_bound(range.begin));
+    for (; it != segments_.end() && it->first < range.end; ++it) {
+      const Segment& seg = it->second;
+      if (seg.writer >= 0) deps->push_back(static_cast<uint32_t>(seg.writer));
+      // A reader joining a full list follows the readers in it, so that it
+      // alone stands for them (it is ordered after each) and lists stay
+      // short.
+      if (writes || seg.readers.size() >= kMaxReaders) {
+        deps->insert(deps->end(), seg.readers.begin(), seg.readers.end());
+      }
+    }
+  }
+  void Commit(const ByteRange& range, bool writes, uint32_t index) {
+    Split(range.begin);
+    Split(range.end);
+    auto first = segments_.find(range.begin);
+    auto last = segments_.lower_bound(range.end);
+    if (writes) {
+      segments_.erase(first, last);
+      Segment& seg = segments_[range.begin];
+      seg.end = range.end;
+      seg.writer = index;
+      return;
+    }
+    for (auto it = first; it != last; ++it) {
+      auto& readers = it->second.readers;
+      if (!readers.empty() && readers.back() == index) continue;
+      if (readers.size() >= kMaxReaders) readers.clear();
+      readers.push_back(index);
+    }
+  }
+
+ private:
+  static constexpr size_t kMaxReaders = 16;
+
+  struct Segment {
+    uint64_t end = 0;
+    int64_t writer = -1;
+    absl::InlinedVector<uint32_t, 4> readers;
+  };
+
+  // Makes `at` the start of a segment (unless it is the end of the buffer).
+  void Split(uint64_t at) {
+    auto it = std::prev(segments_.upper_bound(at));
+    if (it->first == at || it->second.end <= at) return;
+    Segment tail = it->second;
+    it->second.end = at;
+    segments_.emplace(at, std::move(tail));
+  }
+
+  std::map<uint64_t, Segment> segments_;  // by first byte
 };
 
 }  // namespace
@@ -409,20 +457,13 @@ class JobBinder {
     }
     PTO_ASSIGN_OR_RETURN(
         plan_, PlaceTiles(lives, target_, backend_.rules().buffer_bytes));
-    std::vector<ByteRange> ranges(n);
+    std::vector<ByteRange>& ranges = ranges_;
+    ranges.resize(n);
     for (size_t s = 0; s < n; ++s) {
       descs_[s].address = plan_.address[s];
       ranges[s] = PlacedRange(descs_[s]);
     }
     PTO_RETURN_IF_ERROR(CheckLoadsDisjoint(ranges));
-    overlaps_.assign(n, {});
-    for (size_t s = 0; s < n; ++s) {
-      for (size_t t = s + 1; t < n; ++t) {
-        if (!ranges[s].Overlaps(ranges[t])) continue;
-        overlaps_[s].push_back(t);
-        overlaps_[t].push_back(s);
-      }
-    }
     auto& work = job_->buffer_work_;
     work.resize(wiring_.size());
     for (size_t s = 0; s < n; ++s) {
@@ -460,11 +501,16 @@ class JobBinder {
     for (size_t s = 0; s < spec_.tiles.size(); ++s) {
       if (spec_.tiles[s].encoding != Encoding::kNone) loaded.push_back(s);
     }
-    for (size_t a = 0; a < loaded.size(); ++a) {
-      for (size_t b = a + 1; b < loaded.size(); ++b) {
-        const size_t s = loaded[a], t = loaded[b];
-        if (!ranges[s].Overlaps(ranges[t])) continue;
-        const std::string& name = spec_.tiles[t].name;
+    std::sort(loaded.begin(), loaded.end(), [&](size_t a, size_t b) {
+      return ranges[a].begin < ranges[b].begin;
+    });
+    // In order of address, each loaded tile against the one reaching
+    // furthest before it.
+    std::optional<size_t> reach;
+    for (size_t t : loaded) {
+      if (reach && ranges[*reach].Overlaps(ranges[t])) {
+        const size_t s = std::min(*reach, t), u = std::max(*reach, t);
+        const std::string& name = spec_.tiles[u].name;
         return AtTile(
             absl::InvalidArgumentError(absl::StrFormat(
                 "tiles \"%s\" %s and \"%s\" %s both carry elements and "
@@ -472,9 +518,10 @@ class JobBinder {
                 "bytes is not defined: give one of them no data (it then "
                 "reads the other's bytes)",
                 spec_.tiles[s].name, ranges[s].ToString(), name,
-                ranges[t].ToString())),
+                ranges[u].ToString())),
             name);
       }
+      if (!reach || ranges[t].end > ranges[*reach].end) reach = t;
     }
     return absl::OkStatus();
   }
@@ -482,7 +529,18 @@ class JobBinder {
   // Explicit waits plus data hazards, so that any execution order that
   // honours them gives the results of program order.
   void DerivePredecessors() {
-    HazardTracker hazards(job_->slots_.size(), &overlaps_);
+    if (in_buffer_) {
+      BufferHazards hazards(plan_.high_water);
+      Derive(hazards, [&](size_t slot) { return ranges_[slot]; });
+    } else {
+      HazardTracker hazards(job_->slots_.size());
+      Derive(hazards, [](size_t slot) { return slot; });
+    }
+  }
+
+  // `key(slot)`: what `Hazards` tracks a tile by.
+  template <typename Hazards, typename Key>
+  void Derive(Hazards& hazards, Key key) {
     job_->predecessors_.resize(wiring_.size());
     for (size_t i = 0; i < wiring_.size(); ++i) {
       std::vector<uint32_t>& deps = job_->predecessors_[i];
@@ -490,9 +548,9 @@ class JobBinder {
         deps.push_back(static_cast<uint32_t>(recorder_[wait]));
       }
       const auto touches = Touches(i);
-      for (auto [slot, writes] : touches) hazards.Add(slot, writes, &deps);
+      for (auto [slot, writes] : touches) hazards.Add(key(slot), writes, &deps);
       for (auto [slot, writes] : touches) {
-        hazards.Commit(slot, writes, static_cast<uint32_t>(i));
+        hazards.Commit(key(slot), writes, static_cast<uint32_t>(i));
       }
       std::sort(deps.begin(), deps.end());
       deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
@@ -560,9 +618,9 @@ class JobBinder {
   // job, and auto-mode jobs on targets that model one.
   const bool in_buffer_;
   std::unique_ptr<PreparedJob> job_;
-  BufferPlan plan_;                            // when in_buffer_
-  std::vector<std::vector<size_t>> overlaps_;  // per slot, when in_buffer_
-  std::vector<TileDesc> descs_;                // per slot
+  BufferPlan plan_;                // when in_buffer_
+  std::vector<ByteRange> ranges_;  // per slot, when in_buffer_
+  std::vector<TileDesc> descs_;    // per slot
   absl::flat_hash_map<std::string, size_t> slot_of_;
   absl::flat_hash_map<std::string, size_t> recorder_;  // event -> instruction
   std::vector<Wiring> wiring_;                         // per instruction

@@ -107,35 +107,50 @@ absl::StatusOr<BufferPlan> PlaceTiles(absl::Span<const TileLife> tiles,
   plan.address.assign(n, 0);
   plan.reused.assign(n, false);
   std::vector<bool> placed(n, false);
-  std::vector<size_t> done;  // placed tiles, in the order placed
-  std::vector<size_t> pending;
+  std::vector<size_t> bound, pending;
   for (size_t i = 0; i < n; ++i) {
     if (tiles[i].desc.address) {
       plan.address[i] = *tiles[i].desc.address;
       placed[i] = true;
-      done.push_back(i);
+      bound.push_back(i);
     } else {
       pending.push_back(i);
     }
   }
-  std::stable_sort(pending.begin(), pending.end(), [&](size_t a, size_t b) {
+  auto by_first = [&](size_t a, size_t b) {
     return tiles[a].first < tiles[b].first;
-  });
+  };
+  std::stable_sort(bound.begin(), bound.end(), by_first);
+  std::stable_sort(pending.begin(), pending.end(), by_first);
+  auto range_of = [&](size_t j) {
+    return ByteRange{plan.address[j], plan.address[j] + tiles[j].desc.bytes()};
+  };
+  // Bytes below this may hold an earlier tile's.
+  uint64_t touched = 0;
+  for (size_t j : bound) touched = std::max(touched, range_of(j).end);
+  // Placed tiles, in the order they become live, that may still be live.
+  std::vector<size_t> active;
   std::vector<ByteRange> busy;
   for (size_t i : pending) {
-    const uint64_t bytes = tiles[i].desc.bytes();
+    const TileLife& tile = tiles[i];
+    // In order of `first`: a tile dead before this one starts is dead for
+    // every later one too.
+    active.erase(
+        std::remove_if(active.begin(), active.end(),
+                       [&](size_t j) { return tiles[j].last < tile.first; }),
+        active.end());
     busy.clear();
-    for (size_t j : done) {
-      if (LiveTogether(tiles[i], tiles[j])) {
-        busy.push_back(
-            {plan.address[j], plan.address[j] + tiles[j].desc.bytes()});
-      }
+    for (size_t j : active) busy.push_back(range_of(j));
+    for (size_t j : bound) {
+      if (tiles[j].first > tile.last) break;
+      if (LiveTogether(tile, tiles[j])) busy.push_back(range_of(j));
     }
     std::sort(busy.begin(), busy.end(),
               [](const ByteRange& a, const ByteRange& b) {
                 return a.begin < b.begin;
               });
     // First fit: the lowest aligned gap that holds the tile.
+    const uint64_t bytes = tile.desc.bytes();
     uint64_t at = 0;
     for (const ByteRange& r : busy) {
       if (at + bytes <= r.begin) break;
@@ -145,19 +160,13 @@ absl::StatusOr<BufferPlan> PlaceTiles(absl::Span<const TileLife> tiles,
       return NoRoom(tiles, plan, placed, i, target, buffer_bytes);
     }
     plan.address[i] = at;
-    const ByteRange range{at, at + bytes};
-    for (size_t j : done) {
-      plan.reused[i] =
-          plan.reused[i] ||
-          range.Overlaps(
-              {plan.address[j], plan.address[j] + tiles[j].desc.bytes()});
-    }
+    plan.reused[i] = at < touched;
+    touched = std::max(touched, at + bytes);
     placed[i] = true;
-    done.push_back(i);
+    active.push_back(i);
   }
   for (size_t i = 0; i < n; ++i) {
-    plan.high_water =
-        std::max(plan.high_water, plan.address[i] + tiles[i].desc.bytes());
+    plan.high_water = std::max(plan.high_water, range_of(i).end);
   }
   return plan;
 }

@@ -58,8 +58,9 @@ struct TileLife {
 // Where every tile of a job lives.
 struct BufferPlan {
   std::vector<uint64_t> address;  // per tile, in the order given
-  // Per tile: whether it was placed over bytes an earlier tile used, so
-  // that it must be zeroed when it becomes live.
+  // Per tile: whether it may have been placed over bytes an earlier tile
+  // used (it is below the highest byte placed before it), so that it must
+  // be zeroed when it becomes live.
   std::vector<bool> reused;
   uint64_t high_water = 0;  // bytes of the buffer in use, from 0
 };

@@ -577,8 +577,11 @@ TEST_F(ServerTest, ThousandMalformedRequestsThenStillCorrect) {
        "values[5] (element 0,5) = 10000000000 is not an integer in the int32 "
        "range"},
       {[](v1::Job* j) { j->clear_instructions(); }, "job has no instructions"},
-      {[](v1::Job* j) { j->set_mode(v1::MODE_MANUAL); },
-       "manual mode needs an address"},
+      {[](v1::Job* j) {
+         j->set_mode(v1::MODE_MANUAL);
+         (*j->mutable_tiles())["a"].set_address(0x1001);
+       },
+       "tile \"a\": address 0x1001 is not 32-byte aligned"},
       {[](v1::Job* j) { j->set_target(static_cast<v1::Target>(42)); },
        "unknown target 42"},
   };

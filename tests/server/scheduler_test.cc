@@ -104,7 +104,7 @@ class SchedulerTest : public ::testing::Test {
     JobBuilder job(target);
     job.AddTile("a", Desc(dtype, rows, cols));
     job.AddTile("b", Desc(dtype, rows, cols));
-    job.Add(opcode, "d", "a", "b", "t");
+    job.Add(opcode, "d", "a", "b", Op(opcode).accepts_tmp ? "t" : "");
     return engine_.Prepare(job.spec()).value();
   }
 
