@@ -174,7 +174,7 @@ std::string ChromeTrace(const v1::JobResult& result) {
   const std::string job =
       result.id().empty() ? "job" : absl::StrCat("job ", result.id());
   events.push_back(Metadata(
-      "process_name", 0, "name",
+      "process_name", kTraceQueueThreadId, "name",
       Quote(absl::StrCat(job, " (", TargetName(result.target()), ")"))));
   events.push_back(
       Metadata("thread_name", kTraceQueueThreadId, "name", Quote("queue")));

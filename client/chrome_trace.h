@@ -10,7 +10,8 @@
 
 namespace ptoserve {
 
-// The rows of a trace, by thread id.
+// The job's process id and its rows' thread ids in a trace. The metadata
+// event that names the process carries the queue row's thread id.
 inline constexpr int kTraceProcessId = 1;
 inline constexpr int kTraceQueueThreadId = 1;
 // Pipes get the thread ids after the queue's, in the Pipe enum's order.
