@@ -1,7 +1,8 @@
 // ptoctl: the command-line client of ptoserve.
 //
 //   ptoctl [--server=HOST:PORT] capabilities | health | tand | txor |
-//          run JOB.json|PROGRAM.pto|- [--tile ...] | fmt PROGRAM.pto|- |
+//          run JOB.json|PROGRAM.pto|- [--tile ...] [--trace=OUT.json] |
+//          fmt PROGRAM.pto|- |
 //          stream JOBS.jsonl|-
 //
 // See `ptoctl --help` and README.md for the flags of each command.
@@ -32,6 +33,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "absl/time/time.h"
+#include "client/chrome_trace.h"
 #include "client/client.h"
 #include "common/cli_help.h"
 #include "core/asm/parser.h"
@@ -98,6 +100,10 @@ ABSL_FLAG(std::string, target, "",
           "host, a2a3 or a5: the target of tand/txor/tor/tnot, and of every "
           "job that "
           "run and stream send without one (default: the server's).");
+ABSL_FLAG(std::string, trace, "",
+          "run: also write the job's event records to this file as a Chrome "
+          "trace (JSON trace events; open it in ui.perfetto.dev or "
+          "chrome://tracing). The result still prints.");
 ABSL_FLAG(std::string, service, "",
           "health: the service to ask about (default: the server).");
 
@@ -120,6 +126,8 @@ constexpr char kUsage[] =
     "                   starts with '{'), or a PTO assembly program with its\n"
     "                   input tiles:\n"
     "                   --tile NAME=DTYPE:RxC[:valid=RxC][:V] (repeatable)\n"
+    "                   [--trace=OUT.json]: also write the events as a\n"
+    "                   Chrome trace (Perfetto, chrome://tracing)\n"
     "  fmt FILE         print a program in canonical AS level 2 form (no\n"
     "                   server)\n"
     "  stream FILE      send one JSON job per line over one stream; results\n"
@@ -489,11 +497,13 @@ absl::StatusOr<std::string> RawBytes(const v1::Tile& tile) {
   return out;
 }
 
-absl::Status WriteBytes(const std::string& path, const std::string& bytes) {
+// Writes `bytes` to `path` for --`flag`; an error names the flag.
+absl::Status WriteFile(absl::string_view flag, const std::string& path,
+                       const std::string& bytes) {
   std::ofstream file(path, std::ios::binary | std::ios::trunc);
   if (!file || !file.write(bytes.data(), bytes.size()) || !file.flush()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--out: cannot write ", path, ": ", std::strerror(errno)));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--", flag, ": cannot write ", path, ": ", std::strerror(errno)));
   }
   return absl::OkStatus();
 }
@@ -512,7 +522,9 @@ int PrintResult(const v1::JobResult& result,
       }
       absl::StatusOr<std::string> bytes = RawBytes(it->second);
       if (!bytes.ok()) return Fail(bytes.status());
-      if (absl::Status s = WriteBytes(out, *bytes); !s.ok()) return Fail(s);
+      if (absl::Status s = WriteFile("out", out, *bytes); !s.ok()) {
+        return Fail(s);
+      }
     } else {
       if (mkdir(out.c_str(), 0777) != 0 && errno != EEXIST) {
         return Fail(absl::InvalidArgumentError(absl::StrCat(
@@ -522,7 +534,7 @@ int PrintResult(const v1::JobResult& result,
         absl::StatusOr<std::string> bytes = RawBytes(tile);
         if (!bytes.ok()) return Fail(bytes.status());
         if (absl::Status s =
-                WriteBytes(absl::StrCat(out, "/", name, ".bin"), *bytes);
+                WriteFile("out", absl::StrCat(out, "/", name, ".bin"), *bytes);
             !s.ok()) {
           return Fail(s);
         }
@@ -852,6 +864,12 @@ int RunJob(const std::string& path, const std::vector<std::string>& tiles) {
   if (client == nullptr) return code;
   absl::StatusOr<v1::JobResult> result = client->Execute(job);
   if (!result.ok()) return Fail(result.status());
+  if (const std::string trace = absl::GetFlag(FLAGS_trace); !trace.empty()) {
+    if (absl::Status s = WriteFile("trace", trace, ChromeTrace(*result));
+        !s.ok()) {
+      return Fail(s);
+    }
+  }
   std::vector<std::string> order(job.outputs().begin(), job.outputs().end());
   for (const auto& inst : job.instructions()) {
     if (std::find(order.begin(), order.end(), inst.dst()) == order.end()) {
@@ -940,6 +958,9 @@ int Main(const std::vector<char*>& args,
   const size_t extra = args.size() - 2;
   if (!tiles.empty() && command != "run") {
     return UsageError("--tile is for run only");
+  }
+  if (!absl::GetFlag(FLAGS_trace).empty() && command != "run") {
+    return UsageError("--trace is for run only");
   }
   if (command == "run" || command == "fmt" || command == "stream") {
     if (extra != 1) {
