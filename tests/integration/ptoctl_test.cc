@@ -461,13 +461,34 @@ TEST_F(PtoctlTest, TraceThatCannotBeWrittenFails) {
   EXPECT_EQ(r.exit_code, 0) << r.output;
 }
 
+// A host job in auto mode has no buffer model: one line after the result.
+// (Jobs whose tiles live in the buffer are the unit test's, ub_map_test:
+// their addresses are the server's to choose.)
+TEST_F(PtoctlTest, UbMapOfAHostJobSaysItHasNoBufferModel) {
+  const std::string job = WriteTempFile("mapped.json", kTwoInstructionJob);
+  CommandResult r = Ptoctl("run " + job + " --ub-map");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("d: 1x4 uint8\n  4 2 4 4\n"));
+  const std::string line =
+      "\nunified buffer: no operand ranges in the events (a host job in auto "
+      "mode has no on-chip buffer model)\n";
+  ASSERT_GE(r.output.size(), line.size());
+  EXPECT_EQ(r.output.substr(r.output.size() - line.size()), line) << r.output;
+  r = Ptoctl("health --ub-map");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.output, HasSubstr("--ub-map is for run only"));
+  r = Ptoctl("--json run " + job + " --ub-map");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.output, HasSubstr("--ub-map prints text, not JSON"));
+}
+
 TEST(PtoctlHelpTest, HelpListsEveryFlagAndExitsZero) {
   CommandResult r = RunCommand("client/ptoctl --help");
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_THAT(r.output, Not(HasSubstr("ptoctl: ptoctl")));
   for (const char* flag :
        {"--tile=", "--server=", "--token_file=", "--format=", "--out=",
-        "--tls_ca=", "--json=", "--target=", "--trace="}) {
+        "--tls_ca=", "--json=", "--target=", "--trace=", "--ub-map"}) {
     EXPECT_THAT(r.output, HasSubstr(flag));
   }
   r = RunCommand("client/ptoctl --version");
