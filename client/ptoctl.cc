@@ -1,7 +1,8 @@
 // ptoctl: the command-line client of ptoserve.
 //
 //   ptoctl [--server=HOST:PORT] capabilities | health | tand | txor |
-//          run JOB.json|PROGRAM.pto|- [--tile ...] | fmt PROGRAM.pto|- |
+//          run JOB.json|PROGRAM.pto|- [--tile ...] [--trace=OUT.json]
+//          [--ub-map] | fmt PROGRAM.pto|- |
 //          stream JOBS.jsonl|-
 //
 // See `ptoctl --help` and README.md for the flags of each command.
@@ -32,7 +33,9 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "absl/time/time.h"
+#include "client/chrome_trace.h"
 #include "client/client.h"
+#include "client/ub_map.h"
 #include "common/cli_help.h"
 #include "core/asm/parser.h"
 #include "core/asm/printer.h"
@@ -98,6 +101,10 @@ ABSL_FLAG(std::string, target, "",
           "host, a2a3 or a5: the target of tand/txor/tor/tnot, and of every "
           "job that "
           "run and stream send without one (default: the server's).");
+ABSL_FLAG(std::string, trace, "",
+          "run: also write the job's event records to this file as a Chrome "
+          "trace (JSON trace events; open it in ui.perfetto.dev or "
+          "chrome://tracing). The result still prints.");
 ABSL_FLAG(std::string, service, "",
           "health: the service to ask about (default: the server).");
 
@@ -120,6 +127,9 @@ constexpr char kUsage[] =
     "                   starts with '{'), or a PTO assembly program with its\n"
     "                   input tiles:\n"
     "                   --tile NAME=DTYPE:RxC[:valid=RxC][:V] (repeatable)\n"
+    "                   [--trace=OUT.json]: also write the events as a\n"
+    "                   Chrome trace (Perfetto, chrome://tracing)\n"
+    "                   [--ub-map]: then print the unified buffer's layout\n"
     "  fmt FILE         print a program in canonical AS level 2 form (no\n"
     "                   server)\n"
     "  stream FILE      send one JSON job per line over one stream; results\n"
@@ -130,7 +140,13 @@ constexpr char kUsage[] =
     "\n"
     "  --tile=NAME=DTYPE:RxC[:valid=RxC][:V]\n"
     "      run with assembly: an input tile of the program; V as for --src0\n"
-    "      (without V the tile starts zero-filled). Repeat for each tile.\n";
+    "      (without V the tile starts zero-filled). Repeat for each tile.\n"
+    "\n"
+    "  --ub-map\n"
+    "      run: after the result, where each instruction's operands lay in\n"
+    "      the target's unified buffer ([0x1000, 0x1400)) and a table of the\n"
+    "      tiles by address; one line instead when the events carry no\n"
+    "      operands (a host job in auto mode has no buffer model).\n";
 
 bool JsonOutput() { return absl::GetFlag(FLAGS_json); }
 
@@ -489,11 +505,13 @@ absl::StatusOr<std::string> RawBytes(const v1::Tile& tile) {
   return out;
 }
 
-absl::Status WriteBytes(const std::string& path, const std::string& bytes) {
+// Writes `bytes` to `path` for --`flag`; an error names the flag.
+absl::Status WriteFile(absl::string_view flag, const std::string& path,
+                       const std::string& bytes) {
   std::ofstream file(path, std::ios::binary | std::ios::trunc);
   if (!file || !file.write(bytes.data(), bytes.size()) || !file.flush()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--out: cannot write ", path, ": ", std::strerror(errno)));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--", flag, ": cannot write ", path, ": ", std::strerror(errno)));
   }
   return absl::OkStatus();
 }
@@ -512,7 +530,9 @@ int PrintResult(const v1::JobResult& result,
       }
       absl::StatusOr<std::string> bytes = RawBytes(it->second);
       if (!bytes.ok()) return Fail(bytes.status());
-      if (absl::Status s = WriteBytes(out, *bytes); !s.ok()) return Fail(s);
+      if (absl::Status s = WriteFile("out", out, *bytes); !s.ok()) {
+        return Fail(s);
+      }
     } else {
       if (mkdir(out.c_str(), 0777) != 0 && errno != EEXIST) {
         return Fail(absl::InvalidArgumentError(absl::StrCat(
@@ -522,7 +542,7 @@ int PrintResult(const v1::JobResult& result,
         absl::StatusOr<std::string> bytes = RawBytes(tile);
         if (!bytes.ok()) return Fail(bytes.status());
         if (absl::Status s =
-                WriteBytes(absl::StrCat(out, "/", name, ".bin"), *bytes);
+                WriteFile("out", absl::StrCat(out, "/", name, ".bin"), *bytes);
             !s.ok()) {
           return Fail(s);
         }
@@ -822,7 +842,8 @@ bool LooksLikeJson(const std::string& path, absl::string_view text) {
   return !text.empty() && text[0] == '{';
 }
 
-int RunJob(const std::string& path, const std::vector<std::string>& tiles) {
+int RunJob(const std::string& path, const std::vector<std::string>& tiles,
+           bool ub_map) {
   absl::StatusOr<std::string> text = ReadInput(path);
   if (!text.ok()) return UsageError(text.status().message());
   absl::StatusOr<v1::Target> target = ParseTarget(absl::GetFlag(FLAGS_target));
@@ -852,6 +873,12 @@ int RunJob(const std::string& path, const std::vector<std::string>& tiles) {
   if (client == nullptr) return code;
   absl::StatusOr<v1::JobResult> result = client->Execute(job);
   if (!result.ok()) return Fail(result.status());
+  if (const std::string trace = absl::GetFlag(FLAGS_trace); !trace.empty()) {
+    if (absl::Status s = WriteFile("trace", trace, ChromeTrace(*result));
+        !s.ok()) {
+      return Fail(s);
+    }
+  }
   std::vector<std::string> order(job.outputs().begin(), job.outputs().end());
   for (const auto& inst : job.instructions()) {
     if (std::find(order.begin(), order.end(), inst.dst()) == order.end()) {
@@ -862,7 +889,9 @@ int RunJob(const std::string& path, const std::vector<std::string>& tiles) {
     for (const auto& [name, tile] : result->tiles()) order.push_back(name);
     std::sort(order.begin(), order.end());
   }
-  return PrintResult(*result, order);
+  const int printed = PrintResult(*result, order);
+  if (printed == 0 && ub_map) std::cout << UnifiedBufferMap(*result);
+  return printed;
 }
 
 // Prints a program in the canonical AS level 2 form; needs no server.
@@ -929,8 +958,8 @@ int StreamJobs(const std::string& path) {
   return failed == 0 ? 0 : 1;
 }
 
-int Main(const std::vector<char*>& args,
-         const std::vector<std::string>& tiles) {
+int Main(const std::vector<char*>& args, const std::vector<std::string>& tiles,
+         bool ub_map) {
   if (args.size() < 2) return UsageError("no command given");
   const std::string format = absl::GetFlag(FLAGS_format);
   if (format != "dec" && format != "hex") {
@@ -941,12 +970,21 @@ int Main(const std::vector<char*>& args,
   if (!tiles.empty() && command != "run") {
     return UsageError("--tile is for run only");
   }
+  if (!absl::GetFlag(FLAGS_trace).empty() && command != "run") {
+    return UsageError("--trace is for run only");
+  }
+  if (ub_map && command != "run") return UsageError("--ub-map is for run only");
+  if (ub_map && JsonOutput()) {
+    return UsageError(
+        "--ub-map prints text, not JSON: with --json the result's events "
+        "carry the operands");
+  }
   if (command == "run" || command == "fmt" || command == "stream") {
     if (extra != 1) {
       return UsageError(
           absl::StrCat(command, " takes one FILE (- for standard input)"));
     }
-    if (command == "run") return RunJob(args[2], tiles);
+    if (command == "run") return RunJob(args[2], tiles, ub_map);
     if (command == "fmt") return Format(args[2]);
     return StreamJobs(args[2]);
   }
@@ -974,12 +1012,16 @@ int main(int argc, char** argv) {
   ptoserve::HandleHelpAndVersion(argc, argv, "ptoctl", ptoserve::kUsage,
                                  "client/ptoctl.cc");
   absl::SetProgramUsageMessage("the command-line client of ptoserve");
-  // --tile may repeat, which Abseil flags do not allow: take those first.
+  // --tile may repeat, which Abseil flags do not allow, and --ub-map has a
+  // hyphen, which Abseil's flag names do not: take those first.
   std::vector<std::string> tiles;
+  bool ub_map = false;
   std::vector<char*> rest;
   for (int i = 0; i < argc; ++i) {
     const std::string arg = argv[i];
-    if (arg == "--tile" && i + 1 < argc) {
+    if (arg == "--ub-map") {
+      ub_map = true;
+    } else if (arg == "--tile" && i + 1 < argc) {
       tiles.push_back(argv[++i]);
     } else if (absl::StartsWith(arg, "--tile=")) {
       tiles.push_back(std::string(absl::StripPrefix(arg, "--tile=")));
@@ -990,5 +1032,5 @@ int main(int argc, char** argv) {
   rest.push_back(nullptr);
   return ptoserve::Main(
       absl::ParseCommandLine(static_cast<int>(rest.size()) - 1, rest.data()),
-      tiles);
+      tiles, ub_map);
 }

@@ -11,12 +11,14 @@
 
 #include "absl/strings/str_split.h"
 #include "ptoserve/v1/job.pb.h"
+#include "tests/client/trace_checks.h"
 #include "tests/integration/server_process.h"
 #include "tests/integration/test_files.h"
 
 namespace ptoserve {
 namespace {
 
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
@@ -397,12 +399,96 @@ TEST_F(PtoctlTest, OutWritesEveryResultTileOfARun) {
   EXPECT_EQ(read("d.bin"), std::string(4, '\0'));
 }
 
+// Two instructions on the host, the second waiting on the first.
+constexpr char kTwoInstructionJob[] =
+    R"({"id": "traced", "target": "TARGET_HOST",)"
+    R"( "tiles": {"a": {"dtype": "DTYPE_UINT8", "rows": 1, "cols": 4, "values": [12, 10, 6, 5]},)"
+    R"( "b": {"dtype": "DTYPE_UINT8", "rows": 1, "cols": 4, "values": [10, 12, 3, 3]}},)"
+    R"( "instructions": [{"opcode": "OPCODE_TAND", "dst": "c", "src0": "a", "src1": "b"},)"
+    R"( {"opcode": "OPCODE_TXOR", "dst": "d", "src0": "c", "src1": "a", "wait_events": ["e0"]}]})";
+
+// The trace a real job's events make, read back from the file: its
+// structure (trace_checks.h), its rows and its slices; the result still
+// prints. Addresses are the server's and are not asserted here.
+TEST_F(PtoctlTest, TraceWritesTheEventsAsAChromeTrace) {
+  const std::string job = WriteTempFile("traced.json", kTwoInstructionJob);
+  const std::string trace = TempPath("traced.trace.json");
+  CommandResult r = Ptoctl("run " + job + " --trace=" + trace);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  // c = a & b; d = c ^ a.
+  EXPECT_THAT(r.output, HasSubstr("c: 1x4 uint8\n  8 8 2 1\n"));
+  EXPECT_THAT(r.output, HasSubstr("d: 1x4 uint8\n  4 2 4 4\n"));
+  EXPECT_THAT(r.output, HasSubstr("e1   instruction 1 TXOR on host, PIPE_V"));
+  const std::string json = ReadWholeFile(trace);
+  ASSERT_FALSE(json.empty()) << "no " << trace;
+  ParsedTrace parsed = CheckChromeTrace(json);
+  EXPECT_EQ(parsed.process_name, "job traced (host)");
+  std::vector<std::string> rows;
+  for (const auto& [tid, name] : parsed.threads) rows.push_back(name);
+  EXPECT_THAT(rows, ElementsAre("queue", "PIPE_V"));
+  ASSERT_EQ(parsed.instructions.size(), 2u) << json;
+  EXPECT_EQ(parsed.instructions[0].name, "TAND e0");
+  EXPECT_EQ(parsed.instructions[1].name, "TXOR e1");
+  // The wait: TXOR starts after TAND ends.
+  EXPECT_GE(parsed.instructions[1].ts,
+            parsed.instructions[0].ts + parsed.instructions[0].dur);
+  const auto& waited = parsed.instructions[1].args.fields().at("waited_on");
+  ASSERT_EQ(waited.list_value().values_size(), 1);
+  EXPECT_EQ(waited.list_value().values(0).string_value(), "e0");
+  // The host runs each instruction in one step.
+  ASSERT_EQ(parsed.steps.size(), 2u);
+  EXPECT_EQ(parsed.steps[0].name, "and");
+  EXPECT_EQ(parsed.steps[1].name, "xor");
+  EXPECT_EQ(parsed.queued.size(), 2u);
+}
+
+TEST_F(PtoctlTest, TraceThatCannotBeWrittenFails) {
+  const std::string job = WriteTempFile("traced.json", kTwoInstructionJob);
+  const std::string trace = TempPath("no/such/dir/trace.json");
+  CommandResult r = Ptoctl("run " + job + " --trace=" + trace);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("--trace: cannot write " + trace +
+                                  ": No such file or directory"));
+  // For run only.
+  r = Ptoctl("health --trace=" + TempPath("health.json"));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.output, HasSubstr("--trace is for run only"));
+  r = Ptoctl("stream " + job + " --trace=" + TempPath("stream.json"));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.output, HasSubstr("--trace is for run only"));
+  // And a run that can write its trace still succeeds.
+  r = Ptoctl("run " + job + " --trace=" + TempPath("written.json"));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+}
+
+// A host job in auto mode has no buffer model: one line after the result.
+// (Jobs whose tiles live in the buffer are the unit test's, ub_map_test:
+// their addresses are the server's to choose.)
+TEST_F(PtoctlTest, UbMapOfAHostJobSaysItHasNoBufferModel) {
+  const std::string job = WriteTempFile("mapped.json", kTwoInstructionJob);
+  CommandResult r = Ptoctl("run " + job + " --ub-map");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("d: 1x4 uint8\n  4 2 4 4\n"));
+  const std::string line =
+      "\nunified buffer: no operand ranges in the events (a host job in auto "
+      "mode has no on-chip buffer model)\n";
+  ASSERT_GE(r.output.size(), line.size());
+  EXPECT_EQ(r.output.substr(r.output.size() - line.size()), line) << r.output;
+  r = Ptoctl("health --ub-map");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.output, HasSubstr("--ub-map is for run only"));
+  r = Ptoctl("--json run " + job + " --ub-map");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.output, HasSubstr("--ub-map prints text, not JSON"));
+}
+
 TEST(PtoctlHelpTest, HelpListsEveryFlagAndExitsZero) {
   CommandResult r = RunCommand("client/ptoctl --help");
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_THAT(r.output, Not(HasSubstr("ptoctl: ptoctl")));
-  for (const char* flag : {"--tile=", "--server=", "--token_file=", "--format=",
-                           "--out=", "--tls_ca=", "--json=", "--target="}) {
+  for (const char* flag :
+       {"--tile=", "--server=", "--token_file=", "--format=", "--out=",
+        "--tls_ca=", "--json=", "--target=", "--trace=", "--ub-map"}) {
     EXPECT_THAT(r.output, HasSubstr(flag));
   }
   r = RunCommand("client/ptoctl --version");
