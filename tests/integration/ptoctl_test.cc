@@ -461,6 +461,27 @@ TEST_F(PtoctlTest, TraceThatCannotBeWrittenFails) {
   EXPECT_EQ(r.exit_code, 0) << r.output;
 }
 
+// The aliasing example on a5: c bound at a's address, d placed by the
+// server after b. The map shows both tiles at 0x0.
+TEST_F(PtoctlTest, UbMapShowsAliasedTiles) {
+  const std::string job = WriteTempFile("alias.json", R"({
+    "target": "TARGET_A5", "mode": "MODE_MANUAL",
+    "tiles": {
+      "a": {"dtype": "DTYPE_INT32", "rows": 8, "cols": 8, "fill": 5, "address": 0},
+      "b": {"dtype": "DTYPE_INT32", "rows": 8, "cols": 8, "fill": 3, "address": 256},
+      "c": {"dtype": "DTYPE_INT32", "rows": 8, "cols": 8, "address": 0}},
+    "instructions": [
+      {"opcode": "OPCODE_TAND", "dst": "c", "src0": "a", "src1": "b"},
+      {"opcode": "OPCODE_TXOR", "dst": "d", "src0": "a", "src1": "b"}],
+    "outputs": ["d"]})");
+  CommandResult r = Ptoctl("run " + job + " --ub-map");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("d: 8x8 int32\n  2 2 2 2 2 2 2 2\n"));
+  EXPECT_THAT(r.output, HasSubstr("dst   c  [0x0000, 0x0100)"));
+  EXPECT_THAT(r.output, HasSubstr("dst   d  [0x0200, 0x0300)"));
+  EXPECT_THAT(r.output, HasSubstr("src0  a  [0x0000, 0x0100)"));
+}
+
 // A host job in auto mode has no buffer model: one line after the result.
 // (Jobs whose tiles live in the buffer are the unit test's, ub_map_test:
 // their addresses are the server's to choose.)

@@ -310,6 +310,88 @@ TEST_F(ServerTest, A2A3TxorReportsItsFourSteps) {
   }
 }
 
+// The unified buffer over the wire: c bound at a's address shares a's
+// bytes, so d = a ^ b after c = a & b reads a = 5 & 3 and gives 1 ^ 3 = 2;
+// the unbound d is placed by the server, and the result says where.
+TEST_F(ServerTest, ManualModeTilesAtOneAddressShareBytes) {
+  for (v1::Target target : {v1::TARGET_HOST, v1::TARGET_A2A3, v1::TARGET_A5}) {
+    SCOPED_TRACE(v1::Target_Name(target));
+    v1::Job job;
+    job.set_target(target);
+    job.set_mode(v1::MODE_MANUAL);
+    for (auto [name, fill, address] :
+         {std::tuple{"a", 5, 0x0}, std::tuple{"b", 3, 0x400},
+          std::tuple{"c", -1, 0x0}}) {
+      v1::Tile& t = (*job.mutable_tiles())[name];
+      t.set_dtype(v1::DTYPE_INT32);
+      t.set_rows(16);
+      t.set_cols(16);
+      t.set_address(address);
+      if (fill >= 0) t.set_fill(fill);
+    }
+    v1::Instruction* tand = job.add_instructions();
+    tand->set_opcode(v1::OPCODE_TAND);
+    tand->set_dst("c");
+    tand->set_src0("a");
+    tand->set_src1("b");
+    v1::Instruction* txor = job.add_instructions();
+    txor->set_opcode(v1::OPCODE_TXOR);
+    txor->set_dst("d");
+    txor->set_src0("a");
+    txor->set_src1("b");
+    if (target == v1::TARGET_A2A3) txor->set_tmp("t");
+    job.add_outputs("d");
+    job.add_outputs("a");
+    absl::StatusOr<v1::JobResult> r = client_->Execute(job);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(TileElements<int32_t>(r->tiles().at("d")).value(),
+              std::vector<int32_t>(256, 2));
+    EXPECT_EQ(TileElements<int32_t>(r->tiles().at("a")).value(),
+              std::vector<int32_t>(256, 1));
+    EXPECT_EQ(r->tiles().at("a").address(), 0x0u);
+    EXPECT_EQ(r->tiles().at("d").address(), 0x800u);  // the lowest free
+    ASSERT_EQ(r->events_size(), 2);
+    const v1::EventRecord& e1 = r->events(1);
+    ASSERT_GE(e1.operands_size(), 3);
+    EXPECT_EQ(e1.operands(0).role(), "dst");
+    EXPECT_EQ(e1.operands(0).tile(), "d");
+    EXPECT_EQ(e1.operands(0).begin(), 0x800u);
+    EXPECT_EQ(e1.operands(0).end(), 0xC00u);
+    EXPECT_EQ(e1.operands(1).tile(), "a");
+    EXPECT_EQ(e1.operands(1).begin(), 0x0u);
+  }
+}
+
+// Auto mode on a2a3 places tiles in its 192 KiB and refuses more.
+TEST_F(ServerTest, AutoModeProgramThatCannotFitIsRefused) {
+  v1::Job job;
+  job.set_target(v1::TARGET_A2A3);
+  for (const char* name : {"a", "b"}) {
+    v1::Tile& t = (*job.mutable_tiles())[name];
+    t.set_dtype(v1::DTYPE_INT16);
+    t.set_rows(256);
+    t.set_cols(512);
+    t.set_fill(1);
+  }
+  v1::Instruction* inst = job.add_instructions();
+  inst->set_opcode(v1::OPCODE_TAND);
+  inst->set_dst("c");
+  inst->set_src0("a");
+  inst->set_src1("b");
+  absl::StatusOr<v1::JobResult> r = client_->Execute(job);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(r.status().message()),
+              HasSubstr("does not fit in the a2a3 unified buffer of 196608 "
+                        "bytes when the job's tiles are loaded: the 2 tiles "
+                        "live then need 524288 bytes"));
+  // The same on the host, which models no buffer in auto mode, runs.
+  job.set_target(v1::TARGET_HOST);
+  r = client_->Execute(job);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_FALSE(r->tiles().at("c").has_address());
+  EXPECT_EQ(r->events(0).operands_size(), 0);
+}
+
 TEST_F(ServerTest, CapabilitiesDescribeEveryTarget) {
   absl::StatusOr<v1::Capabilities> caps = client_->GetCapabilities();
   ASSERT_TRUE(caps.ok()) << caps.status();
@@ -320,6 +402,10 @@ TEST_F(ServerTest, CapabilitiesDescribeEveryTarget) {
   EXPECT_EQ(caps->targets(1).buffer_bytes(), 192u * 1024);
   EXPECT_TRUE(caps->targets(1).opcodes(1).tmp_required());
   EXPECT_EQ(caps->targets(2).buffer_bytes(), 256u * 1024);
+  // Only the host keeps auto-mode tiles outside a modeled buffer.
+  EXPECT_FALSE(caps->targets(0).auto_mode_in_buffer());
+  EXPECT_TRUE(caps->targets(1).auto_mode_in_buffer());
+  EXPECT_TRUE(caps->targets(2).auto_mode_in_buffer());
   EXPECT_FALSE(caps->targets(2).opcodes(1).tmp_required());
   EXPECT_EQ(caps->targets(0).opcodes(0).dtypes_size(), 6);
   EXPECT_EQ(caps->limits().max_message_bytes(), 64u << 20);
