@@ -662,8 +662,9 @@ int Capabilities() {
             << TargetText(caps->default_target()) << "\n";
   for (const v1::TargetInfo& t : caps->targets()) {
     std::cout << absl::StrFormat(
-        "%-5s %s: unified buffer %u bytes, rows multiple of %u bytes\n",
+        "%-5s %s: unified buffer %u bytes (%s), rows multiple of %u bytes\n",
         TargetText(t.target()), t.description(), t.buffer_bytes(),
+        t.auto_mode_in_buffer() ? "every job" : "manual mode only",
         t.row_alignment_bytes());
     for (const v1::OpcodeSupport& op : t.opcodes()) {
       std::vector<std::string> dtypes;

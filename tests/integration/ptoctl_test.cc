@@ -206,6 +206,9 @@ TEST_F(PtoctlTest, HealthAndCapabilities) {
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_THAT(r.output, HasSubstr("ptoserve 0.1.0, default target host"));
   EXPECT_THAT(r.output, HasSubstr("a2a3  Atlas A2/A3"));
+  EXPECT_THAT(r.output, HasSubstr("unified buffer 196608 bytes (every job)"));
+  EXPECT_THAT(r.output,
+              HasSubstr("unified buffer 1048576 bytes (manual mode only)"));
   EXPECT_THAT(
       r.output,
       HasSubstr("TXOR [int8 uint8 int16 uint16 int32 uint32], tmp required"));
