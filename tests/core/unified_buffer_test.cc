@@ -5,12 +5,14 @@
 #include "core/unified_buffer.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "core/engine.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -368,6 +370,41 @@ TEST(TmpTest, TandWithATmpIsRefused) {
                  absl::StrCat("instruction 0 (TAND on ", TargetName(target),
                               "): tmp \"t\" is set; TAND takes no tmp "
                               "(dst, src0, src1 only)")));
+  }
+}
+
+// A range is printed as [begin, end): where address + size passes 2^64 the
+// end printed wrapped around ("[0xffffffffffffffe0, 0x0)", "[0xfffffffffffff000,
+// 0x3ff000)"), naming a range that ends before it begins. Every range a
+// refusal prints must end after it begins.
+TEST(PlacementErrorTest, RangesPastTwoToTheSixtyFourDoNotWrap) {
+  struct Case {
+    uint32_t rows, cols;
+    uint64_t address;
+  };
+  for (const Case& c : {Case{1, 8, 0xffffffffffffffe0},
+                        Case{1024, 1024, 0xfffffffffffff000}}) {
+    const TileDesc desc = PlacedDesc(DType::kInt32, c.rows, c.cols, c.address);
+    const absl::Status status =
+        CheckPlacement("a", desc, Target::kA5, 256 * 1024);
+    ASSERT_EQ(status.code(), kInvalid);
+    const std::string message(status.message());
+    SCOPED_TRACE(message);
+    EXPECT_THAT(message, HasSubstr(absl::StrFormat("0x%x", c.address)));
+    // Each "[0xB, 0xE)" in the message: E > B.
+    size_t at = 0;
+    int ranges = 0;
+    while ((at = message.find("[0x", at)) != std::string::npos) {
+      char* rest = nullptr;
+      const uint64_t begin = std::strtoull(&message[at + 1], &rest, 16);
+      const size_t comma = message.find(", 0x", at);
+      ASSERT_NE(comma, std::string::npos);
+      const uint64_t end = std::strtoull(&message[comma + 2], &rest, 16);
+      EXPECT_GT(end, begin) << "range at offset " << at << " wraps";
+      ++ranges;
+      at = comma;
+    }
+    EXPECT_GT(ranges, 0);
   }
 }
 
