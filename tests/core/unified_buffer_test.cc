@@ -356,6 +356,35 @@ TEST(MixedPlacementTest, UnboundTilesArePlacedAroundBoundOnes) {
   EXPECT_EQ(outcome.outputs[2].tile.desc().address, 0xC00u);
 }
 
+// README: a tile without an address "is placed around the bound ones". A
+// bound tile b (2x8 int32, valid 1x8, no elements) at 0x0 is first written
+// by instruction 1, so the engine placed the unbound input a, dead after
+// instruction 0, over b's bytes: b came back with a's elements (7) in the
+// row outside its valid region, bytes that neither the client nor any tile
+// it bound ever wrote (the same job with b's address changed, or on the
+// host in auto mode, returns zeros there). Bound tiles are never cleared
+// when reused, unlike placed ones.
+TEST(MixedPlacementTest, UnboundInputsDoNotLeakIntoABoundTilesBytes) {
+  const Engine engine{EngineOptions{}};
+  JobBuilder job(Target::kA5, Mode::kManual);
+  job.AddFill("a", Desc(DType::kInt32, 2, 8, 1, 8), 7);
+  job.AddFill("c", Desc(DType::kInt32, 2, 8, 1, 8), 1);
+  TileDesc b = PlacedDesc(DType::kInt32, 2, 8, 0x0);
+  b.valid_rows = 1;
+  job.AddTile("b", b);
+  job.Tand("x", "a", "a");
+  job.Tand("b", "c", "c");
+  job.spec().outputs = {"b"};
+  ASSERT_OK_AND_ASSIGN(JobOutcome outcome, engine.Execute(job.spec()));
+  const OutputTile* out = test::FindOutput(outcome, "b");
+  ASSERT_NE(out, nullptr);
+  ASSERT_EQ(out->tile.size_bytes(), 64u);
+  std::vector<int32_t> got(16);
+  std::memcpy(got.data(), out->tile.data(), 64);
+  // Row 0: c & c = 1; row 1, outside b's valid region: never written.
+  EXPECT_THAT(got, ElementsAre(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0));
+}
+
 // TAND has no tmp: a job naming one is refused, as the assembler refuses
 // `tand` with three inputs.
 TEST(TmpTest, TandWithATmpIsRefused) {
