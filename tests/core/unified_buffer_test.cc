@@ -5,12 +5,14 @@
 #include "core/unified_buffer.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "core/engine.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -370,6 +372,35 @@ TEST(MixedPlacementTest, UnboundTilesArePlacedAroundBoundOnes) {
   EXPECT_EQ(outcome.outputs[2].tile.desc().address, 0xC00u);
 }
 
+// README: a tile without an address "is placed around the bound ones". A
+// bound tile b (2x8 int32, valid 1x8, no elements) at 0x0 is first written
+// by instruction 1, so the engine placed the unbound input a, dead after
+// instruction 0, over b's bytes: b came back with a's elements (7) in the
+// row outside its valid region, bytes that neither the client nor any tile
+// it bound ever wrote (the same job with b's address changed, or on the
+// host in auto mode, returns zeros there). Bound tiles are never cleared
+// when reused, unlike placed ones.
+TEST(MixedPlacementTest, UnboundInputsDoNotLeakIntoABoundTilesBytes) {
+  const Engine engine{EngineOptions{}};
+  JobBuilder job(Target::kA5, Mode::kManual);
+  job.AddFill("a", Desc(DType::kInt32, 2, 8, 1, 8), 7);
+  job.AddFill("c", Desc(DType::kInt32, 2, 8, 1, 8), 1);
+  TileDesc b = PlacedDesc(DType::kInt32, 2, 8, 0x0);
+  b.valid_rows = 1;
+  job.AddTile("b", b);
+  job.Tand("x", "a", "a");
+  job.Tand("b", "c", "c");
+  job.spec().outputs = {"b"};
+  ASSERT_OK_AND_ASSIGN(JobOutcome outcome, engine.Execute(job.spec()));
+  const OutputTile* out = test::FindOutput(outcome, "b");
+  ASSERT_NE(out, nullptr);
+  ASSERT_EQ(out->tile.size_bytes(), 64u);
+  std::vector<int32_t> got(16);
+  std::memcpy(got.data(), out->tile.data(), 64);
+  // Row 0: c & c = 1; row 1, outside b's valid region: never written.
+  EXPECT_THAT(got, ElementsAre(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0));
+}
+
 // TAND has no tmp: a job naming one is refused, as the assembler refuses
 // `tand` with three inputs.
 TEST(TmpTest, TandWithATmpIsRefused) {
@@ -384,6 +415,41 @@ TEST(TmpTest, TandWithATmpIsRefused) {
                  absl::StrCat("instruction 0 (TAND on ", TargetName(target),
                               "): tmp \"t\" is set; TAND takes no tmp "
                               "(dst, src0, src1 only)")));
+  }
+}
+
+// A range is printed as [begin, end): where address + size passes 2^64 the
+// end printed wrapped around ("[0xffffffffffffffe0, 0x0)", "[0xfffffffffffff000,
+// 0x3ff000)"), naming a range that ends before it begins. Every range a
+// refusal prints must end after it begins.
+TEST(PlacementErrorTest, RangesPastTwoToTheSixtyFourDoNotWrap) {
+  struct Case {
+    uint32_t rows, cols;
+    uint64_t address;
+  };
+  for (const Case& c : {Case{1, 8, 0xffffffffffffffe0},
+                        Case{1024, 1024, 0xfffffffffffff000}}) {
+    const TileDesc desc = PlacedDesc(DType::kInt32, c.rows, c.cols, c.address);
+    const absl::Status status =
+        CheckPlacement("a", desc, Target::kA5, 256 * 1024);
+    ASSERT_EQ(status.code(), kInvalid);
+    const std::string message(status.message());
+    SCOPED_TRACE(message);
+    EXPECT_THAT(message, HasSubstr(absl::StrFormat("0x%x", c.address)));
+    // Each "[0xB, 0xE)" in the message: E > B.
+    size_t at = 0;
+    int ranges = 0;
+    while ((at = message.find("[0x", at)) != std::string::npos) {
+      char* rest = nullptr;
+      const uint64_t begin = std::strtoull(&message[at + 1], &rest, 16);
+      const size_t comma = message.find(", 0x", at);
+      ASSERT_NE(comma, std::string::npos);
+      const uint64_t end = std::strtoull(&message[comma + 2], &rest, 16);
+      EXPECT_GT(end, begin) << "range at offset " << at << " wraps";
+      ++ranges;
+      at = comma;
+    }
+    EXPECT_GT(ranges, 0);
   }
 }
 
