@@ -57,37 +57,46 @@ class HazardTracker {
 // other. The buffer is a set of segments, each with the instruction that
 // last wrote it and those that read it since; a write makes its range one
 // segment again.
+//
+// Two rules keep the edges linear in the program's size. A reader joining
+// a full reader list follows the readers in it, so that it alone stands for
+// them. A read spanning many segments follows every access to them, as a
+// write would, and then stands for them as one segment's last "writer":
+// later accesses follow it alone, and through it everything before (it
+// writes nothing, so this only orders; it never changes a result).
 class BufferHazards {
  public:
   explicit BufferHazards(uint64_t bytes) { segments_[0] = Segment{bytes}; }
 
   void Add(const ByteRange& range, bool writes,
            std::vector<uint32_t>* deps) const {
+    const bool whole = writes || Spans(range) > kMaxSegmentsRead;
     auto it = std::prev(segments_.upper_bound(range.begin));
     for (; it != segments_.end() && it->first < range.end; ++it) {
       const Segment& seg = it->second;
       if (seg.writer >= 0) deps->push_back(static_cast<uint32_t>(seg.writer));
-      // A reader joining a full list follows the readers in it, so that it
-      // alone stands for them (it is ordered after each) and lists stay
-      // short.
-      if (writes || seg.readers.size() >= kMaxReaders) {
+      if (whole || seg.readers.size() >= kMaxReaders) {
         deps->insert(deps->end(), seg.readers.begin(), seg.readers.end());
       }
     }
   }
+  // REQUIRES: Add for every access of instruction `index` came first, and
+  // Commit for its reads before its writes.
   void Commit(const ByteRange& range, bool writes, uint32_t index) {
-    Split(range.begin);
-    Split(range.end);
-    auto first = segments_.find(range.begin);
-    auto last = segments_.lower_bound(range.end);
-    if (writes) {
-      segments_.erase(first, last);
+    if (writes || Spans(range) > kMaxSegmentsRead) {
+      Split(range.begin);
+      Split(range.end);
+      segments_.erase(segments_.find(range.begin),
+                      segments_.lower_bound(range.end));
       Segment& seg = segments_[range.begin];
       seg.end = range.end;
       seg.writer = index;
       return;
     }
-    for (auto it = first; it != last; ++it) {
+    Split(range.begin);
+    Split(range.end);
+    auto last = segments_.lower_bound(range.end);
+    for (auto it = segments_.find(range.begin); it != last; ++it) {
       auto& readers = it->second.readers;
       if (!readers.empty() && readers.back() == index) continue;
       if (readers.size() >= kMaxReaders) readers.clear();
@@ -97,12 +106,25 @@ class BufferHazards {
 
  private:
   static constexpr size_t kMaxReaders = 16;
+  static constexpr size_t kMaxSegmentsRead = 8;
 
   struct Segment {
     uint64_t end = 0;
     int64_t writer = -1;
     absl::InlinedVector<uint32_t, 4> readers;
   };
+
+  // How many segments `range` meets, counted up to kMaxSegmentsRead + 1.
+  size_t Spans(const ByteRange& range) const {
+    size_t n = 0;
+    auto it = std::prev(segments_.upper_bound(range.begin));
+    for (; it != segments_.end() && it->first < range.end &&
+           n <= kMaxSegmentsRead;
+         ++it) {
+      ++n;
+    }
+    return n;
+  }
 
   // Makes `at` the start of a segment (unless it is the end of the buffer).
   void Split(uint64_t at) {

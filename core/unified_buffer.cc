@@ -14,8 +14,12 @@ uint64_t AlignUp(uint64_t n) {
   return (n + kAddressAlignment - 1) / kAddressAlignment * kAddressAlignment;
 }
 
-bool LiveTogether(const TileLife& a, const TileLife& b) {
-  return a.first <= b.last && b.first <= a.last;
+// "0x..." for a + b, which may pass 2^64 (an address near the top of the
+// address space): the range a message prints must not wrap.
+std::string HexSum(uint64_t a, uint64_t b) {
+  const uint64_t low = a + b;
+  if (low >= a) return absl::StrFormat("0x%x", low);
+  return absl::StrFormat("0x1%016x", low);
 }
 
 // How many live tiles an error lists before "and N more".
@@ -28,14 +32,19 @@ absl::Status NoRoom(absl::Span<const TileLife> tiles, const BufferPlan& plan,
                     Target target, uint64_t buffer_bytes) {
   const TileLife& f = tiles[failed];
   const std::string when = f.first < 0
-                               ? std::string("when the job's tiles are loaded")
+                               ? std::string("before the first instruction")
                                : absl::StrFormat("at instruction %d", f.first);
   uint64_t needed = 0;
   size_t live = 0;
+  size_t idle_bound = 0;  // bound tiles not live then
   std::string listed;
   for (size_t j = 0; j < tiles.size(); ++j) {
     const TileLife& t = tiles[j];
-    if (!(t.first <= f.first && f.first <= t.last) && j != failed) continue;
+    // Bound tiles hold their bytes for the whole program.
+    const bool live_then =
+        j == failed || (t.first <= f.first && f.first <= t.last);
+    if (!live_then && !t.desc.address.has_value()) continue;
+    idle_bound += !live_then;
     needed += t.desc.bytes();
     if (++live > kListedTiles) continue;
     absl::StrAppendFormat(&listed, "%s\"%s\" %u bytes",
@@ -50,14 +59,17 @@ absl::Status NoRoom(absl::Span<const TileLife> tiles, const BufferPlan& plan,
   if (live > kListedTiles) {
     absl::StrAppendFormat(&listed, " and %u more", live - kListedTiles);
   }
+  const char* held = idle_bound > 0 ? "live then or bound" : "live then";
+  const std::string tiles_live =
+      live == 1 ? absl::StrFormat("the 1 tile %s needs", held)
+                : absl::StrFormat("the %u tiles %s need", live, held);
   std::string why =
       needed > buffer_bytes
-          ? absl::StrFormat("the %u tiles live then need %u bytes", live,
-                            needed)
+          ? absl::StrFormat("%s %u bytes", tiles_live, needed)
           : absl::StrFormat(
-                "the %u tiles live then need %u bytes, but no free gap of %u "
-                "bytes is left between them",
-                live, needed, f.desc.bytes());
+                "%s %u bytes, but no free gap of %u bytes is left between "
+                "them",
+                tiles_live, needed, f.desc.bytes());
   absl::Status status = absl::InvalidArgumentError(absl::StrFormat(
       "tile \"%s\" (%s, %u bytes) does not fit in the %s unified buffer of %u "
       "bytes %s: %s (%s)",
@@ -90,10 +102,9 @@ absl::Status CheckPlacement(absl::string_view name, const TileDesc& desc,
   if (address > buffer_bytes || desc.bytes() > buffer_bytes - address) {
     return AtTile(
         absl::InvalidArgumentError(absl::StrFormat(
-            "tile \"%s\": %s at %s does not fit in the %s unified buffer of %u "
-            "bytes",
-            name, desc.ToString(),
-            ByteRange{address, address + desc.bytes()}.ToString(),
+            "tile \"%s\": %s at [0x%x, %s) does not fit in the %s unified "
+            "buffer of %u bytes",
+            name, desc.ToString(), address, HexSum(address, desc.bytes()),
             TargetName(target), buffer_bytes)),
         name);
   }
@@ -117,11 +128,9 @@ absl::StatusOr<BufferPlan> PlaceTiles(absl::Span<const TileLife> tiles,
       pending.push_back(i);
     }
   }
-  auto by_first = [&](size_t a, size_t b) {
+  std::stable_sort(pending.begin(), pending.end(), [&](size_t a, size_t b) {
     return tiles[a].first < tiles[b].first;
-  };
-  std::stable_sort(bound.begin(), bound.end(), by_first);
-  std::stable_sort(pending.begin(), pending.end(), by_first);
+  });
   auto range_of = [&](size_t j) {
     return ByteRange{plan.address[j], plan.address[j] + tiles[j].desc.bytes()};
   };
@@ -141,10 +150,9 @@ absl::StatusOr<BufferPlan> PlaceTiles(absl::Span<const TileLife> tiles,
         active.end());
     busy.clear();
     for (size_t j : active) busy.push_back(range_of(j));
-    for (size_t j : bound) {
-      if (tiles[j].first > tile.last) break;
-      if (LiveTogether(tile, tiles[j])) busy.push_back(range_of(j));
-    }
+    // Bound tiles are the client's for the whole program: nothing is placed
+    // in their bytes, even while they are not live.
+    for (size_t j : bound) busy.push_back(range_of(j));
     std::sort(busy.begin(), busy.end(),
               [](const ByteRange& a, const ByteRange& b) {
                 return a.begin < b.begin;

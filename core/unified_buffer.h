@@ -66,10 +66,10 @@ struct BufferPlan {
 };
 
 // Places the tiles without an address around those with one: each at the
-// lowest 32-byte aligned address where it overlaps no tile live at the
-// same time, in the order they become live. INVALID_ARGUMENT when a tile
-// cannot fit, naming the buffer, its size, the bytes the tiles live at
-// that point need and those tiles.
+// lowest 32-byte aligned address where it overlaps no bound tile and no
+// placed tile live at the same time, in the order they become live.
+// INVALID_ARGUMENT when a tile cannot fit, naming the buffer, its size, the
+// bytes the tiles live at that point need and those tiles.
 absl::StatusOr<BufferPlan> PlaceTiles(absl::Span<const TileLife> tiles,
                                       Target target, uint64_t buffer_bytes);
 

@@ -263,11 +263,12 @@ TEST(AutoPlacementTest, ProgramsThatCannotFitAreRefused) {
   tand.Tand("c", "a", "b");
   EXPECT_THAT(
       engine.Prepare(tand.spec()).status(),
-      StatusIs(kInvalid,
-               "tile \"a\" (256x512 int16, 262144 bytes) does not fit in the "
-               "a2a3 unified buffer of 196608 bytes when the job's tiles are "
-               "loaded: the 2 tiles live then need 524288 bytes (\"a\" 262144 "
-               "bytes, \"b\" 262144 bytes)"));
+      StatusIs(
+          kInvalid,
+          "tile \"a\" (256x512 int16, 262144 bytes) does not fit in the "
+          "a2a3 unified buffer of 196608 bytes before the first "
+          "instruction: the 2 tiles live then need 524288 bytes (\"a\" 262144 "
+          "bytes, \"b\" 262144 bytes)"));
 
   JobBuilder txor(Target::kA2A3);
   for (const char* name : {"a", "b"}) {
@@ -419,16 +420,16 @@ TEST(TmpTest, TandWithATmpIsRefused) {
 }
 
 // A range is printed as [begin, end): where address + size passes 2^64 the
-// end printed wrapped around ("[0xffffffffffffffe0, 0x0)", "[0xfffffffffffff000,
-// 0x3ff000)"), naming a range that ends before it begins. Every range a
-// refusal prints must end after it begins.
+// end printed wrapped around ("[0xffffffffffffffe0, 0x0)",
+// "[0xfffffffffffff000, 0x3ff000)"), naming a range that ends before it begins.
+// Every range a refusal prints must end after it begins.
 TEST(PlacementErrorTest, RangesPastTwoToTheSixtyFourDoNotWrap) {
   struct Case {
     uint32_t rows, cols;
     uint64_t address;
   };
-  for (const Case& c : {Case{1, 8, 0xffffffffffffffe0},
-                        Case{1024, 1024, 0xfffffffffffff000}}) {
+  for (const Case& c :
+       {Case{1, 8, 0xffffffffffffffe0}, Case{1024, 1024, 0xfffffffffffff000}}) {
     const TileDesc desc = PlacedDesc(DType::kInt32, c.rows, c.cols, c.address);
     const absl::Status status =
         CheckPlacement("a", desc, Target::kA5, 256 * 1024);

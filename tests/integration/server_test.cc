@@ -382,7 +382,7 @@ TEST_F(ServerTest, AutoModeProgramThatCannotFitIsRefused) {
   EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(r.status().message()),
               HasSubstr("does not fit in the a2a3 unified buffer of 196608 "
-                        "bytes when the job's tiles are loaded: the 2 tiles "
+                        "bytes before the first instruction: the 2 tiles "
                         "live then need 524288 bytes"));
   // The same on the host, which models no buffer in auto mode, runs.
   job.set_target(v1::TARGET_HOST);
