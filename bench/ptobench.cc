@@ -26,11 +26,13 @@
 #include <atomic>
 #include <cstring>
 #include <deque>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <random>
+#include <sstream>
 #include <thread>
 #include <vector>
 
@@ -83,6 +85,21 @@ ABSL_FLAG(std::string, format, "text",
           "of figures per result); or json (one object per line per result).");
 ABSL_FLAG(bool, csv_header, true, "csv: print the header line first.");
 ABSL_FLAG(std::string, label, "", "csv and json: a label for the result.");
+ABSL_FLAG(bool, tls, false,
+          "Connect with TLS (implied by the other --tls_ flags).");
+ABSL_FLAG(std::string, tls_ca, "",
+          "PEM file of the CA to verify the server with (default: the "
+          "system's roots).");
+ABSL_FLAG(std::string, tls_cert, "",
+          "PEM file of a client certificate, for mutual TLS (with --tls_key).");
+ABSL_FLAG(std::string, tls_key, "", "PEM file of --tls_cert's private key.");
+ABSL_FLAG(std::string, tls_server_name, "",
+          "The name the server's certificate must carry, if not the host's.");
+ABSL_FLAG(std::string, token, "",
+          "Bearer token sent with every call (\"authorization: Bearer ...\").");
+ABSL_FLAG(std::string, token_file, "",
+          "File whose first line that is neither blank nor a # comment is the "
+          "bearer token.");
 
 namespace ptoserve {
 namespace {
@@ -182,6 +199,67 @@ absl::Duration NextBackoff(absl::Duration backoff) {
                   absl::Milliseconds(100));
 }
 
+absl::StatusOr<std::string> ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  if (!in)
+    return absl::InvalidArgumentError(absl::StrCat("cannot read ", path));
+  return text.str();
+}
+
+// The "authorization" metadata's value for every call, or "" for none.
+absl::StatusOr<std::string> Authorization() {
+  std::string token = absl::GetFlag(FLAGS_token);
+  const std::string file = absl::GetFlag(FLAGS_token_file);
+  if (!token.empty() && !file.empty()) {
+    return absl::InvalidArgumentError("give --token or --token_file, not both");
+  }
+  if (!file.empty()) {
+    absl::StatusOr<std::string> text = ReadFile(file);
+    if (!text.ok()) return text.status();
+    for (absl::string_view line : absl::StrSplit(*text, '\n')) {
+      line = absl::StripAsciiWhitespace(line);
+      if (!line.empty() && line[0] != '#') {
+        token = std::string(line);
+        break;
+      }
+    }
+    if (token.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--token_file=", file, " holds no token"));
+    }
+  }
+  return token.empty() ? "" : absl::StrCat("Bearer ", token);
+}
+
+// Plaintext, or TLS as the --tls flags say; sets the name the server's
+// certificate must carry in `args`.
+absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> Credentials(
+    grpc::ChannelArguments* args) {
+  const std::string server_name = absl::GetFlag(FLAGS_tls_server_name);
+  if (!absl::GetFlag(FLAGS_tls) && absl::GetFlag(FLAGS_tls_ca).empty() &&
+      absl::GetFlag(FLAGS_tls_cert).empty() &&
+      absl::GetFlag(FLAGS_tls_key).empty() && server_name.empty()) {
+    return grpc::InsecureChannelCredentials();
+  }
+  if (absl::GetFlag(FLAGS_tls_cert).empty() !=
+      absl::GetFlag(FLAGS_tls_key).empty()) {
+    return absl::InvalidArgumentError("--tls_cert and --tls_key go together");
+  }
+  grpc::SslCredentialsOptions ssl;
+  for (auto [flag, pem] : {std::pair{&FLAGS_tls_ca, &ssl.pem_root_certs},
+                           std::pair{&FLAGS_tls_cert, &ssl.pem_cert_chain},
+                           std::pair{&FLAGS_tls_key, &ssl.pem_private_key}}) {
+    if (absl::GetFlag(*flag).empty()) continue;
+    absl::StatusOr<std::string> text = ReadFile(absl::GetFlag(*flag));
+    if (!text.ok()) return text.status();
+    *pem = *std::move(text);
+  }
+  if (!server_name.empty()) args->SetSslTargetNameOverride(server_name);
+  return grpc::SslCredentials(ssl);
+}
+
 // One measurement's window and what every thread shares.
 struct Run {
   const Workload* workload;
@@ -190,6 +268,7 @@ struct Run {
   absl::Time end;
   bool check;
   int stream_depth;
+  std::string authorization;  // "" for none
 };
 
 // One generator thread: its completion queue and the calls it drives. Every
@@ -219,6 +298,7 @@ class Driver {
     interval_ = absl::Seconds(1) / rate;
     pacing_.store(true);
     std::thread pacer([this, first] {
+      size_t sent = 0;
       for (absl::Time due = first; due < run_.end; due += interval_) {
         const absl::Duration wait = due - absl::Now();
         if (wait > absl::ZeroDuration()) absl::SleepFor(wait);
@@ -226,15 +306,15 @@ class Driver {
         {
           std::lock_guard<std::mutex> lock(mu_);
           if (free_.empty()) {
-            const int ch =
-                rate_channels_[calls_.size() % rate_channels_.size()];
-            calls_.push_back(std::make_unique<Call>(ch));
+            calls_.push_back(std::make_unique<Call>(0));
             call = calls_.back().get();
           } else {
             call = free_.back();
             free_.pop_back();
           }
         }
+        // The channels in turn, whichever call object carries it.
+        call->channel = rate_channels_[sent++ % rate_channels_.size()];
         StartCall(call, due);
       }
       pacing_.store(false);
@@ -349,6 +429,9 @@ class Driver {
 
   void StartCall(Call* call, absl::Time sent) {
     call->context = std::make_unique<grpc::ClientContext>();
+    if (!run_.authorization.empty()) {
+      call->context->AddMetadata("authorization", run_.authorization);
+    }
     call->sent = sent;
     call->busy = true;
     tally_->max_in_flight =
@@ -385,6 +468,9 @@ class Driver {
 
   void StartStream(Stream* s) {
     s->context = std::make_unique<grpc::ClientContext>();
+    if (!run_.authorization.empty()) {
+      s->context->AddMetadata("authorization", run_.authorization);
+    }
     s->rw =
         Stub(s->channel)->PrepareCall(s->context.get(), kExecuteStream, &cq_);
     s->sent_at.clear();
@@ -443,6 +529,7 @@ class Driver {
           Record(it->second, now, error);
           s->sent_at.erase(it);
         }
+        s->backoff = absl::ZeroDuration();
         s->response.Clear();
         s->rw->Read(&s->response, &s->read);
         MaybeWrite(s, now);
@@ -457,10 +544,10 @@ class Driver {
               ErrorKey(static_cast<absl::StatusCode>(s->status.error_code()),
                        s->status.error_message()))];
         }
-        if (now < run_.end) {  // ended early: start another, backing off
-          s->backoff = s->status.error_code() == grpc::StatusCode::UNAVAILABLE
-                           ? NextBackoff(s->backoff)
-                           : absl::ZeroDuration();
+        if (now < run_.end) {
+          // It ended early (refused, or the server going away): start
+          // another after a backoff that a result received resets.
+          s->backoff = NextBackoff(s->backoff);
           s->alarm.Set(&cq_, absl::ToChronoTime(now + s->backoff), &s->retry);
           ++pending_alarms_;
         }
@@ -574,7 +661,8 @@ std::string JsonString(absl::string_view s) {
 // second) and prints its result. Returns the number of errors.
 int64_t Measure(const Workload& workload,
                 std::vector<std::unique_ptr<grpc::GenericStub>>* stubs,
-                int concurrency, double rate) {
+                const std::string& authorization, int concurrency,
+                double rate) {
   const bool stream = absl::GetFlag(FLAGS_mode) == "stream";
   const int threads = std::max(1, std::min(absl::GetFlag(FLAGS_threads),
                                            rate > 0 ? 1 << 20 : concurrency));
@@ -586,6 +674,7 @@ int64_t Measure(const Workload& workload,
   run.end = run.measure_from + absl::GetFlag(FLAGS_duration);
   run.check = absl::GetFlag(FLAGS_check);
   run.stream_depth = std::max(1, absl::GetFlag(FLAGS_stream_depth));
+  run.authorization = authorization;
   std::vector<Tally> tallies(threads);
   std::vector<std::thread> workers;
   for (int t = 0; t < threads; ++t) {
@@ -728,14 +817,24 @@ int Main() {
       return 2;
     }
   }
+  absl::StatusOr<std::string> authorization = Authorization();
+  if (!authorization.ok()) {
+    std::cerr << "ptobench: " << authorization.status().message() << "\n";
+    return 2;
+  }
   std::vector<std::unique_ptr<grpc::GenericStub>> stubs;
   for (int i = 0; i < std::max(1, absl::GetFlag(FLAGS_connections)); ++i) {
     grpc::ChannelArguments args;
     args.SetMaxReceiveMessageSize(256 << 20);
     args.SetMaxSendMessageSize(256 << 20);
     args.SetInt("ptobench.connection", i);  // a connection of its own
-    auto channel = grpc::CreateCustomChannel(
-        absl::GetFlag(FLAGS_server), grpc::InsecureChannelCredentials(), args);
+    auto credentials = Credentials(&args);
+    if (!credentials.ok()) {
+      std::cerr << "ptobench: " << credentials.status().message() << "\n";
+      return 2;
+    }
+    auto channel = grpc::CreateCustomChannel(absl::GetFlag(FLAGS_server),
+                                             *credentials, args);
     if (!channel->WaitForConnected(std::chrono::system_clock::now() +
                                    std::chrono::seconds(5))) {
       std::cerr << "ptobench: cannot connect to " << absl::GetFlag(FLAGS_server)
@@ -749,7 +848,8 @@ int Main() {
                  "tiles_per_s,p50_us,p90_us,p99_us,max_us,errors\n";
   }
   int64_t errors = 0;
-  for (int c : points) errors += Measure(*workload, &stubs, c, rate);
+  for (int c : points)
+    errors += Measure(*workload, &stubs, *authorization, c, rate);
   return errors == 0 ? 0 : 1;
 }
 

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "tests/integration/server_process.h"
+#include "tests/integration/test_files.h"
 
 namespace ptoserve {
 namespace {
@@ -183,6 +184,24 @@ TEST(PtobenchTest, CheckCatchesAWrongResult) {
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(CsvErrors(absl::StripAsciiWhitespace(r.output)), 0) << r.output;
   EXPECT_GT(CsvRate(absl::StripAsciiWhitespace(r.output)), 0) << r.output;
+}
+
+// A server that asks for a token: without one every call is refused, and
+// says why; --token and --token_file send it with every call and stream.
+TEST(PtobenchTest, SendsTheBearerToken) {
+  const std::string tokens = WriteTempFile("tokens", "# ptobench\n\nsesame\n");
+  ServerProcess server({"--auth_token_file=" + tokens});
+  const std::string run = "bench/ptobench --server=" + server.address() +
+                          " --duration=0.2s --warmup=0s --concurrency=2 ";
+  CommandResult r = RunCommand(run);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("x UNAUTHENTICATED: ")) << r.output;
+  r = RunCommand(run + "--token=sesame");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("errors: none")) << r.output;
+  r = RunCommand(run + "--token_file=" + tokens + " --mode=stream");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("errors: none")) << r.output;
 }
 
 }  // namespace
