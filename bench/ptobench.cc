@@ -1,5 +1,6 @@
 // ptobench: a load generator for ptoserve, in the spirit of Triton's
-// perf_analyzer and ghz. It runs `--concurrency` workers against a server for
+// perf_analyzer and ghz. It keeps `--concurrency` calls (or streams) in
+// flight against a server, or sends `--rate` requests a second, for
 // `--duration` after `--warmup`, checks every result against a result
 // computed here, and prints requests/s, tiles/s, latency percentiles and
 // errors by code.
@@ -7,26 +8,44 @@
 //   ptobench --server=127.0.0.1:50051 --mode=unary --concurrency=8
 //            --shape=16x16 --dtype=int32 --opcode=tand --duration=10s
 // (one command line)
+//
+// The engine is asynchronous so that the generator is not what limits the
+// figures: `--threads` threads (one by default) each own a gRPC completion
+// queue and drive their share of the calls from it. Completion queues rather
+// than the callback API because with them the threads that do the client's
+// work are exactly the ones asked for (the callback API runs reactions on
+// gRPC's own thread pool, whose size a generator cannot set), which is what
+// "more generator threads do not raise the figure" has to vary. Calls go
+// through a generic stub: the Job is serialized once and every call sends
+// the same bytes (a stream's jobs append only their id), as ghz does.
+#include <grpcpp/alarm.h>
+#include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <deque>
+#include <fstream>
 #include <iostream>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <random>
+#include <sstream>
 #include <thread>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "proto/wire.h"
@@ -36,8 +55,20 @@ ABSL_FLAG(std::string, server, "127.0.0.1:50051", "Server address.");
 ABSL_FLAG(std::string, mode, "unary",
           "unary (Execute) or stream (ExecuteStream).");
 ABSL_FLAG(int, concurrency, 1,
-          "Workers, each with its own connection: unary calls in flight, or "
-          "streams.");
+          "Unary calls in flight, or streams (closed loop: a call starts when "
+          "one finishes).");
+ABSL_FLAG(std::string, sweep, "",
+          "Comma-separated concurrencies (1,2,4,...): one measurement and one "
+          "result line for each, in place of --concurrency.");
+ABSL_FLAG(double, rate, 0,
+          "unary mode: send this many requests a second whatever the "
+          "completions (open loop; latency counts from the time each request "
+          "was due). 0: closed loop at --concurrency.");
+ABSL_FLAG(int, threads, 1,
+          "Generator threads, each with a completion queue and its share of "
+          "the calls.");
+ABSL_FLAG(int, connections, 1,
+          "Channels (distinct connections) the calls are spread over.");
 ABSL_FLAG(int, stream_depth, 32,
           "stream mode: jobs each stream keeps in flight.");
 ABSL_FLAG(absl::Duration, duration, absl::Seconds(10), "Measured time.");
@@ -50,10 +81,25 @@ ABSL_FLAG(bool, check, true,
           "Check every result against the expected tile (turn off for the "
           "echo baseline, which returns src0).");
 ABSL_FLAG(std::string, format, "text",
-          "text, or csv (a header line, unless --csv_header=false, and one "
-          "line of figures).");
+          "text; csv (a header line, unless --csv_header=false, and one line "
+          "of figures per result); or json (one object per line per result).");
 ABSL_FLAG(bool, csv_header, true, "csv: print the header line first.");
-ABSL_FLAG(std::string, label, "", "csv: a label for the first column.");
+ABSL_FLAG(std::string, label, "", "csv and json: a label for the result.");
+ABSL_FLAG(bool, tls, false,
+          "Connect with TLS (implied by the other --tls_ flags).");
+ABSL_FLAG(std::string, tls_ca, "",
+          "PEM file of the CA to verify the server with (default: the "
+          "system's roots).");
+ABSL_FLAG(std::string, tls_cert, "",
+          "PEM file of a client certificate, for mutual TLS (with --tls_key).");
+ABSL_FLAG(std::string, tls_key, "", "PEM file of --tls_cert's private key.");
+ABSL_FLAG(std::string, tls_server_name, "",
+          "The name the server's certificate must carry, if not the host's.");
+ABSL_FLAG(std::string, token, "",
+          "Bearer token sent with every call (\"authorization: Bearer ...\").");
+ABSL_FLAG(std::string, token_file, "",
+          "File whose first line that is neither blank nor a # comment is the "
+          "bearer token.");
 
 namespace ptoserve {
 namespace {
@@ -61,9 +107,13 @@ namespace {
 using v1::Job;
 using v1::JobResult;
 
+constexpr char kExecute[] = "/ptoserve.v1.TileCompute/Execute";
+constexpr char kExecuteStream[] = "/ptoserve.v1.TileCompute/ExecuteStream";
+
 struct Workload {
   Job job;
-  std::string expected;  // dst's data
+  std::string expected;      // dst's data
+  grpc::ByteBuffer request;  // `job` serialized, sent by every call
 };
 
 absl::StatusOr<Workload> MakeWorkload() {
@@ -111,7 +161,20 @@ absl::StatusOr<Workload> MakeWorkload() {
   inst->set_src0("src0");
   inst->set_src1("src1");
   if (is_xor) inst->set_tmp("tmp");
+  grpc::Slice slice(w.job.SerializeAsString());
+  w.request = grpc::ByteBuffer(&slice, 1);
   return w;
+}
+
+// `base` followed by a Job holding only `id`: protobuf merges concatenated
+// messages, so this is the job with that id, without serializing it again.
+grpc::ByteBuffer WithId(const grpc::ByteBuffer& base, uint64_t id) {
+  Job only_id;
+  only_id.set_id(absl::StrCat(id));
+  std::vector<grpc::Slice> slices;
+  (void)base.Dump(&slices);
+  slices.emplace_back(only_id.SerializeAsString());
+  return grpc::ByteBuffer(slices.data(), slices.size());
 }
 
 // "CODE: message" (the message cut at 120 bytes), how errors are counted.
@@ -120,117 +183,457 @@ std::string ErrorKey(absl::StatusCode code, absl::string_view message) {
                       message.substr(0, 120));
 }
 
-// What one worker measured.
+// What one thread measured.
 struct Tally {
   std::vector<int64_t> latency_ns;
-  std::map<std::string, int64_t> errors;  // by code name
+  std::map<std::string, int64_t> errors;  // by "CODE: message"
   int64_t done = 0;
+  int64_t max_in_flight = 0;
 };
 
-class Bench {
+// A server that is going away answers UNAVAILABLE at once: a call slot (or
+// stream) that saw it waits 1 ms, doubling to 100 ms, before it tries
+// again, rather than spin on it.
+absl::Duration NextBackoff(absl::Duration backoff) {
+  return std::min(std::max(2 * backoff, absl::Milliseconds(1)),
+                  absl::Milliseconds(100));
+}
+
+absl::StatusOr<std::string> ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  if (!in)
+    return absl::InvalidArgumentError(absl::StrCat("cannot read ", path));
+  return text.str();
+}
+
+// The "authorization" metadata's value for every call, or "" for none.
+absl::StatusOr<std::string> Authorization() {
+  std::string token = absl::GetFlag(FLAGS_token);
+  const std::string file = absl::GetFlag(FLAGS_token_file);
+  if (!token.empty() && !file.empty()) {
+    return absl::InvalidArgumentError("give --token or --token_file, not both");
+  }
+  if (!file.empty()) {
+    absl::StatusOr<std::string> text = ReadFile(file);
+    if (!text.ok()) return text.status();
+    for (absl::string_view line : absl::StrSplit(*text, '\n')) {
+      line = absl::StripAsciiWhitespace(line);
+      if (!line.empty() && line[0] != '#') {
+        token = std::string(line);
+        break;
+      }
+    }
+    if (token.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--token_file=", file, " holds no token"));
+    }
+  }
+  return token.empty() ? "" : absl::StrCat("Bearer ", token);
+}
+
+// Plaintext, or TLS as the --tls flags say; sets the name the server's
+// certificate must carry in `args`.
+absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> Credentials(
+    grpc::ChannelArguments* args) {
+  const std::string server_name = absl::GetFlag(FLAGS_tls_server_name);
+  if (!absl::GetFlag(FLAGS_tls) && absl::GetFlag(FLAGS_tls_ca).empty() &&
+      absl::GetFlag(FLAGS_tls_cert).empty() &&
+      absl::GetFlag(FLAGS_tls_key).empty() && server_name.empty()) {
+    return grpc::InsecureChannelCredentials();
+  }
+  if (absl::GetFlag(FLAGS_tls_cert).empty() !=
+      absl::GetFlag(FLAGS_tls_key).empty()) {
+    return absl::InvalidArgumentError("--tls_cert and --tls_key go together");
+  }
+  grpc::SslCredentialsOptions ssl;
+  for (auto [flag, pem] : {std::pair{&FLAGS_tls_ca, &ssl.pem_root_certs},
+                           std::pair{&FLAGS_tls_cert, &ssl.pem_cert_chain},
+                           std::pair{&FLAGS_tls_key, &ssl.pem_private_key}}) {
+    if (absl::GetFlag(*flag).empty()) continue;
+    absl::StatusOr<std::string> text = ReadFile(absl::GetFlag(*flag));
+    if (!text.ok()) return text.status();
+    *pem = *std::move(text);
+  }
+  if (!server_name.empty()) args->SetSslTargetNameOverride(server_name);
+  return grpc::SslCredentials(ssl);
+}
+
+// One measurement's window and what every thread shares.
+struct Run {
+  const Workload* workload;
+  std::vector<std::unique_ptr<grpc::GenericStub>>* stubs;
+  absl::Time measure_from;
+  absl::Time end;
+  bool check;
+  int stream_depth;
+  std::string authorization;  // "" for none
+};
+
+// One generator thread: its completion queue and the calls it drives. Every
+// completion-queue tag is an Event; calls and streams are owned here.
+class Driver {
  public:
-  Bench(const Workload& workload, absl::Time measure_from, absl::Time end)
-      : workload_(workload), measure_from_(measure_from), end_(end) {}
+  Driver(const Run& run, Tally* tally) : run_(run), tally_(tally) {}
 
-  // One result: record it if it arrived in the measured window.
-  void Record(Tally* tally, absl::Time sent, absl::Time now,
-              const grpc::Status& status, const JobResult& result) const {
-    if (sent < measure_from_ || now > end_) return;
-    std::string error;
-    if (!status.ok()) {
-      error = ErrorKey(static_cast<absl::StatusCode>(status.error_code()),
-                       status.error_message());
-    } else if (result.status().code() != 0) {
-      error = ErrorKey(static_cast<absl::StatusCode>(result.status().code()),
-                       result.status().message());
-    } else if (absl::GetFlag(FLAGS_check)) {
-      auto it = result.tiles().find("dst");
-      if (it == result.tiles().end() ||
-          it->second.data() != workload_.expected) {
-        error = "wrong result";
-      }
+  // Closed loop: one unary call in flight on each of `channels` (a channel
+  // index may repeat) until the end.
+  void Unary(const std::vector<int>& channels) {
+    for (int ch : channels) {
+      calls_.push_back(std::make_unique<Call>(ch));
+      StartCall(calls_.back().get(), absl::Now());
     }
-    if (!error.empty()) {
-      ++tally->errors[error];
-      return;
-    }
-    ++tally->done;
-    tally->latency_ns.push_back(absl::ToInt64Nanoseconds(now - sent));
+    Loop(absl::InfiniteFuture());
   }
 
-  void Unary(v1::TileCompute::Stub* stub, Tally* tally) const {
-    // A server that is going away answers UNAVAILABLE at once: back off
-    // (1 ms, doubling to 100 ms) rather than spin on it.
-    absl::Duration backoff = absl::ZeroDuration();
-    while (absl::Now() < end_) {
-      grpc::ClientContext context;
-      JobResult result;
-      const absl::Time sent = absl::Now();
-      grpc::Status status = stub->Execute(&context, workload_.job, &result);
-      Record(tally, sent, absl::Now(), status, result);
-      if (status.error_code() == grpc::StatusCode::UNAVAILABLE) {
-        backoff = std::min(std::max(2 * backoff, absl::Milliseconds(1)),
-                           absl::Milliseconds(100));
-        absl::SleepFor(std::min(backoff, end_ - absl::Now()));
-      } else {
-        backoff = absl::ZeroDuration();
-      }
-    }
-  }
-
-  void Stream(v1::TileCompute::Stub* stub, Tally* tally) const {
-    const int depth = std::max(1, absl::GetFlag(FLAGS_stream_depth));
-    grpc::ClientContext context;
-    auto stream = stub->ExecuteStream(&context);
-    absl::Mutex mu;
-    int in_flight = 0;
-    std::vector<absl::Time> sent_at;  // by job id
-    struct Window {
-      int* in_flight;
-      int depth;
-    } window{&in_flight, depth};
-    std::thread writer([&] {
-      Job job = workload_.job;
-      for (uint64_t seq = 0; absl::Now() < end_; ++seq) {
+  // Open loop: `rate` calls a second, spread over `channels`, each due
+  // 1/rate after the one before, from `first` until the end. A second
+  // thread starts the calls when they are due (a sleep is precise to
+  // microseconds; a completion queue's deadline only to milliseconds) and
+  // this one takes their results.
+  void UnaryAtRate(const std::vector<int>& channels, double rate,
+                   absl::Time first) {
+    rate_channels_ = channels;
+    interval_ = absl::Seconds(1) / rate;
+    pacing_.store(true);
+    std::thread pacer([this, first] {
+      size_t sent = 0;
+      for (absl::Time due = first; due < run_.end; due += interval_) {
+        const absl::Duration wait = due - absl::Now();
+        if (wait > absl::ZeroDuration()) absl::SleepFor(wait);
+        Call* call;
         {
-          absl::MutexLock lock(&mu);
-          mu.Await(absl::Condition(
-              +[](Window* w) { return *w->in_flight < w->depth; }, &window));
-          ++in_flight;
-          sent_at.push_back(absl::Now());
+          std::lock_guard<std::mutex> lock(mu_);
+          if (free_.empty()) {
+            calls_.push_back(std::make_unique<Call>(0));
+            call = calls_.back().get();
+          } else {
+            call = free_.back();
+            free_.pop_back();
+          }
         }
-        job.set_id(absl::StrCat(seq));
-        if (!stream->Write(job)) break;
+        // The channels in turn, whichever call object carries it.
+        call->channel = rate_channels_[sent++ % rate_channels_.size()];
+        StartCall(call, due);
       }
-      stream->WritesDone();
+      pacing_.store(false);
     });
-    JobResult result;
-    while (stream->Read(&result)) {
-      const absl::Time now = absl::Now();
-      uint64_t seq = 0;
-      (void)absl::SimpleAtoi(result.id(), &seq);
-      absl::Time sent;
-      {
-        absl::MutexLock lock(&mu);
-        --in_flight;
-        sent = sent_at[seq];
-      }
-      Record(tally, sent, now, grpc::Status::OK, result);
+    Loop(absl::InfiniteFuture());
+    pacer.join();
+  }
+
+  // One stream on each of `channels`, each keeping up to stream_depth jobs
+  // in flight; a stream that ends early is started again.
+  void Streams(const std::vector<int>& channels) {
+    for (int ch : channels) {
+      streams_.push_back(std::make_unique<Stream>(ch));
+      StartStream(streams_.back().get());
     }
-    writer.join();
-    grpc::Status status = stream->Finish();
-    if (!status.ok()) {
-      ++tally->errors[absl::StrCat(
-          "stream ",
-          ErrorKey(static_cast<absl::StatusCode>(status.error_code()),
-                   status.error_message()))];
-    }
+    Loop(absl::InfiniteFuture());
   }
 
  private:
-  const Workload& workload_;
-  const absl::Time measure_from_;
-  const absl::Time end_;
+  struct Event {
+    enum Kind {
+      kCallDone,
+      kCallRetry,
+      kStarted,
+      kWritten,
+      kRead,
+      kFinished,
+      kStreamRetry
+    };
+    Kind kind;
+    void* owner;
+  };
+
+  struct Call {
+    explicit Call(int ch) : channel(ch) {
+      done = {Event::kCallDone, this};
+      retry = {Event::kCallRetry, this};
+    }
+    int channel;
+    std::unique_ptr<grpc::ClientContext> context;
+    std::unique_ptr<grpc::ClientAsyncResponseReader<grpc::ByteBuffer>> reader;
+    grpc::ByteBuffer response;
+    grpc::Status status;
+    grpc::Alarm alarm;
+    absl::Time sent;  // or, at a rate, when it was due
+    absl::Duration backoff;
+    bool busy = false;
+    Event done, retry;
+  };
+
+  struct Stream {
+    explicit Stream(int ch) : channel(ch) {
+      started = {Event::kStarted, this};
+      written = {Event::kWritten, this};
+      read = {Event::kRead, this};
+      finished = {Event::kFinished, this};
+      retry = {Event::kStreamRetry, this};
+    }
+    int channel;
+    std::unique_ptr<grpc::ClientContext> context;
+    std::unique_ptr<grpc::GenericClientAsyncReaderWriter> rw;
+    grpc::ByteBuffer response;
+    grpc::Status status;
+    grpc::Alarm alarm;
+    absl::Duration backoff;
+    absl::flat_hash_map<uint64_t, absl::Time> sent_at;  // by job id
+    uint64_t next_id = 0;
+    bool writing = false;
+    bool writes_done = false;
+    bool live = false;  // started, not finished
+    Event started, written, read, finished, retry;
+  };
+
+  // Parses `response` into result_ (if the call succeeded) and returns
+  // what is wrong with the result, or "" if nothing is.
+  std::string Check(const grpc::Status& status, grpc::ByteBuffer* response) {
+    if (!status.ok()) {
+      return ErrorKey(static_cast<absl::StatusCode>(status.error_code()),
+                      status.error_message());
+    }
+    if (!grpc::SerializationTraits<JobResult>::Deserialize(response, &result_)
+             .ok()) {
+      return "unparseable result";
+    }
+    if (result_.status().code() != 0) {
+      return ErrorKey(static_cast<absl::StatusCode>(result_.status().code()),
+                      result_.status().message());
+    }
+    if (run_.check) {
+      auto it = result_.tiles().find("dst");
+      if (it == result_.tiles().end() ||
+          it->second.data() != run_.workload->expected) {
+        return "wrong result";
+      }
+    }
+    return "";
+  }
+
+  // Counts one result if it was sent in the measured window and arrived
+  // before its end.
+  void Record(absl::Time sent, absl::Time now, const std::string& error) {
+    if (sent < run_.measure_from || now > run_.end) return;
+    if (!error.empty()) {
+      ++tally_->errors[error];
+      return;
+    }
+    ++tally_->done;
+    tally_->latency_ns.push_back(absl::ToInt64Nanoseconds(now - sent));
+  }
+
+  grpc::GenericStub* Stub(int channel) { return (*run_.stubs)[channel].get(); }
+
+  void StartCall(Call* call, absl::Time sent) {
+    call->context = std::make_unique<grpc::ClientContext>();
+    if (!run_.authorization.empty()) {
+      call->context->AddMetadata("authorization", run_.authorization);
+    }
+    call->sent = sent;
+    call->busy = true;
+    tally_->max_in_flight =
+        std::max(tally_->max_in_flight, in_flight_.fetch_add(1) + 1);
+    call->reader = Stub(call->channel)
+                       ->PrepareUnaryCall(call->context.get(), kExecute,
+                                          run_.workload->request, &cq_);
+    call->reader->StartCall();
+    call->reader->Finish(&call->response, &call->status, &call->done);
+  }
+
+  void OnCallDone(Call* call) {
+    const absl::Time now = absl::Now();
+    --in_flight_;
+    call->busy = false;
+    Record(call->sent, now, Check(call->status, &call->response));
+    call->response.Clear();
+    if (interval_ != absl::ZeroDuration()) {  // at a rate: free again
+      std::lock_guard<std::mutex> lock(mu_);
+      free_.push_back(call);
+      return;
+    }
+    if (now >= run_.end) return;
+    if (call->status.error_code() == grpc::StatusCode::UNAVAILABLE) {
+      call->backoff = NextBackoff(call->backoff);
+      call->alarm.Set(&cq_, absl::ToChronoTime(now + call->backoff),
+                      &call->retry);
+      ++pending_alarms_;
+      return;
+    }
+    call->backoff = absl::ZeroDuration();
+    StartCall(call, now);
+  }
+
+  void StartStream(Stream* s) {
+    s->context = std::make_unique<grpc::ClientContext>();
+    if (!run_.authorization.empty()) {
+      s->context->AddMetadata("authorization", run_.authorization);
+    }
+    s->rw =
+        Stub(s->channel)->PrepareCall(s->context.get(), kExecuteStream, &cq_);
+    s->sent_at.clear();
+    s->writing = false;
+    s->writes_done = false;
+    s->live = true;
+    ++live_streams_;
+    s->rw->StartCall(&s->started);
+  }
+
+  // Writes the next job if the window and the stream allow, or half-closes
+  // once the time is up.
+  void MaybeWrite(Stream* s, absl::Time now) {
+    if (s->writing || s->writes_done) return;
+    if (now >= run_.end) {
+      s->writes_done = true;
+      s->writing = true;
+      s->rw->WritesDone(&s->written);
+      return;
+    }
+    if (static_cast<int>(s->sent_at.size()) >= run_.stream_depth) return;
+    const uint64_t id = s->next_id++;
+    s->sent_at[id] = now;
+    s->writing = true;
+    s->rw->Write(WithId(run_.workload->request, id), &s->written);
+  }
+
+  void OnStreamEvent(const Event& e, bool ok) {
+    Stream* s = static_cast<Stream*>(e.owner);
+    const absl::Time now = absl::Now();
+    switch (e.kind) {
+      case Event::kStarted:
+        if (!ok) {
+          s->rw->Finish(&s->status, &s->finished);
+          return;
+        }
+        s->rw->Read(&s->response, &s->read);
+        MaybeWrite(s, now);
+        return;
+      case Event::kWritten:
+        s->writing = false;
+        if (ok) MaybeWrite(s, now);
+        return;
+      case Event::kRead: {
+        if (!ok) {  // the server closed the stream: its status follows
+          s->rw->Finish(&s->status, &s->finished);
+          return;
+        }
+        const std::string error = Check(grpc::Status::OK, &s->response);
+        uint64_t id = 0;
+        auto it = s->sent_at.end();
+        if (absl::SimpleAtoi(result_.id(), &id)) it = s->sent_at.find(id);
+        if (it == s->sent_at.end()) {
+          if (now <= run_.end) ++tally_->errors["result with an unknown id"];
+        } else {
+          Record(it->second, now, error);
+          s->sent_at.erase(it);
+        }
+        s->backoff = absl::ZeroDuration();
+        s->response.Clear();
+        s->rw->Read(&s->response, &s->read);
+        MaybeWrite(s, now);
+        return;
+      }
+      case Event::kFinished:
+        s->live = false;
+        --live_streams_;
+        if (!s->status.ok() && now <= run_.end) {
+          ++tally_->errors[absl::StrCat(
+              "stream ",
+              ErrorKey(static_cast<absl::StatusCode>(s->status.error_code()),
+                       s->status.error_message()))];
+        }
+        if (now < run_.end) {
+          // It ended early (refused, or the server going away): start
+          // another after a backoff that a result received resets.
+          s->backoff = NextBackoff(s->backoff);
+          s->alarm.Set(&cq_, absl::ToChronoTime(now + s->backoff), &s->retry);
+          ++pending_alarms_;
+        }
+        return;
+      default:
+        return;
+    }
+  }
+
+  void Loop(absl::Time wake) {
+    absl::Time cancel_at = run_.end + absl::Seconds(2);
+    bool cancelled = false;
+    for (;;) {
+      if (in_flight_.load() == 0 && live_streams_ == 0 &&
+          pending_alarms_ == 0 && !pacing_.load()) {
+        break;
+      }
+      // At a rate, calls start on the pacing thread: look at the time and
+      // the count now and then.
+      if (pacing_.load() || interval_ != absl::ZeroDuration()) {
+        wake = std::min(absl::Now() + absl::Milliseconds(10), cancel_at);
+      }
+      absl::Time deadline =
+          std::min(wake, cancelled ? absl::InfiniteFuture() : cancel_at);
+      void* tag;
+      bool ok;
+      grpc::CompletionQueue::NextStatus st;
+      if (deadline == absl::InfiniteFuture()) {
+        st = cq_.Next(&tag, &ok) ? grpc::CompletionQueue::GOT_EVENT
+                                 : grpc::CompletionQueue::SHUTDOWN;
+      } else {
+        st = cq_.AsyncNext(&tag, &ok, absl::ToChronoTime(deadline));
+      }
+      if (st == grpc::CompletionQueue::SHUTDOWN) break;
+      const absl::Time now = absl::Now();
+      if (st == grpc::CompletionQueue::GOT_EVENT) {
+        const Event& e = *static_cast<Event*>(tag);
+        switch (e.kind) {
+          case Event::kCallDone:
+            OnCallDone(static_cast<Call*>(e.owner));
+            break;
+          case Event::kCallRetry:
+            --pending_alarms_;
+            if (now < run_.end) StartCall(static_cast<Call*>(e.owner), now);
+            break;
+          case Event::kStreamRetry:
+            --pending_alarms_;
+            if (now < run_.end) StartStream(static_cast<Stream*>(e.owner));
+            break;
+          default:
+            OnStreamEvent(e, ok);
+        }
+      }
+      if (!cancelled && now >= cancel_at) {
+        // Whatever is still out after the grace is not measured: cut it.
+        cancelled = true;
+        std::lock_guard<std::mutex> lock(mu_);
+        for (auto& c : calls_) {
+          if (c->busy) c->context->TryCancel();
+        }
+        for (auto& s : streams_) {
+          if (s->live) s->context->TryCancel();
+        }
+      }
+    }
+    cq_.Shutdown();
+    void* tag;
+    bool ok;
+    while (cq_.Next(&tag, &ok)) {
+    }
+  }
+
+  const Run& run_;
+  Tally* tally_;
+  grpc::CompletionQueue cq_;
+  JobResult result_;  // parse target, reused
+  std::vector<std::unique_ptr<Call>> calls_;
+  std::mutex mu_;  // at a rate: calls_ and free_
+  std::vector<Call*> free_;
+  std::vector<std::unique_ptr<Stream>> streams_;
+  std::vector<int> rate_channels_;
+  absl::Duration interval_ = absl::ZeroDuration();
+  std::atomic<bool> pacing_{false};
+  std::atomic<int64_t> in_flight_{0};
+  int live_streams_ = 0;
+  int pending_alarms_ = 0;
 };
 
 int64_t Percentile(const std::vector<int64_t>& sorted, double p) {
@@ -239,42 +642,63 @@ int64_t Percentile(const std::vector<int64_t>& sorted, double p) {
   return sorted[std::min(i, sorted.size() - 1)];
 }
 
-int Main() {
-  absl::StatusOr<Workload> workload = MakeWorkload();
-  if (!workload.ok()) {
-    std::cerr << "ptobench: " << workload.status().message() << "\n";
-    return 2;
-  }
-  const int concurrency = std::max(1, absl::GetFlag(FLAGS_concurrency));
-  const bool stream = absl::GetFlag(FLAGS_mode) == "stream";
-  std::vector<std::unique_ptr<v1::TileCompute::Stub>> stubs;
-  for (int i = 0; i < concurrency; ++i) {
-    grpc::ChannelArguments args;
-    args.SetMaxReceiveMessageSize(256 << 20);
-    args.SetMaxSendMessageSize(256 << 20);
-    args.SetInt("ptobench.worker", i);  // a connection of its own
-    auto channel = grpc::CreateCustomChannel(
-        absl::GetFlag(FLAGS_server), grpc::InsecureChannelCredentials(), args);
-    if (!channel->WaitForConnected(std::chrono::system_clock::now() +
-                                   std::chrono::seconds(5))) {
-      std::cerr << "ptobench: cannot connect to " << absl::GetFlag(FLAGS_server)
-                << "\n";
-      return 1;
+std::string JsonString(absl::string_view s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      absl::StrAppendFormat(&out, "\\u%04x", c);
+    } else {
+      out += c;
     }
-    stubs.push_back(v1::TileCompute::NewStub(channel));
   }
+  return out + "\"";
+}
+
+// Measures one point (`concurrency` calls or streams, or `rate` requests a
+// second) and prints its result. Returns the number of errors.
+int64_t Measure(const Workload& workload,
+                std::vector<std::unique_ptr<grpc::GenericStub>>* stubs,
+                const std::string& authorization, int concurrency,
+                double rate) {
+  const bool stream = absl::GetFlag(FLAGS_mode) == "stream";
+  const int threads = std::max(1, std::min(absl::GetFlag(FLAGS_threads),
+                                           rate > 0 ? 1 << 20 : concurrency));
   const absl::Time start = absl::Now();
-  const absl::Time measure_from = start + absl::GetFlag(FLAGS_warmup);
-  const absl::Time end = measure_from + absl::GetFlag(FLAGS_duration);
-  Bench bench(*workload, measure_from, end);
-  std::vector<Tally> tallies(concurrency);
+  Run run;
+  run.workload = &workload;
+  run.stubs = stubs;
+  run.measure_from = start + absl::GetFlag(FLAGS_warmup);
+  run.end = run.measure_from + absl::GetFlag(FLAGS_duration);
+  run.check = absl::GetFlag(FLAGS_check);
+  run.stream_depth = std::max(1, absl::GetFlag(FLAGS_stream_depth));
+  run.authorization = authorization;
+  std::vector<Tally> tallies(threads);
   std::vector<std::thread> workers;
-  for (int i = 0; i < concurrency; ++i) {
-    workers.emplace_back([&, i] {
-      if (stream) {
-        bench.Stream(stubs[i].get(), &tallies[i]);
+  for (int t = 0; t < threads; ++t) {
+    // Call (or stream) i belongs to thread i % threads and goes over channel
+    // i % connections.
+    std::vector<int> channels;
+    if (rate > 0) {
+      for (size_t c = t; c < stubs->size(); c += threads) channels.push_back(c);
+      if (channels.empty()) channels.push_back(t % stubs->size());
+    } else {
+      for (int i = t; i < concurrency; i += threads) {
+        channels.push_back(i % stubs->size());
+      }
+    }
+    workers.emplace_back([&, t, channels] {
+      Driver driver(run, &tallies[t]);
+      if (rate > 0) {
+        // Thread t's calls are due at start + (t + k * threads) / rate.
+        driver.UnaryAtRate(channels, rate / threads,
+                           start + absl::Seconds(1) * t / rate);
+      } else if (stream) {
+        driver.Streams(channels);
       } else {
-        bench.Unary(stubs[i].get(), &tallies[i]);
+        driver.Unary(channels);
       }
     });
   }
@@ -283,13 +707,14 @@ int Main() {
   Tally all;
   for (Tally& t : tallies) {
     all.done += t.done;
+    all.max_in_flight += t.max_in_flight;
     all.latency_ns.insert(all.latency_ns.end(), t.latency_ns.begin(),
                           t.latency_ns.end());
     for (auto& [code, n] : t.errors) all.errors[code] += n;
   }
   std::sort(all.latency_ns.begin(), all.latency_ns.end());
   const double seconds = absl::ToDoubleSeconds(absl::GetFlag(FLAGS_duration));
-  const double rate = all.done / seconds;
+  const double per_s = all.done / seconds;
   int64_t errors = 0;
   std::string error_text;
   for (auto& [error, n] : all.errors) {
@@ -300,32 +725,131 @@ int Main() {
   const auto us = [&](double p) {
     return Percentile(all.latency_ns, p) / 1000.0;
   };
-  if (absl::GetFlag(FLAGS_format) == "csv") {
-    if (absl::GetFlag(FLAGS_csv_header)) {
-      std::cout << "label,mode,concurrency,opcode,shape,dtype,requests_per_s,"
-                   "tiles_per_s,"
-                   "p50_us,p90_us,p99_us,max_us,errors\n";
-    }
+  const std::string format = absl::GetFlag(FLAGS_format);
+  // At a rate there is no fixed concurrency: csv says 0, json gives the rate.
+  const int shown_concurrency = rate > 0 ? 0 : concurrency;
+  if (format == "csv") {
     std::cout << absl::StrFormat(
         "%s,%s,%d,%s,%s,%s,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%d\n",
-        absl::GetFlag(FLAGS_label), absl::GetFlag(FLAGS_mode), concurrency,
-        absl::GetFlag(FLAGS_opcode), absl::GetFlag(FLAGS_shape),
-        absl::GetFlag(FLAGS_dtype), rate, rate, us(0.5), us(0.9), us(0.99),
-        us(1.0), errors);
+        absl::GetFlag(FLAGS_label), absl::GetFlag(FLAGS_mode),
+        shown_concurrency, absl::GetFlag(FLAGS_opcode),
+        absl::GetFlag(FLAGS_shape), absl::GetFlag(FLAGS_dtype), per_s, per_s,
+        us(0.5), us(0.9), us(0.99), us(1.0), errors);
+  } else if (format == "json") {
+    std::string by_error;
+    for (auto& [error, n] : all.errors) {
+      absl::StrAppend(&by_error, by_error.empty() ? "" : ",", JsonString(error),
+                      ":", n);
+    }
+    std::cout << absl::StrFormat(
+        "{\"label\":%s,\"mode\":%s,\"concurrency\":%d,\"rate\":%.1f,"
+        "\"threads\":%d,\"connections\":%d,\"stream_depth\":%d,"
+        "\"opcode\":%s,\"shape\":%s,\"dtype\":%s,\"target\":%s,"
+        "\"seconds\":%.3f,\"requests_per_s\":%.1f,\"tiles_per_s\":%.1f,"
+        "\"p50_us\":%.1f,\"p90_us\":%.1f,\"p99_us\":%.1f,\"max_us\":%.1f,"
+        "\"max_in_flight\":%d,\"errors\":%d,\"errors_by_kind\":{%s}}\n",
+        JsonString(absl::GetFlag(FLAGS_label)),
+        JsonString(absl::GetFlag(FLAGS_mode)), shown_concurrency, rate, threads,
+        static_cast<int>(stubs->size()), stream ? run.stream_depth : 0,
+        JsonString(absl::GetFlag(FLAGS_opcode)),
+        JsonString(absl::GetFlag(FLAGS_shape)),
+        JsonString(absl::GetFlag(FLAGS_dtype)),
+        JsonString(absl::GetFlag(FLAGS_target)), seconds, per_s, per_s, us(0.5),
+        us(0.9), us(0.99), us(1.0), all.max_in_flight, errors, by_error);
   } else {
     std::cout << absl::StrFormat(
-        "%s %s %s %s on %s, concurrency %d%s, %.1f s measured\n"
+        "%s %s %s %s on %s, %s%s, %d thread%s, %d connection%s, %.1f s "
+        "measured\n"
         "requests/s %.1f  tiles/s %.1f\n"
         "latency us: p50 %.1f  p90 %.1f  p99 %.1f  max %.1f\n"
         "errors: %s\n",
         absl::GetFlag(FLAGS_mode), absl::GetFlag(FLAGS_opcode),
         absl::GetFlag(FLAGS_shape), absl::GetFlag(FLAGS_dtype),
-        absl::GetFlag(FLAGS_target), concurrency,
-        stream ? absl::StrCat(", depth ", absl::GetFlag(FLAGS_stream_depth))
-               : "",
-        seconds, rate, rate, us(0.5), us(0.9), us(0.99), us(1.0),
+        absl::GetFlag(FLAGS_target),
+        rate > 0 ? absl::StrFormat("rate %.1f/s", rate)
+                 : absl::StrCat("concurrency ", concurrency),
+        stream ? absl::StrCat(", depth ", run.stream_depth) : "", threads,
+        threads == 1 ? "" : "s", static_cast<int>(stubs->size()),
+        stubs->size() == 1 ? "" : "s", seconds, per_s, per_s, us(0.5), us(0.9),
+        us(0.99), us(1.0),
         errors == 0 ? "none" : absl::StrCat(errors, " (", error_text, ")"));
   }
+  std::cout.flush();
+  return errors;
+}
+
+int Main() {
+  absl::StatusOr<Workload> workload = MakeWorkload();
+  if (!workload.ok()) {
+    std::cerr << "ptobench: " << workload.status().message() << "\n";
+    return 2;
+  }
+  const std::string mode = absl::GetFlag(FLAGS_mode);
+  const std::string format = absl::GetFlag(FLAGS_format);
+  const double rate = absl::GetFlag(FLAGS_rate);
+  if (mode != "unary" && mode != "stream") {
+    std::cerr << "ptobench: --mode is unary or stream\n";
+    return 2;
+  }
+  if (format != "text" && format != "csv" && format != "json") {
+    std::cerr << "ptobench: --format is text, csv or json\n";
+    return 2;
+  }
+  if (rate < 0 || (rate > 0 && mode != "unary")) {
+    std::cerr << "ptobench: --rate is a positive rate of unary calls\n";
+    return 2;
+  }
+  std::vector<int> points;
+  if (absl::GetFlag(FLAGS_sweep).empty()) {
+    points.push_back(std::max(1, absl::GetFlag(FLAGS_concurrency)));
+  } else {
+    for (absl::string_view v :
+         absl::StrSplit(absl::GetFlag(FLAGS_sweep), ',', absl::SkipEmpty())) {
+      int c = 0;
+      if (!absl::SimpleAtoi(v, &c) || c < 1) {
+        std::cerr << "ptobench: bad --sweep value \"" << v << "\"\n";
+        return 2;
+      }
+      points.push_back(c);
+    }
+    if (rate > 0 || points.empty()) {
+      std::cerr << "ptobench: --sweep takes concurrencies, without --rate\n";
+      return 2;
+    }
+  }
+  absl::StatusOr<std::string> authorization = Authorization();
+  if (!authorization.ok()) {
+    std::cerr << "ptobench: " << authorization.status().message() << "\n";
+    return 2;
+  }
+  std::vector<std::unique_ptr<grpc::GenericStub>> stubs;
+  for (int i = 0; i < std::max(1, absl::GetFlag(FLAGS_connections)); ++i) {
+    grpc::ChannelArguments args;
+    args.SetMaxReceiveMessageSize(256 << 20);
+    args.SetMaxSendMessageSize(256 << 20);
+    args.SetInt("ptobench.connection", i);  // a connection of its own
+    auto credentials = Credentials(&args);
+    if (!credentials.ok()) {
+      std::cerr << "ptobench: " << credentials.status().message() << "\n";
+      return 2;
+    }
+    auto channel = grpc::CreateCustomChannel(absl::GetFlag(FLAGS_server),
+                                             *credentials, args);
+    if (!channel->WaitForConnected(std::chrono::system_clock::now() +
+                                   std::chrono::seconds(5))) {
+      std::cerr << "ptobench: cannot connect to " << absl::GetFlag(FLAGS_server)
+                << "\n";
+      return 1;
+    }
+    stubs.push_back(std::make_unique<grpc::GenericStub>(channel));
+  }
+  if (format == "csv" && absl::GetFlag(FLAGS_csv_header)) {
+    std::cout << "label,mode,concurrency,opcode,shape,dtype,requests_per_s,"
+                 "tiles_per_s,p50_us,p90_us,p99_us,max_us,errors\n";
+  }
+  int64_t errors = 0;
+  for (int c : points)
+    errors += Measure(*workload, &stubs, *authorization, c, rate);
   return errors == 0 ? 0 : 1;
 }
 

@@ -7,14 +7,41 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "tests/integration/server_process.h"
+#include "tests/integration/test_files.h"
 
 namespace ptoserve {
 namespace {
 
 using ::testing::HasSubstr;
+
+// The figures of one CSV line (13 fields), or nothing if it is not one.
+std::vector<std::string> CsvFields(absl::string_view line) {
+  std::vector<std::string> fields = absl::StrSplit(line, ',');
+  if (fields.size() != 13) return {};
+  return fields;
+}
+
+int64_t CsvErrors(absl::string_view line) {
+  std::vector<std::string> fields = CsvFields(line);
+  int64_t errors = -1;
+  if (fields.empty() ||
+      !absl::SimpleAtoi(absl::StripAsciiWhitespace(fields[12]), &errors)) {
+    return -1;
+  }
+  return errors;
+}
+
+double CsvRate(absl::string_view line) {
+  std::vector<std::string> fields = CsvFields(line);
+  double rate = -1;
+  if (fields.empty() || !absl::SimpleAtod(fields[6], &rate)) return -1;
+  return rate;
+}
 
 TEST(PtobenchTest, CsvHasAHeaderAndErrorsCarryTheirMessage) {
   ServerProcess server;
@@ -63,9 +90,118 @@ TEST(PtobenchTest, BacksOffOnUnavailable) {
   int errors = 0;
   ASSERT_TRUE(absl::SimpleAtoi(absl::StripAsciiWhitespace(fields[12]), &errors))
       << r.output;
-  // Two workers, 2 s of backoff capped at 100 ms: about 40 calls.
+  // Two calls in flight, 2 s of backoff capped at 100 ms: about 40 calls.
   EXPECT_GT(errors, 0) << r.output;
   EXPECT_LT(errors, 200) << r.output;
+}
+
+// Open loop: at --rate=200 for 1 s, about 200 calls are measured whatever
+// the server's speed, and the concurrency column says there was none.
+TEST(PtobenchTest, RateSendsThatManyRequestsASecond) {
+  ServerProcess server;
+  CommandResult r =
+      RunCommand("bench/ptobench --server=" + server.address() +
+                 " --format=csv --csv_header=false --duration=1s --warmup=0.2s"
+                 " --rate=200 --connections=2 --threads=2");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::vector<std::string> lines =
+      absl::StrSplit(r.output, '\n', absl::SkipEmpty());
+  ASSERT_EQ(lines.size(), 1u) << r.output;
+  EXPECT_EQ(CsvFields(lines[0]).at(2), "0") << r.output;
+  EXPECT_EQ(CsvErrors(lines[0]), 0) << r.output;
+  EXPECT_GT(CsvRate(lines[0]), 150) << r.output;
+  EXPECT_LT(CsvRate(lines[0]), 250) << r.output;
+}
+
+TEST(PtobenchTest, SweepPrintsOneLinePerConcurrency) {
+  ServerProcess server;
+  CommandResult r =
+      RunCommand("bench/ptobench --server=" + server.address() +
+                 " --format=csv --duration=0.2s --warmup=0s --sweep=1,2,4"
+                 " --label=s");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::vector<std::string> lines =
+      absl::StrSplit(r.output, '\n', absl::SkipEmpty());
+  ASSERT_EQ(lines.size(), 4u) << r.output;  // the header and three points
+  for (int i = 0; i < 3; ++i) {
+    std::vector<std::string> fields = CsvFields(lines[i + 1]);
+    ASSERT_FALSE(fields.empty()) << lines[i + 1];
+    EXPECT_EQ(fields[0], "s");
+    EXPECT_EQ(fields[2], absl::StrCat(1 << i));
+    EXPECT_GT(CsvRate(lines[i + 1]), 0) << lines[i + 1];
+    EXPECT_EQ(CsvErrors(lines[i + 1]), 0) << lines[i + 1];
+  }
+  // Streams sweep too.
+  r = RunCommand("bench/ptobench --server=" + server.address() +
+                 " --format=csv --csv_header=false --duration=0.2s"
+                 " --warmup=0s --mode=stream --sweep=1,3 --stream_depth=4");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  lines = absl::StrSplit(r.output, '\n', absl::SkipEmpty());
+  ASSERT_EQ(lines.size(), 2u) << r.output;
+  EXPECT_EQ(CsvFields(lines[1]).at(2), "3") << r.output;
+  EXPECT_GT(CsvRate(lines[1]), 0) << r.output;
+}
+
+// One JSON object per line, with the figures and the errors by kind.
+TEST(PtobenchTest, JsonIsOneObjectPerResult) {
+  ServerProcess server;
+  CommandResult r = RunCommand(
+      "bench/ptobench --server=" + server.address() +
+      " --format=json --duration=0.2s --warmup=0s --sweep=1,2"
+      " --label='a \"b\"' | /usr/bin/python3 -c 'import json, sys\n"
+      "for line in sys.stdin:\n"
+      "  o = json.loads(line)\n"
+      "  print(o[\"label\"], o[\"concurrency\"], o[\"requests_per_s\"] > 0,"
+      " o[\"errors\"], o[\"errors_by_kind\"])'");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output, "a \"b\" 1 True 0 {}\na \"b\" 2 True 0 {}\n");
+  r = RunCommand(
+      "bench/ptobench --server=" + server.address() +
+      " --format=json --duration=0.2s --warmup=0s --target=a2a3"
+      " --dtype=int16 --shape=16x8 | /usr/bin/python3 -c 'import json, sys\n"
+      "o = json.loads(sys.stdin.readline())\n"
+      "print(o[\"errors\"] > 0, list(o[\"errors_by_kind\"])[0][:16])'");
+  EXPECT_EQ(r.output, "True INVALID_ARGUMENT\n");
+}
+
+// --check compares every result with the expected tile: the plain echo
+// server returns src0, not src0 AND src1, which is wrong unless unchecked.
+TEST(PtobenchTest, CheckCatchesAWrongResult) {
+  const std::string run =
+      "f=$(mktemp); bench/plain_echo_server --address=127.0.0.1:0 >$f 2>&1 &"
+      " pid=$!; for i in $(seq 100); do grep -q port $f && break;"
+      " sleep 0.1; done; port=$(sed -n 's/.* port //p' $f);"
+      " bench/ptobench --server=127.0.0.1:$port --duration=0.3s --warmup=0s"
+      " --concurrency=4 --format=csv --csv_header=false ";
+  const std::string stop = "; rc=$?; kill $pid; rm -f $f; exit $rc";
+  CommandResult r = RunCommand(run + "--check=true" + stop);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_GT(CsvErrors(absl::StripAsciiWhitespace(r.output)), 0) << r.output;
+  EXPECT_EQ(CsvRate(absl::StripAsciiWhitespace(r.output)), 0) << r.output;
+  r = RunCommand(run + "--check=true --format=text" + stop);
+  EXPECT_THAT(r.output, HasSubstr("x wrong result")) << r.output;
+  r = RunCommand(run + "--check=false" + stop);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(CsvErrors(absl::StripAsciiWhitespace(r.output)), 0) << r.output;
+  EXPECT_GT(CsvRate(absl::StripAsciiWhitespace(r.output)), 0) << r.output;
+}
+
+// A server that asks for a token: without one every call is refused, and
+// says why; --token and --token_file send it with every call and stream.
+TEST(PtobenchTest, SendsTheBearerToken) {
+  const std::string tokens = WriteTempFile("tokens", "# ptobench\n\nsesame\n");
+  ServerProcess server({"--auth_token_file=" + tokens});
+  const std::string run = "bench/ptobench --server=" + server.address() +
+                          " --duration=0.2s --warmup=0s --concurrency=2 ";
+  CommandResult r = RunCommand(run);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("x UNAUTHENTICATED: ")) << r.output;
+  r = RunCommand(run + "--token=sesame");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("errors: none")) << r.output;
+  r = RunCommand(run + "--token_file=" + tokens + " --mode=stream");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("errors: none")) << r.output;
 }
 
 }  // namespace

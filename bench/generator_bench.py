@@ -1,0 +1,130 @@
+#!/usr/bin/env python3
+"""Shows whether ptobench or the server limits a figure.
+
+Starts the plain echo server, echo_server (ptoserve's gRPC setup) and
+ptoserve on core 0, then runs the load generator(s) on core 1, interleaved:
+every round measures every (server, generator) pair at every concurrency, in
+turn, so the machine's drift falls on all of them alike. For each run it
+records requests/s, p50 and p99, and the CPU share the server and the
+generator used over the run (user + system time / wall time). Prints one
+Markdown row per (concurrency, server, generator) with the medians over the
+rounds.
+
+  bazel build -c opt //server:ptoserve //bench:all
+  bench/generator_bench.py --rounds=3 --seconds=4 \\
+      --generator=old=/tmp/ptobench_old --generator=new=bazel-bin/bench/ptobench
+
+A generator is NAME=PATH[,extra flags...]: NAME=PATH,--threads=2 runs
+PATH --threads=2. Runs that a generator cannot take (an old ptobench has no
+--threads) are the caller's to leave out.
+"""
+import argparse
+import csv
+import io
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICK  # utime + stime
+
+
+def start(cmd, port):
+    proc = subprocess.Popen(["taskset", "-c", "0"] + cmd +
+                            [f"--address=127.0.0.1:{port}"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return proc
+
+
+def run(generator, extra, port, server_pid, seconds, warmup, check, conc):
+    cmd = ["taskset", "-c", "1", generator, f"--server=127.0.0.1:{port}",
+           "--format=csv", f"--duration={seconds}s", f"--warmup={warmup}s",
+           f"--check={check}", f"--concurrency={conc}"] + extra
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    s0, t0 = cpu_seconds(server_pid), time.monotonic()
+    out = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    s1, t1 = cpu_seconds(server_pid), time.monotonic()
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    rows = list(csv.DictReader(io.StringIO(out.stdout)))
+    if len(rows) != 1:
+        sys.exit(f"{' '.join(cmd)} failed: {out.stdout} {out.stderr}")
+    gen = (after.ru_utime + after.ru_stime - before.ru_utime -
+           before.ru_stime)
+    wall = t1 - t0
+    row = rows[0]
+    return {"rps": float(row["requests_per_s"]), "p50": float(row["p50_us"]),
+            "p99": float(row["p99_us"]), "errors": int(row["errors"]),
+            "server_cpu": 100 * (s1 - s0) / wall, "gen_cpu": 100 * gen / wall}
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--bin", default="bazel-bin",
+                        help="where bench/ and server/ binaries are")
+    parser.add_argument("--generator", action="append", required=True,
+                        help="NAME=PATH[,flag...]")
+    parser.add_argument("--servers", default="plain,echo,ptoserve")
+    parser.add_argument("--concurrency", default="1,8,32")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--seconds", type=float, default=4)
+    parser.add_argument("--warmup", type=float, default=0.5)
+    parser.add_argument("--shape", default="16x16")
+    parser.add_argument("--pairs", default="",
+                        help="SERVER:GENERATOR,... to run (default: all)")
+    args = parser.parse_args()
+
+    known = {
+        "plain": ([f"{args.bin}/bench/plain_echo_server"], 50181, "false"),
+        "echo": ([f"{args.bin}/bench/echo_server"], 50182, "false"),
+        "ptoserve": ([f"{args.bin}/server/ptoserve", "--metrics_address="],
+                     50183, "true"),
+    }
+    servers = args.servers.split(",")
+    procs = {s: start(known[s][0], known[s][1]) for s in servers}
+    try:
+        time.sleep(1.5)
+        generators = {}
+        for g in args.generator:
+            name, spec = g.split("=", 1)
+            path, *extra = spec.split(",")
+            generators[name] = (path, extra + [f"--shape={args.shape}"])
+        pairs = [(s, g) for s in servers for g in generators]
+        if args.pairs:
+            pairs = [tuple(p.split(":")) for p in args.pairs.split(",")]
+        results = {}
+        for _ in range(args.rounds):
+            for c in [int(c) for c in args.concurrency.split(",")]:
+                for s, g in pairs:
+                    path, extra = generators[g]
+                    _, port, check = known[s]
+                    r = run(path, extra, port, procs[s].pid, args.seconds,
+                            args.warmup, check, c)
+                    results.setdefault((c, s, g), []).append(r)
+        print("| concurrency | server | generator | requests/s | rounds | p50 us"
+              " | p99 us | server CPU % | generator CPU % | errors |")
+        print("|---|---|---|---|---|---|---|---|---|---|")
+        for (c, s, g), rs in results.items():
+            med = {k: statistics.median(r[k] for r in rs) for k in rs[0]}
+            spread = "-".join(f"{min(r['rps'] for r in rs):,.0f}".split()) + \
+                " to " + f"{max(r['rps'] for r in rs):,.0f}"
+            print(f"| {c} | {s} | {g} | {med['rps']:,.0f} | {spread} | "
+                  f"{med['p50']:.0f} | {med['p99']:.0f} | "
+                  f"{med['server_cpu']:.0f} | {med['gen_cpu']:.0f} | "
+                  f"{sum(r['errors'] for r in rs)} |")
+    finally:
+        for p in procs.values():
+            p.terminate()
+        for p in procs.values():
+            p.wait()
+
+
+if __name__ == "__main__":
+    main()
