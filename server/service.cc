@@ -170,6 +170,12 @@ class TileComputeService::UnaryCall final : public grpc::ServerUnaryReactor {
     TsanAcquired(this);
     delete this;
   }
+  // OnDone only frees (OnCancel is the base's no-op), so gRPC may run it
+  // on the thread that completes the call, as it does for its own default
+  // reactor, instead of handing it to its executor thread: that hand-off
+  // was a thread wake-up per call, about 1.5 context switches per request
+  // against 0.15 for a server using the default reactor.
+  bool InternalInlineable() override { return true; }
 
   std::shared_ptr<const v1::Job> job;
   MemoryBudget::Hold hold;
