@@ -122,8 +122,18 @@ GrpcMetrics::Method GrpcMetrics::MakeMethod(absl::string_view service,
 
 grpc::experimental::Interceptor* GrpcMetrics::CreateServerInterceptor(
     grpc::experimental::ServerRpcInfo* info) {
-  auto it = methods_.find(absl::string_view(info->method()));
+  const absl::string_view name(info->method());
+  if (by_handler_.contains(name)) return nullptr;
+  auto it = methods_.find(name);
   return new CallCounter(it == methods_.end() ? &unknown_ : &it->second);
+}
+
+const GrpcMetrics::Method* GrpcMetrics::CountedByHandler(
+    absl::string_view method) {
+  auto it = methods_.find(method);
+  if (it == methods_.end()) return nullptr;
+  by_handler_.insert(std::string(method));
+  return &it->second;
 }
 
 }  // namespace ptoserve

@@ -109,6 +109,8 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
       service_names, DescriptorSetWithComments(), auth);
   parts->grpc_metrics =
       std::make_unique<GrpcMetrics>(&parts->registry, service_names);
+  parts->service->CountExecuteCalls(parts->grpc_metrics->CountedByHandler(
+      absl::StrCat("/", v1::TileCompute::service_full_name(), "/Execute")));
   AddProcessMetrics(&parts->registry);
   std::vector<grpc::Service*> services = {parts->service.get()};
   if (options.reflection) {

@@ -162,12 +162,28 @@ class TileComputeService::UnaryCall final : public grpc::ServerUnaryReactor {
   // Finish, stated to ThreadSanitizer: gRPC orders Finish before OnDone
   // through queues it cannot see, and the fields below are written on one
   // thread (the scheduler's) and freed on another (gRPC's).
+  explicit UnaryCall(const GrpcMetrics::Method* calls) : calls_(calls) {
+    if (calls_ == nullptr) return;
+    calls_->started->Increment();
+    calls_->received->Increment();
+  }
+
   void Answer(const grpc::Status& status) {
+    if (calls_ != nullptr) {
+      const int code = status.error_code();
+      calls_->handled[code >= 0 && code < 17 ? code : grpc::StatusCode::UNKNOWN]
+          ->Increment();
+      if (status.ok()) calls_->sent->Increment();
+      answered_ = true;
+    }
     TsanReleasing(this);
     Finish(status);
   }
   void OnDone() override {
     TsanAcquired(this);
+    if (calls_ != nullptr && !answered_) {
+      calls_->handled[grpc::StatusCode::CANCELLED]->Increment();
+    }
     delete this;
   }
   // OnDone only frees (OnCancel is the base's no-op), so gRPC may run it
@@ -179,12 +195,16 @@ class TileComputeService::UnaryCall final : public grpc::ServerUnaryReactor {
 
   std::shared_ptr<const v1::Job> job;
   MemoryBudget::Hold hold;
+
+ private:
+  const GrpcMetrics::Method* const calls_;
+  bool answered_ = false;
 };
 
 grpc::ServerUnaryReactor* TileComputeService::Execute(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
     grpc::ByteBuffer* response) {
-  auto* call = new UnaryCall();
+  auto* call = new UnaryCall(execute_calls_);
   if (absl::Status allowed = Authorize(*context); !allowed.ok()) {
     call->Answer(ToGrpcStatus(allowed));
     return call;

@@ -12,6 +12,7 @@
 #include "ptoserve/v1/service.grpc.pb.h"
 #include "server/auth.h"
 #include "server/dispatcher.h"
+#include "server/grpc_metrics.h"
 #include "server/memory_budget.h"
 #include "server/service_metrics.h"
 #include "server/task_pool.h"
@@ -48,6 +49,13 @@ class TileComputeService final
   // Serialized Jobs in, serialized JobResults out.
   grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* ExecuteStream(
       grpc::CallbackServerContext* context) override;
+
+  // Execute counts its own calls in `calls` (GrpcMetrics::CountedByHandler)
+  // rather than through the interceptor; null: not counted here. Call
+  // before the server starts.
+  void CountExecuteCalls(const GrpcMetrics::Method* calls) {
+    execute_calls_ = calls;
+  }
 
   grpc::ServerUnaryReactor* GetCapabilities(
       grpc::CallbackServerContext* context,
@@ -99,6 +107,7 @@ class TileComputeService final
 
   Dispatcher* dispatcher_;
   ServiceMetrics* metrics_;
+  const GrpcMetrics::Method* execute_calls_ = nullptr;
   MemoryBudget* budget_;
   TaskPool* decoders_;
   const TokenAuthenticator* auth_;

@@ -205,6 +205,9 @@ TEST(MetricsTest, GrpcMethodCountersByCode) {
                   ",grpc_code=\"INVALID_ARGUMENT\"}"),
             1);
   EXPECT_EQ(delta("grpc_server_msg_received_total{" + execute + "}"), 3);
+  // A reply message only for the two that succeeded. (Execute counts its
+  // own calls, not through the interceptor: the same series either way.)
+  EXPECT_EQ(delta("grpc_server_msg_sent_total{" + execute + "}"), 2);
   const std::string stream =
       R"(grpc_type="bidi_stream",grpc_service="ptoserve.v1.TileCompute",grpc_method="ExecuteStream")";
   EXPECT_EQ(delta("grpc_server_started_total{" + stream + "}"), 1);
