@@ -424,6 +424,14 @@ TEST_F(PtoctlTest, TraceWritesTheEventsAsAChromeTrace) {
   EXPECT_THAT(r.output, HasSubstr("e1   instruction 1 TXOR on host, PIPE_V"));
   const std::string json = ReadWholeFile(trace);
   ASSERT_FALSE(json.empty()) << "no " << trace;
+#if defined(__SANITIZE_THREAD__)
+  // CheckChromeTrace reads a google.protobuf.Struct that Debian's
+  // libprotobuf (built without TSan) filled; in TSan builds Map's inline
+  // lookup then crashes (SEGV in Map::InnerMap::FindHelper). The file's
+  // structure is checked in the plain and ASan runs, and by
+  // tests/client:chrome_trace_test; ptoctl itself ran above.
+  GTEST_SKIP() << "the trace's structure is checked outside TSan builds";
+#endif
   ParsedTrace parsed = CheckChromeTrace(json);
   EXPECT_EQ(parsed.process_name, "job traced (host)");
   std::vector<std::string> rows;
