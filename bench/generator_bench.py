@@ -71,7 +71,9 @@ def main():
                         help="where bench/ and server/ binaries are")
     parser.add_argument("--generator", action="append", required=True,
                         help="NAME=PATH[,flag...]")
-    parser.add_argument("--servers", default="plain,echo,ptoserve")
+    parser.add_argument("--servers", default="plain,echo,ptoserve",
+                        help="of plain, echo, ptoserve, python (the peer: "
+                        "bench/python_peer_server.py)")
     parser.add_argument("--concurrency", default="1,8,32")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--seconds", type=float, default=4)
@@ -86,6 +88,8 @@ def main():
         "echo": ([f"{args.bin}/bench/echo_server"], 50182, "false"),
         "ptoserve": ([f"{args.bin}/server/ptoserve", "--metrics_address="],
                      50183, "true"),
+        "python": (["/usr/bin/python3", "bench/python_peer_server.py"],
+                   50184, "true"),
     }
     servers = args.servers.split(",")
     procs = {s: start(known[s][0], known[s][1]) for s in servers}

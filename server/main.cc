@@ -1,4 +1,5 @@
 // ptoserve: the gRPC server that executes PTO tile instructions.
+#include <malloc.h>
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -271,6 +272,22 @@ int Run() {
   return 0;
 }
 
+// Keeps the memory of large requests and results in the heap between jobs.
+// By default glibc maps every block over 128 KiB (adjusting upward only as
+// such blocks are freed) and gives the heap's free top back once it passes
+// twice that, so a 256x256 int32 job (about 2 MB of request, tiles and
+// result) faulted in fresh pages for most of its bytes each time: page
+// faults were 18 % of the server's samples at concurrency 8, and these two
+// settings raised that point from 1,755 to 2,382 requests/s. Blocks over
+// 32 MiB (glibc's ceiling for the threshold) are still mapped, and at most
+// kTrimThreshold of free heap is kept per malloc arena.
+void KeepLargeBlocksInHeap() {
+  constexpr int kMmapThreshold = 32 << 20;
+  constexpr int kTrimThreshold = 64 << 20;
+  mallopt(M_MMAP_THRESHOLD, kMmapThreshold);
+  mallopt(M_TRIM_THRESHOLD, kTrimThreshold);
+}
+
 }  // namespace
 }  // namespace ptoserve
 
@@ -280,6 +297,7 @@ int main(int argc, char** argv) {
       "\n"
       "Usage: ptoserve [--address=HOST:PORT] [--default_target=host|a2a3|a5] "
       "[flags]\n";
+  ptoserve::KeepLargeBlocksInHeap();
   ptoserve::HandleHelpAndVersion(argc, argv, "ptoserve", kUsage,
                                  "server/main.cc");
   absl::SetProgramUsageMessage(kUsage);

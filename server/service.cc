@@ -23,7 +23,7 @@ namespace {
 // gRPC thread that received it: a few microseconds to a millisecond.
 // Others are decoded on the service's decoders, so that gRPC's threads stay
 // free for other calls and health checks.
-constexpr uint64_t kLightRequestBytes = 256 << 10;
+constexpr uint64_t kLightRequestBytes = 1 << 20;
 constexpr size_t kLightInstructions = 64;
 constexpr size_t kLightAssemblyBytes = 16 << 10;
 
