@@ -12,7 +12,9 @@ set yrange [0:*]
 set key top left
 set grid
 series(label) = sprintf("< grep '^%s,' %s | grep ',16x16,'", label, csv)
-plot series("echo")                      using 3:8 with linespoints lw 2 title "echo ceiling (unary)", \
+plot series("plain-echo")                using 3:8 with linespoints lw 2 dt 2 title "plain echo (unary)", \
+     series("plain-echo-stream")         using 3:8 with linespoints lw 2 dt 2 title "plain echo (stream)", \
+     series("echo")                      using 3:8 with linespoints lw 2 dt 3 title "echo with ptoserve's gRPC setup (unary)", \
      series("ptoserve-unary")            using 3:8 with linespoints lw 2 title "ptoserve unary, batching on", \
      series("ptoserve-unary-unbatched")  using 3:8 with linespoints lw 2 title "ptoserve unary, batching off", \
      series("ptoserve-stream")           using 3:8 with linespoints lw 2 title "ptoserve stream, batching on", \

@@ -53,7 +53,8 @@
 
 ABSL_FLAG(std::string, server, "127.0.0.1:50051", "Server address.");
 ABSL_FLAG(std::string, mode, "unary",
-          "unary (Execute) or stream (ExecuteStream).");
+          "unary (Execute), stream (ExecuteStream) or batch (ExecuteBatches: "
+          "--batch jobs per message).");
 ABSL_FLAG(int, concurrency, 1,
           "Unary calls in flight, or streams (closed loop: a call starts when "
           "one finishes).");
@@ -70,7 +71,9 @@ ABSL_FLAG(int, threads, 1,
 ABSL_FLAG(int, connections, 1,
           "Channels (distinct connections) the calls are spread over.");
 ABSL_FLAG(int, stream_depth, 32,
-          "stream mode: jobs each stream keeps in flight.");
+          "stream and batch modes: jobs each stream keeps in flight (batch: "
+          "in messages of --batch jobs, at least one message).");
+ABSL_FLAG(int, batch, 32, "batch mode: jobs per message.");
 ABSL_FLAG(absl::Duration, duration, absl::Seconds(10), "Measured time.");
 ABSL_FLAG(absl::Duration, warmup, absl::Seconds(2), "Unmeasured time first.");
 ABSL_FLAG(std::string, dtype, "int32", "Element type: int8 ... uint32.");
@@ -109,12 +112,26 @@ using v1::JobResult;
 
 constexpr char kExecute[] = "/ptoserve.v1.TileCompute/Execute";
 constexpr char kExecuteStream[] = "/ptoserve.v1.TileCompute/ExecuteStream";
+constexpr char kExecuteBatches[] = "/ptoserve.v1.TileCompute/ExecuteBatches";
 
 struct Workload {
   Job job;
   std::string expected;      // dst's data
   grpc::ByteBuffer request;  // `job` serialized, sent by every call
+  // Batch mode: JobBatch field 1 holding `job`, --batch - 1 times over: all
+  // of a batch but its first job, which carries the message's id.
+  grpc::Slice batch_rest;
 };
+
+// A JobBatch's field 1 (jobs) header for a job of `size` bytes.
+std::string JobsFieldHeader(size_t size) {
+  std::string header(1, '\x0a');  // field 1, length-delimited
+  for (; size >= 0x80; size >>= 7) {
+    header += static_cast<char>((size & 0x7f) | 0x80);
+  }
+  header += static_cast<char>(size);
+  return header;
+}
 
 absl::StatusOr<Workload> MakeWorkload() {
   Workload w;
@@ -161,8 +178,14 @@ absl::StatusOr<Workload> MakeWorkload() {
   inst->set_src0("src0");
   inst->set_src1("src1");
   if (is_xor) inst->set_tmp("tmp");
-  grpc::Slice slice(w.job.SerializeAsString());
+  const std::string job_bytes = w.job.SerializeAsString();
+  grpc::Slice slice(job_bytes);
   w.request = grpc::ByteBuffer(&slice, 1);
+  std::string rest;
+  for (int i = 1; i < absl::GetFlag(FLAGS_batch); ++i) {
+    absl::StrAppend(&rest, JobsFieldHeader(job_bytes.size()), job_bytes);
+  }
+  w.batch_rest = grpc::Slice(rest);
   return w;
 }
 
@@ -177,6 +200,22 @@ grpc::ByteBuffer WithId(const grpc::ByteBuffer& base, uint64_t id) {
   return grpc::ByteBuffer(slices.data(), slices.size());
 }
 
+// A JobBatch of the workload's job --batch times, the first carrying `id`:
+// the job's bytes and the rest of the batch are shared, not copied.
+grpc::ByteBuffer BatchWithId(const Workload& w, uint64_t id) {
+  Job only_id;
+  only_id.set_id(absl::StrCat(id));
+  const std::string id_bytes = only_id.SerializeAsString();
+  std::vector<grpc::Slice> job;  // Dump replaces what the vector holds
+  (void)w.request.Dump(&job);
+  std::vector<grpc::Slice> slices;
+  slices.emplace_back(JobsFieldHeader(w.request.Length() + id_bytes.size()));
+  slices.insert(slices.end(), job.begin(), job.end());
+  slices.emplace_back(id_bytes);
+  slices.push_back(w.batch_rest);
+  return grpc::ByteBuffer(slices.data(), slices.size());
+}
+
 // "CODE: message" (the message cut at 120 bytes), how errors are counted.
 std::string ErrorKey(absl::StatusCode code, absl::string_view message) {
   return absl::StrCat(absl::StatusCodeToString(code), ": ",
@@ -187,7 +226,8 @@ std::string ErrorKey(absl::StatusCode code, absl::string_view message) {
 struct Tally {
   std::vector<int64_t> latency_ns;
   std::map<std::string, int64_t> errors;  // by "CODE: message"
-  int64_t done = 0;
+  int64_t done = 0;                       // jobs answered right
+  int64_t messages = 0;                   // answers (a batch's counts once)
   int64_t max_in_flight = 0;
 };
 
@@ -268,6 +308,7 @@ struct Run {
   absl::Time end;
   bool check;
   int stream_depth;
+  int batch;  // jobs per message in batch mode; 0: not batch mode
   std::string authorization;  // "" for none
 };
 
@@ -399,13 +440,18 @@ class Driver {
              .ok()) {
       return "unparseable result";
     }
-    if (result_.status().code() != 0) {
-      return ErrorKey(static_cast<absl::StatusCode>(result_.status().code()),
-                      result_.status().message());
+    return CheckResult(result_);
+  }
+
+  // What is wrong with one job's result, or "".
+  std::string CheckResult(const JobResult& result) const {
+    if (result.status().code() != 0) {
+      return ErrorKey(static_cast<absl::StatusCode>(result.status().code()),
+                      result.status().message());
     }
     if (run_.check) {
-      auto it = result_.tiles().find("dst");
-      if (it == result_.tiles().end() ||
+      auto it = result.tiles().find("dst");
+      if (it == result.tiles().end() ||
           it->second.data() != run_.workload->expected) {
         return "wrong result";
       }
@@ -415,14 +461,19 @@ class Driver {
 
   // Counts one result if it was sent in the measured window and arrived
   // before its end.
-  void Record(absl::Time sent, absl::Time now, const std::string& error) {
-    if (sent < run_.measure_from || now > run_.end) return;
+  // Returns whether it counted it as right. `whole_message`: the result
+  // was its message's only one, so a right one counts the message too.
+  bool Record(absl::Time sent, absl::Time now, const std::string& error,
+              bool whole_message = true) {
+    if (sent < run_.measure_from || now > run_.end) return false;
     if (!error.empty()) {
       ++tally_->errors[error];
-      return;
+      return false;
     }
     ++tally_->done;
+    if (whole_message) ++tally_->messages;
     tally_->latency_ns.push_back(absl::ToInt64Nanoseconds(now - sent));
+    return true;
   }
 
   grpc::GenericStub* Stub(int channel) { return (*run_.stubs)[channel].get(); }
@@ -471,8 +522,10 @@ class Driver {
     if (!run_.authorization.empty()) {
       s->context->AddMetadata("authorization", run_.authorization);
     }
-    s->rw =
-        Stub(s->channel)->PrepareCall(s->context.get(), kExecuteStream, &cq_);
+    s->rw = Stub(s->channel)
+                ->PrepareCall(s->context.get(),
+                              run_.batch > 0 ? kExecuteBatches : kExecuteStream,
+                              &cq_);
     s->sent_at.clear();
     s->writing = false;
     s->writes_done = false;
@@ -491,11 +544,16 @@ class Driver {
       s->rw->WritesDone(&s->written);
       return;
     }
-    if (static_cast<int>(s->sent_at.size()) >= run_.stream_depth) return;
+    const int messages = run_.batch > 0
+                             ? std::max(1, run_.stream_depth / run_.batch)
+                             : run_.stream_depth;
+    if (static_cast<int>(s->sent_at.size()) >= messages) return;
     const uint64_t id = s->next_id++;
     s->sent_at[id] = now;
     s->writing = true;
-    s->rw->Write(WithId(run_.workload->request, id), &s->written);
+    s->rw->Write(run_.batch > 0 ? BatchWithId(*run_.workload, id)
+                                : WithId(run_.workload->request, id),
+                 &s->written);
   }
 
   void OnStreamEvent(const Event& e, bool ok) {
@@ -519,15 +577,19 @@ class Driver {
           s->rw->Finish(&s->status, &s->finished);
           return;
         }
-        const std::string error = Check(grpc::Status::OK, &s->response);
-        uint64_t id = 0;
-        auto it = s->sent_at.end();
-        if (absl::SimpleAtoi(result_.id(), &id)) it = s->sent_at.find(id);
-        if (it == s->sent_at.end()) {
-          if (now <= run_.end) ++tally_->errors["result with an unknown id"];
+        if (run_.batch > 0) {
+          OnBatchAnswer(s, now);
         } else {
-          Record(it->second, now, error);
-          s->sent_at.erase(it);
+          const std::string error = Check(grpc::Status::OK, &s->response);
+          uint64_t id = 0;
+          auto it = s->sent_at.end();
+          if (absl::SimpleAtoi(result_.id(), &id)) it = s->sent_at.find(id);
+          if (it == s->sent_at.end()) {
+            if (now <= run_.end) ++tally_->errors["result with an unknown id"];
+          } else {
+            Record(it->second, now, error);
+            s->sent_at.erase(it);
+          }
         }
         s->backoff = absl::ZeroDuration();
         s->response.Clear();
@@ -555,6 +617,44 @@ class Driver {
       default:
         return;
     }
+  }
+
+  // A JobResultBatch read on `s`: its first result's id names the message;
+  // every result is checked and counted.
+  void OnBatchAnswer(Stream* s, absl::Time now) {
+    const bool parsed =
+        grpc::SerializationTraits<v1::JobResultBatch>::Deserialize(
+            &s->response, &batch_result_)
+            .ok();
+    uint64_t id = 0;
+    auto it = s->sent_at.end();
+    if (parsed && batch_result_.results_size() > 0 &&
+        absl::SimpleAtoi(batch_result_.results(0).id(), &id)) {
+      it = s->sent_at.find(id);
+    }
+    if (it == s->sent_at.end()) {
+      if (now <= run_.end) {
+        ++tally_->errors[!parsed ? "unparseable answer"
+                         : batch_result_.results_size() == 1
+                             ? CheckResult(batch_result_.results(0))
+                             : "answer with an unknown id"];
+      }
+      return;
+    }
+    const absl::Time sent = it->second;
+    s->sent_at.erase(it);
+    if (batch_result_.results_size() != run_.batch) {
+      Record(sent, now,
+             absl::StrCat("answer with ", batch_result_.results_size(),
+                          " results for ", run_.batch, " jobs"));
+      return;
+    }
+    bool all_right = true;
+    for (int i = 0; i < batch_result_.results_size(); ++i) {
+      all_right &= Record(sent, now, CheckResult(batch_result_.results(i)),
+                          /*whole_message=*/false);
+    }
+    if (all_right) ++tally_->messages;
   }
 
   void Loop(absl::Time wake) {
@@ -623,7 +723,8 @@ class Driver {
   const Run& run_;
   Tally* tally_;
   grpc::CompletionQueue cq_;
-  JobResult result_;  // parse target, reused
+  JobResult result_;                 // parse target, reused
+  v1::JobResultBatch batch_result_;  // batch mode's parse target
   std::vector<std::unique_ptr<Call>> calls_;
   std::mutex mu_;  // at a rate: calls_ and free_
   std::vector<Call*> free_;
@@ -663,7 +764,7 @@ int64_t Measure(const Workload& workload,
                 std::vector<std::unique_ptr<grpc::GenericStub>>* stubs,
                 const std::string& authorization, int concurrency,
                 double rate) {
-  const bool stream = absl::GetFlag(FLAGS_mode) == "stream";
+  const bool stream = absl::GetFlag(FLAGS_mode) != "unary";
   const int threads = std::max(1, std::min(absl::GetFlag(FLAGS_threads),
                                            rate > 0 ? 1 << 20 : concurrency));
   const absl::Time start = absl::Now();
@@ -674,6 +775,9 @@ int64_t Measure(const Workload& workload,
   run.end = run.measure_from + absl::GetFlag(FLAGS_duration);
   run.check = absl::GetFlag(FLAGS_check);
   run.stream_depth = std::max(1, absl::GetFlag(FLAGS_stream_depth));
+  run.batch = absl::GetFlag(FLAGS_mode) == "batch"
+                  ? std::max(1, absl::GetFlag(FLAGS_batch))
+                  : 0;
   run.authorization = authorization;
   std::vector<Tally> tallies(threads);
   std::vector<std::thread> workers;
@@ -707,6 +811,7 @@ int64_t Measure(const Workload& workload,
   Tally all;
   for (Tally& t : tallies) {
     all.done += t.done;
+    all.messages += t.messages;
     all.max_in_flight += t.max_in_flight;
     all.latency_ns.insert(all.latency_ns.end(), t.latency_ns.begin(),
                           t.latency_ns.end());
@@ -714,7 +819,8 @@ int64_t Measure(const Workload& workload,
   }
   std::sort(all.latency_ns.begin(), all.latency_ns.end());
   const double seconds = absl::ToDoubleSeconds(absl::GetFlag(FLAGS_duration));
-  const double per_s = all.done / seconds;
+  const double per_s = all.done / seconds;  // jobs (tiles)
+  const double requests_per_s = all.messages / seconds;
   int64_t errors = 0;
   std::string error_text;
   for (auto& [error, n] : all.errors) {
@@ -733,8 +839,8 @@ int64_t Measure(const Workload& workload,
         "%s,%s,%d,%s,%s,%s,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%d\n",
         absl::GetFlag(FLAGS_label), absl::GetFlag(FLAGS_mode),
         shown_concurrency, absl::GetFlag(FLAGS_opcode),
-        absl::GetFlag(FLAGS_shape), absl::GetFlag(FLAGS_dtype), per_s, per_s,
-        us(0.5), us(0.9), us(0.99), us(1.0), errors);
+        absl::GetFlag(FLAGS_shape), absl::GetFlag(FLAGS_dtype), requests_per_s,
+        per_s, us(0.5), us(0.9), us(0.99), us(1.0), errors);
   } else if (format == "json") {
     std::string by_error;
     for (auto& [error, n] : all.errors) {
@@ -743,7 +849,7 @@ int64_t Measure(const Workload& workload,
     }
     std::cout << absl::StrFormat(
         "{\"label\":%s,\"mode\":%s,\"concurrency\":%d,\"rate\":%.1f,"
-        "\"threads\":%d,\"connections\":%d,\"stream_depth\":%d,"
+        "\"threads\":%d,\"connections\":%d,\"stream_depth\":%d,\"batch\":%d,"
         "\"opcode\":%s,\"shape\":%s,\"dtype\":%s,\"target\":%s,"
         "\"seconds\":%.3f,\"requests_per_s\":%.1f,\"tiles_per_s\":%.1f,"
         "\"p50_us\":%.1f,\"p90_us\":%.1f,\"p99_us\":%.1f,\"max_us\":%.1f,"
@@ -751,11 +857,12 @@ int64_t Measure(const Workload& workload,
         JsonString(absl::GetFlag(FLAGS_label)),
         JsonString(absl::GetFlag(FLAGS_mode)), shown_concurrency, rate, threads,
         static_cast<int>(stubs->size()), stream ? run.stream_depth : 0,
-        JsonString(absl::GetFlag(FLAGS_opcode)),
+        run.batch, JsonString(absl::GetFlag(FLAGS_opcode)),
         JsonString(absl::GetFlag(FLAGS_shape)),
         JsonString(absl::GetFlag(FLAGS_dtype)),
-        JsonString(absl::GetFlag(FLAGS_target)), seconds, per_s, per_s, us(0.5),
-        us(0.9), us(0.99), us(1.0), all.max_in_flight, errors, by_error);
+        JsonString(absl::GetFlag(FLAGS_target)), seconds, requests_per_s, per_s,
+        us(0.5), us(0.9), us(0.99), us(1.0), all.max_in_flight, errors,
+        by_error);
   } else {
     std::cout << absl::StrFormat(
         "%s %s %s %s on %s, %s%s, %d thread%s, %d connection%s, %.1f s "
@@ -770,8 +877,8 @@ int64_t Measure(const Workload& workload,
                  : absl::StrCat("concurrency ", concurrency),
         stream ? absl::StrCat(", depth ", run.stream_depth) : "", threads,
         threads == 1 ? "" : "s", static_cast<int>(stubs->size()),
-        stubs->size() == 1 ? "" : "s", seconds, per_s, per_s, us(0.5), us(0.9),
-        us(0.99), us(1.0),
+        stubs->size() == 1 ? "" : "s", seconds, requests_per_s, per_s, us(0.5),
+        us(0.9), us(0.99), us(1.0),
         errors == 0 ? "none" : absl::StrCat(errors, " (", error_text, ")"));
   }
   std::cout.flush();
@@ -787,8 +894,8 @@ int Main() {
   const std::string mode = absl::GetFlag(FLAGS_mode);
   const std::string format = absl::GetFlag(FLAGS_format);
   const double rate = absl::GetFlag(FLAGS_rate);
-  if (mode != "unary" && mode != "stream") {
-    std::cerr << "ptobench: --mode is unary or stream\n";
+  if (mode != "unary" && mode != "stream" && mode != "batch") {
+    std::cerr << "ptobench: --mode is unary, stream or batch\n";
     return 2;
   }
   if (format != "text" && format != "csv" && format != "json") {

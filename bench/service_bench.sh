@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
-# Runs ptoserve and the echo baseline side by side and measures both with
-# ptobench, as docs/PERFORMANCE.md describes: servers pinned to core 0, the
-# load generator to core 1, optimized builds. Prints CSV:
+# Runs ptoserve and the two echo ceilings side by side and measures them
+# with ptobench, as docs/PERFORMANCE.md describes: servers pinned to core 0,
+# the load generator to core 1, optimized builds; every point runs on each
+# server in turn before the next point. Prints CSV:
 # label,mode,concurrency,opcode,shape,dtype,requests/s,tiles/s,p50_us,p90_us,p99_us,max_us,errors
 #
 #   bench/service_bench.sh [DURATION] > results.csv
 set -euo pipefail
 cd "$(dirname "$0")/.."
 duration=${1:-3s}
-bazel build -c opt //server:ptoserve //bench:echo_server //bench:ptobench >&2
+bazel build -c opt //server:ptoserve //bench:echo_server \
+  //bench:plain_echo_server //bench:ptobench >&2
 
 pids=()
 cleanup() { kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; }
@@ -20,6 +22,7 @@ start() {  # NAME PORT BINARY FLAGS...
   taskset -c 0 "$bin" --address="127.0.0.1:$port" "$@" >"/tmp/service_bench.$name.log" 2>&1 &
   pids+=($!)
 }
+start plain-echo 50070 bazel-bin/bench/plain_echo_server
 start echo 50071 bazel-bin/bench/echo_server
 start batched 50072 bazel-bin/server/ptoserve
 # Off: the other ptoserve holds the default metrics port.
@@ -35,6 +38,8 @@ bench() {  # LABEL PORT FLAGS...
 
 echo "label,mode,concurrency,opcode,shape,dtype,requests_per_s,tiles_per_s,p50_us,p90_us,p99_us,max_us,errors"
 for c in 1 2 4 8 16 32 64; do
+  bench plain-echo 50070 --check=false --concurrency=$c
+  bench plain-echo-stream 50070 --check=false --mode=stream --concurrency=$c
   bench echo 50071 --check=false --concurrency=$c
   bench ptoserve-unary 50072 --concurrency=$c
   bench ptoserve-unary-unbatched 50073 --concurrency=$c
@@ -42,6 +47,7 @@ for c in 1 2 4 8 16 32 64; do
   bench ptoserve-stream-unbatched 50073 --mode=stream --concurrency=$c
 done
 for c in 1 8; do
+  bench plain-echo 50070 --check=false --concurrency=$c --shape=256x256
   bench echo 50071 --check=false --concurrency=$c --shape=256x256
   bench ptoserve-unary 50072 --concurrency=$c --shape=256x256
 done

@@ -168,6 +168,25 @@ absl::Status Client::ExecuteStream(
   return FromGrpc(stream->Finish());
 }
 
+absl::Status Client::ExecuteBatches(
+    absl::Span<const v1::JobBatch> batches,
+    const std::function<void(v1::JobResultBatch)>& on_answer) const {
+  grpc::ClientContext context;
+  ConfigureContext(&context);
+  auto stream = stub_->ExecuteBatches(&context);
+  // As ExecuteStream: writes block while the server's window is full.
+  std::thread writer([&] {
+    for (const v1::JobBatch& batch : batches) {
+      if (!stream->Write(batch)) break;
+    }
+    stream->WritesDone();
+  });
+  v1::JobResultBatch answer;
+  while (stream->Read(&answer)) on_answer(std::move(answer));
+  writer.join();
+  return FromGrpc(stream->Finish());
+}
+
 absl::StatusOr<v1::Capabilities> Client::GetCapabilities() const {
   grpc::ClientContext context;
   ConfigureContext(&context);

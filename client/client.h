@@ -119,6 +119,16 @@ class Client {
   absl::Status ExecuteStream(
       absl::Span<const v1::Job> jobs,
       const std::function<void(v1::JobResult)>& on_result) const;
+  // Runs `batches` over one ExecuteBatches call. Each JobBatch is answered
+  // by one JobResultBatch, its jobs' results in the batch's order;
+  // `on_answer` sees each answer as its batch finishes (batches may finish
+  // out of order: match them by their jobs' ids). A message the server
+  // refuses as a whole is answered with one result, no id, the error in its
+  // status. The call's deadline is options.call_timeout for the whole
+  // stream. Returns the stream's status.
+  absl::Status ExecuteBatches(
+      absl::Span<const v1::JobBatch> batches,
+      const std::function<void(v1::JobResultBatch)>& on_answer) const;
   absl::StatusOr<v1::Capabilities> GetCapabilities() const;
   // The grpc.health.v1 status of `service` ("" is the whole server):
   // "SERVING", "NOT_SERVING", ...

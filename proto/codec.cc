@@ -287,6 +287,7 @@ constexpr FieldRule kInstructionFields[] = {
     {5, Wire::kBytes},  {6, Wire::kBytes}, {7, Wire::kBytes}};
 constexpr FieldRule kDurationFields[] = {{1, Wire::kVarint},
                                          {2, Wire::kVarint}};
+constexpr FieldRule kBatchFields[] = {{1, Wire::kBytes}};
 
 // The most fields a request may carry that this server's schema lacks (a
 // newer client's): protobuf keeps each, at 16 bytes or more for as few as
@@ -319,11 +320,42 @@ class WireScan {
     return WireShape{tiles_, instructions_, assembly_bytes_};
   }
 
+  absl::StatusOr<BatchShape> RunBatch(size_t max_jobs) {
+    BatchShape shape;
+    Message(kBatchFields, [&](int, uint32_t length) {
+      job_ = shape.jobs++;
+      if (shape.jobs == max_jobs + 1) {
+        Fail(absl::ResourceExhaustedError(absl::StrFormat(
+            "the batch has more than %u jobs, the limit", max_jobs)));
+      }
+      tiles_ = instructions_ = outputs_ = assembly_bytes_ = 0;
+      Nested(length, kJobFields,
+             [&](int field, uint32_t n) { JobField(field, n); });
+      shape.total.tiles += tiles_;
+      shape.total.instructions += instructions_;
+      shape.total.assembly_bytes += assembly_bytes_;
+      if (shape.jobs <= max_jobs) shape.job_bytes.push_back(length);
+    });
+    if (in_.BytesUntilLimit() != 0) corrupt_ = true;  // stopped at a 0 tag
+    if (corrupt_) {
+      return absl::InvalidArgumentError(
+          "is not a ptoserve.v1.JobBatch: its protobuf encoding is truncated "
+          "or corrupt");
+    }
+    if (!first_error_.ok()) return first_error_;
+    return shape;
+  }
+
  private:
   // Keeps the first problem found; the scan goes on to check the rest is
   // well formed.
   void Fail(absl::Status status) {
-    if (first_error_.ok()) first_error_ = std::move(status);
+    if (!first_error_.ok()) return;
+    first_error_ =
+        job_ == kNoJob
+            ? std::move(status)
+            : absl::Status(status.code(), absl::StrFormat("job %u: %s", job_,
+                                                          status.message()));
   }
 
   // Reads the fields of one message up to the current limit. `on_bytes`
@@ -458,8 +490,11 @@ class WireScan {
     }
   }
 
+  static constexpr size_t kNoJob = ~size_t{0};
+
   CodedInputStream in_;
   const EngineLimits& limits_;
+  size_t job_ = kNoJob;  // the batch's job being read, if a batch
   bool corrupt_ = false;
   absl::Status first_error_;
   size_t unknown_ = 0, tiles_ = 0, instructions_ = 0, outputs_ = 0, waits_ = 0;
@@ -475,6 +510,15 @@ absl::StatusOr<WireShape> CheckJobWire(
     return absl::ResourceExhaustedError("a request is at most 2^31 bytes");
   }
   return WireScan(bytes, size, limits).Run();
+}
+
+absl::StatusOr<BatchShape> CheckJobBatchWire(
+    google::protobuf::io::ZeroCopyInputStream* bytes, size_t size,
+    const EngineLimits& limits, size_t max_jobs) {
+  if (size > static_cast<size_t>(INT32_MAX)) {
+    return absl::ResourceExhaustedError("a request is at most 2^31 bytes");
+  }
+  return WireScan(bytes, size, limits).RunBatch(max_jobs);
 }
 
 ResultEncodings::ResultEncodings(const JobSpec& spec,

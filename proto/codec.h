@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/functional/function_ref.h"
@@ -50,6 +51,19 @@ struct WireShape {
 absl::StatusOr<WireShape> CheckJobWire(
     google::protobuf::io::ZeroCopyInputStream* bytes, size_t size,
     const EngineLimits& limits);
+
+// CheckJobWire for a serialized JobBatch of `size` bytes: at most `max_jobs`
+// jobs, each checked as CheckJobWire checks a Job. A problem in a job is
+// named with its index ("job 3: job has more than 1024 tiles, the limit").
+// Returns the batch's jobs, with their counts summed over them.
+struct BatchShape {
+  size_t jobs = 0;
+  WireShape total;                  // summed over the jobs
+  std::vector<uint32_t> job_bytes;  // each job's size on the wire
+};
+absl::StatusOr<BatchShape> CheckJobBatchWire(
+    google::protobuf::io::ZeroCopyInputStream* bytes, size_t size,
+    const EngineLimits& limits, size_t max_jobs);
 
 // How each tile of a job travels back in its JobResult: as values when its
 // elements came as values, else as bytes (data); a tile that came without

@@ -69,6 +69,7 @@ void ToCapabilities(const Engine& engine, const ServerLimits& limits,
   l->set_max_waits_per_instruction(engine_limits.max_waits_per_instruction);
   l->set_max_assembly_bytes(engine_limits.max_assembly_bytes);
   l->set_max_name_bytes(kMaxNameBytes);
+  l->set_max_jobs_per_batch(limits.max_jobs_per_batch);
   for (const std::string& form : pasm::AcceptedForms()) {
     out->add_assembly_forms(form);
   }

@@ -28,6 +28,7 @@ struct ServerLimits {
   uint32_t priority_levels = 1;
   uint32_t queue_capacity = 0;  // instructions
   uint32_t stream_window = 1;   // jobs of one stream in flight
+  uint32_t max_jobs_per_batch = 1;
 };
 
 // Runs the scheduler's batches on the engine.

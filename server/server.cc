@@ -94,6 +94,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
   limits.priority_levels = options.scheduling.priority_levels;
   limits.queue_capacity = options.scheduling.queue_capacity;
   limits.stream_window = options.stream_window;
+  limits.max_jobs_per_batch = options.max_jobs_per_batch;
   parts->dispatcher =
       std::make_unique<Dispatcher>(&parts->engine, &parts->scheduler, limits,
                                    &parts->metrics, &parts->budget);

@@ -36,6 +36,7 @@ struct ServerOptions {
   uint64_t max_job_bytes = uint64_t{256} << 20;
   uint64_t memory_budget_bytes = uint64_t{768} << 20;
   uint32_t stream_window = 128;
+  uint32_t max_jobs_per_batch = 256;
   // TLS when tls.cert is set (server/auth.h).
   TlsFiles tls;
   // Bearer tokens, one a line; empty: none required.

@@ -27,6 +27,14 @@ constexpr uint64_t kLightRequestBytes = 1 << 20;
 constexpr size_t kLightInstructions = 64;
 constexpr size_t kLightAssemblyBytes = 16 << 10;
 
+// A stream refused at the start: ends the call at once, reading nothing.
+class RefusedStream final
+    : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
+ public:
+  explicit RefusedStream(const grpc::Status& status) { Finish(status); }
+  void OnDone() override { delete this; }
+};
+
 absl::Time CallDeadline(const grpc::CallbackServerContext& context) {
   const auto deadline = context.deadline();
   if (deadline == std::chrono::system_clock::time_point::max()) {
@@ -54,7 +62,8 @@ TileComputeService::TileComputeService(Dispatcher* dispatcher,
       decoders_(decoders),
       auth_(auth),
       max_message_bytes_(limits.max_message_bytes),
-      stream_window_(limits.stream_window) {}
+      stream_window_(limits.stream_window),
+      max_jobs_per_batch_(limits.max_jobs_per_batch) {}
 
 absl::Status TileComputeService::Dispatch(const v1::Job& job,
                                           uint64_t request_bytes,
@@ -103,7 +112,8 @@ absl::Status TileComputeService::Busy(absl::string_view what) const {
       what, ": the server is busy decoding other large requests; retry later"));
 }
 
-absl::StatusOr<std::shared_ptr<const v1::Job>> TileComputeService::Decode(
+template <typename M>
+absl::StatusOr<std::shared_ptr<const M>> TileComputeService::Parse(
     const grpc::ByteBuffer& bytes, absl::string_view what) const {
   // Parsed straight from the slices. Not through gRPC's Deserialize: on a
   // parse failure that builds protobuf's InitializationErrorString, which
@@ -112,11 +122,11 @@ absl::StatusOr<std::shared_ptr<const v1::Job>> TileComputeService::Decode(
   // the ThreadSanitizer build.
   grpc::ByteBuffer shared(bytes);  // shares the slices, copies no bytes
   grpc::ProtoBufferReader reader(&shared);
-  auto job = std::make_shared<v1::Job>();
+  auto message = std::make_shared<M>();
   bool parsed = false;
   try {
-    parsed = reader.status().ok() && job->ParseFromZeroCopyStream(&reader) &&
-             reader.status().ok();
+    parsed = reader.status().ok() &&
+             message->ParseFromZeroCopyStream(&reader) && reader.status().ok();
   } catch (const std::bad_alloc&) {
     metrics_->JobAnswered(JobRecord("unknown"),
                           absl::StatusCode::kResourceExhausted);
@@ -128,18 +138,47 @@ absl::StatusOr<std::shared_ptr<const v1::Job>> TileComputeService::Decode(
     metrics_->JobAnswered(JobRecord("unknown"),
                           absl::StatusCode::kInvalidArgument);
     return absl::InvalidArgumentError(absl::StrFormat(
-        "%s (%u bytes) is not a ptoserve.v1.Job: its protobuf encoding is "
-        "truncated or corrupt",
-        what, bytes.Length()));
+        "%s (%u bytes) is not a %s: its protobuf encoding is truncated or "
+        "corrupt",
+        what, bytes.Length(), M::descriptor()->full_name()));
   }
-  return job;
+  return message;
+}
+
+absl::StatusOr<std::shared_ptr<const v1::Job>> TileComputeService::Decode(
+    const grpc::ByteBuffer& bytes, absl::string_view what) const {
+  return Parse<v1::Job>(bytes, what);
+}
+
+absl::StatusOr<BatchShape> TileComputeService::InspectBatch(
+    const grpc::ByteBuffer& bytes, absl::string_view what) const {
+  grpc::ByteBuffer shared(bytes);  // shares the slices, copies no bytes
+  grpc::ProtoBufferReader reader(&shared);
+  absl::StatusOr<BatchShape> shape = CheckJobBatchWire(
+      &reader, bytes.Length(), dispatcher_->job_limits(), max_jobs_per_batch_);
+  if (!shape.ok()) {
+    metrics_->JobAnswered(JobRecord("unknown"), shape.status().code());
+    const absl::string_view message = shape.status().message();
+    return absl::Status(
+        shape.status().code(),
+        absl::StrFormat("%s (%u bytes)%s %s", what, bytes.Length(),
+                        absl::StartsWith(message, "is not ") ? "" : ":",
+                        message));
+  }
+  return shape;
 }
 
 absl::Status TileComputeService::Encode(const v1::JobResult& result,
                                         grpc::ByteBuffer* bytes) const {
+  return EncodeMessage(result, bytes);
+}
+
+absl::Status TileComputeService::EncodeMessage(
+    const google::protobuf::Message& message, grpc::ByteBuffer* bytes) const {
   bool own_buffer = false;
-  grpc::Status serialized = grpc::SerializationTraits<v1::JobResult>::Serialize(
-      result, bytes, &own_buffer);
+  grpc::Status serialized =
+      grpc::SerializationTraits<google::protobuf::Message>::Serialize(
+          message, bytes, &own_buffer);
   if (!serialized.ok()) {
     return absl::InternalError(absl::StrCat("cannot serialize the result: ",
                                             serialized.error_message()));
@@ -497,19 +536,267 @@ class TileComputeService::JobStream final
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
 };
 
+// One ExecuteBatches call: JobStream's rules, a batch at a time. Reads a
+// message while fewer than the window's jobs are unanswered; dispatches each
+// of its jobs on its own (a job that is refused, the memory budget's
+// refusal included, gets its error in its result at once rather than
+// waiting); once every job of the batch has its result, serializes the
+// batch's answer and writes it (one write at a time). A message that is not
+// a valid JobBatch is answered with one result carrying the error.
+class TileComputeService::BatchStream final
+    : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
+ public:
+  BatchStream(TileComputeService* service, grpc::CallbackServerContext* context)
+      : service_(service), context_(context) {
+    MutexLock lock(&mu_);
+    reading_ = true;
+    StartRead(&request_);
+  }
+
+  void OnReadDone(bool ok) override {
+    MutexLock lock(&mu_);
+    reading_ = false;
+    if (!ok) {
+      reads_done_ = true;
+      MaybeFinish();
+      return;
+    }
+    ++received_;
+    const std::string what = absl::StrCat("stream message ", received_);
+    absl::StatusOr<BatchShape> shape = service_->InspectBatch(request_, what);
+    if (!shape.ok()) {
+      Refuse(shape.status());
+    } else if (Light(shape->total, request_.Length())) {
+      unanswered_ += shape->jobs;
+      Start(service_->Parse<v1::JobBatch>(request_, what), *shape);
+    } else {
+      // Decoded off gRPC's threads; the task shares the slices, which
+      // count against the memory budget while it waits.
+      auto bytes = std::make_shared<grpc::ByteBuffer>(request_);
+      absl::StatusOr<MemoryBudget::Hold> queued =
+          service_->budget_->Reserve(bytes->Length());
+      if (!queued.ok()) {
+        service_->metrics_->JobAnswered(JobRecord("unknown"),
+                                        absl::StatusCode::kResourceExhausted);
+        Refuse(queued.status());
+      } else {
+        const size_t jobs = shape->jobs;
+        unanswered_ += jobs;
+        ++decoding_;
+        auto hold = std::make_shared<MemoryBudget::Hold>(std::move(*queued));
+        auto task = [this, bytes, hold, what, shape = *std::move(shape)] {
+          absl::StatusOr<std::shared_ptr<const v1::JobBatch>> batch =
+              service_->Parse<v1::JobBatch>(*bytes, what);
+          MutexLock lock(&mu_);
+          --decoding_;
+          Start(std::move(batch), shape);
+          MaybeRead();
+          MaybeFinish();
+        };
+        if (!service_->decoders_->Post(std::move(task))) {
+          --decoding_;
+          unanswered_ -= jobs;
+          Refuse(service_->Busy(what));
+        }
+      }
+    }
+    request_.Clear();
+    MaybeRead();
+  }
+
+  void OnWriteDone(bool ok) override {
+    MutexLock lock(&mu_);
+    writing_ = false;
+    unanswered_ -= outbox_.front().jobs;
+    outbox_.pop_front();      // gives its jobs' share of the budget back
+    if (!ok) broken_ = true;  // the client is gone: drop what is left
+    MaybeWrite();
+    MaybeRead();
+    MaybeFinish();
+  }
+
+  void OnDone() override {
+    // As JobStream's: Finish may run with mu_ held on another thread.
+    { MutexLock lock(&mu_); }
+    delete this;
+  }
+
+ private:
+  // One batch in flight: its jobs (read in place by the engine), its
+  // answer, filled a slot per job, and the memory its jobs hold.
+  struct Batch {
+    std::shared_ptr<const v1::JobBatch> jobs;
+    v1::JobResultBatch answer;
+    std::vector<MemoryBudget::Hold> holds;
+    size_t remaining = 0;  // jobs without a result yet
+  };
+  // An answer to write, and the memory its jobs hold until it is written.
+  struct Outgoing {
+    grpc::ByteBuffer bytes;
+    std::vector<MemoryBudget::Hold> holds;
+    uint32_t jobs;  // counted in unanswered_
+  };
+
+  static void Fail(const std::string& id, const absl::Status& s,
+                   v1::JobResult* result) {
+    result->Clear();
+    result->set_id(id);
+    result->mutable_status()->set_code(static_cast<v1::Code>(s.code()));
+    result->mutable_status()->set_message(std::string(s.message()));
+  }
+
+  // `answer` serialized. One larger than a message may be becomes, job by
+  // job, RESOURCE_EXHAUSTED (each result keeping its id) saying so.
+  grpc::ByteBuffer Encoded(v1::JobResultBatch* answer) const {
+    grpc::ByteBuffer bytes;
+    absl::Status encoded;
+    try {
+      encoded = service_->EncodeMessage(*answer, &bytes);
+    } catch (const std::bad_alloc&) {
+      encoded = absl::ResourceExhaustedError(
+          "the server ran out of memory serializing this batch's answer");
+    }
+    if (!encoded.ok()) {
+      const absl::Status why(
+          encoded.code(), absl::StrCat("the batch's answer could not be sent: ",
+                                       encoded.message()));
+      for (v1::JobResult& result : *answer->mutable_results()) {
+        Fail(std::string(result.id()), why, &result);
+      }
+      (void)service_->EncodeMessage(*answer, &bytes);
+    }
+    return bytes;
+  }
+
+  // Answers a message that is not a batch this server takes: one result,
+  // no id, the error.
+  void Refuse(const absl::Status& status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    v1::JobResultBatch answer;
+    Fail("", status, answer.add_results());
+    ++unanswered_;
+    Push(Encoded(&answer), {}, 1);
+  }
+
+  // Dispatches every job of `batch` (`shape.jobs` of them, already counted
+  // in unanswered_).
+  void Start(absl::StatusOr<std::shared_ptr<const v1::JobBatch>> parsed,
+             const BatchShape& shape) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (!parsed.ok()) {
+      unanswered_ -= shape.jobs;
+      Refuse(parsed.status());
+      return;
+    }
+    auto batch = std::make_shared<Batch>();
+    batch->jobs = std::move(*parsed);
+    const int n = batch->jobs->jobs_size();
+    for (int i = 0; i < n; ++i) batch->answer.add_results();
+    batch->remaining = n;
+    if (n == 0) {
+      Push(Encoded(&batch->answer), {}, 0);
+      return;
+    }
+    for (int i = 0; i < n; ++i) {
+      const v1::Job& job = batch->jobs->jobs(i);
+      // Not run_here: done takes mu_, which this reaction holds.
+      absl::Status admitted = service_->Dispatch(
+          job, shape.job_bytes[i], context_, /*run_here=*/false,
+          [this, batch, i](absl::StatusOr<v1::JobResult> r,
+                           MemoryBudget::Hold hold) {
+            // Each job writes its own slot; the last one, which mu_ orders
+            // after the others, serializes the answer outside the lock.
+            v1::JobResult* slot = batch->answer.mutable_results(i);
+            if (r.ok()) {
+              slot->Swap(&*r);
+            } else {
+              Fail(batch->jobs->jobs(i).id(), r.status(), slot);
+            }
+            {
+              MutexLock lock(&mu_);
+              batch->holds.push_back(std::move(hold));
+              if (--batch->remaining > 0) return;
+            }
+            grpc::ByteBuffer bytes = Encoded(&batch->answer);
+            MutexLock lock(&mu_);
+            Push(std::move(bytes), std::move(batch->holds),
+                 batch->answer.results_size());
+          });
+      if (!admitted.ok()) {
+        Fail(job.id(), admitted, batch->answer.mutable_results(i));
+        if (--batch->remaining == 0) {
+          Push(Encoded(&batch->answer), std::move(batch->holds), n);
+        }
+      }
+    }
+  }
+
+  void Push(grpc::ByteBuffer bytes, std::vector<MemoryBudget::Hold> holds,
+            uint32_t jobs) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    outbox_.push_back(Outgoing{std::move(bytes), std::move(holds), jobs});
+    MaybeWrite();
+  }
+
+  void MaybeWrite() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (writing_ || finished_) return;
+    if (broken_) {
+      for (const Outgoing& out : outbox_) unanswered_ -= out.jobs;
+      outbox_.clear();
+      MaybeFinish();
+      return;
+    }
+    if (outbox_.empty()) return;
+    writing_ = true;
+    StartWrite(&outbox_.front().bytes);
+  }
+
+  void MaybeRead() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (reading_ || reads_done_ || broken_ ||
+        unanswered_ >= service_->stream_window_) {
+      return;
+    }
+    reading_ = true;
+    StartRead(&request_);
+  }
+
+  void MaybeFinish() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (finished_ || unanswered_ > 0 || writing_ || reading_ || decoding_ > 0) {
+      return;
+    }
+    if (!reads_done_ && !broken_) return;
+    finished_ = true;
+    Finish(broken_ ? grpc::Status(grpc::StatusCode::CANCELLED,
+                                  "the client stopped reading results")
+                   : grpc::Status::OK);
+  }
+
+  TileComputeService* const service_;
+  grpc::CallbackServerContext* const context_;
+  absl::Mutex mu_;
+  grpc::ByteBuffer request_;                          // the read in progress
+  std::deque<Outgoing> outbox_ ABSL_GUARDED_BY(mu_);  // front: writing
+  uint64_t unanswered_ ABSL_GUARDED_BY(mu_) = 0;      // jobs read, not written
+  uint32_t decoding_ ABSL_GUARDED_BY(mu_) = 0;        // on the decoders
+  uint64_t received_ ABSL_GUARDED_BY(mu_) = 0;        // messages read
+  bool reading_ ABSL_GUARDED_BY(mu_) = false;
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  bool reads_done_ ABSL_GUARDED_BY(mu_) = false;
+  bool broken_ ABSL_GUARDED_BY(mu_) = false;
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;
+};
+
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>*
 TileComputeService::ExecuteStream(grpc::CallbackServerContext* context) {
   if (absl::Status allowed = Authorize(*context); !allowed.ok()) {
-    // Ends the call at once, reading nothing.
-    class Refused final
-        : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
-     public:
-      explicit Refused(const grpc::Status& status) { Finish(status); }
-      void OnDone() override { delete this; }
-    };
-    return new Refused(ToGrpcStatus(allowed));
+    return new RefusedStream(ToGrpcStatus(allowed));
   }
   return new JobStream(this, context);
+}
+
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>*
+TileComputeService::ExecuteBatches(grpc::CallbackServerContext* context) {
+  if (absl::Status allowed = Authorize(*context); !allowed.ok()) {
+    return new RefusedStream(ToGrpcStatus(allowed));
+  }
+  return new BatchStream(this, context);
 }
 
 grpc::ServerUnaryReactor* TileComputeService::GetCapabilities(

@@ -22,15 +22,16 @@ namespace ptoserve {
 // absl::Status and grpc::Status share their canonical codes.
 grpc::Status ToGrpcStatus(const absl::Status& status);
 
-// Execute and ExecuteStream take their messages as bytes and decode them
-// here: gRPC would answer a request that does not decode UNIMPLEMENTED, with
-// no message, and take a stream message that does not for the end of the
-// stream, which then ends OK with later jobs unanswered.
+// Execute, ExecuteStream and ExecuteBatches take their messages as bytes and
+// decode them here: gRPC would answer a request that does not decode
+// UNIMPLEMENTED, with no message, and take a stream message that does not
+// for the end of the stream, which then ends OK with later jobs unanswered.
 class TileComputeService final
     : public v1::TileCompute::WithCallbackMethod_GetCapabilities<
           v1::TileCompute::WithRawCallbackMethod_Execute<
               v1::TileCompute::WithRawCallbackMethod_ExecuteStream<
-                  v1::TileCompute::Service>>> {
+                  v1::TileCompute::WithRawCallbackMethod_ExecuteBatches<
+                      v1::TileCompute::Service>>>> {
  public:
   // `dispatcher`, `metrics`, `budget`, `decoders` and `auth` (null: no
   // authentication) must outlive the service. Requests that are heavy to
@@ -50,6 +51,10 @@ class TileComputeService final
   grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* ExecuteStream(
       grpc::CallbackServerContext* context) override;
 
+  // Serialized JobBatches in, serialized JobResultBatches out.
+  grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* ExecuteBatches(
+      grpc::CallbackServerContext* context) override;
+
   // Execute counts its own calls in `calls` (GrpcMetrics::CountedByHandler)
   // rather than through the interceptor; null: not counted here. Call
   // before the server starts.
@@ -65,6 +70,7 @@ class TileComputeService final
  private:
   class UnaryCall;
   class JobStream;
+  class BatchStream;
   using Done = Dispatcher::Done;
   using Refusal = Dispatcher::Refusal;
 
@@ -82,6 +88,13 @@ class TileComputeService final
   // REQUIRES: Inspect passed them.
   absl::StatusOr<std::shared_ptr<const v1::Job>> Decode(
       const grpc::ByteBuffer& bytes, absl::string_view what) const;
+  // Inspect and Decode for a JobBatch (CheckJobBatchWire).
+  absl::StatusOr<BatchShape> InspectBatch(const grpc::ByteBuffer& bytes,
+                                          absl::string_view what) const;
+  // A message of type M parsed from `bytes`, or the error Decode describes.
+  template <typename M>
+  absl::StatusOr<std::shared_ptr<const M>> Parse(const grpc::ByteBuffer& bytes,
+                                                 absl::string_view what) const;
   // Decodes and admits an Execute call's request; finishes `call` with the
   // result or the error.
   void RunUnary(UnaryCall* call, const grpc::ByteBuffer& request,
@@ -93,6 +106,9 @@ class TileComputeService final
   // than a response may be.
   absl::Status Encode(const v1::JobResult& result,
                       grpc::ByteBuffer* bytes) const;
+  // Encode for any message (a JobResultBatch).
+  absl::Status EncodeMessage(const google::protobuf::Message& message,
+                             grpc::ByteBuffer* bytes) const;
   // Hands `job` to the dispatcher as a job of the call `context`
   // (Dispatcher::Dispatch).
   absl::Status Dispatch(const v1::Job& job, uint64_t request_bytes,
@@ -113,6 +129,7 @@ class TileComputeService final
   const TokenAuthenticator* auth_;
   const uint64_t max_message_bytes_;
   const uint32_t stream_window_;
+  const uint32_t max_jobs_per_batch_;
 };
 
 }  // namespace ptoserve

@@ -550,6 +550,56 @@ TEST_F(HostileTest, ReadsOverManyWrittenTilesInABufferStayCheap) {
   ExpectPeakGrowthBelow(32 * kMiB);
 }
 
+// A batch's jobs are counted on the wire before any is parsed: a million
+// empty jobs in 2 MB (two bytes each, each a JobState, a result and an
+// event list once admitted) get one RESOURCE_EXHAUSTED answer, cheaply, and
+// the stream and the server go on.
+TEST_F(HostileTest, AMillionEmptyJobsInOneBatchAreRefusedBeforeParsing) {
+  Start();
+  std::string bytes;
+  for (int i = 0; i < 1'000'000; ++i) bytes += std::string("\x0a\x00", 2);
+  grpc::ClientContext context;
+  context.set_deadline(In(absl::Seconds(30)));
+  grpc::CompletionQueue cq;
+  auto stream = stub_->PrepareCall(
+      &context, "/ptoserve.v1.TileCompute/ExecuteBatches", &cq);
+  void* tag;
+  bool ok;
+  const auto wait = [&] {
+    return cq.AsyncNext(&tag, &ok, In(absl::Seconds(20))) ==
+               grpc::CompletionQueue::GOT_EVENT &&
+           ok;
+  };
+  stream->StartCall(nullptr);
+  ASSERT_TRUE(wait());
+  const double cpu_before = CpuSeconds(server_->pid());
+  grpc::Slice slice(bytes);
+  grpc::ByteBuffer message(&slice, 1);
+  stream->Write(message, nullptr);
+  ASSERT_TRUE(wait());
+  grpc::ByteBuffer reply;
+  stream->Read(&reply, nullptr);
+  ASSERT_TRUE(wait());
+  const double cpu = CpuSeconds(server_->pid()) - cpu_before;
+  std::cout << "2 MB batch of empty jobs: " << cpu << " s of server CPU"
+            << std::endl;
+  v1::JobResultBatch answer;
+  ASSERT_TRUE(answer.ParseFromString(Bytes(reply)));
+  ASSERT_EQ(answer.results_size(), 1);
+  EXPECT_EQ(answer.results(0).status().code(), v1::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(answer.results(0).status().message(),
+              HasSubstr("the batch has more than 256 jobs, the limit"));
+  if (kMemoryBoundsApply) {
+    EXPECT_LT(cpu, 0.5);
+  }
+  ExpectPeakGrowthBelow(32 * kMiB);
+  context.TryCancel();
+  cq.Shutdown();
+  while (cq.Next(&tag, &ok)) {
+  }
+  ExpectOthersServed();
+}
+
 // Streams that sent jobs and never read held 2.8 GB; every result waiting
 // on a reader now holds its share of the memory budget, and a stream whose
 // next job does not fit stops reading.

@@ -142,6 +142,34 @@ TEST(PtobenchTest, SweepPrintsOneLinePerConcurrency) {
   EXPECT_GT(CsvRate(lines[1]), 0) << r.output;
 }
 
+// Batch mode sends --batch jobs per ExecuteBatches message, checks every
+// result, and counts tiles (jobs) apart from requests (messages).
+TEST(PtobenchTest, BatchModeCountsJobsAndMessages) {
+  ServerProcess server({"--max_jobs_per_batch=8"});
+  CommandResult r =
+      RunCommand("bench/ptobench --server=" + server.address() +
+                 " --format=csv --csv_header=false --duration=0.3s"
+                 " --warmup=0s --mode=batch --batch=8 --stream_depth=32");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::vector<std::string> fields =
+      CsvFields(absl::StripAsciiWhitespace(r.output));
+  ASSERT_FALSE(fields.empty()) << r.output;
+  EXPECT_EQ(fields[1], "batch");
+  double requests = 0, tiles = 0;
+  ASSERT_TRUE(absl::SimpleAtod(fields[6], &requests)) << r.output;
+  ASSERT_TRUE(absl::SimpleAtod(fields[7], &tiles)) << r.output;
+  EXPECT_GT(requests, 0) << r.output;
+  EXPECT_NEAR(tiles / requests, 8, 0.01) << r.output;
+  EXPECT_EQ(CsvErrors(absl::StripAsciiWhitespace(r.output)), 0) << r.output;
+  // A batch over the server's limit: every message refused, and why.
+  r = RunCommand("bench/ptobench --server=" + server.address() +
+                 " --format=text --duration=0.3s --warmup=0s --mode=batch"
+                 " --batch=9");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("the batch has more than 8 jobs"))
+      << r.output;
+}
+
 // One JSON object per line, with the figures and the errors by kind.
 TEST(PtobenchTest, JsonIsOneObjectPerResult) {
   ServerProcess server;

@@ -106,6 +106,9 @@ TEST(SecurityTest, BearerTokens) {
             absl::StatusCode::kUnauthenticated);
   absl::Status stream = anonymous->ExecuteStream({}, [](v1::JobResult) {});
   EXPECT_EQ(stream.code(), absl::StatusCode::kUnauthenticated);
+  absl::Status batches =
+      anonymous->ExecuteBatches({}, [](v1::JobResultBatch) {});
+  EXPECT_EQ(batches.code(), absl::StatusCode::kUnauthenticated);
 
   // ptoctl sends the token too.
   CommandResult r = RunCommand(

@@ -67,6 +67,13 @@ std::string Field(int number, int wire_type, const std::string& payload) {
   return out + payload;
 }
 
+absl::StatusOr<BatchShape> ScanBatch(const std::string& bytes, size_t max_jobs,
+                                     const EngineLimits& limits = {}) {
+  google::protobuf::io::ArrayInputStream in(bytes.data(),
+                                            static_cast<int>(bytes.size()));
+  return CheckJobBatchWire(&in, bytes.size(), limits, max_jobs);
+}
+
 TEST(CheckJobWireTest, EveryFieldOfAValidJobPasses) {
   EXPECT_TRUE(Scan(SmallJob().SerializeAsString()).ok());
   v1::Job text;
@@ -180,14 +187,12 @@ TEST(CheckJobWireTest, MalformedBytesAreRefusedBeforeParsing) {
   const std::string job = SmallJob().SerializeAsString();
   for (size_t cut = 1; cut < job.size(); ++cut) {
     v1::Job parsed;
-    if (parsed.ParseFromString(job.substr(0, cut))) {
-      continue;  // a field boundary
-      EXPECT_THAT(
-          Scan(job.substr(0, cut)),
-          StatusIs(kInvalid,
-                   HasSubstr("its protobuf encoding is truncated or corrupt")))
-          << cut;
-    }
+    if (parsed.ParseFromString(job.substr(0, cut))) continue;  // a boundary
+    EXPECT_THAT(
+        Scan(job.substr(0, cut)),
+        StatusIs(kInvalid,
+                 HasSubstr("its protobuf encoding is truncated or corrupt")))
+        << cut;
   }
   // A name whose length runs past the end is malformed, not "too long".
   EXPECT_THAT(Scan(Field(6, 2,
@@ -506,6 +511,72 @@ TEST(WireTest, ElementSizesAgreeWithTheEngine) {
   }
   EXPECT_EQ(WireElementBytes(v1::DTYPE_UNSPECIFIED), 0u);
   EXPECT_EQ(WireElementBytes(1000), 0u);
+}
+
+// A batch is its jobs, each scanned as a job is; the shape sums them, and
+// a problem names the job's place.
+TEST(CheckJobBatchWireTest, SumsItsJobsAndNamesTheJobAtFault) {
+  v1::JobBatch batch;
+  for (int i = 0; i < 3; ++i) *batch.add_jobs() = SmallJob();
+  batch.mutable_jobs(1)->set_assembly("%c = tand %a, %b");
+  absl::StatusOr<BatchShape> shape = ScanBatch(batch.SerializeAsString(), 3);
+  ASSERT_TRUE(shape.ok()) << shape.status();
+  EXPECT_EQ(shape->jobs, 3u);
+  EXPECT_EQ(shape->total.tiles, 6u);
+  EXPECT_EQ(shape->total.instructions, 3u);
+  EXPECT_EQ(shape->total.assembly_bytes, 16u);
+  ASSERT_EQ(shape->job_bytes.size(), 3u);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(shape->job_bytes[i], batch.jobs(i).ByteSizeLong()) << i;
+  }
+  EXPECT_THAT(ScanBatch(batch.SerializeAsString(), 2).status(),
+              StatusIs(kExhausted,
+                       HasSubstr("the batch has more than 2 jobs, the limit")));
+  EngineLimits limits;
+  limits.max_instructions_per_job = 1;
+  *batch.mutable_jobs(2)->add_instructions() = batch.jobs(2).instructions(0);
+  EXPECT_THAT(ScanBatch(batch.SerializeAsString(), 3, limits).status(),
+              StatusIs(kExhausted,
+                       HasSubstr("job 2: job has more than 1 instructions")));
+  // Counts start again with each job: two jobs of one instruction each
+  // pass a limit of one.
+  batch.mutable_jobs(2)->mutable_instructions()->RemoveLast();
+  EXPECT_TRUE(ScanBatch(batch.SerializeAsString(), 3, limits).ok());
+  // Empty.
+  shape = ScanBatch("", 1);
+  ASSERT_TRUE(shape.ok());
+  EXPECT_EQ(shape->jobs, 0u);
+}
+
+// A million empty jobs fit in 2 MB; the scan refuses them without keeping
+// a place per job past the limit.
+TEST(CheckJobBatchWireTest, ManyEmptyJobsAreRefusedCheaply) {
+  std::string bytes;
+  for (int i = 0; i < 1'000'000; ++i) bytes += Field(1, 2, std::string(1, 0));
+  EXPECT_THAT(ScanBatch(bytes, 256).status(),
+              StatusIs(kExhausted, HasSubstr("more than 256 jobs")));
+}
+
+TEST(CheckJobBatchWireTest, MalformedBatchesAreRefused) {
+  v1::JobBatch batch;
+  *batch.add_jobs() = SmallJob();
+  *batch.add_jobs() = SmallJob();
+  const std::string bytes = batch.SerializeAsString();
+  for (size_t cut = 1; cut < bytes.size(); ++cut) {
+    v1::JobBatch parsed;
+    if (parsed.ParseFromString(bytes.substr(0, cut))) continue;  // a boundary
+    EXPECT_THAT(ScanBatch(bytes.substr(0, cut), 8).status(),
+                StatusIs(kInvalid, HasSubstr("is not a ptoserve.v1.JobBatch")))
+        << cut;
+  }
+  // A job's field on the wrong wire type is unknown, and bounded as in a
+  // job; a group is refused.
+  std::string wrong;
+  for (int i = 0; i < 17; ++i) wrong += Field(1, 0, "\x01");
+  EXPECT_THAT(ScanBatch(wrong, 64).status(),
+              StatusIs(kInvalid, HasSubstr("field 1, wire type 0")));
+  EXPECT_THAT(ScanBatch(Field(9, 3, "") + Field(9, 4, ""), 8).status(),
+              StatusIs(kInvalid, HasSubstr("field 9 is a group")));
 }
 
 }  // namespace
