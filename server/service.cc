@@ -1,9 +1,11 @@
 #include "server/service.h"
 
+#include <algorithm>
 #include <chrono>
 #include <deque>
 #include <new>
 #include <optional>
+#include <type_traits>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -34,6 +36,28 @@ class RefusedStream final
   explicit RefusedStream(const grpc::Status& status) { Finish(status); }
   void OnDone() override { delete this; }
 };
+
+// A new M on an arena of its own, which lives as long as the message: the
+// fields and small strings of a parsed request (names, map entries, the
+// nested messages of the jobs of a batch) come from a few blocks instead of
+// a malloc each, and go back at once. The arena's first block is sized to
+// the request (large `data` strings keep their own buffers either way).
+// ExecuteBatches at 32 16x16 jobs a message: 81,000 -> 108,000 jobs/s.
+template <typename M>
+std::shared_ptr<M> OnArena(size_t request_bytes) {
+  struct Owner {
+    explicit Owner(const google::protobuf::ArenaOptions& options)
+        : arena(options) {}
+    google::protobuf::Arena arena;
+  };
+  constexpr size_t kMinBlock = 512, kMaxBlock = 64 << 10;
+  google::protobuf::ArenaOptions options;
+  options.start_block_size = std::clamp(request_bytes, kMinBlock, kMaxBlock);
+  options.max_block_size = kMaxBlock;
+  auto owner = std::make_shared<Owner>(options);
+  M* message = google::protobuf::Arena::CreateMessage<M>(&owner->arena);
+  return std::shared_ptr<M>(std::move(owner), message);
+}
 
 absl::Time CallDeadline(const grpc::CallbackServerContext& context) {
   const auto deadline = context.deadline();
@@ -122,9 +146,17 @@ absl::StatusOr<std::shared_ptr<const M>> TileComputeService::Parse(
   // the ThreadSanitizer build.
   grpc::ByteBuffer shared(bytes);  // shares the slices, copies no bytes
   grpc::ProtoBufferReader reader(&shared);
-  auto message = std::make_shared<M>();
+  std::shared_ptr<M> message;
   bool parsed = false;
   try {
+    // A batch's many small messages come from an arena (OnArena); a single
+    // job's do not: measured, its arena cost a unary call more than the
+    // mallocs it saved (33,300 -> 28,700 calls/s at concurrency 8).
+    if constexpr (std::is_same_v<M, v1::JobBatch>) {
+      message = OnArena<M>(bytes.Length());
+    } else {
+      message = std::make_shared<M>();
+    }
     parsed = reader.status().ok() &&
              message->ParseFromZeroCopyStream(&reader) && reader.status().ok();
   } catch (const std::bad_alloc&) {
@@ -542,7 +574,9 @@ class TileComputeService::JobStream final
 // refusal included, gets its error in its result at once rather than
 // waiting); once every job of the batch has its result, serializes the
 // batch's answer and writes it (one write at a time). A message that is not
-// a valid JobBatch is answered with one result carrying the error.
+// a valid JobBatch is answered with one result carrying the error. While
+// the scheduler is idle, a light message's jobs run on the thread that read
+// it, one after another: no hand-off.
 class TileComputeService::BatchStream final
     : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
@@ -554,54 +588,41 @@ class TileComputeService::BatchStream final
   }
 
   void OnReadDone(bool ok) override {
-    MutexLock lock(&mu_);
-    reading_ = false;
-    if (!ok) {
-      reads_done_ = true;
-      MaybeFinish();
-      return;
-    }
-    ++received_;
-    const std::string what = absl::StrCat("stream message ", received_);
-    absl::StatusOr<BatchShape> shape = service_->InspectBatch(request_, what);
-    if (!shape.ok()) {
-      Refuse(shape.status());
-    } else if (Light(shape->total, request_.Length())) {
-      unanswered_ += shape->jobs;
-      Start(service_->Parse<v1::JobBatch>(request_, what), *shape);
-    } else {
-      // Decoded off gRPC's threads; the task shares the slices, which
-      // count against the memory budget while it waits.
-      auto bytes = std::make_shared<grpc::ByteBuffer>(request_);
-      absl::StatusOr<MemoryBudget::Hold> queued =
-          service_->budget_->Reserve(bytes->Length());
-      if (!queued.ok()) {
-        service_->metrics_->JobAnswered(JobRecord("unknown"),
-                                        absl::StatusCode::kResourceExhausted);
-        Refuse(queued.status());
-      } else {
-        const size_t jobs = shape->jobs;
-        unanswered_ += jobs;
-        ++decoding_;
-        auto hold = std::make_shared<MemoryBudget::Hold>(std::move(*queued));
-        auto task = [this, bytes, hold, what, shape = *std::move(shape)] {
-          absl::StatusOr<std::shared_ptr<const v1::JobBatch>> batch =
-              service_->Parse<v1::JobBatch>(*bytes, what);
-          MutexLock lock(&mu_);
-          --decoding_;
-          Start(std::move(batch), shape);
-          MaybeRead();
-          MaybeFinish();
-        };
-        if (!service_->decoders_->Post(std::move(task))) {
-          --decoding_;
-          unanswered_ -= jobs;
-          Refuse(service_->Busy(what));
-        }
+    std::string what;
+    absl::StatusOr<BatchShape> shape;
+    grpc::ByteBuffer bytes;  // a light message, taken out of request_
+    {
+      MutexLock lock(&mu_);
+      reading_ = false;
+      if (!ok) {
+        reads_done_ = true;
+        MaybeFinish();
+        return;
       }
+      ++received_;
+      what = absl::StrCat("stream message ", received_);
+      shape = service_->InspectBatch(request_, what);
+      if (!shape.ok() || !Light(shape->total, request_.Length())) {
+        Queue(std::move(shape), what);
+        request_.Clear();
+        MaybeRead();
+        return;
+      }
+      unanswered_ += shape->jobs;
+      ++starting_;
+      // request_ is free for the next read, which another of the stream's
+      // reactions may start from here on.
+      bytes.Swap(&request_);
     }
-    request_.Clear();
+    // Without the lock: when the scheduler is idle the jobs run on this
+    // thread, one after the other (no hand-off), and their results take
+    // mu_.
+    Start(service_->Parse<v1::JobBatch>(bytes, what), *shape,
+          /*run_here=*/true);
+    MutexLock lock(&mu_);
+    --starting_;
     MaybeRead();
+    MaybeFinish();
   }
 
   void OnWriteDone(bool ok) override {
@@ -627,8 +648,8 @@ class TileComputeService::BatchStream final
   struct Batch {
     std::shared_ptr<const v1::JobBatch> jobs;
     v1::JobResultBatch answer;
-    std::vector<MemoryBudget::Hold> holds;
-    size_t remaining = 0;  // jobs without a result yet
+    std::vector<MemoryBudget::Hold> holds;  // under mu_
+    size_t remaining = 0;  // jobs without a result yet, under mu_
   };
   // An answer to write, and the memory its jobs hold until it is written.
   struct Outgoing {
@@ -636,6 +657,44 @@ class TileComputeService::BatchStream final
     std::vector<MemoryBudget::Hold> holds;
     uint32_t jobs;  // counted in unanswered_
   };
+
+  // A message refused at once (`shape` is its error), or one heavy to
+  // decode: that goes to the decoders, which then start its jobs.
+  void Queue(absl::StatusOr<BatchShape> shape, const std::string& what)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (!shape.ok()) {
+      Refuse(shape.status());
+    } else {
+      // Decoded off gRPC's threads; the task shares the slices, which
+      // count against the memory budget while it waits.
+      auto bytes = std::make_shared<grpc::ByteBuffer>(request_);
+      absl::StatusOr<MemoryBudget::Hold> queued =
+          service_->budget_->Reserve(bytes->Length());
+      if (!queued.ok()) {
+        service_->metrics_->JobAnswered(JobRecord("unknown"),
+                                        absl::StatusCode::kResourceExhausted);
+        Refuse(queued.status());
+      } else {
+        const size_t jobs = shape->jobs;
+        unanswered_ += jobs;
+        ++starting_;
+        auto hold = std::make_shared<MemoryBudget::Hold>(std::move(*queued));
+        auto task = [this, bytes, hold, what, shape = *std::move(shape)] {
+          Start(service_->Parse<v1::JobBatch>(*bytes, what), shape,
+                /*run_here=*/false);
+          MutexLock lock(&mu_);
+          --starting_;
+          MaybeRead();
+          MaybeFinish();
+        };
+        if (!service_->decoders_->Post(std::move(task))) {
+          --starting_;
+          unanswered_ -= jobs;
+          Refuse(service_->Busy(what));
+        }
+      }
+    }
+  }
 
   static void Fail(const std::string& id, const absl::Status& s,
                    v1::JobResult* result) {
@@ -677,56 +736,64 @@ class TileComputeService::BatchStream final
     Push(Encoded(&answer), {}, 1);
   }
 
-  // Dispatches every job of `batch` (`shape.jobs` of them, already counted
-  // in unanswered_).
+  // Dispatches every job of `parsed` (`shape.jobs` of them, already
+  // counted in unanswered_), with Dispatcher::Dispatch's `run_here`.
   void Start(absl::StatusOr<std::shared_ptr<const v1::JobBatch>> parsed,
-             const BatchShape& shape) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+             const BatchShape& shape, bool run_here) ABSL_LOCKS_EXCLUDED(mu_) {
     if (!parsed.ok()) {
+      MutexLock lock(&mu_);
       unanswered_ -= shape.jobs;
       Refuse(parsed.status());
       return;
     }
     auto batch = std::make_shared<Batch>();
-    batch->jobs = std::move(*parsed);
+    batch->jobs = *std::move(parsed);
     const int n = batch->jobs->jobs_size();
     for (int i = 0; i < n; ++i) batch->answer.add_results();
-    batch->remaining = n;
     if (n == 0) {
+      MutexLock lock(&mu_);
       Push(Encoded(&batch->answer), {}, 0);
       return;
     }
+    {
+      MutexLock lock(&mu_);
+      batch->remaining = n;
+    }
     for (int i = 0; i < n; ++i) {
       const v1::Job& job = batch->jobs->jobs(i);
-      // Not run_here: done takes mu_, which this reaction holds.
       absl::Status admitted = service_->Dispatch(
-          job, shape.job_bytes[i], context_, /*run_here=*/false,
+          job, shape.job_bytes[i], context_, run_here,
           [this, batch, i](absl::StatusOr<v1::JobResult> r,
                            MemoryBudget::Hold hold) {
-            // Each job writes its own slot; the last one, which mu_ orders
-            // after the others, serializes the answer outside the lock.
             v1::JobResult* slot = batch->answer.mutable_results(i);
             if (r.ok()) {
               slot->Swap(&*r);
             } else {
               Fail(batch->jobs->jobs(i).id(), r.status(), slot);
             }
-            {
-              MutexLock lock(&mu_);
-              batch->holds.push_back(std::move(hold));
-              if (--batch->remaining > 0) return;
-            }
-            grpc::ByteBuffer bytes = Encoded(&batch->answer);
-            MutexLock lock(&mu_);
-            Push(std::move(bytes), std::move(batch->holds),
-                 batch->answer.results_size());
+            Answered(batch, std::move(hold));
           });
       if (!admitted.ok()) {
         Fail(job.id(), admitted, batch->answer.mutable_results(i));
-        if (--batch->remaining == 0) {
-          Push(Encoded(&batch->answer), std::move(batch->holds), n);
-        }
+        Answered(batch, MemoryBudget::Hold());
       }
     }
+  }
+
+  // One of `batch`'s jobs has its result in its slot. Each job writes only
+  // its own slot; the last one, which mu_ orders after the others,
+  // serializes the answer (outside the lock) and queues it.
+  void Answered(const std::shared_ptr<Batch>& batch, MemoryBudget::Hold hold)
+      ABSL_LOCKS_EXCLUDED(mu_) {
+    {
+      MutexLock lock(&mu_);
+      batch->holds.push_back(std::move(hold));
+      if (--batch->remaining > 0) return;
+    }
+    grpc::ByteBuffer bytes = Encoded(&batch->answer);
+    MutexLock lock(&mu_);
+    Push(std::move(bytes), std::move(batch->holds),
+         batch->answer.results_size());
   }
 
   void Push(grpc::ByteBuffer bytes, std::vector<MemoryBudget::Hold> holds,
@@ -758,7 +825,7 @@ class TileComputeService::BatchStream final
   }
 
   void MaybeFinish() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    if (finished_ || unanswered_ > 0 || writing_ || reading_ || decoding_ > 0) {
+    if (finished_ || unanswered_ > 0 || writing_ || reading_ || starting_ > 0) {
       return;
     }
     if (!reads_done_ && !broken_) return;
@@ -774,8 +841,9 @@ class TileComputeService::BatchStream final
   grpc::ByteBuffer request_;                          // the read in progress
   std::deque<Outgoing> outbox_ ABSL_GUARDED_BY(mu_);  // front: writing
   uint64_t unanswered_ ABSL_GUARDED_BY(mu_) = 0;      // jobs read, not written
-  uint32_t decoding_ ABSL_GUARDED_BY(mu_) = 0;        // on the decoders
-  uint64_t received_ ABSL_GUARDED_BY(mu_) = 0;        // messages read
+  // Messages being decoded or having their jobs dispatched.
+  uint32_t starting_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t received_ ABSL_GUARDED_BY(mu_) = 0;  // messages read
   bool reading_ ABSL_GUARDED_BY(mu_) = false;
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
   bool reads_done_ ABSL_GUARDED_BY(mu_) = false;

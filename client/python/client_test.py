@@ -176,6 +176,40 @@ class ClientTest(unittest.TestCase):
                 np.testing.assert_array_equal(
                     Result.from_proto(results[job_id]).tiles["d"], want)
 
+    def test_execute_batches(self):
+        batches, expected = [], {}
+        for b in range(12):
+            jobs = []
+            for j in range(b % 5 + 1):
+                a = random_tile(self.rng, np.uint8, (3, 32))
+                c = random_tile(self.rng, np.uint8, (3, 32))
+                op = "txor" if (b + j) % 2 else "tand"
+                tmp = ("t",) if op == "txor" else ()
+                job_id = f"{b}.{j}"
+                jobs.append(make_job([(op, "d", "a", "c") + tmp],
+                                     tiles={"a": a, "c": c}, outputs=["d"],
+                                     target="a5", job_id=job_id))
+                expected[job_id] = a ^ c if op == "txor" else a & c
+            batches.append(jobs)
+        # One broken job, in the middle of batch 7: its own error only.
+        batches[7][1].instructions[0].src1 = "missing"
+        answered = set()
+        for results in self.client.execute_batches(iter(batches)):
+            b = int(results[0].id.split(".")[0])
+            self.assertNotIn(b, answered, "answered twice")
+            answered.add(b)
+            self.assertEqual([r.id for r in results],
+                             [job.id for job in batches[b]])
+            for r in results:
+                if r.id == "7.1":
+                    self.assertEqual(r.status.code,
+                                     job_pb2.Code.INVALID_ARGUMENT)
+                    self.assertIn('"missing"', r.status.message)
+                    continue
+                np.testing.assert_array_equal(
+                    Result.from_proto(r).tiles["d"], expected[r.id])
+        self.assertEqual(answered, set(range(12)))
+
     def test_program(self):
         a = random_tile(self.rng, np.uint32, (2, 8))
         b = random_tile(self.rng, np.uint32, (2, 8))
@@ -795,6 +829,14 @@ class AsyncioClientTest(unittest.IsolatedAsyncioTestCase):
         for i in range(50):
             np.testing.assert_array_equal(
                 got[str(i)], np.bitwise_xor(a, np.int16(i)))
+        answers = [results async for results in
+                   self.client.execute_batches([jobs[:20], jobs[20:]])]
+        self.assertEqual(sorted(len(r) for r in answers), [20, 30])
+        for results in answers:
+            for r in results:
+                np.testing.assert_array_equal(
+                    Result.from_proto(r).tiles["d"],
+                    np.bitwise_xor(a, np.int16(int(r.id))))
 
     async def test_errors_and_conversions(self):
         narrow = np.zeros((16, 8), np.int16)

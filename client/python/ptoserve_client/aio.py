@@ -130,6 +130,23 @@ class Client:
         finally:
             call.cancel()  # no-op once finished; stops an abandoned stream
 
+    async def execute_batches(self, batches: Iterable[Sequence[job_pb2.Job]],
+                              timeout: float | None = None
+                              ) -> AsyncIterator[list[job_pb2.JobResult]]:
+        """Yields, per sequence of jobs in `batches`, its jobs' results in
+        order, as ptoserve_client.Client.execute_batches. `timeout` bounds
+        the whole stream (None: none)."""
+        call = self._stub.ExecuteBatches(
+            (job_pb2.JobBatch(jobs=list(jobs)) for jobs in batches),
+            timeout=timeout, metadata=self._metadata)
+        try:
+            async for answer in call:
+                yield list(answer.results)
+        except grpc.RpcError as error:
+            raise _error(error) from None
+        finally:
+            call.cancel()  # no-op once finished; stops an abandoned stream
+
     async def capabilities(self, *, timeout: float | None = None
                            ) -> service_pb2.Capabilities:
         """The server's ptoserve.v1.Capabilities."""
