@@ -1,14 +1,14 @@
 #!/usr/bin/env python3
 """Shows whether ptobench or the server limits a figure.
 
-Starts the plain echo server, echo_server (ptoserve's gRPC setup) and
-ptoserve on core 0, then runs the load generator(s) on core 1, interleaved:
-every round measures every (server, generator) pair at every concurrency, in
-turn, so the machine's drift falls on all of them alike. For each run it
-records requests/s, p50 and p99, and the CPU share the server and the
-generator used over the run (user + system time / wall time). Prints one
-Markdown row per (concurrency, server, generator) with the medians over the
-rounds.
+Starts the plain echo server, echo_server (ptoserve's gRPC setup),
+ptoserve and the Python peer (those of --servers) on core 0, then runs the
+load generator(s) on core 1, interleaved: every round measures every
+(server, generator) pair at every concurrency, in turn, so the machine's
+drift falls on all of them alike. For each run it records requests/s, tiles
+(jobs)/s, p50 and p99, and the CPU share the server and the generator used
+over the run (user + system time / wall time). Prints one Markdown row per
+(concurrency, server, generator) with the medians over the rounds.
 
   bazel build -c opt //server:ptoserve //bench:all
   bench/generator_bench.py --rounds=3 --seconds=4 \\
@@ -60,7 +60,8 @@ def run(generator, extra, port, server_pid, seconds, warmup, check, conc):
            before.ru_stime)
     wall = t1 - t0
     row = rows[0]
-    return {"rps": float(row["requests_per_s"]), "p50": float(row["p50_us"]),
+    return {"rps": float(row["requests_per_s"]),
+            "tps": float(row["tiles_per_s"]), "p50": float(row["p50_us"]),
             "p99": float(row["p99_us"]), "errors": int(row["errors"]),
             "server_cpu": 100 * (s1 - s0) / wall, "gen_cpu": 100 * gen / wall}
 
@@ -112,15 +113,15 @@ def main():
                     r = run(path, extra, port, procs[s].pid, args.seconds,
                             args.warmup, check, c)
                     results.setdefault((c, s, g), []).append(r)
-        print("| concurrency | server | generator | requests/s | rounds | p50 us"
-              " | p99 us | server CPU % | generator CPU % | errors |")
-        print("|---|---|---|---|---|---|---|---|---|---|")
+        print("| concurrency | server | generator | requests/s | rounds | tiles/s"
+              " | p50 us | p99 us | server CPU % | generator CPU % | errors |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|")
         for (c, s, g), rs in results.items():
             med = {k: statistics.median(r[k] for r in rs) for k in rs[0]}
             spread = "-".join(f"{min(r['rps'] for r in rs):,.0f}".split()) + \
                 " to " + f"{max(r['rps'] for r in rs):,.0f}"
             print(f"| {c} | {s} | {g} | {med['rps']:,.0f} | {spread} | "
-                  f"{med['p50']:.0f} | {med['p99']:.0f} | "
+                  f"{med['tps']:,.0f} | {med['p50']:.0f} | {med['p99']:.0f} | "
                   f"{med['server_cpu']:.0f} | {med['gen_cpu']:.0f} | "
                   f"{sum(r['errors'] for r in rs)} |")
     finally:
