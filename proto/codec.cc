@@ -485,7 +485,9 @@ class WireScan {
         }
         assembly_bytes_ = length;
         return Skip(length);
-      default:  // id
+      case 1:  // id, echoed in the result
+        return Name(length, "job id");
+      default:
         return Skip(length);
     }
   }

@@ -1,5 +1,6 @@
 #include "server/service.h"
 
+#include <algorithm>
 #include <chrono>
 #include <deque>
 #include <new>
@@ -106,14 +107,21 @@ bool TileComputeService::Light(const WireShape& shape, uint64_t bytes) {
 }
 
 absl::Status TileComputeService::Busy(absl::string_view what) const {
-  metrics_->JobAnswered(JobRecord("unknown"),
-                        absl::StatusCode::kResourceExhausted);
-  return absl::ResourceExhaustedError(absl::StrCat(
-      what, ": the server is busy decoding other large requests; retry later"));
+  // The decoders stop first when the server shuts down: a request they
+  // refuse then is refused for that, as every other one is.
+  absl::Status status = decoders_->Stopping()
+                            ? absl::UnavailableError(absl::StrCat(
+                                  what, ": the server is shutting down"))
+                            : absl::ResourceExhaustedError(absl::StrCat(
+                                  what,
+                                  ": the server is busy decoding other large "
+                                  "requests; retry later"));
+  metrics_->JobAnswered(JobRecord("unknown"), status.code());
+  return status;
 }
 
 template <typename M>
-absl::StatusOr<std::shared_ptr<const M>> TileComputeService::Parse(
+absl::StatusOr<std::shared_ptr<M>> TileComputeService::Parse(
     const grpc::ByteBuffer& bytes, absl::string_view what) const {
   // Parsed straight from the slices. Not through gRPC's Deserialize: on a
   // parse failure that builds protobuf's InitializationErrorString, which
@@ -435,8 +443,11 @@ class TileComputeService::JobStream final
       encoded = absl::ResourceExhaustedError(
           "the server ran out of memory serializing this job's result");
     }
-    if (!encoded.ok()) {
-      (void)service_->Encode(Failed(result.id(), encoded), &bytes);
+    // The error in place of the result, with its id (at most 256 bytes,
+    // kMaxNameBytes: it fits any message limit), else without it.
+    if (!encoded.ok() &&
+        !service_->Encode(Failed(result.id(), encoded), &bytes).ok()) {
+      (void)service_->Encode(Failed("", encoded), &bytes);
     }
     return bytes;
   }
@@ -576,7 +587,7 @@ class TileComputeService::BatchStream final
         MaybeRead();
         return;
       }
-      unanswered_ += shape->jobs;
+      unanswered_ += Counted(*shape);
       ++starting_;
       // request_ is free for the next read, which another of the stream's
       // reactions may start from here on.
@@ -614,7 +625,7 @@ class TileComputeService::BatchStream final
   // One batch in flight: its jobs (read in place by the engine), its
   // answer, filled a slot per job, and the memory its jobs hold.
   struct Batch {
-    std::shared_ptr<const v1::JobBatch> jobs;
+    std::shared_ptr<v1::JobBatch> jobs;  // a refused job's emptied at once
     v1::JobResultBatch answer;
     std::vector<MemoryBudget::Hold> holds;  // under mu_
     size_t remaining = 0;  // jobs without a result yet, under mu_
@@ -643,7 +654,7 @@ class TileComputeService::BatchStream final
                                         absl::StatusCode::kResourceExhausted);
         Refuse(queued.status());
       } else {
-        const size_t jobs = shape->jobs;
+        const uint64_t jobs = Counted(*shape);
         unanswered_ += jobs;
         ++starting_;
         auto hold = std::make_shared<MemoryBudget::Hold>(std::move(*queued));
@@ -683,15 +694,24 @@ class TileComputeService::BatchStream final
       encoded = absl::ResourceExhaustedError(
           "the server ran out of memory serializing this batch's answer");
     }
-    if (!encoded.ok()) {
-      const absl::Status why(
-          encoded.code(), absl::StrCat("the batch's answer could not be sent: ",
-                                       encoded.message()));
-      for (v1::JobResult& result : *answer->mutable_results()) {
-        Fail(std::string(result.id()), why, &result);
-      }
-      (void)service_->EncodeMessage(*answer, &bytes);
+    if (encoded.ok()) return bytes;
+    const absl::Status why(
+        encoded.code(), absl::StrCat("the batch's answer could not be sent: ",
+                                     encoded.message()));
+    for (v1::JobResult& result : *answer->mutable_results()) {
+      Fail(std::string(result.id()), why, &result);
     }
+    if (service_->EncodeMessage(*answer, &bytes).ok()) return bytes;
+    // Even its errors, with their ids, are too large (many jobs and a small
+    // --max_message_mb): the batch is answered as one refused message.
+    const int jobs = answer->results_size();
+    answer->Clear();
+    Fail("",
+         absl::Status(why.code(), absl::StrFormat("%s; %d results, each an "
+                                                  "error, were too large too",
+                                                  why.message(), jobs)),
+         answer->add_results());
+    (void)service_->EncodeMessage(*answer, &bytes);
     return bytes;
   }
 
@@ -704,13 +724,20 @@ class TileComputeService::BatchStream final
     Push(Encoded(&answer), {}, 1);
   }
 
+  // What a message of `shape` counts against the window: its jobs, and at
+  // least one (its answer), so that empty batches cannot be read without
+  // end while their answers pile up unwritten.
+  static uint64_t Counted(const BatchShape& shape) {
+    return std::max<uint64_t>(1, shape.jobs);
+  }
+
   // Dispatches every job of `parsed` (`shape.jobs` of them, already
   // counted in unanswered_), with Dispatcher::Dispatch's `run_here`.
-  void Start(absl::StatusOr<std::shared_ptr<const v1::JobBatch>> parsed,
+  void Start(absl::StatusOr<std::shared_ptr<v1::JobBatch>> parsed,
              const BatchShape& shape, bool run_here) ABSL_LOCKS_EXCLUDED(mu_) {
     if (!parsed.ok()) {
       MutexLock lock(&mu_);
-      unanswered_ -= shape.jobs;
+      unanswered_ -= Counted(shape);
       Refuse(parsed.status());
       return;
     }
@@ -720,7 +747,7 @@ class TileComputeService::BatchStream final
     for (int i = 0; i < n; ++i) batch->answer.add_results();
     if (n == 0) {
       MutexLock lock(&mu_);
-      Push(Encoded(&batch->answer), {}, 0);
+      Push(Encoded(&batch->answer), {}, 1);
       return;
     }
     {
@@ -743,6 +770,9 @@ class TileComputeService::BatchStream final
           });
       if (!admitted.ok()) {
         Fail(job.id(), admitted, batch->answer.mutable_results(i));
+        // Nothing refers to a refused job: its bytes (which no share of the
+        // budget covers) go now, not when its neighbours are done.
+        v1::Job().Swap(batch->jobs->mutable_jobs(i));
         Answered(batch, MemoryBudget::Hold());
       }
     }
@@ -758,10 +788,11 @@ class TileComputeService::BatchStream final
       batch->holds.push_back(std::move(hold));
       if (--batch->remaining > 0) return;
     }
+    // The number of jobs before Encoded, which may replace the results.
+    const uint32_t jobs = batch->answer.results_size();
     grpc::ByteBuffer bytes = Encoded(&batch->answer);
     MutexLock lock(&mu_);
-    Push(std::move(bytes), std::move(batch->holds),
-         batch->answer.results_size());
+    Push(std::move(bytes), std::move(batch->holds), jobs);
   }
 
   void Push(grpc::ByteBuffer bytes, std::vector<MemoryBudget::Hold> holds,

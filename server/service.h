@@ -93,8 +93,8 @@ class TileComputeService final
                                           absl::string_view what) const;
   // A message of type M parsed from `bytes`, or the error Decode describes.
   template <typename M>
-  absl::StatusOr<std::shared_ptr<const M>> Parse(const grpc::ByteBuffer& bytes,
-                                                 absl::string_view what) const;
+  absl::StatusOr<std::shared_ptr<M>> Parse(const grpc::ByteBuffer& bytes,
+                                           absl::string_view what) const;
   // Decodes and admits an Execute call's request; finishes `call` with the
   // result or the error.
   void RunUnary(UnaryCall* call, const grpc::ByteBuffer& request,

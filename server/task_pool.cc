@@ -17,6 +17,11 @@ bool TaskPool::Post(std::function<void()> task) {
   return true;
 }
 
+bool TaskPool::Stopping() {
+  MutexLock lock(&mu_);
+  return stopping_;
+}
+
 void TaskPool::Shutdown() {
   {
     MutexLock lock(&mu_);

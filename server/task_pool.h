@@ -33,6 +33,9 @@ class TaskPool {
   // Idempotent.
   void Shutdown() ABSL_LOCKS_EXCLUDED(mu_);
 
+  // Whether Shutdown has begun (Post refuses everything from then on).
+  bool Stopping() ABSL_LOCKS_EXCLUDED(mu_);
+
  private:
   void Work() ABSL_LOCKS_EXCLUDED(mu_);
 

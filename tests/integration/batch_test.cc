@@ -325,6 +325,62 @@ TEST(BatchTest, JobsOverTheBudgetAreRefusedAloneInTheirResults) {
   }
 }
 
+// An answer too large to send, even as one error per job with its id (4500
+// jobs, 200-byte ids, 1 MiB messages), is sent as one refused message, and
+// the stream goes on. Building that answer once passed gRPC an empty buffer,
+// which aborted the server.
+TEST(BatchTest, AnAnswerTooLargeEvenAsErrorsIsOneRefusal) {
+  ServerProcess server({"--max_message_mb=1", "--max_jobs_per_batch=65536"});
+  RawBatchStream stream(server.address());
+  v1::JobBatch batch;
+  for (int i = 0; i < 4500; ++i) {
+    batch.add_jobs()->set_id(absl::StrCat(i, std::string(200, '.')));
+  }
+  ASSERT_LT(batch.ByteSizeLong(), 1u << 20);
+  v1::JobResultBatch answer = stream.Send(batch.SerializeAsString());
+  ASSERT_EQ(answer.results_size(), 1);
+  EXPECT_EQ(answer.results(0).id(), "");
+  EXPECT_EQ(answer.results(0).status().code(), v1::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(answer.results(0).status().message(),
+              HasSubstr("the batch's answer could not be sent"));
+  EXPECT_THAT(answer.results(0).status().message(),
+              HasSubstr("4500 results, each an error, were too large too"));
+  v1::JobBatch one;
+  *one.add_jobs() = SmallTand("after", 7, 12);
+  answer = stream.Send(one.SerializeAsString());
+  ASSERT_EQ(answer.results_size(), 1);
+  EXPECT_EQ(answer.results(0).status().code(), v1::OK)
+      << answer.results(0).status().message();
+}
+
+// Ids are echoed in results: like names, they are at most 256 bytes, on a
+// stream and in a batch alike.
+TEST(BatchTest, LongIdsAreRefusedOnStreamsAndInBatches) {
+  ServerProcess server;
+  auto client = Client::Connect(server.address()).value();
+  v1::Job job = SmallTand(std::string(300, 'x'), 1, 1);
+  std::vector<v1::JobResult> results;
+  ASSERT_TRUE(client
+                  ->ExecuteStream(
+                      {job, SmallTand("next", 3, 5)},
+                      [&](v1::JobResult r) { results.push_back(std::move(r)); })
+                  .ok());
+  ASSERT_EQ(results.size(), 2u);
+  std::map<std::string, v1::JobResult> by_id;
+  for (v1::JobResult& r : results) by_id[r.id()] = r;
+  EXPECT_EQ(by_id[""].status().code(), v1::INVALID_ARGUMENT);
+  EXPECT_THAT(by_id[""].status().message(), HasSubstr("job id \"xxxxxxxx"));
+  EXPECT_EQ(by_id["next"].status().code(), v1::OK);
+  v1::JobBatch batch;
+  *batch.add_jobs() = SmallTand("ok", 1, 1);
+  *batch.add_jobs() = job;
+  RawBatchStream stream(server.address());
+  v1::JobResultBatch answer = stream.Send(batch.SerializeAsString());
+  ASSERT_EQ(answer.results_size(), 1);
+  EXPECT_THAT(answer.results(0).status().message(),
+              HasSubstr("job 1: job id \"xxxx"));
+}
+
 TEST(BatchTest, CapabilitiesGiveTheBatchLimit) {
   ServerProcess server({"--max_jobs_per_batch=77"});
   auto client = Client::Connect(server.address()).value();

@@ -600,6 +600,57 @@ TEST_F(HostileTest, AMillionEmptyJobsInOneBatchAreRefusedBeforeParsing) {
   ExpectOthersServed();
 }
 
+// An empty batch counted nothing against the stream's window: a client that
+// sent empty batches and read nothing had the server read them all and
+// queue an answer for each (1.4 GiB of memory from 20 MiB on the wire). Each
+// message now counts at least one: the server stops reading, and the
+// client's writes stop once HTTP/2's flow control is full (a few MiB).
+TEST_F(HostileTest, EmptyBatchesThatAreNeverReadStopTheServerReading) {
+  Start({"--stream_window=4"});
+  // A client whose stream window stays small while it reads nothing (no
+  // BDP probing, 1 KiB read ahead): the server's answers stop being
+  // written after a few hundred.
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_HTTP2_BDP_PROBE, 0);
+  args.SetInt(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 1024);
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  grpc::GenericStub stub(grpc::CreateCustomChannel(
+      server_->address(), grpc::InsecureChannelCredentials(), args));
+  grpc::ClientContext context;
+  grpc::CompletionQueue cq;
+  auto stream = stub.PrepareCall(
+      &context, "/ptoserve.v1.TileCompute/ExecuteBatches", &cq);
+  void* tag;
+  bool ok;
+  stream->StartCall(nullptr);
+  ASSERT_EQ(cq.AsyncNext(&tag, &ok, In(absl::Seconds(10))),
+            grpc::CompletionQueue::GOT_EVENT);
+  // A batch of no jobs, padded with a field the schema lacks (1 KiB, skipped
+  // by the wire scan) so that flow control fills after a few thousand.
+  const std::string padded = "\x12\x80\x08" + std::string(1024, 'p');
+  constexpr int kMost = 100'000;  // 100 MiB
+  int written = 0;
+  for (; written < kMost; ++written) {
+    grpc::Slice slice(padded);
+    grpc::ByteBuffer empty(&slice, 1);
+    stream->Write(empty, nullptr);
+    if (cq.AsyncNext(&tag, &ok, In(absl::Milliseconds(500))) !=
+            grpc::CompletionQueue::GOT_EVENT ||
+        !ok) {
+      break;  // flow control holds the rest
+    }
+  }
+  std::cout << written << " empty batches written before the stream stalled"
+            << std::endl;
+  EXPECT_LT(written, kMost);
+  ExpectPeakGrowthBelow(64 * kMiB);
+  context.TryCancel();
+  cq.Shutdown();
+  while (cq.Next(&tag, &ok)) {
+  }
+  ExpectOthersServed();
+}
+
 // Streams that sent jobs and never read held 2.8 GB; every result waiting
 // on a reader now holds its share of the memory budget, and a stream whose
 // next job does not fit stops reading.

@@ -134,6 +134,10 @@ TEST(CheckJobWireTest, LongNamesAreRefusedQuotingTheirStart) {
   EXPECT_THAT(Scan(job.SerializeAsString()),
               StatusIs(kInvalid, HasSubstr("tile name")));
   job = SmallJob();
+  job.set_id(std::string(300, 'i'));  // echoed in the result
+  EXPECT_THAT(Scan(job.SerializeAsString()),
+              StatusIs(kInvalid, HasSubstr("job id \"iiii")));
+  job = SmallJob();
   job.add_outputs(std::string(1000, 'o'));
   EXPECT_THAT(Scan(job.SerializeAsString()),
               StatusIs(kInvalid, HasSubstr("outputs entry")));
