@@ -45,6 +45,7 @@ for c in 1 2 4 8 16 32 64; do
   bench ptoserve-unary-unbatched 50073 --concurrency=$c
   bench ptoserve-stream 50072 --mode=stream --concurrency=$c
   bench ptoserve-stream-unbatched 50073 --mode=stream --concurrency=$c
+  bench ptoserve-batch 50072 --mode=batch --batch=32 --stream_depth=128 --concurrency=$c
 done
 for c in 1 8; do
   bench plain-echo 50070 --check=false --concurrency=$c --shape=256x256
