@@ -310,13 +310,7 @@ class WireScan {
   absl::StatusOr<WireShape> Run() {
     Message(kJobFields,
             [&](int field, uint32_t length) { JobField(field, length); });
-    if (in_.BytesUntilLimit() != 0) corrupt_ = true;  // stopped at a 0 tag
-    if (corrupt_) {
-      return absl::InvalidArgumentError(
-          "is not a ptoserve.v1.Job: its protobuf encoding is truncated or "
-          "corrupt");
-    }
-    if (!first_error_.ok()) return first_error_;
+    PTO_RETURN_IF_ERROR(Verdict("ptoserve.v1.Job"));
     return WireShape{tiles_, instructions_, assembly_bytes_};
   }
 
@@ -336,17 +330,23 @@ class WireScan {
       shape.total.assembly_bytes += assembly_bytes_;
       if (shape.jobs <= max_jobs) shape.job_bytes.push_back(length);
     });
-    if (in_.BytesUntilLimit() != 0) corrupt_ = true;  // stopped at a 0 tag
-    if (corrupt_) {
-      return absl::InvalidArgumentError(
-          "is not a ptoserve.v1.JobBatch: its protobuf encoding is truncated "
-          "or corrupt");
-    }
-    if (!first_error_.ok()) return first_error_;
+    PTO_RETURN_IF_ERROR(Verdict("ptoserve.v1.JobBatch"));
     return shape;
   }
 
  private:
+  // The scan's answer once it has read to the end: malformed bytes first,
+  // whatever else is wrong, then the first problem found.
+  absl::Status Verdict(absl::string_view message) {
+    if (in_.BytesUntilLimit() != 0) corrupt_ = true;  // stopped at a 0 tag
+    if (corrupt_) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "is not a %s: its protobuf encoding is truncated or corrupt",
+          message));
+    }
+    return first_error_;
+  }
+
   // Keeps the first problem found; the scan goes on to check the rest is
   // well formed.
   void Fail(absl::Status status) {
