@@ -169,6 +169,7 @@ class JobBinder {
       PTO_RETURN_IF_ERROR(BindInstruction(i));
     }
     PTO_RETURN_IF_ERROR(ResolveOutputs());
+    PTO_RETURN_IF_ERROR(BindPlaces());
     if (in_buffer_) PTO_RETURN_IF_ERROR(PlaceInBuffer());
     if (admit_) PTO_RETURN_IF_ERROR(admit_(Cost()));
     DerivePredecessors();
@@ -245,7 +246,9 @@ class JobBinder {
     } else {
       const std::vector<bool> borrowed = Borrowed();
       for (size_t s = 0; s < descs_.size(); ++s) {
-        if (!borrowed[s]) cost.tile_bytes += descs_[s].bytes();
+        if (!borrowed[s] && job_->place_[s] == nullptr) {
+          cost.tile_bytes += descs_[s].bytes();
+        }
       }
     }
     for (size_t s : job_->outputs_) {
@@ -436,6 +439,56 @@ class JobBinder {
     return absl::OkStatus();
   }
 
+  // Outputs written to the caller's memory: each names an output of the
+  // job, once, and its place holds exactly the tile's bytes.
+  absl::Status BindPlaces() {
+    job_->place_.assign(descs_.size(), nullptr);
+    for (const OutputPlace& place : spec_.places) {
+      auto it = slot_of_.find(place.name);
+      if (it == slot_of_.end() ||
+          std::find(job_->outputs_.begin(), job_->outputs_.end(), it->second) ==
+              job_->outputs_.end()) {
+        return AtTile(absl::InvalidArgumentError(absl::StrFormat(
+                          "output_regions: \"%s\" is not an output of the "
+                          "job (outputs, or an instruction's dst when "
+                          "outputs is empty)",
+                          place.name)),
+                      place.name);
+      }
+      const size_t s = it->second;
+      if (job_->place_[s] != nullptr) {
+        return AtTile(absl::InvalidArgumentError(absl::StrFormat(
+                          "output_regions: \"%s\" is given twice", place.name)),
+                      place.name);
+      }
+      if (place.bytes.size() != descs_[s].bytes()) {
+        return AtTile(
+            absl::InvalidArgumentError(absl::StrFormat(
+                "output_regions: tile \"%s\" is %s, %u bytes, and its slice "
+                "is %u bytes; they must be the same",
+                place.name, descs_[s].ToString(), descs_[s].bytes(),
+                place.bytes.size())),
+            place.name);
+      }
+      job_->place_[s] = place.bytes.data();
+    }
+    return absl::OkStatus();
+  }
+
+  // Whether the first instruction that touches slot `s` writes every byte
+  // of it before anything reads it: it is that instruction's dst, read by
+  // none of its sources, with a valid region that is the whole tile.
+  bool WrittenWholeFirst(size_t s) const {
+    for (const Wiring& w : wiring_) {
+      if (w.src0 == s || w.src1 == s || (w.tmp && *w.tmp == s)) return false;
+      if (w.dst == s) {
+        return descs_[s].valid_rows == descs_[s].rows &&
+               descs_[s].valid_cols == descs_[s].cols;
+      }
+    }
+    return false;
+  }
+
   // The reads and writes of instruction `i`, as (slot, writes) pairs:
   // sources first, so that an in-place dst counts as read before written.
   absl::InlinedVector<std::pair<size_t, bool>, 4> Touches(size_t i) const {
@@ -597,6 +650,18 @@ class JobBinder {
         slots[s].tile.emplace(Tile::View(
             descs_[s],
             reinterpret_cast<uint8_t*>(&job_->buffer_[*descs_[s].address])));
+      } else if (uint8_t* place = job_->place_[s]; place != nullptr) {
+        // An output written where the caller asked: the tile is its place.
+        slots[s].tile.emplace(Tile::View(descs_[s], place));
+        const bool loaded = in != nullptr && in->encoding != Encoding::kNone;
+        if (loaded && in->encoding == Encoding::kData &&
+            reinterpret_cast<const uint8_t*>(in->data.data()) == place) {
+          continue;  // its own input, updated in place
+        }
+        if (!loaded) {
+          if (!WrittenWholeFirst(s)) std::memset(place, 0, descs_[s].bytes());
+          continue;
+        }
       } else if (in != nullptr && in->encoding == Encoding::kData &&
                  !written.contains(s)) {
         slots[s].tile.emplace(Tile::Borrow(
@@ -728,7 +793,19 @@ JobOutcome Engine::Finish(PreparedJob* job) const {
   out.events = std::move(job->events_);
   for (size_t slot : job->outputs_) {
     PreparedJob::Slot& s = job->slots_[slot];
-    // An outcome owns all its tiles: it may outlive the job's inputs.
+    if (uint8_t* place = job->place_[slot]; place != nullptr) {
+      // A tile in a unified buffer goes to its place now; a host tile is
+      // there already.
+      if (s.tile->data() != place) {
+        std::memcpy(place, s.tile->data(), s.tile->size_bytes());
+      }
+      out.outputs.push_back(
+          {s.name, Tile::Borrow(s.tile->desc(), place), /*placed=*/true});
+      s.tile.reset();
+      continue;
+    }
+    // An outcome owns all its tiles except placed ones: it may outlive the
+    // job's inputs.
     Tile tile = s.tile->owned() ? std::move(*s.tile) : OwnedCopy(*s.tile);
     s.tile.reset();
     out.outputs.push_back({s.name, std::move(tile)});

@@ -79,6 +79,8 @@ class PreparedJob {
   std::vector<std::vector<uint32_t>> predecessors_;
   std::vector<Event> events_;
   std::vector<size_t> outputs_;  // slot indices
+  // Per slot: where its output is written (JobSpec::places), or null.
+  std::vector<uint8_t*> place_;
   // The unified buffer up to its highest byte in use; the tiles are views
   // into it. Empty for a host job in auto mode, whose tiles are separate.
   std::string buffer_;
@@ -113,7 +115,8 @@ class Engine {
 
   // Moves the output tiles and events out of a fully run job. The outcome
   // owns its tiles (a requested input is copied), so it may outlive the
-  // job's inputs.
+  // job's inputs, except outputs with an OutputPlace: those are written
+  // there (copied out of a unified buffer) and their tiles view it.
   JobOutcome Finish(PreparedJob* job) const;
 
   // Prepare, run every instruction in order, Finish.

@@ -47,6 +47,15 @@ struct Instruction {
   std::vector<std::string> notes;
 };
 
+// Memory outside the job that an output tile is written to, in place of
+// the outcome (a slice of a shared-memory region). It must outlive the
+// PreparedJob and hold exactly the tile's bytes, and no tile of the job may
+// read bytes it covers except that tile's own input.
+struct OutputPlace {
+  std::string name;  // an output of the job
+  absl::Span<uint8_t> bytes;
+};
+
 struct JobSpec {
   std::optional<Target> target;  // unset: EngineOptions::default_target
   Mode mode = Mode::kAuto;
@@ -55,6 +64,9 @@ struct JobSpec {
   // The tiles to return, each once (a name listed again is ignored);
   // empty: every instruction's dst.
   std::vector<std::string> outputs;
+  // Outputs written to the caller's memory rather than carried in the
+  // outcome; each names an output at most once.
+  std::vector<OutputPlace> places;
 };
 
 // Where one operand of an instruction lives in the job's unified buffer.
@@ -84,6 +96,9 @@ struct Event {
 struct OutputTile {
   std::string name;
   Tile tile;  // desc().address: where it lived, if in a unified buffer
+  // Written to its OutputPlace: `tile` views those bytes, which the outcome
+  // does not own.
+  bool placed = false;
 };
 
 struct JobOutcome {
@@ -109,7 +124,7 @@ struct JobCost {
   // The bytes the engine allocates for tiles: the unified buffer up to its
   // highest byte in use, for a job whose tiles live in one; else every tile
   // but an input sent as data that no instruction writes, which is read in
-  // place.
+  // place, and an output with an OutputPlace, which is written there.
   uint64_t tile_bytes = 0;
   // The job's tiles, declared and made by the engine.
   uint64_t tiles = 0;

@@ -103,6 +103,14 @@ absl::StatusOr<Location> FromProto(v1::Location location,
       absl::StrFormat("tile \"%s\": unknown location %d", tile, location));
 }
 
+// The answer to a job that uses shared memory on a server without it.
+absl::Status SharedMemoryOff(absl::string_view what) {
+  return absl::FailedPreconditionError(absl::StrFormat(
+      "%s is in shared memory, which this server does not serve "
+      "(--shared_memory; Capabilities.shared_memory.enabled)",
+      what));
+}
+
 // "OPCODE_TAND or OPCODE_TXOR": every opcode's wire name.
 std::string WireOpcodeList() {
   std::string list;
@@ -124,7 +132,8 @@ absl::StatusOr<Opcode> FromProto(v1::Opcode opcode, size_t index) {
 }
 
 absl::StatusOr<TileInput> FromProto(const std::string& name,
-                                    const v1::Tile& tile) {
+                                    const v1::Tile& tile,
+                                    SharedSlices* shared) {
   TileInput in;
   in.name = name;
   PTO_ASSIGN_OR_RETURN(in.desc.dtype, FromProto(tile.dtype(), name));
@@ -135,15 +144,23 @@ absl::StatusOr<TileInput> FromProto(const std::string& name,
   in.desc.valid_rows = tile.valid_rows();
   in.desc.valid_cols = tile.valid_cols();
   if (tile.has_address()) in.desc.address = tile.address();
-  const int encodings =
-      !tile.data().empty() + (tile.values_size() > 0) + tile.has_fill();
+  const int encodings = !tile.data().empty() + (tile.values_size() > 0) +
+                        tile.has_fill() + tile.has_shared();
   if (encodings > 1) {
     return absl::InvalidArgumentError(absl::StrFormat(
-        "tile \"%s\": has more than one of data, values and fill; send one "
-        "of them",
+        "tile \"%s\": has more than one of data, values, fill and shared; "
+        "send one of them",
         name));
   }
-  if (tile.has_fill()) {
+  if (tile.has_shared()) {
+    const std::string what = absl::StrFormat("tile \"%s\"", name);
+    if (shared == nullptr) return SharedMemoryOff(what);
+    PTO_ASSIGN_OR_RETURN(absl::Span<uint8_t> bytes,
+                         shared->Resolve(tile.shared(), name, false, what));
+    in.encoding = Encoding::kData;
+    in.data = absl::string_view(reinterpret_cast<const char*>(bytes.data()),
+                                bytes.size());
+  } else if (tile.has_fill()) {
     in.encoding = Encoding::kFill;
     in.fill = tile.fill();
   } else if (!tile.data().empty()) {
@@ -156,7 +173,8 @@ absl::StatusOr<TileInput> FromProto(const std::string& name,
   return in;
 }
 
-void ToProto(OutputTile out, bool as_values, v1::Tile* tile) {
+void ToProto(OutputTile out, bool as_values, const v1::RegionSlice* placed,
+             v1::Tile* tile) {
   const TileDesc& d = out.tile.desc();
   tile->set_dtype(ToProto(d.dtype));
   tile->set_rows(d.rows);
@@ -167,7 +185,9 @@ void ToProto(OutputTile out, bool as_values, v1::Tile* tile) {
                                                  : v1::LAYOUT_COL_MAJOR);
   tile->set_location(static_cast<v1::Location>(d.location));
   if (d.address.has_value()) tile->set_address(*d.address);
-  if (as_values) {
+  if (placed != nullptr) {
+    *tile->mutable_shared() = *placed;
+  } else if (as_values) {
     auto* values = tile->mutable_values();
     values->Resize(static_cast<int>(d.elements()), 0.0);
     ToValues(out.tile, absl::MakeSpan(values->mutable_data(), d.elements()));
@@ -214,7 +234,7 @@ absl::StatusOr<Target> FromProto(v1::Target target) {
       "unknown target %d (TARGET_HOST, TARGET_A2A3 or TARGET_A5)", target));
 }
 
-absl::StatusOr<JobSpec> ToJobSpec(const v1::Job& job) {
+absl::StatusOr<JobSpec> ToJobSpec(const v1::Job& job, SharedSlices* shared) {
   JobSpec spec;
   if (job.target() != v1::TARGET_UNSPECIFIED) {
     PTO_ASSIGN_OR_RETURN(spec.target, FromProto(job.target()));
@@ -232,7 +252,7 @@ absl::StatusOr<JobSpec> ToJobSpec(const v1::Job& job) {
   }
   spec.tiles.reserve(job.tiles_size());
   for (const auto& [name, tile] : job.tiles()) {
-    PTO_ASSIGN_OR_RETURN(TileInput in, FromProto(name, tile));
+    PTO_ASSIGN_OR_RETURN(TileInput in, FromProto(name, tile, shared));
     spec.tiles.push_back(std::move(in));
   }
   // A map's order is unspecified; sort so that errors are deterministic.
@@ -253,6 +273,19 @@ absl::StatusOr<JobSpec> ToJobSpec(const v1::Job& job) {
     spec.instructions.push_back(std::move(inst));
   }
   spec.outputs.assign(job.outputs().begin(), job.outputs().end());
+  if (job.output_regions().empty()) return spec;
+  for (const auto& [name, slice] : job.output_regions()) {
+    const std::string what = absl::StrFormat("output_regions[\"%s\"]", name);
+    if (shared == nullptr) return SharedMemoryOff(what);
+    PTO_ASSIGN_OR_RETURN(absl::Span<uint8_t> bytes,
+                         shared->Resolve(slice, name, true, what));
+    spec.places.push_back({name, bytes});
+  }
+  std::sort(spec.places.begin(), spec.places.end(),
+            [](const OutputPlace& a, const OutputPlace& b) {
+              return a.name < b.name;
+            });
+  PTO_RETURN_IF_ERROR(shared->CheckOverlaps());
   return spec;
 }
 
@@ -272,16 +305,19 @@ struct FieldRule {
 };
 
 // The fields CheckJobWire knows, per message.
-constexpr FieldRule kJobFields[] = {
-    {1, Wire::kBytes},  {2, Wire::kVarint}, {3, Wire::kVarint},
-    {4, Wire::kBytes},  {5, Wire::kBytes},  {6, Wire::kBytes},
-    {7, Wire::kVarint}, {8, Wire::kBytes},  {9, Wire::kBytes}};
+constexpr FieldRule kJobFields[] = {{1, Wire::kBytes},  {2, Wire::kVarint},
+                                    {3, Wire::kVarint}, {4, Wire::kBytes},
+                                    {5, Wire::kBytes},  {6, Wire::kBytes},
+                                    {7, Wire::kVarint}, {8, Wire::kBytes},
+                                    {9, Wire::kBytes},  {10, Wire::kBytes}};
 constexpr FieldRule kEntryFields[] = {{1, Wire::kBytes}, {2, Wire::kBytes}};
 constexpr FieldRule kTileFields[] = {
-    {1, Wire::kVarint},           {2, Wire::kVarint},  {3, Wire::kVarint},
-    {4, Wire::kVarint},           {5, Wire::kVarint},  {6, Wire::kVarint},
-    {7, Wire::kVarint},           {8, Wire::kVarint},  {9, Wire::kBytes},
-    {10, Wire::kPackedOrFixed64}, {11, Wire::kFixed64}};
+    {1, Wire::kVarint},           {2, Wire::kVarint},   {3, Wire::kVarint},
+    {4, Wire::kVarint},           {5, Wire::kVarint},   {6, Wire::kVarint},
+    {7, Wire::kVarint},           {8, Wire::kVarint},   {9, Wire::kBytes},
+    {10, Wire::kPackedOrFixed64}, {11, Wire::kFixed64}, {12, Wire::kBytes}};
+constexpr FieldRule kSliceFields[] = {
+    {1, Wire::kBytes}, {2, Wire::kVarint}, {3, Wire::kVarint}};
 constexpr FieldRule kInstructionFields[] = {
     {1, Wire::kVarint}, {2, Wire::kBytes}, {3, Wire::kBytes}, {4, Wire::kBytes},
     {5, Wire::kBytes},  {6, Wire::kBytes}, {7, Wire::kBytes}};
@@ -322,7 +358,7 @@ class WireScan {
         Fail(absl::ResourceExhaustedError(absl::StrFormat(
             "the batch has more than %u jobs, the limit", max_jobs)));
       }
-      tiles_ = instructions_ = outputs_ = assembly_bytes_ = 0;
+      tiles_ = instructions_ = outputs_ = placed_ = assembly_bytes_ = 0;
       Nested(length, kJobFields,
              [&](int field, uint32_t n) { JobField(field, n); });
       shape.total.tiles += tiles_;
@@ -440,6 +476,12 @@ class WireScan {
     Skip(length - 32);
   }
 
+  // A RegionSlice of `length` bytes.
+  void Slice(uint32_t length) {
+    Nested(length, kSliceFields,
+           [&](int, uint32_t n) { Name(n, "region name"); });
+  }
+
   void JobField(int field, uint32_t length) {
     switch (field) {
       case 4:  // tiles
@@ -450,7 +492,10 @@ class WireScan {
         }
         return Nested(length, kEntryFields, [&](int f, uint32_t n) {
           if (f == 1) return Name(n, "tile name");
-          Nested(n, kTileFields, [&](int, uint32_t m) { Skip(m); });
+          Nested(n, kTileFields, [&](int g, uint32_t m) {
+            if (g != 12) return Skip(m);
+            Slice(m);
+          });
         });
       case 5:  // instructions
         if (++instructions_ == limits_.max_instructions_per_job + 1) {
@@ -474,6 +519,17 @@ class WireScan {
               limits_.max_tiles_per_job)));
         }
         return Name(length, "outputs entry");
+      case 10:  // output_regions
+        if (++placed_ == limits_.max_tiles_per_job + 1) {
+          Fail(absl::ResourceExhaustedError(absl::StrFormat(
+              "output_regions has more than %u entries, the most tiles a job "
+              "may have",
+              limits_.max_tiles_per_job)));
+        }
+        return Nested(length, kEntryFields, [&](int f, uint32_t n) {
+          if (f == 1) return Name(n, "output_regions key");
+          Slice(n);
+        });
       case 8:  // timeout
         return Nested(length, kDurationFields,
                       [&](int, uint32_t n) { Skip(n); });
@@ -500,6 +556,7 @@ class WireScan {
   bool corrupt_ = false;
   absl::Status first_error_;
   size_t unknown_ = 0, tiles_ = 0, instructions_ = 0, outputs_ = 0, waits_ = 0;
+  size_t placed_ = 0;  // output_regions entries
   size_t assembly_bytes_ = 0;
 };
 
@@ -543,9 +600,16 @@ bool ResultEncodings::AsValues(absl::string_view name) const {
   return it != of_.end() && it->second == Encoding::kValues;
 }
 
+const v1::RegionSlice* ResultEncodings::Placed(absl::string_view name) const {
+  if (placed_.empty()) return nullptr;
+  auto it = placed_.find(name);
+  return it == placed_.end() ? nullptr : &it->second;
+}
+
 uint64_t ResultBytes(const JobCost& cost, const ResultEncodings& encodings) {
   uint64_t bytes = 0;
   for (const JobCost::Output& out : cost.outputs) {
+    if (encodings.Placed(out.name) != nullptr) continue;
     bytes += encodings.AsValues(out.name) ? out.elements * sizeof(double)
                                           : out.bytes;
   }
@@ -559,7 +623,9 @@ void ToJobResult(JobOutcome outcome, const ResultEncodings& encodings,
   for (OutputTile& tile : outcome.outputs) {
     v1::Tile* slot = &(*tiles)[tile.name];
     const bool as_values = encodings.AsValues(tile.name);
-    ToProto(std::move(tile), as_values, slot);
+    const v1::RegionSlice* placed =
+        tile.placed ? encodings.Placed(tile.name) : nullptr;
+    ToProto(std::move(tile), as_values, placed, slot);
   }
   for (const Event& e : outcome.events) {
     v1::EventRecord* r = out->add_events();

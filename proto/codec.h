@@ -14,6 +14,7 @@
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 #include "core/job.h"
 #include "core/types.h"
 #include "ptoserve/v1/job.pb.h"
@@ -21,12 +22,33 @@
 
 namespace ptoserve {
 
+// Slices of shared-memory regions (v1::RegionSlice) as bytes, for
+// ToJobSpec. The server's implementation (server/shared_memory.h) keeps the
+// regions it resolves mapped for as long as it lives.
+class SharedSlices {
+ public:
+  virtual ~SharedSlices() = default;
+  // The bytes `slice` names, for tile `tile`, which the job reads
+  // (`write` false) or writes (an output_regions entry). The error names
+  // `what`, the field ("tile \"a\"", "output_regions[\"c\"]").
+  virtual absl::StatusOr<absl::Span<uint8_t>> Resolve(
+      const v1::RegionSlice& slice, absl::string_view tile, bool write,
+      absl::string_view what) = 0;
+  // Once every slice of a job is resolved: INVALID_ARGUMENT when a written
+  // slice overlaps another slice of the job other than its own tile's input
+  // at exactly the same bytes.
+  virtual absl::Status CheckOverlaps() const = 0;
+};
+
 // The engine's view of `job`'s tiles and instruction list. Tile elements are
-// borrowed from `job`, which must outlive the spec and any PreparedJob made
-// from it. INVALID_ARGUMENT names the tile or instruction whose enum fields
-// are unset or unknown, or whose elements are sent both as data and as
-// values.
-absl::StatusOr<JobSpec> ToJobSpec(const v1::Job& job);
+// borrowed from `job` (or from `shared`), which must outlive the spec and
+// any PreparedJob made from it. INVALID_ARGUMENT names the tile or
+// instruction whose enum fields are unset or unknown, or whose elements are
+// sent more than one way. Tiles in shared memory (Tile.shared) and
+// output_regions are resolved by `shared`; without it (null) they are
+// FAILED_PRECONDITION.
+absl::StatusOr<JobSpec> ToJobSpec(const v1::Job& job,
+                                  SharedSlices* shared = nullptr);
 
 // The longest line of assembly a job may carry, in bytes: the seeds' forms
 // with names at their longest fit in well under 4 KiB.
@@ -81,13 +103,24 @@ class ResultEncodings {
   // Whether tile `name` travels as values rather than data.
   bool AsValues(absl::string_view name) const;
 
+  // Outputs written to shared memory (Job.output_regions): they travel as
+  // their shape and slice only.
+  void SetPlaced(
+      const google::protobuf::Map<std::string, v1::RegionSlice>& placed) {
+    placed_.insert(placed.begin(), placed.end());
+  }
+  // The slice output `name` is written to, or null.
+  const v1::RegionSlice* Placed(absl::string_view name) const;
+
  private:
   absl::flat_hash_map<std::string, Encoding> of_;
+  absl::flat_hash_map<std::string, v1::RegionSlice> placed_;
 };
 
 // The bytes that the outputs of a job of `cost` take in its JobResult:
-// 8 per element for those sent as values, their bytes for the others. A
-// lower bound on the serialized result.
+// 8 per element for those sent as values, none for those written to shared
+// memory, their bytes for the others. A lower bound on the serialized
+// result.
 uint64_t ResultBytes(const JobCost& cost, const ResultEncodings& encodings);
 
 // Fills `out` with the outcome's tiles (each as `encodings` says; data

@@ -25,10 +25,14 @@ absl::StatusOr<pasm::Program> Assemble(const std::string& text,
 
 }  // namespace
 
-absl::StatusOr<DecodedJob> DecodeJob(const v1::Job& job, const Engine& engine) {
+absl::StatusOr<DecodedJob> DecodeJob(const v1::Job& job, const Engine& engine,
+                                     const SharedMemoryRegistry* shared) {
   const EngineLimits& limits = engine.options().limits;
   DecodedJob decoded;
-  PTO_ASSIGN_OR_RETURN(decoded.spec, ToJobSpec(job));
+  const bool use_shared = shared != nullptr && shared->enabled();
+  decoded.regions = JobRegions(use_shared ? shared : nullptr);
+  PTO_ASSIGN_OR_RETURN(decoded.spec,
+                       ToJobSpec(job, use_shared ? &decoded.regions : nullptr));
   if (!job.assembly().empty()) {
     PTO_ASSIGN_OR_RETURN(decoded.program, Assemble(job.assembly(), limits));
     PTO_ASSIGN_OR_RETURN(
@@ -40,6 +44,9 @@ absl::StatusOr<DecodedJob> DecodeJob(const v1::Job& job, const Engine& engine) {
   decoded.encodings = ResultEncodings(decoded.spec, [&backend](Opcode opcode) {
     return backend.UsesTmp(opcode);
   });
+  if (!job.output_regions().empty()) {
+    decoded.encodings.SetPlaced(job.output_regions());
+  }
   return decoded;
 }
 

@@ -13,6 +13,7 @@
 #include "core/job.h"
 #include "proto/codec.h"
 #include "ptoserve/v1/job.pb.h"
+#include "server/shared_memory.h"
 
 namespace ptoserve {
 
@@ -21,6 +22,9 @@ struct DecodedJob {
   JobSpec spec;
   std::optional<pasm::Program> program;  // when the job came as assembly
   ResultEncodings encodings;             // how its result's tiles travel
+  // The shared-memory regions its tiles are in, held while the job lives
+  // (empty when it names none).
+  JobRegions regions{nullptr};
 
   // `status` (an engine error about `spec`) with the line:column of the
   // assembly it is about in front, when there is assembly.
@@ -29,12 +33,15 @@ struct DecodedJob {
   }
 };
 
-// ToJobSpec, then, for a job written as assembly, parses and lowers it
+// ToJobSpec, with slices of shared memory resolved in `shared` (null: the
+// path is off), then, for a job written as assembly, parses and lowers it
 // onto the job's tiles, within `engine`'s limits and for its targets, and
 // works out how the result's tiles will travel.
 // Errors as ToJobSpec, and "line:column: ..." ones for the assembly; both
 // instructions and assembly set is INVALID_ARGUMENT (pasm::Lower says so).
-absl::StatusOr<DecodedJob> DecodeJob(const v1::Job& job, const Engine& engine);
+absl::StatusOr<DecodedJob> DecodeJob(
+    const v1::Job& job, const Engine& engine,
+    const SharedMemoryRegistry* shared = nullptr);
 
 }  // namespace ptoserve
 

@@ -70,6 +70,10 @@ void ToCapabilities(const Engine& engine, const ServerLimits& limits,
   l->set_max_assembly_bytes(engine_limits.max_assembly_bytes);
   l->set_max_name_bytes(kMaxNameBytes);
   l->set_max_jobs_per_batch(limits.max_jobs_per_batch);
+  v1::SharedMemoryInfo* shm = out->mutable_shared_memory();
+  shm->set_enabled(limits.shared_memory.enabled);
+  shm->set_key_prefix(limits.shared_memory.key_prefix);
+  shm->set_max_regions(limits.shared_memory.max_regions);
   for (const std::string& form : pasm::AcceptedForms()) {
     out->add_assembly_forms(form);
   }
@@ -79,11 +83,12 @@ void ToCapabilities(const Engine& engine, const ServerLimits& limits,
 
 Dispatcher::Dispatcher(const Engine* engine, Scheduler* scheduler,
                        const ServerLimits& limits, ServiceMetrics* metrics,
-                       MemoryBudget* budget)
+                       MemoryBudget* budget, const SharedMemoryRegistry* shared)
     : engine_(engine),
       scheduler_(scheduler),
       metrics_(metrics),
       budget_(budget),
+      shared_(shared),
       limits_(limits) {
   ToCapabilities(*engine, limits, &capabilities_);
 }
@@ -118,7 +123,7 @@ absl::Status Dispatcher::Submit(const v1::Job& job, uint64_t request_bytes,
                                 const CallInfo& call, bool run_here,
                                 JobRecord* record, Done done,
                                 bool* over_budget) {
-  PTO_ASSIGN_OR_RETURN(DecodedJob decoded, DecodeJob(job, *engine_));
+  PTO_ASSIGN_OR_RETURN(DecodedJob decoded, DecodeJob(job, *engine_, shared_));
   record->CountInstructions(decoded.spec.instructions);
   JobTicket ticket;
   ticket.deadline = call.deadline;
@@ -168,7 +173,15 @@ absl::Status Dispatcher::Submit(const v1::Job& job, uint64_t request_bytes,
       return reserved.status();
     }
     *hold = std::move(*reserved);
-    run_here = run_here && cost.tile_bytes + result_bytes <= kRunHereBytes;
+    // Outputs written to shared memory cost no memory, but time.
+    uint64_t placed_bytes = 0;
+    for (const JobCost::Output& out : cost.outputs) {
+      if (decoded.encodings.Placed(out.name) != nullptr) {
+        placed_bytes += out.bytes;
+      }
+    }
+    run_here = run_here &&
+               cost.tile_bytes + result_bytes + placed_bytes <= kRunHereBytes;
     return absl::OkStatus();
   };
   absl::StatusOr<std::unique_ptr<PreparedJob>> prepared =
@@ -178,9 +191,14 @@ absl::Status Dispatcher::Submit(const v1::Job& job, uint64_t request_bytes,
   ticket.priority = static_cast<int>(
       std::min<uint32_t>(job.priority(), std::numeric_limits<int>::max()));
   ticket.cancelled = call.cancelled;
+  // The regions stay mapped until the job is done with them.
+  std::shared_ptr<const JobRegions> regions;
+  if (!decoded.regions.empty()) {
+    regions = std::make_shared<const JobRegions>(std::move(decoded.regions));
+  }
   ticket.done = [this, id = job.id(), record = *record, hold,
                  encodings = std::move(decoded.encodings),
-                 done = std::move(done)](
+                 regions = std::move(regions), done = std::move(done)](
                     absl::StatusOr<std::unique_ptr<PreparedJob>> ran) {
     if (!ran.ok()) {
       metrics_->JobAnswered(record, ran.status().code());
@@ -192,6 +210,13 @@ absl::Status Dispatcher::Submit(const v1::Job& job, uint64_t request_bytes,
       result.emplace();
       result->set_id(id);
       ToJobResult(engine_->Finish(ran->get()), encodings, &*result);
+      // A region cut short while the job ran: its bytes were not the
+      // object's.
+      if (regions != nullptr) {
+        if (absl::Status intact = regions->CheckIntact(); !intact.ok()) {
+          result = intact;
+        }
+      }
     } catch (const std::bad_alloc&) {
       result = absl::ResourceExhaustedError(
           "the server ran out of memory building this job's result");

@@ -17,6 +17,7 @@
 #include "server/memory_budget.h"
 #include "server/scheduler.h"
 #include "server/service_metrics.h"
+#include "server/shared_memory.h"
 
 namespace ptoserve {
 
@@ -29,6 +30,7 @@ struct ServerLimits {
   uint32_t queue_capacity = 0;  // instructions
   uint32_t stream_window = 1;   // jobs of one stream in flight
   uint32_t max_jobs_per_batch = 1;
+  SharedMemoryOptions shared_memory;
 };
 
 // Runs the scheduler's batches on the engine.
@@ -66,11 +68,12 @@ class Dispatcher {
   // the refusal on.
   enum class Refusal { kFinal, kOverBudget };
 
-  // `engine`, `scheduler`, `metrics` and `budget` must outlive the
-  // dispatcher.
+  // `engine`, `scheduler`, `metrics`, `budget` and `shared` (null: no
+  // shared memory) must outlive the dispatcher.
   Dispatcher(const Engine* engine, Scheduler* scheduler,
              const ServerLimits& limits, ServiceMetrics* metrics,
-             MemoryBudget* budget);
+             MemoryBudget* budget,
+             const SharedMemoryRegistry* shared = nullptr);
 
   // Decodes, checks, reserves memory for and submits `job`, whose request
   // was `request_bytes` on the wire; `done` then runs exactly once with its
@@ -99,6 +102,7 @@ class Dispatcher {
   Scheduler* scheduler_;
   ServiceMetrics* metrics_;
   MemoryBudget* budget_;
+  const SharedMemoryRegistry* shared_;
   const ServerLimits limits_;
   v1::Capabilities capabilities_;
 };

@@ -24,6 +24,7 @@
 #include "core/version.h"
 #include "server/grpc_server.h"
 #include "server/server.h"
+#include "server/shared_memory.h"
 
 ABSL_FLAG(std::string, address, "127.0.0.1:50051",
           "Address to listen on, HOST:PORT; port 0 picks a free port (the "
@@ -74,6 +75,14 @@ ABSL_FLAG(int, max_assembly_kb, 1024,
 ABSL_FLAG(int, host_buffer_kb, 1024,
           "Size of the host target's unified buffer in KiB (manual-mode "
           "address bounds).");
+ABSL_FLAG(std::string, shared_memory, "auto",
+          "The shared-memory data path for clients on this host (the "
+          "SharedMemory service, Tile.shared, Job.output_regions): true, "
+          "false, or auto: on exactly when --address is a loopback one.");
+ABSL_FLAG(std::string, shared_memory_prefix, "/ptoserve",
+          "Every shared-memory key registered must start with this.");
+ABSL_FLAG(int, max_shared_regions, 64,
+          "Most shared-memory regions registered at once.");
 ABSL_FLAG(std::string, tls_cert, "",
           "Server certificate chain (PEM). With --tls_key, serve TLS only.");
 ABSL_FLAG(std::string, tls_key, "", "Private key of --tls_cert (PEM).");
@@ -146,6 +155,8 @@ std::vector<std::string> FlagErrors() {
       {&FLAGS_max_waits_per_instruction, "max_waits_per_instruction", 0, 4096},
       {&FLAGS_max_assembly_kb, "max_assembly_kb", 0, 1 << 16},
       {&FLAGS_host_buffer_kb, "host_buffer_kb", 1, 1 << 20},
+      {&FLAGS_max_shared_regions, "max_shared_regions", 0,
+       static_cast<int64_t>(kMaxSharedRegions)},
   };
   std::vector<std::string> errors;
   for (const IntFlag& f : ranges) {
@@ -161,6 +172,19 @@ std::vector<std::string> FlagErrors() {
         "never be admitted",
         absl::GetFlag(FLAGS_max_job_mb),
         absl::GetFlag(FLAGS_memory_budget_mb)));
+  }
+  const std::string shm = absl::GetFlag(FLAGS_shared_memory);
+  if (shm != "auto" && shm != "true" && shm != "false") {
+    errors.push_back(absl::StrFormat(
+        "--shared_memory=%s is not one of auto, true, false", shm));
+  }
+  const std::string prefix = absl::GetFlag(FLAGS_shared_memory_prefix);
+  if (prefix.size() < 2 || prefix[0] != '/' ||
+      prefix.find('/', 1) != std::string::npos || prefix.size() > 200) {
+    errors.push_back(absl::StrFormat(
+        "--shared_memory_prefix=%s is not \"/\" and the start of a name "
+        "(no other \"/\", at most 200 bytes)",
+        prefix));
   }
   for (auto [flag, name, min] :
        {std::tuple{&FLAGS_shutdown_grace, "shutdown_grace",
@@ -230,6 +254,12 @@ ServerOptions OptionsFromFlags(Target default_target) {
       static_cast<uint64_t>(absl::GetFlag(FLAGS_memory_budget_mb)) << 20;
   o.stream_window = absl::GetFlag(FLAGS_stream_window);
   o.max_jobs_per_batch = absl::GetFlag(FLAGS_max_jobs_per_batch);
+  if (const std::string shm = absl::GetFlag(FLAGS_shared_memory);
+      shm != "auto") {
+    o.shared_memory = shm == "true";
+  }
+  o.shared_memory_prefix = absl::GetFlag(FLAGS_shared_memory_prefix);
+  o.max_shared_regions = absl::GetFlag(FLAGS_max_shared_regions);
   o.tls = {absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key),
            absl::GetFlag(FLAGS_tls_client_ca)};
   o.auth_token_file = absl::GetFlag(FLAGS_auth_token_file);
@@ -269,7 +299,9 @@ int Run() {
               << std::endl;
   }
   std::cout << "ptoserve: open files limit " << open_files << ", memory budget "
-            << ((*server)->memory_budget_bytes() >> 20) << " MiB" << std::endl;
+            << ((*server)->memory_budget_bytes() >> 20)
+            << " MiB, shared memory "
+            << ((*server)->shared_memory() ? "on" : "off") << std::endl;
   (*server)->ServeUntilSignalled(absl::GetFlag(FLAGS_shutdown_grace),
                                  absl::GetFlag(FLAGS_lame_duck));
   std::cout << "ptoserve: stopped" << std::endl;

@@ -1,5 +1,8 @@
 #include "server/server.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
 #include <algorithm>
 #include <optional>
 #include <thread>
@@ -8,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "proto/codec.h"
 #include "proto/descriptor_set.h"
+#include "server/address.h"
 #include "server/dispatcher.h"
 #include "server/grpc_metrics.h"
 #include "server/grpc_server.h"
@@ -18,9 +22,42 @@
 #include "server/reflection.h"
 #include "server/service.h"
 #include "server/service_metrics.h"
+#include "server/shared_memory.h"
+#include "server/shared_memory_service.h"
 #include "server/task_pool.h"
 
 namespace ptoserve {
+
+namespace {
+
+// Whether every address `address` resolves to is a loopback one, so that
+// only this host's programs can reach the server.
+bool IsLoopback(const std::string& address) {
+  absl::StatusOr<AddrInfoList> list = ResolveListenAddress(address);
+  if (!list.ok()) return false;
+  for (const addrinfo* a = list->get(); a != nullptr; a = a->ai_next) {
+    if (a->ai_family == AF_INET) {
+      const auto* in = reinterpret_cast<const sockaddr_in*>(a->ai_addr);
+      if ((ntohl(in->sin_addr.s_addr) >> 24) != 127) return false;
+    } else if (a->ai_family == AF_INET6) {
+      const auto* in6 = reinterpret_cast<const sockaddr_in6*>(a->ai_addr);
+      if (!IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr)) return false;
+    } else {
+      return false;
+    }
+  }
+  return true;
+}
+
+SharedMemoryOptions SharedMemoryFrom(const ServerOptions& options) {
+  SharedMemoryOptions shm;
+  shm.enabled = options.shared_memory.value_or(IsLoopback(options.address));
+  shm.key_prefix = options.shared_memory_prefix;
+  shm.max_regions = options.max_shared_regions;
+  return shm;
+}
+
+}  // namespace
 
 // Everything a server holds, in the order it is built (and the reverse of
 // the order it is destroyed in).
@@ -31,6 +68,7 @@ struct Server::Parts {
         runner(&engine, &metrics),
         scheduler(options.scheduling, &runner),
         budget(options.memory_budget_bytes),
+        shared(SharedMemoryFrom(options), &budget),
         // Decodes requests too large to decode on gRPC's threads (service.h).
         decoders(std::max(1u, std::thread::hardware_concurrency()),
                  /*capacity=*/256) {}
@@ -41,10 +79,12 @@ struct Server::Parts {
   EngineRunner runner;
   Scheduler scheduler;
   MemoryBudget budget;
+  SharedMemoryRegistry shared;
   std::optional<TokenAuthenticator> auth;
   TaskPool decoders;
   std::unique_ptr<Dispatcher> dispatcher;
   std::unique_ptr<TileComputeService> service;
+  std::unique_ptr<SharedMemoryService> shared_service;
   std::unique_ptr<ReflectionService> reflection;
   std::unique_ptr<GrpcMetrics> grpc_metrics;
   std::unique_ptr<MetricsEndpoint> metrics_endpoint;
@@ -95,15 +135,19 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
   limits.queue_capacity = options.scheduling.queue_capacity;
   limits.stream_window = options.stream_window;
   limits.max_jobs_per_batch = options.max_jobs_per_batch;
-  parts->dispatcher =
-      std::make_unique<Dispatcher>(&parts->engine, &parts->scheduler, limits,
-                                   &parts->metrics, &parts->budget);
+  limits.shared_memory = parts->shared.options();
+  parts->dispatcher = std::make_unique<Dispatcher>(
+      &parts->engine, &parts->scheduler, limits, &parts->metrics,
+      &parts->budget, &parts->shared);
   parts->service = std::make_unique<TileComputeService>(
       parts->dispatcher.get(), limits, &parts->metrics, &parts->budget,
       &parts->decoders, auth);
+  parts->shared_service =
+      std::make_unique<SharedMemoryService>(&parts->shared, auth);
 
   const std::vector<std::string> service_names = {
-      v1::TileCompute::service_full_name(), "grpc.health.v1.Health",
+      v1::TileCompute::service_full_name(),
+      v1::SharedMemory::service_full_name(), "grpc.health.v1.Health",
       grpc::reflection::v1::ServerReflection::service_full_name(),
       grpc::reflection::v1alpha::ServerReflection::service_full_name()};
   parts->reflection = std::make_unique<ReflectionService>(
@@ -113,7 +157,8 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
   parts->service->CountExecuteCalls(parts->grpc_metrics->CountedByHandler(
       absl::StrCat("/", v1::TileCompute::service_full_name(), "/Execute")));
   AddProcessMetrics(&parts->registry);
-  std::vector<grpc::Service*> services = {parts->service.get()};
+  std::vector<grpc::Service*> services = {parts->service.get(),
+                                          parts->shared_service.get()};
   if (options.reflection) {
     for (grpc::Service* s : parts->reflection->services()) {
       services.push_back(s);
@@ -139,8 +184,11 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
   if (!running.ok()) return running.status();
   parts->running = std::move(*running);
   // The health service knows a service only once its status has been set.
-  parts->running.server->GetHealthCheckService()->SetServingStatus(
-      v1::TileCompute::service_full_name(), true);
+  for (const std::string& name : {v1::TileCompute::service_full_name(),
+                                  v1::SharedMemory::service_full_name()}) {
+    parts->running.server->GetHealthCheckService()->SetServingStatus(name,
+                                                                     true);
+  }
   return std::unique_ptr<Server>(new Server(std::move(parts)));
 }
 
@@ -158,6 +206,8 @@ std::string Server::metrics_url() const {
 }
 
 uint64_t Server::memory_budget_bytes() const { return parts_->budget.limit(); }
+
+bool Server::shared_memory() const { return parts_->shared.enabled(); }
 
 void Server::ServeUntilSignalled(absl::Duration grace,
                                  absl::Duration lame_duck) {

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,11 @@ struct ServerOptions {
   uint64_t memory_budget_bytes = uint64_t{768} << 20;
   uint32_t stream_window = 128;
   uint32_t max_jobs_per_batch = 256;
+  // The shared-memory data path (server/shared_memory.h): on, off, or
+  // (unset) on exactly when `address` is a loopback one.
+  std::optional<bool> shared_memory;
+  std::string shared_memory_prefix = "/ptoserve";
+  uint32_t max_shared_regions = 64;
   // TLS when tls.cert is set (server/auth.h).
   TlsFiles tls;
   // Bearer tokens, one a line; empty: none required.
@@ -68,6 +74,8 @@ class Server {
   // "http://HOST:PORT/metrics", or "" without a metrics address.
   std::string metrics_url() const;
   uint64_t memory_budget_bytes() const;
+  // Whether the shared-memory path is on (ServerOptions::shared_memory).
+  bool shared_memory() const;
 
   // Until SIGINT or SIGTERM, then drains as ServeUntilSignalled
   // (server/grpc_server.h) says: NOT_SERVING, accepted work answered, the

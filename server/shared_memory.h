@@ -1,0 +1,188 @@
+// Shared-memory regions: ranges of POSIX shared-memory objects that clients
+// on the server's host register under a name (the SharedMemory service), so
+// that jobs read tiles from them and write outputs to them in place
+// (Tile.shared, Job.output_regions) instead of copying them through gRPC.
+//
+// What a hostile client can do, and why it cannot crash the server
+// (docs/SECURITY.md says more): the server maps only regular objects under
+// /dev/shm whose name starts with the configured prefix, never through a
+// symbolic link; every slice is checked against its region's bounds with
+// arithmetic that cannot overflow before a job is admitted; the object's
+// size is checked again on each job's first use of it; and an object cut
+// short while a job reads or writes it faults (SIGBUS) into a handler that
+// puts zero pages in place of the missing ones, so the access completes
+// and the job is answered FAILED_PRECONDITION. The bytes themselves are
+// only ever computed on, never read as sizes or offsets, so contents that
+// change underneath a job give wrong elements, nothing worse.
+#ifndef PTOSERVE_SERVER_SHARED_MEMORY_H_
+#define PTOSERVE_SERVER_SHARED_MEMORY_H_
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/types/span.h"
+#include "proto/codec.h"
+#include "ptoserve/v1/service.pb.h"
+#include "server/memory_budget.h"
+
+namespace ptoserve {
+
+struct SharedMemoryOptions {
+  // Whether regions may be registered and used at all.
+  bool enabled = false;
+  // Every key must start with this ("/" and the start of a name).
+  std::string key_prefix = "/ptoserve";
+  // The most regions registered at once.
+  uint32_t max_regions = 64;
+};
+
+// The most regions registered at once in one process, across servers.
+inline constexpr uint32_t kMaxSharedRegions = 1024;
+
+// One registered region, mapped. The registry and each job that uses it
+// hold it; it is unmapped, and its bytes given back to the memory budget,
+// when the last of them lets go.
+class MappedRegion {
+ public:
+  ~MappedRegion();
+  MappedRegion(const MappedRegion&) = delete;
+  MappedRegion& operator=(const MappedRegion&) = delete;
+
+  const std::string& name() const { return name_; }
+  uint64_t size() const { return size_; }
+  uint8_t* data() const { return data_; }
+
+  // The bytes of [offset, offset + size) of the region, or OUT_OF_RANGE
+  // naming `what` when they are not all in it. No overflow for any values.
+  absl::StatusOr<absl::Span<uint8_t>> Slice(uint64_t offset, uint64_t size,
+                                            absl::string_view what) const;
+
+  // OK while the object still holds every byte of the region (its size is
+  // read now) and no access to it has faulted; else FAILED_PRECONDITION.
+  absl::Status CheckIntact() const;
+
+  // Where the region lies, as an object and a byte range in it: two
+  // regions of one object share bytes where their ranges overlap.
+  struct Extent {
+    dev_t device;
+    ino_t inode;
+    uint64_t begin;  // in the object
+  };
+  const Extent& extent() const { return extent_; }
+
+  // The region as List and Unregister describe it.
+  v1::Region Describe() const;
+
+ private:
+  friend class SharedMemoryRegistry;
+  friend class RegionUse;
+  MappedRegion() = default;
+
+  std::string name_, key_;
+  uint64_t offset_ = 0, size_ = 0;
+  Extent extent_{};
+  int fd_ = -1;
+  void* map_ = nullptr;  // page-aligned start of the mapping
+  size_t map_bytes_ = 0;
+  uint8_t* data_ = nullptr;  // the region's first byte, inside the mapping
+  int guard_ = -1;           // its slot in the SIGBUS handler's table
+  MemoryBudget::Hold hold_;
+  std::atomic<uint64_t> in_flight_{0};
+  std::atomic<uint64_t> total_{0};
+};
+
+// A job's hold on a region: counted in its jobs_in_flight while it lives.
+class RegionUse {
+ public:
+  explicit RegionUse(std::shared_ptr<MappedRegion> region);
+  ~RegionUse();
+  RegionUse(RegionUse&& other) noexcept = default;
+  RegionUse& operator=(RegionUse&&) = delete;
+
+  MappedRegion& region() const { return *region_; }
+
+ private:
+  std::shared_ptr<MappedRegion> region_;
+};
+
+// The regions registered with one server.
+class SharedMemoryRegistry {
+ public:
+  // `budget` must outlive the registry and every region it maps.
+  SharedMemoryRegistry(const SharedMemoryOptions& options,
+                       MemoryBudget* budget);
+
+  const SharedMemoryOptions& options() const { return options_; }
+  bool enabled() const { return options_.enabled; }
+
+  // SharedMemory.Register: opens and maps the object, counting the
+  // region's bytes against the memory budget. Errors as service.proto says.
+  absl::StatusOr<v1::Region> Register(const v1::RegisterRequest& request);
+  // SharedMemory.Unregister: forgets the name; the mapping lasts while jobs
+  // use it. NOT_FOUND for a name not registered.
+  absl::StatusOr<v1::Region> Unregister(absl::string_view name);
+  // SharedMemory.List, in name order.
+  v1::ListResponse List() const;
+
+  // The region named `name`, held for a job; NOT_FOUND naming `what` when
+  // no region has that name.
+  absl::StatusOr<RegionUse> Use(absl::string_view name,
+                                absl::string_view what) const;
+
+  // FAILED_PRECONDITION: the path is off.
+  static absl::Status Off();
+
+ private:
+  const SharedMemoryOptions options_;
+  MemoryBudget* const budget_;
+  mutable absl::Mutex mu_;
+  std::map<std::string, std::shared_ptr<MappedRegion>, std::less<>> regions_
+      ABSL_GUARDED_BY(mu_);
+};
+
+// The slices one job reads and writes: the codec's SharedSlices, holding
+// each region the job names until the job is done with it.
+class JobRegions final : public SharedSlices {
+ public:
+  // `registry` must outlive the resolutions' use, not this object.
+  explicit JobRegions(const SharedMemoryRegistry* registry)
+      : registry_(registry) {}
+
+  absl::StatusOr<absl::Span<uint8_t>> Resolve(const v1::RegionSlice& slice,
+                                              absl::string_view tile,
+                                              bool write,
+                                              absl::string_view what) override;
+  absl::Status CheckOverlaps() const override;
+
+  // Whether any slice was resolved.
+  bool empty() const { return uses_.empty(); }
+  // After the job ran: FAILED_PRECONDITION if a region it used was cut
+  // short underneath it (its results are not to be trusted).
+  absl::Status CheckIntact() const;
+
+ private:
+  struct Claim {
+    const MappedRegion::Extent* extent;
+    uint64_t begin, end;  // in the object
+    std::string tile;
+    bool write;
+    std::string what;
+  };
+
+  const SharedMemoryRegistry* registry_;
+  std::vector<RegionUse> uses_;  // each region once
+  std::vector<Claim> claims_;
+};
+
+}  // namespace ptoserve
+
+#endif  // PTOSERVE_SERVER_SHARED_MEMORY_H_

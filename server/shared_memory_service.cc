@@ -1,0 +1,53 @@
+#include "server/shared_memory_service.h"
+
+#include <utility>
+
+#include "server/service.h"
+
+namespace ptoserve {
+
+template <typename T>
+grpc::ServerUnaryReactor* SharedMemoryService::Answer(
+    grpc::CallbackServerContext* context, absl::StatusOr<T> answer, T* out) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (!answer.ok()) {
+    reactor->Finish(ToGrpcStatus(answer.status()));
+    return reactor;
+  }
+  *out = std::move(*answer);
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* SharedMemoryService::Register(
+    grpc::CallbackServerContext* context, const v1::RegisterRequest* request,
+    v1::Region* region) {
+  if (absl::Status allowed = Authorize(*context); !allowed.ok()) {
+    return Answer<v1::Region>(context, allowed, region);
+  }
+  return Answer(context, registry_->Register(*request), region);
+}
+
+grpc::ServerUnaryReactor* SharedMemoryService::Unregister(
+    grpc::CallbackServerContext* context, const v1::UnregisterRequest* request,
+    v1::Region* region) {
+  if (absl::Status allowed = Authorize(*context); !allowed.ok()) {
+    return Answer<v1::Region>(context, allowed, region);
+  }
+  return Answer(context, registry_->Unregister(request->name()), region);
+}
+
+grpc::ServerUnaryReactor* SharedMemoryService::List(
+    grpc::CallbackServerContext* context, const v1::ListRequest*,
+    v1::ListResponse* list) {
+  if (absl::Status allowed = Authorize(*context); !allowed.ok()) {
+    return Answer<v1::ListResponse>(context, allowed, list);
+  }
+  if (!registry_->enabled()) {
+    return Answer<v1::ListResponse>(context, SharedMemoryRegistry::Off(), list);
+  }
+  return Answer(context, absl::StatusOr<v1::ListResponse>(registry_->List()),
+                list);
+}
+
+}  // namespace ptoserve
