@@ -129,6 +129,7 @@ Client::Client(std::shared_ptr<grpc::Channel> channel,
                const ClientOptions& options)
     : channel_(std::move(channel)),
       stub_(v1::TileCompute::NewStub(channel_)),
+      shared_stub_(v1::SharedMemory::NewStub(channel_)),
       options_(options) {}
 
 void Client::ConfigureContext(grpc::ClientContext* context) const {
@@ -195,6 +196,37 @@ absl::StatusOr<v1::Capabilities> Client::GetCapabilities() const {
       &context, v1::GetCapabilitiesRequest(), &capabilities);
   if (!status.ok()) return FromGrpc(status);
   return capabilities;
+}
+
+absl::StatusOr<v1::Region> Client::RegisterRegion(
+    const v1::RegisterRequest& request) const {
+  grpc::ClientContext context;
+  ConfigureContext(&context);
+  v1::Region region;
+  grpc::Status status = shared_stub_->Register(&context, request, &region);
+  if (!status.ok()) return FromGrpc(status);
+  return region;
+}
+
+absl::StatusOr<v1::Region> Client::UnregisterRegion(
+    const std::string& name) const {
+  grpc::ClientContext context;
+  ConfigureContext(&context);
+  v1::UnregisterRequest request;
+  request.set_name(name);
+  v1::Region region;
+  grpc::Status status = shared_stub_->Unregister(&context, request, &region);
+  if (!status.ok()) return FromGrpc(status);
+  return region;
+}
+
+absl::StatusOr<v1::ListResponse> Client::ListRegions() const {
+  grpc::ClientContext context;
+  ConfigureContext(&context);
+  v1::ListResponse list;
+  grpc::Status status = shared_stub_->List(&context, v1::ListRequest(), &list);
+  if (!status.ok()) return FromGrpc(status);
+  return list;
 }
 
 absl::StatusOr<std::string> Client::Health(const std::string& service) const {

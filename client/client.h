@@ -130,6 +130,14 @@ class Client {
       absl::Span<const v1::JobBatch> batches,
       const std::function<void(v1::JobResultBatch)>& on_answer) const;
   absl::StatusOr<v1::Capabilities> GetCapabilities() const;
+
+  // The SharedMemory service (service.proto): regions of shared-memory
+  // objects that jobs reference instead of carrying tiles. SharedRegion
+  // (client/shared_region.h) creates, registers and frees one.
+  absl::StatusOr<v1::Region> RegisterRegion(
+      const v1::RegisterRequest& request) const;
+  absl::StatusOr<v1::Region> UnregisterRegion(const std::string& name) const;
+  absl::StatusOr<v1::ListResponse> ListRegions() const;
   // The grpc.health.v1 status of `service` ("" is the whole server):
   // "SERVING", "NOT_SERVING", ...
   absl::StatusOr<std::string> Health(const std::string& service = "") const;
@@ -158,6 +166,7 @@ class Client {
 
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::TileCompute::Stub> stub_;
+  std::unique_ptr<v1::SharedMemory::Stub> shared_stub_;
   ClientOptions options_;
 };
 

@@ -35,6 +35,7 @@
 #include "absl/time/time.h"
 #include "client/chrome_trace.h"
 #include "client/client.h"
+#include "client/shared_region.h"
 #include "client/ub_map.h"
 #include "common/cli_help.h"
 #include "core/asm/parser.h"
@@ -97,6 +98,10 @@ ABSL_FLAG(
 ABSL_FLAG(std::string, src1, "", "tand/txor/tor: src1 elements, as --src0.");
 ABSL_FLAG(std::string, tmp, "",
           "txor: tmp elements, as --src0 (default: the server allocates tmp).");
+ABSL_FLAG(bool, shm, false,
+          "tand/txor/tor/tnot: pass the tiles through a shared-memory region "
+          "that ptoctl creates, registers and removes, instead of in the "
+          "request (the server must run on this host with shared memory on).");
 ABSL_FLAG(std::string, target, "",
           "host, a2a3 or a5: the target of tand/txor/tor/tnot, and of every "
           "job that "
@@ -119,6 +124,7 @@ constexpr char kUsage[] =
     "  health           the gRPC health status (exit 0 when SERVING)\n"
     "  tand, txor       --dtype=int16 --shape=16x16 [--valid=RxC] --src0=V\n"
     "                   --src1=V [--tmp=V] [--target=a2a3] [--out=FILE]\n"
+    "                   [--shm]: tiles through shared memory\n"
     "                   V: one value for all elements, values one per\n"
     "                   element (1,2,0xff), or @FILE of raw bytes\n"
     "  tor, tnot        as tand, on the host target only (beyond the\n"
@@ -717,6 +723,68 @@ int OutIsForInstructionsAndRun() {
                                  " and run"));
 }
 
+// The tile's elements as raw little-endian bytes, whichever way the flags
+// gave them (data, values or fill).
+absl::StatusOr<std::string> RawBytes(const std::string& name,
+                                     const v1::Tile& tile) {
+  if (!tile.data().empty()) return tile.data();
+  const size_t n = size_t{tile.rows()} * tile.cols();
+  if (!tile.has_fill() && static_cast<size_t>(tile.values_size()) != n) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("--%s has %d values for %d elements (%ux%u)", name,
+                        tile.values_size(), n, tile.rows(), tile.cols()));
+  }
+  const int width = ElementBytes(tile.dtype());
+  std::string out(n * width, '\0');
+  for (size_t i = 0; i < n; ++i) {
+    // In range for the type (ParseValue checked): the low bytes of the
+    // two's complement are the element.
+    const int64_t v =
+        static_cast<int64_t>(tile.has_fill() ? tile.fill() : tile.values(i));
+    std::memcpy(&out[i * width], &v, width);
+  }
+  return out;
+}
+
+// Runs `job` with its tiles, and dst, in a shared-memory region made for
+// it, and prints dst as Binary does.
+int RunShared(v1::Job job, const Client& client) {
+  std::vector<std::pair<std::string, std::string>> inputs;
+  uint64_t total = 0;
+  for (const auto& [name, tile] : job.tiles()) {
+    absl::StatusOr<std::string> bytes = RawBytes(name, tile);
+    if (!bytes.ok()) return UsageError(bytes.status().message());
+    total += bytes->size() + 64;
+    inputs.push_back({name, std::move(*bytes)});
+  }
+  const v1::Tile& src0 = job.tiles().at("src0");
+  const size_t dst_bytes =
+      size_t{src0.rows()} * src0.cols() * ElementBytes(src0.dtype());
+  total += dst_bytes + 64;
+  absl::StatusOr<std::unique_ptr<SharedRegion>> region =
+      SharedRegion::Create(client, total);
+  if (!region.ok()) return Fail(region.status());
+  for (const auto& [name, bytes] : inputs) {
+    absl::Span<uint8_t> span = *(*region)->Allocate<uint8_t>(bytes.size());
+    std::memcpy(span.data(), bytes.data(), bytes.size());
+    v1::Tile& tile = (*job.mutable_tiles())[name];
+    tile.clear_data();
+    tile.clear_values();
+    tile.clear_fill();
+    *tile.mutable_shared() = *(*region)->SliceOf(span.data(), span.size());
+  }
+  absl::Span<uint8_t> dst = *(*region)->Allocate<uint8_t>(dst_bytes);
+  (*job.mutable_output_regions())["dst"] =
+      *(*region)->SliceOf(dst.data(), dst.size());
+  absl::StatusOr<v1::JobResult> result = client.Execute(job);
+  if (!result.ok()) return Fail(result.status());
+  // dst came back as its slice: print it as the request path would.
+  v1::Tile& out = (*result->mutable_tiles())["dst"];
+  out.clear_shared();
+  out.set_data(reinterpret_cast<const char*>(dst.data()), dst.size());
+  return PrintResult(*result, {"dst"}, "dst");
+}
+
 // One instruction on tiles src0, src1 (and tmp) made from the flags.
 int Binary(const OpInfo& op) {
   absl::StatusOr<v1::DType> dtype = ParseDType(absl::GetFlag(FLAGS_dtype));
@@ -774,6 +842,7 @@ int Binary(const OpInfo& op) {
   int code = 0;
   std::unique_ptr<Client> client = Connect(&code);
   if (client == nullptr) return code;
+  if (absl::GetFlag(FLAGS_shm)) return RunShared(std::move(job), *client);
   absl::StatusOr<v1::JobResult> result = client->Execute(job);
   if (!result.ok()) return Fail(result.status());
   return PrintResult(*result, {"dst"}, "dst");
