@@ -796,8 +796,9 @@ JobOutcome Engine::Finish(PreparedJob* job) const {
     if (uint8_t* place = job->place_[slot]; place != nullptr) {
       // A tile in a unified buffer goes to its place now; a host tile is
       // there already.
-      if (s.tile->data() != place) {
-        std::memcpy(place, s.tile->data(), s.tile->size_bytes());
+      const Tile& tile = *s.tile;
+      if (tile.data() != place) {
+        std::memcpy(place, tile.data(), tile.size_bytes());
       }
       out.outputs.push_back(
           {s.name, Tile::Borrow(s.tile->desc(), place), /*placed=*/true});

@@ -303,8 +303,10 @@ absl::StatusOr<v1::Region> SharedMemoryRegistry::Register(
   absl::StatusOr<MemoryBudget::Hold> hold = budget_->Reserve(size);
   if (!hold.ok()) {
     return absl::ResourceExhaustedError(absl::StrFormat(
-        "region %s of %u bytes does not fit in the memory budget: %s",
-        ShortQuote(request.name()), size, hold.status().message()));
+        "region %s of %u bytes does not fit in the memory budget: %u of %u "
+        "bytes are held now (--memory_budget_mb); mapped regions count "
+        "against it",
+        ShortQuote(request.name()), size, budget_->held(), budget_->limit()));
   }
   // Held by a unique_ptr until it is complete: an error on the way closes
   // and unmaps whatever was done.

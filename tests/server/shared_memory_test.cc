@@ -1,0 +1,388 @@
+// The shared-memory registry and a job's slices, without gRPC: registering
+// real POSIX shared-memory objects, every refusal, bounds without overflow,
+// overlaps through two names for one object, unregistering in use, and
+// objects cut short before and during use (the SIGBUS guard).
+#include "server/shared_memory.h"
+
+#include <fcntl.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+
+namespace ptoserve {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr uint64_t kMax = std::numeric_limits<uint64_t>::max();
+
+// A shared-memory object made for one test and removed after it.
+class Object {
+ public:
+  explicit Object(uint64_t bytes, const std::string& tag = "")
+      : key_(absl::StrCat("/ptoserve-test-", getpid(), "-", tag, counter_++)) {
+    const int fd = shm_open(key_.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
+    EXPECT_GE(fd, 0) << key_;
+    EXPECT_EQ(ftruncate(fd, static_cast<off_t>(bytes)), 0);
+    void* map = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    EXPECT_NE(map, MAP_FAILED);
+    close(fd);
+    data_ = static_cast<uint8_t*>(map);
+    bytes_ = bytes;
+    for (uint64_t i = 0; i < bytes; ++i) data_[i] = static_cast<uint8_t>(i);
+  }
+  ~Object() {
+    munmap(data_, bytes_);
+    shm_unlink(key_.c_str());
+  }
+  const std::string& key() const { return key_; }
+  uint8_t* data() const { return data_; }
+  void Truncate(uint64_t bytes) const {
+    ASSERT_EQ(truncate(absl::StrCat("/dev/shm", key_).c_str(),
+                       static_cast<off_t>(bytes)),
+              0);
+  }
+
+ private:
+  static inline int counter_ = 0;
+  std::string key_;
+  uint8_t* data_ = nullptr;
+  uint64_t bytes_ = 0;
+};
+
+v1::RegisterRequest Request(const std::string& name, const std::string& key,
+                            uint64_t offset, uint64_t size) {
+  v1::RegisterRequest r;
+  r.set_name(name);
+  r.set_key(key);
+  r.set_offset(offset);
+  r.set_size(size);
+  return r;
+}
+
+v1::RegionSlice Slice(const std::string& region, uint64_t offset,
+                      uint64_t size) {
+  v1::RegionSlice s;
+  s.set_region(region);
+  s.set_offset(offset);
+  s.set_size(size);
+  return s;
+}
+
+SharedMemoryOptions On() {
+  SharedMemoryOptions o;
+  o.enabled = true;
+  o.key_prefix = "/ptoserve-test";
+  o.max_regions = 4;
+  return o;
+}
+
+TEST(SharedMemoryTest, RegistersMapsListsAndUnregisters) {
+  Object object(10000);
+  MemoryBudget budget(1 << 20);
+  SharedMemoryRegistry registry(On(), &budget);
+  absl::StatusOr<v1::Region> region =
+      registry.Register(Request("r", object.key(), 5000, 3000));
+  ASSERT_TRUE(region.ok()) << region.status();
+  EXPECT_EQ(region->name(), "r");
+  EXPECT_EQ(region->key(), object.key());
+  EXPECT_EQ(region->offset(), 5000u);
+  EXPECT_EQ(region->size(), 3000u);
+  EXPECT_EQ(budget.held(), 3000u);  // mapped bytes count
+
+  // The region's first byte is the object's byte 5000 (an offset that is
+  // not a page multiple): the same memory, both ways.
+  JobRegions job(&registry);
+  absl::StatusOr<absl::Span<uint8_t>> bytes =
+      job.Resolve(Slice("r", 10, 20), "a", false, "tile \"a\"");
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  ASSERT_EQ(bytes->size(), 20u);
+  EXPECT_EQ((*bytes)[0], static_cast<uint8_t>(5010));
+  (*bytes)[1] = 0xee;
+  EXPECT_EQ(object.data()[5011], 0xee);
+
+  v1::ListResponse list = registry.List();
+  ASSERT_EQ(list.regions_size(), 1);
+  EXPECT_EQ(list.regions(0).jobs_in_flight(), 1u);
+  EXPECT_EQ(list.regions(0).jobs_total(), 1u);
+
+  absl::StatusOr<v1::Region> gone = registry.Unregister("r");
+  ASSERT_TRUE(gone.ok());
+  EXPECT_EQ(gone->jobs_in_flight(), 1u);
+  EXPECT_EQ(registry.List().regions_size(), 0);
+  EXPECT_EQ(registry.Unregister("r").status().code(),
+            absl::StatusCode::kNotFound);
+  // Jobs already holding it keep it mapped, and its bytes held ...
+  EXPECT_EQ(budget.held(), 3000u);
+  EXPECT_EQ((*bytes)[0], static_cast<uint8_t>(5010));
+  // ... new ones do not find it ...
+  JobRegions later(&registry);
+  absl::StatusOr<absl::Span<uint8_t>> refused =
+      later.Resolve(Slice("r", 0, 1), "b", false, "tile \"b\"");
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(std::string(refused.status().message()),
+              HasSubstr("tile \"b\": no region \"r\" is registered"));
+  // ... and the last one to let go gives the bytes back.
+  { JobRegions done = std::move(job); }
+  EXPECT_EQ(budget.held(), 0u);
+}
+
+TEST(SharedMemoryTest, RefusesWhatCannotBeARegion) {
+  Object object(4096);
+  MemoryBudget budget(1 << 20);
+  SharedMemoryRegistry registry(On(), &budget);
+  struct Case {
+    v1::RegisterRequest request;
+    absl::StatusCode code;
+    std::string says;
+  };
+  const std::string long_name(300, 'n');
+  const Case cases[] = {
+      {Request("", object.key(), 0, 1), absl::StatusCode::kInvalidArgument,
+       "name is not set"},
+      {Request(long_name, object.key(), 0, 1),
+       absl::StatusCode::kInvalidArgument, "longer than names may be"},
+      {Request("r", "", 0, 1), absl::StatusCode::kInvalidArgument,
+       "key is not set"},
+      {Request("r", "ptoserve-test-x", 0, 1),
+       absl::StatusCode::kInvalidArgument, "is not a shared-memory object"},
+      {Request("r", "/ptoserve-test/../x", 0, 1),
+       absl::StatusCode::kInvalidArgument, "is not a shared-memory object"},
+      {Request("r", std::string("/ptoserve-test\0x", 16), 0, 1),
+       absl::StatusCode::kInvalidArgument, "is not a shared-memory object"},
+      {Request("r", "/" + std::string(300, 'k'), 0, 1),
+       absl::StatusCode::kInvalidArgument, "longer than an object name"},
+      {Request("r", "/other", 0, 1), absl::StatusCode::kPermissionDenied,
+       "does not start with \"/ptoserve-test\""},
+      {Request("r", object.key(), 0, 0), absl::StatusCode::kInvalidArgument,
+       "size is 0"},
+      {Request("r", object.key(), kMax, 1), absl::StatusCode::kInvalidArgument,
+       "past any object's end"},
+      {Request("r", object.key(), 1, kMax), absl::StatusCode::kInvalidArgument,
+       "past any object's end"},
+      {Request("r", object.key(), 4000, 97), absl::StatusCode::kOutOfRange,
+       "reaches past the end of shared-memory object"},
+      {Request("r", "/ptoserve-test-none", 0, 1), absl::StatusCode::kNotFound,
+       "No such file"},
+      {Request("r", object.key(), 0, 2 << 20),
+       absl::StatusCode::kResourceExhausted, "memory budget"},
+  };
+  for (const Case& c : cases) {
+    absl::StatusOr<v1::Region> got = registry.Register(c.request);
+    EXPECT_EQ(got.status().code(), c.code) << c.request.ShortDebugString();
+    EXPECT_THAT(std::string(got.status().message()), HasSubstr(c.says))
+        << c.request.ShortDebugString();
+  }
+  EXPECT_EQ(budget.held(), 0u);
+  EXPECT_EQ(registry.List().regions_size(), 0);
+
+  // The same name twice; more than max_regions.
+  ASSERT_TRUE(registry.Register(Request("r", object.key(), 0, 10)).ok());
+  EXPECT_EQ(
+      registry.Register(Request("r", object.key(), 0, 10)).status().code(),
+      absl::StatusCode::kAlreadyExists);
+  for (const char* name : {"s", "t", "u"}) {
+    ASSERT_TRUE(registry.Register(Request(name, object.key(), 0, 10)).ok());
+  }
+  absl::StatusOr<v1::Region> fifth =
+      registry.Register(Request("v", object.key(), 0, 10));
+  EXPECT_EQ(fifth.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(fifth.status().message()),
+              HasSubstr("--max_shared_regions"));
+  EXPECT_EQ(budget.held(), 40u);
+}
+
+TEST(SharedMemoryTest, NeverFollowsALinkNorOpensADirectory) {
+  Object target(4096);
+  const std::string link = absl::StrCat("/ptoserve-test-link-", getpid());
+  const std::string dir = absl::StrCat("/ptoserve-test-dir-", getpid());
+  ASSERT_EQ(symlink(absl::StrCat("/dev/shm", target.key()).c_str(),
+                    absl::StrCat("/dev/shm", link).c_str()),
+            0);
+  ASSERT_EQ(mkdir(absl::StrCat("/dev/shm", dir).c_str(), 0700), 0);
+  MemoryBudget budget(1 << 20);
+  SharedMemoryRegistry registry(On(), &budget);
+  absl::StatusOr<v1::Region> linked =
+      registry.Register(Request("l", link, 0, 1));
+  EXPECT_EQ(linked.status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_THAT(std::string(linked.status().message()),
+              HasSubstr("symbolic link"));
+  absl::StatusOr<v1::Region> directory =
+      registry.Register(Request("d", dir, 0, 1));
+  EXPECT_FALSE(directory.ok());
+  unlink(absl::StrCat("/dev/shm", link).c_str());
+  rmdir(absl::StrCat("/dev/shm", dir).c_str());
+}
+
+TEST(SharedMemoryTest, OffRefusesEverything) {
+  Object object(4096);
+  MemoryBudget budget(1 << 20);
+  SharedMemoryOptions off = On();
+  off.enabled = false;
+  SharedMemoryRegistry registry(off, &budget);
+  EXPECT_EQ(registry.Register(Request("r", object.key(), 0, 1)).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(registry.Unregister("r").status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(registry.Use("r", "x").status().code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
+TEST(SharedMemoryTest, SlicesStayInTheirRegionWhateverTheNumbers) {
+  Object object(8192);
+  MemoryBudget budget(1 << 20);
+  SharedMemoryRegistry registry(On(), &budget);
+  ASSERT_TRUE(registry.Register(Request("r", object.key(), 100, 1000)).ok());
+  JobRegions job(&registry);
+  struct Case {
+    uint64_t offset, size;
+    absl::StatusCode code;
+  };
+  const Case cases[] = {
+      {0, 1000, absl::StatusCode::kOk},
+      {999, 1, absl::StatusCode::kOk},
+      {0, 1001, absl::StatusCode::kOutOfRange},
+      {1, 1000, absl::StatusCode::kOutOfRange},
+      {1000, 1, absl::StatusCode::kOutOfRange},
+      {1001, 0, absl::StatusCode::kInvalidArgument},
+      {0, 0, absl::StatusCode::kInvalidArgument},
+      {kMax, 1, absl::StatusCode::kOutOfRange},
+      {1, kMax, absl::StatusCode::kOutOfRange},
+      {kMax - 999, 1000, absl::StatusCode::kOutOfRange},  // wraps to 0
+      {uint64_t{1} << 63, uint64_t{1} << 63, absl::StatusCode::kOutOfRange},
+  };
+  for (const Case& c : cases) {
+    absl::StatusOr<absl::Span<uint8_t>> got =
+        job.Resolve(Slice("r", c.offset, c.size), "a", false, "tile \"a\"");
+    EXPECT_EQ(got.status().code(), c.code) << c.offset << " " << c.size;
+    if (!got.ok()) {
+      EXPECT_THAT(std::string(got.status().message()), HasSubstr("tile \"a\""));
+    }
+  }
+  EXPECT_EQ(
+      job.Resolve(Slice("", 0, 1), "a", false, "tile \"a\"").status().code(),
+      absl::StatusCode::kInvalidArgument);
+}
+
+TEST(SharedMemoryTest, WrittenSlicesOverlapNothingElseEvenUnderTwoNames) {
+  Object object(8192);
+  MemoryBudget budget(1 << 20);
+  SharedMemoryRegistry registry(On(), &budget);
+  // "r" and "s" are the same object, "s" starting 1000 bytes in.
+  ASSERT_TRUE(registry.Register(Request("r", object.key(), 0, 8192)).ok());
+  ASSERT_TRUE(registry.Register(Request("s", object.key(), 1000, 4000)).ok());
+  Object other(8192);
+  ASSERT_TRUE(registry.Register(Request("o", other.key(), 0, 8192)).ok());
+
+  struct Use {
+    const char* region;
+    uint64_t offset, size;
+    const char* tile;
+    bool write;
+  };
+  auto check = [&](std::vector<Use> uses) {
+    JobRegions job(&registry);
+    for (const Use& u : uses) {
+      const std::string what = absl::StrCat(u.write ? "out " : "in ", u.tile);
+      EXPECT_TRUE(
+          job.Resolve(Slice(u.region, u.offset, u.size), u.tile, u.write, what)
+              .ok());
+    }
+    return job.CheckOverlaps();
+  };
+  // Disjoint, and reads may share bytes with each other.
+  EXPECT_TRUE(check({{"r", 0, 100, "a", false},
+                     {"r", 0, 100, "b", false},
+                     {"r", 100, 100, "c", true},
+                     {"r", 200, 100, "d", true}})
+                  .ok());
+  // A tile's own input, written back in place.
+  EXPECT_TRUE(
+      check({{"r", 0, 100, "c", false}, {"r", 0, 100, "c", true}}).ok());
+  // The same bytes read as another tile's input.
+  absl::Status shared = check({{"r", 0, 100, "a", false},
+                               {"r", 0, 100, "c", false},
+                               {"r", 0, 100, "c", true}});
+  EXPECT_EQ(shared.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(shared.message()), HasSubstr("in a"));
+  // Its own input, but not exactly its bytes.
+  EXPECT_FALSE(
+      check({{"r", 0, 100, "c", false}, {"r", 50, 100, "c", true}}).ok());
+  // Two outputs that touch by one byte.
+  EXPECT_FALSE(
+      check({{"r", 0, 101, "c", true}, {"r", 100, 100, "d", true}}).ok());
+  // Through the second name: s's byte 0 is r's byte 1000.
+  absl::Status aliased =
+      check({{"r", 1050, 10, "a", false}, {"s", 0, 100, "c", true}});
+  EXPECT_EQ(aliased.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(aliased.message()), HasSubstr("share bytes"));
+  EXPECT_TRUE(
+      check({{"r", 1100, 10, "a", false}, {"s", 0, 100, "c", true}}).ok());
+  // Another object's bytes at the same offsets do not overlap.
+  EXPECT_TRUE(
+      check({{"o", 0, 100, "a", false}, {"r", 0, 100, "c", true}}).ok());
+}
+
+TEST(SharedMemoryTest, AnObjectCutShortIsRefusedBeforeUse) {
+  Object object(8192);
+  MemoryBudget budget(1 << 20);
+  SharedMemoryRegistry registry(On(), &budget);
+  ASSERT_TRUE(registry.Register(Request("r", object.key(), 4096, 4096)).ok());
+  object.Truncate(6000);
+  JobRegions job(&registry);
+  absl::StatusOr<absl::Span<uint8_t>> got =
+      job.Resolve(Slice("r", 0, 16), "a", false, "tile \"a\"");
+  EXPECT_EQ(got.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(got.status().message()),
+              HasSubstr("is now 6000 bytes, too short"));
+}
+
+TEST(SharedMemoryTest, AnObjectCutShortDuringUseFaultsIntoAnError) {
+  constexpr uint64_t kBytes = 1 << 20;
+  Object object(kBytes);
+  MemoryBudget budget(4 << 20);
+  SharedMemoryRegistry registry(On(), &budget);
+  ASSERT_TRUE(registry.Register(Request("r", object.key(), 0, kBytes)).ok());
+  JobRegions job(&registry);
+  absl::StatusOr<absl::Span<uint8_t>> bytes =
+      job.Resolve(Slice("r", 0, kBytes), "a", false, "tile \"a\"");
+  ASSERT_TRUE(bytes.ok());
+  ASSERT_TRUE(job.CheckIntact().ok());
+  // Cut short after the check, as a hostile client would mid-job: reading
+  // and writing past the new end would raise SIGBUS.
+  object.Truncate(8192);
+  volatile uint8_t* p = bytes->data();
+  uint64_t sum = 0;
+  for (uint64_t i = 0; i < kBytes; i += 4096) sum += p[i];
+  p[kBytes - 1] = 7;
+  EXPECT_EQ(p[kBytes - 1], 7);
+  EXPECT_EQ(p[0], 0);  // still the object's byte 0
+  (void)sum;
+  absl::Status intact = job.CheckIntact();
+  EXPECT_EQ(intact.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(intact.message()), HasSubstr("was cut short"));
+  // A fault outside every region is not the guard's to swallow.
+  EXPECT_DEATH(
+      {
+        const std::string key = absl::StrCat("/ptoserve-test-bus-", getpid());
+        const int fd = shm_open(key.c_str(), O_RDWR | O_CREAT, 0600);
+        (void)ftruncate(fd, 4096);
+        auto* q = static_cast<volatile uint8_t*>(
+            mmap(nullptr, 8192, PROT_READ, MAP_SHARED, fd, 0));
+        shm_unlink(key.c_str());
+        (void)q[4096];  // past the object's end: SIGBUS
+      },
+      "");
+}
+
+}  // namespace
+}  // namespace ptoserve
