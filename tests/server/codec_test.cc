@@ -272,7 +272,8 @@ TEST(ToJobSpecTest, ErrorsNameWhatIsWrong) {
       ToJobSpec(job).status(),
       StatusIs(
           kInvalid,
-          HasSubstr("tile \"a\": has more than one of data, values and fill")));
+          HasSubstr("tile \"a\": has more than one of data, values, fill and "
+                    "shared")));
   job = SmallJob();
   (*job.mutable_tiles())["a"].set_dtype(static_cast<v1::DType>(42));
   EXPECT_THAT(ToJobSpec(job).status(),
@@ -581,6 +582,140 @@ TEST(CheckJobBatchWireTest, MalformedBatchesAreRefused) {
               StatusIs(kInvalid, HasSubstr("field 1, wire type 0")));
   EXPECT_THAT(ScanBatch(Field(9, 3, "") + Field(9, 4, ""), 8).status(),
               StatusIs(kInvalid, HasSubstr("field 9 is a group")));
+}
+
+
+// Shared memory on the wire: slices in tiles and output_regions are fields
+// the scan knows (their region names bounded like other names, the map's
+// entries like outputs), never counted as unknown.
+v1::Job SharedJob() {
+  v1::Job job = SmallJob();
+  job.set_target(v1::TARGET_HOST);
+  for (auto& [name, tile] : *job.mutable_tiles()) {
+    tile.clear_fill();
+    tile.clear_values();
+    tile.clear_address();
+    v1::RegionSlice* slice = tile.mutable_shared();
+    slice->set_region("r");
+    slice->set_offset(name == "a" ? 0 : 64);
+    slice->set_size(32);
+  }
+  v1::RegionSlice& out = (*job.mutable_output_regions())["c"];
+  out.set_region("r");
+  out.set_offset(128);
+  out.set_size(32);
+  return job;
+}
+
+TEST(CheckJobWireTest, SharedSlicesAreKnownFieldsWithBoundedNames) {
+  std::string bytes = SharedJob().SerializeAsString();
+  for (int i = 0; i < 16; ++i) bytes += Field(100 + i, 0, "\x01");
+  EXPECT_TRUE(Scan(bytes).ok());
+
+  v1::Job job = SharedJob();
+  job.mutable_tiles()->at("a").mutable_shared()->set_region(
+      std::string(300, 'r'));
+  EXPECT_THAT(Scan(job.SerializeAsString()),
+              StatusIs(kInvalid, HasSubstr("region name \"rrrr")));
+  job = SharedJob();
+  job.mutable_output_regions()->at("c").set_region(std::string(300, 'r'));
+  EXPECT_THAT(Scan(job.SerializeAsString()),
+              StatusIs(kInvalid, HasSubstr("region name \"rrrr")));
+  job = SharedJob();
+  (*job.mutable_output_regions())[std::string(300, 'k')];
+  EXPECT_THAT(Scan(job.SerializeAsString()),
+              StatusIs(kInvalid, HasSubstr("output_regions key")));
+  EngineLimits limits;
+  limits.max_tiles_per_job = 3;
+  job = SharedJob();
+  for (const char* name : {"d", "e", "f"}) (*job.mutable_output_regions())[name];
+  EXPECT_THAT(Scan(job.SerializeAsString(), limits),
+              StatusIs(kExhausted,
+                       HasSubstr("output_regions has more than 3 entries")));
+}
+
+// Resolves every slice into one buffer, as if it were the region "r".
+class FakeShared final : public SharedSlices {
+ public:
+  absl::StatusOr<absl::Span<uint8_t>> Resolve(const v1::RegionSlice& slice,
+                                              absl::string_view tile,
+                                              bool write,
+                                              absl::string_view what) override {
+    resolved.push_back(absl::StrCat(what, write ? " w " : " r ", tile));
+    if (slice.region() != "r") return absl::NotFoundError(what);
+    return absl::MakeSpan(bytes + slice.offset(), slice.size());
+  }
+  absl::Status CheckOverlaps() const override {
+    ++checked;
+    return overlap;
+  }
+  uint8_t bytes[256] = {};
+  std::vector<std::string> resolved;
+  mutable int checked = 0;
+  absl::Status overlap;
+};
+
+TEST(ToJobSpecTest, SharedSlicesBecomeBytesAndPlaces) {
+  const v1::Job job = SharedJob();
+  EXPECT_THAT(ToJobSpec(job).status(),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("tile \"a\" is in shared memory, which this "
+                                 "server does not serve")));
+  v1::Job placed_only = SmallJob();
+  (*placed_only.mutable_output_regions())["c"].set_region("r");
+  EXPECT_THAT(ToJobSpec(placed_only).status(),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("output_regions[\"c\"]")));
+
+  FakeShared shared;
+  ASSERT_OK_AND_ASSIGN(JobSpec spec, ToJobSpec(job, &shared));
+  ASSERT_EQ(spec.tiles.size(), 2u);
+  EXPECT_EQ(spec.tiles[0].encoding, Encoding::kData);
+  EXPECT_EQ(reinterpret_cast<const uint8_t*>(spec.tiles[0].data.data()),
+            shared.bytes);
+  EXPECT_EQ(reinterpret_cast<const uint8_t*>(spec.tiles[1].data.data()),
+            shared.bytes + 64);
+  ASSERT_EQ(spec.places.size(), 1u);
+  EXPECT_EQ(spec.places[0].name, "c");
+  EXPECT_EQ(spec.places[0].bytes.data(), shared.bytes + 128);
+  EXPECT_EQ(spec.places[0].bytes.size(), 32u);
+  EXPECT_EQ(shared.checked, 1);
+  EXPECT_THAT(shared.resolved,
+              ::testing::UnorderedElementsAre("tile \"a\" r a",
+                                              "tile \"b\" r b",
+                                              "output_regions[\"c\"] w c"));
+
+  shared.overlap = absl::InvalidArgumentError("they overlap");
+  EXPECT_THAT(ToJobSpec(job, &shared).status(),
+              StatusIs(kInvalid, HasSubstr("they overlap")));
+  v1::Job both = SharedJob();
+  both.mutable_tiles()->at("a").set_data(std::string(32, 'x'));
+  EXPECT_THAT(ToJobSpec(both, &shared).status(),
+              StatusIs(kInvalid, HasSubstr("data, values, fill and shared")));
+}
+
+TEST(ResultBytesTest, PlacedOutputsTravelAsTheirSliceOnly) {
+  const v1::Job job = SharedJob();
+  FakeShared shared;
+  ASSERT_OK_AND_ASSIGN(JobSpec spec, ToJobSpec(job, &shared));
+  ResultEncodings encodings(spec, [](Opcode) { return false; });
+  encodings.SetPlaced(job.output_regions());
+  JobCost cost;
+  cost.outputs = {{"c", 32, 32}, {"a", 32, 32}};
+  EXPECT_EQ(ResultBytes(cost, encodings), 32u);
+
+  Engine engine{EngineOptions{}};
+  ASSERT_OK_AND_ASSIGN(JobOutcome outcome, engine.Execute(spec));
+  v1::JobResult result;
+  ToJobResult(std::move(outcome), encodings, &result);
+  const v1::Tile& c = result.tiles().at("c");
+  EXPECT_TRUE(c.data().empty());
+  EXPECT_EQ(c.values_size(), 0);
+  EXPECT_EQ(c.shared().ShortDebugString(),
+            job.output_regions().at("c").ShortDebugString());
+  EXPECT_EQ(c.rows(), 1u);
+  EXPECT_EQ(c.cols(), 32u);
+  EXPECT_EQ(c.dtype(), v1::DTYPE_UINT8);
 }
 
 }  // namespace
