@@ -122,6 +122,7 @@ constexpr char kUsage[] =
     "Usage: ptoctl [--server=HOST:PORT] [--json] COMMAND [flags]\n"
     "  capabilities     targets, element types, limits and version\n"
     "  health           the gRPC health status (exit 0 when SERVING)\n"
+    "  regions          the shared-memory regions registered\n"
     "  tand, txor       --dtype=int16 --shape=16x16 [--valid=RxC] --src0=V\n"
     "                   --src1=V [--tmp=V] [--target=a2a3] [--out=FILE]\n"
     "                   [--shm]: tiles through shared memory\n"
@@ -689,6 +690,32 @@ int Capabilities() {
       "bytes\n",
       l.max_tile_bytes(), l.max_tiles_per_job(), l.max_instructions_per_job(),
       l.max_message_bytes());
+  const v1::SharedMemoryInfo& shm = caps->shared_memory();
+  std::cout << (shm.enabled()
+                    ? absl::StrFormat("shared memory: on, keys %s..., at most "
+                                      "%u regions\n",
+                                      shm.key_prefix(), shm.max_regions())
+                    : std::string("shared memory: off\n"));
+  return 0;
+}
+
+// The shared-memory regions registered with the server.
+int Regions() {
+  int code = 0;
+  std::unique_ptr<Client> client = Connect(&code);
+  if (client == nullptr) return code;
+  absl::StatusOr<v1::ListResponse> list = client->ListRegions();
+  if (!list.ok()) return Fail(list.status());
+  if (JsonOutput()) {
+    std::cout << ToJson(*list, true);
+    return 0;
+  }
+  if (list->regions().empty()) std::cout << "no regions\n";
+  for (const v1::Region& r : list->regions()) {
+    std::cout << absl::StrFormat(
+        "%s: %s offset %u, %u bytes; %u jobs in flight, %u in all\n", r.name(),
+        r.key(), r.offset(), r.size(), r.jobs_in_flight(), r.jobs_total());
+  }
   return 0;
 }
 
@@ -1067,6 +1094,7 @@ int Main(const std::vector<char*>& args, const std::vector<std::string>& tiles,
   }
   if (command == "capabilities") return Capabilities();
   if (command == "health") return Health();
+  if (command == "regions") return Regions();
   if (op != nullptr) return Binary(*op);
   return UsageError("unknown command: " + command);
 }

@@ -104,6 +104,43 @@ TEST_F(PtoctlTest, TxorWithRawFilesOnA2A3ShowsTheDecomposition) {
   EXPECT_THAT(r.output, HasSubstr("vand  dst <- dst, tmp"));
 }
 
+// --shm sends the same tiles through a shared-memory region ptoctl makes,
+// registers and removes: the same dst printed, values, fill and raw files
+// alike, on each target, and no region or object left behind.
+TEST_F(PtoctlTest, ShmPrintsWhatTheRequestPathPrints) {
+  std::string a;
+  for (int i = 0; i < 64; ++i) a.push_back(static_cast<char>(7 * i));
+  const std::string fa = WriteTempFile("shm-a.bin", a);
+  const std::string cases[] = {
+      "tand --dtype=int16 --shape=2x3 --src0=12,10,-1,7,6,5 "
+      "--src1=10,12,255,3,3,3",
+      "txor --dtype=uint8 --shape=2x32 --valid=2x5 --src0=@" + fa +
+          " --src1=0x5a --target=a2a3",
+      "txor --dtype=int32 --shape=3x8 --valid=3x7 --src0=-7 --src1=0x0f0f "
+      "--target=a5",
+      "tnot --dtype=uint16 --shape=1x4 --src0=0,1,2,65535",
+  };
+  for (const std::string& args : cases) {
+    CommandResult plain = Ptoctl(args);
+    CommandResult shm = Ptoctl(args + " --shm");
+    ASSERT_EQ(plain.exit_code, 0) << plain.output;
+    ASSERT_EQ(shm.exit_code, 0) << shm.output;
+    // The dst block, up to the events (whose times differ).
+    auto dst = [](const std::string& out) {
+      return out.substr(0, out.find("events:"));
+    };
+    EXPECT_EQ(dst(shm.output), dst(plain.output)) << args;
+    EXPECT_THAT(dst(shm.output), HasSubstr("dst: ")) << shm.output;
+  }
+  // Each run unregistered its region.
+  CommandResult left = Ptoctl("regions");
+  ASSERT_EQ(left.exit_code, 0) << left.output;
+  EXPECT_EQ(left.output, "no regions\n");
+  left = Ptoctl("capabilities");
+  EXPECT_THAT(left.output,
+              HasSubstr("shared memory: on, keys /ptoserve..., at most 64"));
+}
+
 TEST_F(PtoctlTest, JsonOutputParsesBackAsAJobResult) {
   CommandResult r = RunCommand("client/ptoctl --server=" + server_->address() +
                                " --json txor --dtype=uint32 --shape=1x2 "
