@@ -75,7 +75,7 @@ class Mutator {
       Hostile();
       return;
     }
-    switch (Below(18)) {
+    switch (Below(20)) {
       case 0:
         job_.set_target(static_cast<v1::Target>(Below(5)));
         break;
@@ -151,6 +151,12 @@ class Mutator {
       case 16:
         EditAssembly();
         break;
+      case 17:
+        Share();
+        break;
+      case 18:
+        PlaceOutput();
+        break;
       default:
         if (job_.instructions_size() > 1) {
           job_.mutable_instructions()->SwapElements(
@@ -216,6 +222,70 @@ class Mutator {
     auto it = job_.tiles().begin();
     std::advance(it, Below(job_.tiles_size()));
     return it->first;
+  }
+
+  // A slice of the shared memory the job target registers (job_target.cc:
+  // "r", 64 KiB, and "s", 16 KiB of the same object from byte 4096) for
+  // `bytes` bytes: mostly in range and exact, sometimes not, sometimes
+  // hostile numbers or an unknown region.
+  v1::RegionSlice Slice(uint64_t bytes) {
+    v1::RegionSlice slice;
+    slice.set_region(Below(6) == 0 ? "s" : Below(20) == 0 ? "nope" : "r");
+    uint64_t offset = Below(16) * 4096 + (Below(4) == 0 ? Below(64) : 0);
+    uint64_t size = bytes;
+    switch (Below(12)) {
+      case 0:
+        offset = ~uint64_t{0} - Below(4096);
+        break;
+      case 1:
+        size = bytes + Below(3) - 1;
+        break;
+      case 2:
+        size = ~uint64_t{0} - Below(2);
+        break;
+      default:
+        break;
+    }
+    slice.set_offset(offset);
+    slice.set_size(size);
+    return slice;
+  }
+
+  uint64_t TileBytes(const v1::Tile& t) {
+    return uint64_t{t.rows()} * t.cols() * ElementBytesOf(t.dtype());
+  }
+
+  // A tile's elements in shared memory instead of the request.
+  void Share() {
+    v1::Tile* t = AnyTile();
+    if (t == nullptr) return;
+    t->clear_data();
+    t->clear_values();
+    t->clear_fill();
+    *t->mutable_shared() = Slice(TileBytes(*t));
+  }
+
+  // An output (or any name) written to shared memory.
+  void PlaceOutput() {
+    if (Below(4) == 0) {
+      job_.clear_output_regions();
+      return;
+    }
+    std::string name;
+    uint64_t bytes = 1024;
+    if (v1::Instruction* in = AnyInstruction(); in != nullptr && Below(4)) {
+      name = in->dst();
+      auto src0 = job_.tiles().find(in->src0());
+      if (src0 != job_.tiles().end()) bytes = TileBytes(src0->second);
+    } else if (!job_.tiles().empty()) {
+      name = TileName();
+    } else {
+      name = Name();
+    }
+    if (auto it = job_.tiles().find(name); it != job_.tiles().end()) {
+      bytes = TileBytes(it->second);
+    }
+    (*job_.mutable_output_regions())[name] = Slice(bytes);
   }
 
   v1::Tile* AnyTile() {

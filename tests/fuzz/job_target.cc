@@ -1,8 +1,11 @@
 // RunJob (fuzz_targets.h): a serialized Job through the wire checks,
 // decode, validation, admission, execution and encoding.
+#include <fcntl.h>
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <google/protobuf/wire_format_lite.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cfloat>
@@ -14,6 +17,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -31,6 +35,8 @@
 #include "ptoserve/v1/job.pb.h"
 #include "server/admission.h"
 #include "server/decode.h"
+#include "server/memory_budget.h"
+#include "server/shared_memory.h"
 #include "tests/core/reference.h"
 #include "tests/fuzz/fuzz_targets.h"
 #include "tests/fuzz/fuzz_util.h"
@@ -467,6 +473,15 @@ absl::Status CheckWireShape(const WireShape& shape, const v1::Job& job) {
 // Every tile of a result holds exactly its elements, in one encoding.
 absl::Status CheckResult(const v1::JobResult& result) {
   for (const auto& [name, tile] : result.tiles()) {
+    if (tile.has_shared()) {
+      // Written to shared memory: the shape and slice, no elements.
+      if (!tile.data().empty() || tile.values_size() > 0) {
+        return absl::InternalError(absl::StrFormat(
+            "result tile \"%s\" went to shared memory but carries elements",
+            name));
+      }
+      continue;
+    }
     const uint64_t elements = uint64_t{tile.rows()} * tile.cols();
     const bool ok =
         elements > 0 && WireElementBytes(tile.dtype()) > 0 &&
@@ -715,11 +730,77 @@ absl::Status CheckUnwrittenValues(const v1::Job& job, const JobSpec& spec,
   return absl::OkStatus();
 }
 
+// The shared memory a fuzzed job may reference: one object of 64 KiB,
+// registered as "r" (all of it) and "s" (16 KiB from byte 4096), so that
+// slices can share bytes under two names. Its name is removed at once; the
+// registry's mapping keeps it.
+constexpr uint64_t kSharedBytes = 64 << 10;
+
+struct FuzzShared {
+  MemoryBudget budget{uint64_t{1} << 30};
+  std::unique_ptr<SharedMemoryRegistry> registry;
+  uint8_t* bytes = nullptr;  // the object, mapped here too
+  std::string pattern;       // what it holds before each run
+};
+
+FuzzShared& Shared() {
+  static FuzzShared* const shared = [] {
+    auto* s = new FuzzShared;
+    const std::string key = absl::StrCat("/ptoserve-fuzz-", getpid());
+    SharedMemoryOptions options;
+    options.enabled = true;
+    options.key_prefix = "/ptoserve-fuzz";
+    s->registry = std::make_unique<SharedMemoryRegistry>(options, &s->budget);
+    const int fd = shm_open(key.c_str(), O_RDWR | O_CREAT | O_TRUNC, 0600);
+    if (fd < 0 || ftruncate(fd, kSharedBytes) != 0) abort();
+    void* map =
+        mmap(nullptr, kSharedBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (map == MAP_FAILED) abort();
+    s->bytes = static_cast<uint8_t*>(map);
+    for (uint64_t i = 0; i < kSharedBytes; ++i) {
+      s->pattern.push_back(static_cast<char>(i * 131 + 7 + (i >> 8)));
+    }
+    for (auto [name, offset, size] :
+         {std::tuple{"r", uint64_t{0}, kSharedBytes},
+          std::tuple{"s", uint64_t{4096}, uint64_t{16} << 10}}) {
+      v1::RegisterRequest request;
+      request.set_name(name);
+      request.set_key(key);
+      request.set_offset(offset);
+      request.set_size(size);
+      if (!s->registry->Register(request).ok()) abort();
+    }
+    shm_unlink(key.c_str());
+    return s;
+  }();
+  return *shared;
+}
+
+// The shared memory as it was before any job wrote to it.
+void RestoreShared() {
+  FuzzShared& s = Shared();
+  std::memcpy(s.bytes, s.pattern.data(), kSharedBytes);
+}
+
+// Outputs written to shared memory, copied into tiles of their own: the
+// next run writes the same bytes.
+void OwnPlaced(JobOutcome* outcome) {
+  for (OutputTile& out : outcome->outputs) {
+    if (!out.placed) continue;
+    Tile copy(out.tile.desc());
+    std::memcpy(copy.data(), out.tile.data(), copy.size_bytes());
+    out.tile = std::move(copy);
+  }
+}
+
 }  // namespace
 
 absl::Status RunJob(absl::string_view bytes) {
   // Made before the meter starts: the engine lives for the whole process.
   const Engine& engine = SmallEngine();
+  const SharedMemoryRegistry* shared = Shared().registry.get();
+  RestoreShared();
   FILE* const heap_log = HeapLog();
   HeapMeter meter;
   Admitted admitted;
@@ -773,7 +854,7 @@ absl::Status RunJob(absl::string_view bytes) {
   meter.Resume();
   // ... DecodeJob, ...
   meter.Step("decode");
-  absl::StatusOr<DecodedJob> decoded = DecodeJob(job, engine);
+  absl::StatusOr<DecodedJob> decoded = DecodeJob(job, engine, shared);
   if (!decoded.ok()) return done(absl::OkStatus());
 
   // ... and Prepare, admitted by the job's cost as the server admits it.
@@ -827,6 +908,8 @@ absl::Status RunJob(absl::string_view bytes) {
   meter.Step("checks");
   meter.Pause();
   {
+    OwnPlaced(&expected);
+    RestoreShared();
     absl::StatusOr<std::unique_ptr<PreparedJob>> reordered =
         engine.Prepare(decoded->spec);
     if (!reordered.ok()) {
@@ -837,7 +920,10 @@ absl::Status RunJob(absl::string_view bytes) {
     if (absl::Status ran = RunReordered(engine, reordered->get()); !ran.ok()) {
       return ran;
     }
-    const JobOutcome actual = engine.Finish(reordered->get());
+    JobOutcome actual = engine.Finish(reordered->get());
+    OwnPlaced(&actual);
+    // The reference reads inputs in shared memory as they were.
+    RestoreShared();
     if (absl::Status ok =
             CheckAgainstReference(decoded->spec, engine, expected);
         !ok.ok()) {
