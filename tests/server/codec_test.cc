@@ -584,7 +584,6 @@ TEST(CheckJobBatchWireTest, MalformedBatchesAreRefused) {
               StatusIs(kInvalid, HasSubstr("field 9 is a group")));
 }
 
-
 // Shared memory on the wire: slices in tiles and output_regions are fields
 // the scan knows (their region names bounded like other names, the map's
 // entries like outputs), never counted as unknown.
@@ -628,7 +627,9 @@ TEST(CheckJobWireTest, SharedSlicesAreKnownFieldsWithBoundedNames) {
   EngineLimits limits;
   limits.max_tiles_per_job = 3;
   job = SharedJob();
-  for (const char* name : {"d", "e", "f"}) (*job.mutable_output_regions())[name];
+  for (const char* name : {"d", "e", "f"}) {
+    (*job.mutable_output_regions())[name];
+  }
   EXPECT_THAT(Scan(job.SerializeAsString(), limits),
               StatusIs(kExhausted,
                        HasSubstr("output_regions has more than 3 entries")));
@@ -680,10 +681,9 @@ TEST(ToJobSpecTest, SharedSlicesBecomeBytesAndPlaces) {
   EXPECT_EQ(spec.places[0].bytes.data(), shared.bytes + 128);
   EXPECT_EQ(spec.places[0].bytes.size(), 32u);
   EXPECT_EQ(shared.checked, 1);
-  EXPECT_THAT(shared.resolved,
-              ::testing::UnorderedElementsAre("tile \"a\" r a",
-                                              "tile \"b\" r b",
-                                              "output_regions[\"c\"] w c"));
+  EXPECT_THAT(shared.resolved, ::testing::UnorderedElementsAre(
+                                   "tile \"a\" r a", "tile \"b\" r b",
+                                   "output_regions[\"c\"] w c"));
 
   shared.overlap = absl::InvalidArgumentError("they overlap");
   EXPECT_THAT(ToJobSpec(job, &shared).status(),
