@@ -1,5 +1,7 @@
 #include "server/address.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 
 namespace ptoserve {
@@ -24,6 +26,23 @@ absl::StatusOr<AddrInfoList> ResolveListenAddress(const std::string& address) {
     return absl::UnavailableError(gai_strerror(rc));
   }
   return AddrInfoList(found);
+}
+
+bool IsLoopbackAddress(const std::string& address) {
+  absl::StatusOr<AddrInfoList> list = ResolveListenAddress(address);
+  if (!list.ok()) return false;
+  for (const addrinfo* a = list->get(); a != nullptr; a = a->ai_next) {
+    if (a->ai_family == AF_INET) {
+      const auto* in = reinterpret_cast<const sockaddr_in*>(a->ai_addr);
+      if ((ntohl(in->sin_addr.s_addr) >> 24) != 127) return false;
+    } else if (a->ai_family == AF_INET6) {
+      const auto* in6 = reinterpret_cast<const sockaddr_in6*>(a->ai_addr);
+      if (!IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr)) return false;
+    } else {
+      return false;
+    }
+  }
+  return true;
 }
 
 }  // namespace ptoserve

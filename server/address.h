@@ -23,6 +23,11 @@ using AddrInfoList = std::unique_ptr<addrinfo, FreeAddrInfo>;
 // ("expected HOST:PORT", or getaddrinfo's) when it resolves to none.
 absl::StatusOr<AddrInfoList> ResolveListenAddress(const std::string& address);
 
+// Whether every address `address` resolves to for listening is a loopback
+// one (127.0.0.0/8, ::1), so that only this host's programs can connect;
+// false when it resolves to none or to every interface (":50051").
+bool IsLoopbackAddress(const std::string& address);
+
 }  // namespace ptoserve
 
 #endif  // PTOSERVE_SERVER_ADDRESS_H_

@@ -1,8 +1,5 @@
 #include "server/server.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-
 #include <algorithm>
 #include <optional>
 #include <thread>
@@ -30,28 +27,10 @@ namespace ptoserve {
 
 namespace {
 
-// Whether every address `address` resolves to is a loopback one, so that
-// only this host's programs can reach the server.
-bool IsLoopback(const std::string& address) {
-  absl::StatusOr<AddrInfoList> list = ResolveListenAddress(address);
-  if (!list.ok()) return false;
-  for (const addrinfo* a = list->get(); a != nullptr; a = a->ai_next) {
-    if (a->ai_family == AF_INET) {
-      const auto* in = reinterpret_cast<const sockaddr_in*>(a->ai_addr);
-      if ((ntohl(in->sin_addr.s_addr) >> 24) != 127) return false;
-    } else if (a->ai_family == AF_INET6) {
-      const auto* in6 = reinterpret_cast<const sockaddr_in6*>(a->ai_addr);
-      if (!IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr)) return false;
-    } else {
-      return false;
-    }
-  }
-  return true;
-}
-
 SharedMemoryOptions SharedMemoryFrom(const ServerOptions& options) {
   SharedMemoryOptions shm;
-  shm.enabled = options.shared_memory.value_or(IsLoopback(options.address));
+  shm.enabled =
+      options.shared_memory.value_or(IsLoopbackAddress(options.address));
   shm.key_prefix = options.shared_memory_prefix;
   shm.max_regions = options.max_shared_regions;
   return shm;

@@ -4,9 +4,12 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "client/client.h"
+#include "server/address.h"
 #include "server/server.h"
 
 namespace ptoserve {
@@ -69,6 +72,53 @@ TEST(EmbeddedServerTest, AnAddressInUseIsUnavailable) {
       << second.status();
   EXPECT_THAT(std::string(second.status().message()),
               HasSubstr("Address already in use"));
+}
+
+// Shared memory is for clients on the server's host: on by default only
+// where every address the server listens on is a loopback one, and as
+// asked otherwise. Capabilities says which.
+TEST(EmbeddedServerTest, SharedMemoryIsOnByDefaultOnlyOnLoopback) {
+  struct Case {
+    std::string address;
+    std::optional<bool> asked;
+    bool on;
+  };
+  // Addresses beyond loopback are judged without listening on them.
+  for (const char* address :
+       {"0.0.0.0:50051", ":50051", "[::]:50051", "10.1.2.3:50051"}) {
+    EXPECT_FALSE(IsLoopbackAddress(address)) << address;
+  }
+  for (const char* address :
+       {"127.0.0.1:50051", "127.9.9.9:1", "localhost:0", "[::1]:0"}) {
+    EXPECT_TRUE(IsLoopbackAddress(address)) << address;
+  }
+  const Case cases[] = {
+      {"127.0.0.1:0", std::nullopt, true}, {"localhost:0", std::nullopt, true},
+      {"[::1]:0", std::nullopt, true},     {"127.0.0.1:0", false, false},
+      {"127.0.0.1:0", true, true},
+  };
+  for (const Case& c : cases) {
+    ServerOptions options = OnAnyPort();
+    options.address = c.address;
+    options.shared_memory = c.asked;
+    absl::StatusOr<std::unique_ptr<Server>> server = Server::Start(options);
+    if (!server.ok() &&
+        server.status().code() == absl::StatusCode::kUnavailable &&
+        c.address.find("::1") != std::string::npos) {
+      continue;  // no IPv6 loopback here
+    }
+    ASSERT_TRUE(server.ok()) << c.address << ": " << server.status();
+    EXPECT_EQ((*server)->shared_memory(), c.on) << c.address;
+    std::string local = (*server)->address();
+    local = "127.0.0.1" + local.substr(local.rfind(':'));
+    if (c.address.find("::1") != std::string::npos) {
+      local = (*server)->address();
+    }
+    auto client = Client::Connect(local).value();
+    EXPECT_EQ(client->GetCapabilities()->shared_memory().enabled(), c.on)
+        << c.address;
+    (*server)->Stop(absl::ZeroDuration());
+  }
 }
 
 }  // namespace
