@@ -155,6 +155,17 @@ absl::StatusOr<TileInput> FromProto(const std::string& name,
   if (tile.has_shared()) {
     const std::string what = absl::StrFormat("tile \"%s\"", name);
     if (shared == nullptr) return SharedMemoryOff(what);
+    // Its size against the tile's, named as a slice (the engine would call
+    // it data); a shape whose size overflows is the engine's to refuse.
+    const unsigned __int128 expected =
+        static_cast<unsigned __int128>(in.desc.rows) * in.desc.cols *
+        ElementBytes(in.desc.dtype);
+    if (tile.shared().size() != expected && expected <= UINT64_MAX) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s: its slice is %u bytes; a %ux%u %s tile is %u", what,
+          tile.shared().size(), in.desc.rows, in.desc.cols,
+          DTypeName(in.desc.dtype), static_cast<uint64_t>(expected)));
+    }
     PTO_ASSIGN_OR_RETURN(absl::Span<uint8_t> bytes,
                          shared->Resolve(tile.shared(), name, false, what));
     in.encoding = Encoding::kData;

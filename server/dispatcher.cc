@@ -199,8 +199,9 @@ absl::Status Dispatcher::Submit(const v1::Job& job, uint64_t request_bytes,
   ticket.done = [this, id = job.id(), record = *record, hold,
                  encodings = std::move(decoded.encodings),
                  regions = std::move(regions), done = std::move(done)](
-                    absl::StatusOr<std::unique_ptr<PreparedJob>> ran) {
+                    absl::StatusOr<std::unique_ptr<PreparedJob>> ran) mutable {
     if (!ran.ok()) {
+      regions.reset();
       metrics_->JobAnswered(record, ran.status().code());
       done(ran.status(), std::move(*hold));
       return;
@@ -217,6 +218,10 @@ absl::Status Dispatcher::Submit(const v1::Job& job, uint64_t request_bytes,
           result = intact;
         }
       }
+      // The job is done with its regions (the result owns what it carries):
+      // let them go before the answer does, so that a client that hears it
+      // can unregister and have the mapping and its budget back at once.
+      regions.reset();
     } catch (const std::bad_alloc&) {
       result = absl::ResourceExhaustedError(
           "the server ran out of memory building this job's result");

@@ -155,7 +155,7 @@ std::vector<std::string> FlagErrors() {
       {&FLAGS_max_waits_per_instruction, "max_waits_per_instruction", 0, 4096},
       {&FLAGS_max_assembly_kb, "max_assembly_kb", 0, 1 << 16},
       {&FLAGS_host_buffer_kb, "host_buffer_kb", 1, 1 << 20},
-      {&FLAGS_max_shared_regions, "max_shared_regions", 0,
+      {&FLAGS_max_shared_regions, "max_shared_regions", 1,
        static_cast<int64_t>(kMaxSharedRegions)},
   };
   std::vector<std::string> errors;

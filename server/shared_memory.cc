@@ -123,9 +123,9 @@ absl::Status CheckName(absl::string_view name) {
     return absl::InvalidArgumentError("name is not set; name the region");
   }
   if (name.size() > kMaxNameBytes) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "name %s (%u bytes) is longer than names may be (%u bytes)",
-        ShortQuote(name), name.size(), kMaxNameBytes));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("name %s is longer than names may be (%u bytes)",
+                        ShortQuote(name), kMaxNameBytes));
   }
   return absl::OkStatus();
 }
@@ -140,9 +140,9 @@ absl::Status CheckKey(absl::string_view key, absl::string_view prefix) {
   }
   if (key.size() > kMaxKeyBytes + 1) {
     return absl::InvalidArgumentError(
-        absl::StrFormat("key %s (%u bytes) is longer than an object name may "
-                        "be (a \"/\" and %u bytes)",
-                        ShortQuote(key), key.size(), kMaxKeyBytes));
+        absl::StrFormat("key %s is longer than an object name may be (a "
+                        "\"/\" and %u bytes)",
+                        ShortQuote(key), kMaxKeyBytes));
   }
   if (key[0] != '/' || key.find('/', 1) != absl::string_view::npos ||
       key.find('\0') != absl::string_view::npos || key == "/" || key == "/." ||

@@ -788,8 +788,9 @@ void RestoreShared() {
 void OwnPlaced(JobOutcome* outcome) {
   for (OutputTile& out : outcome->outputs) {
     if (!out.placed) continue;
-    Tile copy(out.tile.desc());
-    std::memcpy(copy.data(), out.tile.data(), copy.size_bytes());
+    const Tile& placed = out.tile;  // a read-only view
+    Tile copy(placed.desc());
+    std::memcpy(copy.data(), placed.data(), copy.size_bytes());
     out.tile = std::move(copy);
   }
 }

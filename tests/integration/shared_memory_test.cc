@@ -374,6 +374,34 @@ TEST(SharedMemoryTest, UnregisteringWhileJobsRunLetsThemFinish) {
   EXPECT_TRUE(client->RegisterRegion(again).ok());
 }
 
+// Once a job is answered it holds its region no longer: Unregister right
+// after the answer finds no job in flight and gives the budget back, so a
+// region of the same size registers at once.
+TEST(SharedMemoryTest, AnAnsweredJobHoldsItsRegionNoLonger) {
+  ServerProcess server({"--memory_budget_mb=64", "--max_job_mb=16"});
+  auto client = Client::Connect(server.address(), Quick()).value();
+  // Over 1 MiB of output: run by a scheduler worker, not the call's thread.
+  constexpr int kN = 1024 * 1024;
+  for (int round = 0; round < 30; ++round) {
+    auto region = SharedRegion::Create(*client, 40 << 20).value();
+    absl::Span<int32_t> a = region->Allocate<int32_t>(kN).value();
+    absl::Span<int32_t> c = region->Allocate<int32_t>(kN).value();
+    auto job = SharedBinaryJob<int32_t>(
+        v1::OPCODE_TXOR, *region, BinaryArgs<int32_t>{a, a, 1024, 1024}, c);
+    ASSERT_TRUE(client->Execute(*job).ok());
+    absl::StatusOr<v1::Region> gone = client->UnregisterRegion(region->name());
+    ASSERT_TRUE(gone.ok()) << gone.status();
+    EXPECT_EQ(gone->jobs_in_flight(), 0u) << round;
+    // 40 of 64 MiB: only if the last region's bytes are back.
+    v1::RegisterRequest again;
+    again.set_name(region->name());
+    again.set_key(region->key());
+    again.set_size(40 << 20);
+    absl::StatusOr<v1::Region> next = client->RegisterRegion(again);
+    EXPECT_TRUE(next.ok()) << round << ": " << next.status();
+  }
+}
+
 TEST(SharedMemoryTest, TheSameAuthenticationAsJobs) {
   const std::string tokens = WriteTempFile("shm-tokens", "secret-shm\n");
   ServerProcess server({"--auth_token_file=" + tokens});

@@ -688,6 +688,11 @@ TEST(ToJobSpecTest, SharedSlicesBecomeBytesAndPlaces) {
   shared.overlap = absl::InvalidArgumentError("they overlap");
   EXPECT_THAT(ToJobSpec(job, &shared).status(),
               StatusIs(kInvalid, HasSubstr("they overlap")));
+  v1::Job short_slice = SharedJob();
+  short_slice.mutable_tiles()->at("b").mutable_shared()->set_size(31);
+  EXPECT_THAT(ToJobSpec(short_slice, &shared).status(),
+              StatusIs(kInvalid, HasSubstr("tile \"b\": its slice is 31 bytes; "
+                                           "a 1x32 uint8 tile is 32")));
   v1::Job both = SharedJob();
   both.mutable_tiles()->at("a").set_data(std::string(32, 'x'));
   EXPECT_THAT(ToJobSpec(both, &shared).status(),
