@@ -217,9 +217,9 @@ absl::StatusOr<absl::Span<uint8_t>> MappedRegion::Slice(
 absl::Status MappedRegion::CheckIntact() const {
   if (g_guarded[guard_].faulted.load(std::memory_order_acquire)) {
     return absl::FailedPreconditionError(absl::StrFormat(
-        "region %s: shared-memory object %s was cut short while a job used "
-        "it; the server no longer sees its bytes. Unregister the region and "
-        "register it again",
+        "region %s: shared-memory object %s faulted while a job used it (it "
+        "was cut short, or /dev/shm had no room for its pages); the server no "
+        "longer sees its bytes. Unregister the region and register it again",
         ShortQuote(name_), ShortQuote(key_)));
   }
   struct stat st;

@@ -369,7 +369,7 @@ TEST(SharedMemoryTest, AnObjectCutShortDuringUseFaultsIntoAnError) {
   (void)sum;
   absl::Status intact = job.CheckIntact();
   EXPECT_EQ(intact.code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(std::string(intact.message()), HasSubstr("was cut short"));
+  EXPECT_THAT(std::string(intact.message()), HasSubstr("faulted while a job used it"));
   // A fault outside every region is not the guard's to swallow.
   EXPECT_DEATH(
       {
