@@ -141,6 +141,14 @@ TEST_F(PtoctlTest, ShmPrintsWhatTheRequestPathPrints) {
               HasSubstr("shared memory: on, keys /ptoserve..., at most 64"));
 }
 
+// The README's C++ shared-memory example, as written.
+TEST_F(PtoctlTest, TheSharedMemoryExampleRuns) {
+  CommandResult r =
+      RunCommand("client/shared_memory_example " + server_->address());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("c[4095] = 4080 (4080 expected)"));
+}
+
 TEST_F(PtoctlTest, JsonOutputParsesBackAsAJobResult) {
   CommandResult r = RunCommand("client/ptoctl --server=" + server_->address() +
                                " --json txor --dtype=uint32 --shape=1x2 "
