@@ -105,6 +105,19 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
   }
   parts->metrics.WatchScheduler(&parts->scheduler);
   parts->metrics.WatchMemoryBudget(&parts->budget);
+  parts->registry.AddGauge(
+      "ptoserve_shared_memory_regions",
+      "Shared-memory regions registered now (at most --max_shared_regions).",
+      {}, [shared = &parts->shared] {
+        return static_cast<double>(shared->regions());
+      });
+  parts->registry.AddGauge(
+      "ptoserve_shared_memory_mapped_bytes",
+      "Bytes of shared memory mapped: regions registered, and unregistered "
+      "ones that jobs still use. They count against the memory budget.",
+      {}, [shared = &parts->shared] {
+        return static_cast<double>(shared->mapped_bytes());
+      });
 
   ServerLimits limits;
   limits.max_message_bytes = options.max_message_bytes;

@@ -194,7 +194,10 @@ bool Within(uint64_t offset, uint64_t size, uint64_t limit) {
 
 MappedRegion::~MappedRegion() {
   if (guard_ >= 0) Unguard(guard_);
-  if (map_ != nullptr) munmap(map_, map_bytes_);
+  if (map_ != nullptr) {
+    munmap(map_, map_bytes_);
+    mapped_bytes_->fetch_sub(map_bytes_, std::memory_order_relaxed);
+  }
   if (fd_ >= 0) close(fd_);
 }
 
@@ -341,6 +344,8 @@ absl::StatusOr<v1::Region> SharedMemoryRegistry::Register(
   if (map == MAP_FAILED) return OpenError(errno, request.key());
   region->map_ = map;
   region->map_bytes_ = span;
+  region->mapped_bytes_ = mapped_bytes_;
+  mapped_bytes_->fetch_add(span, std::memory_order_relaxed);
   region->data_ = static_cast<uint8_t*>(map) + (offset - start);
   region->extent_ = {st.st_dev, st.st_ino, offset};
   const uintptr_t base = reinterpret_cast<uintptr_t>(map);
@@ -381,6 +386,11 @@ v1::ListResponse SharedMemoryRegistry::List() const {
     *list.add_regions() = region->Describe();
   }
   return list;
+}
+
+size_t SharedMemoryRegistry::regions() const {
+  MutexLock lock(&mu_);
+  return regions_.size();
 }
 
 absl::StatusOr<RegionUse> SharedMemoryRegistry::Use(

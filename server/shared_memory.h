@@ -96,6 +96,7 @@ class MappedRegion {
   uint8_t* data_ = nullptr;  // the region's first byte, inside the mapping
   int guard_ = -1;           // its slot in the SIGBUS handler's table
   MemoryBudget::Hold hold_;
+  std::shared_ptr<std::atomic<uint64_t>> mapped_bytes_;  // the registry's
   std::atomic<uint64_t> in_flight_{0};
   std::atomic<uint64_t> total_{0};
 };
@@ -132,6 +133,12 @@ class SharedMemoryRegistry {
   absl::StatusOr<v1::Region> Unregister(absl::string_view name);
   // SharedMemory.List, in name order.
   v1::ListResponse List() const;
+  // Regions registered now, and the bytes mapped for regions registered or
+  // still used by jobs (the metrics' gauges).
+  size_t regions() const;
+  uint64_t mapped_bytes() const {
+    return mapped_bytes_->load(std::memory_order_relaxed);
+  }
 
   // The region named `name`, held for a job; NOT_FOUND naming `what` when
   // no region has that name.
@@ -144,6 +151,9 @@ class SharedMemoryRegistry {
  private:
   const SharedMemoryOptions options_;
   MemoryBudget* const budget_;
+  // Shared with the regions, which may outlive a registration.
+  std::shared_ptr<std::atomic<uint64_t>> mapped_bytes_ =
+      std::make_shared<std::atomic<uint64_t>>(0);
   mutable absl::Mutex mu_;
   std::map<std::string, std::shared_ptr<MappedRegion>, std::less<>> regions_
       ABSL_GUARDED_BY(mu_);

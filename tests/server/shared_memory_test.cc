@@ -98,6 +98,9 @@ TEST(SharedMemoryTest, RegistersMapsListsAndUnregisters) {
   EXPECT_EQ(region->offset(), 5000u);
   EXPECT_EQ(region->size(), 3000u);
   EXPECT_EQ(budget.held(), 3000u);  // mapped bytes count
+  EXPECT_EQ(registry.regions(), 1u);
+  // Mapped from the page the region starts in: 5000 - 4096 bytes before it.
+  EXPECT_EQ(registry.mapped_bytes(), 3000u + 5000 % getpagesize());
 
   // The region's first byte is the object's byte 5000 (an offset that is
   // not a page multiple): the same memory, both ways.
@@ -123,6 +126,8 @@ TEST(SharedMemoryTest, RegistersMapsListsAndUnregisters) {
             absl::StatusCode::kNotFound);
   // Jobs already holding it keep it mapped, and its bytes held ...
   EXPECT_EQ(budget.held(), 3000u);
+  EXPECT_EQ(registry.regions(), 0u);
+  EXPECT_EQ(registry.mapped_bytes(), 3000u + 5000 % getpagesize());
   EXPECT_EQ((*bytes)[0], static_cast<uint8_t>(5010));
   // ... new ones do not find it ...
   JobRegions later(&registry);
@@ -134,6 +139,7 @@ TEST(SharedMemoryTest, RegistersMapsListsAndUnregisters) {
   // ... and the last one to let go gives the bytes back.
   { JobRegions done = std::move(job); }
   EXPECT_EQ(budget.held(), 0u);
+  EXPECT_EQ(registry.mapped_bytes(), 0u);
 }
 
 TEST(SharedMemoryTest, RefusesWhatCannotBeARegion) {
@@ -369,7 +375,8 @@ TEST(SharedMemoryTest, AnObjectCutShortDuringUseFaultsIntoAnError) {
   (void)sum;
   absl::Status intact = job.CheckIntact();
   EXPECT_EQ(intact.code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(std::string(intact.message()), HasSubstr("faulted while a job used it"));
+  EXPECT_THAT(std::string(intact.message()),
+              HasSubstr("faulted while a job used it"));
   // A fault outside every region is not the guard's to swallow.
   EXPECT_DEATH(
       {
