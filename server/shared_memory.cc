@@ -52,6 +52,7 @@ uintptr_t PageBytes() {
 }
 
 void OnSigbus(int sig, siginfo_t* info, void* context) {
+  const int saved_errno = errno;  // the interrupted code's, kept for it
   const uintptr_t addr = reinterpret_cast<uintptr_t>(info->si_addr);
   for (Guarded& g : g_guarded) {
     const uintptr_t begin = g.begin.load(std::memory_order_acquire);
@@ -64,6 +65,7 @@ void OnSigbus(int sig, siginfo_t* info, void* context) {
                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
     if (mapped == static_cast<long>(page)) {
       g.faulted.store(true, std::memory_order_release);
+      errno = saved_errno;
       return;
     }
     break;
