@@ -660,8 +660,8 @@ TEST(ToJobSpecTest, SharedSlicesBecomeBytesAndPlaces) {
   const v1::Job job = SharedJob();
   EXPECT_THAT(ToJobSpec(job).status(),
               StatusIs(absl::StatusCode::kFailedPrecondition,
-                       HasSubstr("tile \"a\" is in shared memory, which this "
-                                 "server does not serve")));
+                       HasSubstr("is in shared memory, which this server "
+                                 "does not serve")));
   v1::Job placed_only = SmallJob();
   (*placed_only.mutable_output_regions())["c"].set_region("r");
   EXPECT_THAT(ToJobSpec(placed_only).status(),
