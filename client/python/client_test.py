@@ -25,8 +25,9 @@ import numpy as np
 
 from ptoserve.v1 import job_pb2, tile_pb2
 from ptoserve_client import (MAX_TILE_BYTES, Client, PtoserveError, Result,
-                             ServerMetadata, aio, decode_tile,
-                             encode_operands, encode_tile, make_job)
+                             ServerMetadata, SharedRegion, aio, binary_job,
+                             decode_tile, encode_operands, encode_tile,
+                             make_job)
 from ptoserve_client.client import channel_target
 from server_process import SERVER, start_server, stop_server
 
@@ -863,6 +864,485 @@ class AsyncioClientTest(unittest.IsolatedAsyncioTestCase):
         async with aio.Client("127.0.0.1:1") as nowhere:
             self.assertFalse(await nowhere.is_server_live())
             self.assertFalse(await nowhere.is_server_ready())
+
+
+def shm_path(region):
+    return os.path.join("/dev/shm", region.name)
+
+
+def our_objects():
+    """The shared-memory objects this process made (and has not removed)."""
+    return sorted(name for name in os.listdir("/dev/shm")
+                  if name.startswith(f"ptoserve-{os.getpid()}-"))
+
+
+def shared_tiles(job):
+    """Which of a job's tiles travel as slices, which as bytes."""
+    return ({name for name, t in job.tiles.items() if t.HasField("shared")},
+            {name for name, t in job.tiles.items() if t.data})
+
+
+class SharedMemoryTest(unittest.TestCase):
+    """Tiles in shared-memory regions (SharedRegion) against the real server
+    on loopback, where shared memory is on by default: every result checked
+    against numpy and against the same call on the bytes path."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.server, cls.address = start_server()
+        cls.client = Client(cls.address, timeout=CALL_TIMEOUT_S)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.client.close()
+        stop_server(cls.server)
+
+    def setUp(self):
+        self.rng = np.random.default_rng(20240603)
+        self.region = self.client.shared_region(1 << 20)
+
+    def tearDown(self):
+        self.region.close()
+        self.assertEqual(our_objects(), [], "a shared-memory object leaked")
+
+    def jobs_total(self, region):
+        [listed] = [r for r in self.client.list_regions()
+                    if r.name == region.name]
+        return listed.jobs_total
+
+    def test_region_arrays(self):
+        region = self.region
+        self.assertTrue(region.name.startswith(f"ptoserve-{os.getpid()}-"))
+        self.assertEqual(region.key, "/" + region.name)
+        self.assertEqual(os.path.getsize(shm_path(region)), 1 << 20)
+        a = region.array((3, 5), np.int16)
+        b = region.array(7, "uint8")
+        c = region.asarray([[1, 2], [3, 4]], dtype=np.uint32)
+        np.testing.assert_array_equal(a, np.zeros((3, 5), np.int16))
+        self.assertEqual((b.shape, b.dtype), ((7,), np.uint8))
+        np.testing.assert_array_equal(c, [[1, 2], [3, 4]])
+        self.assertEqual(c.dtype, np.uint32)
+        offsets = [region.slice(x).offset for x in (a, b, c)]
+        self.assertEqual(offsets, [0, 64, 128])  # 64-byte aligned, in order
+        self.assertEqual(region.used, 128 + 16)
+        self.assertEqual(region.slice(c[1:]).offset, 136)
+        self.assertEqual(region.slice(c).size, 16)
+        for outside in (np.zeros((3, 5), np.int16), a[:, ::2], a.T, a[:0]):
+            self.assertIsNone(region.slice(outside))
+        a[:] = np.arange(15).reshape(3, 5)
+        np.testing.assert_array_equal(region.view(0, (3, 5), np.int16), a)
+        with self.assertRaisesRegex(ValueError, r"does not fit uint8"):
+            region.asarray([[256]], dtype=np.uint8)
+        with self.assertRaisesRegex(ValueError, r"has \d+ of its 1048576 "
+                                                r"bytes free"):
+            region.array((1024, 1024), np.int8)
+        with self.assertRaisesRegex(ValueError, "reach past the end"):
+            region.view((1 << 20) - 4, (1, 2), np.int32)
+
+    def test_shared_operands_match_numpy_and_the_bytes_path(self):
+        before = self.jobs_total(self.region)
+        shared_jobs = 0
+        for target, dtype in itertools.product(TARGETS, DTYPES):
+            shape = (8, 64 // np.dtype(dtype).itemsize)
+            a = self.region.asarray(random_tile(self.rng, dtype, shape))
+            b = self.region.asarray(random_tile(self.rng, dtype, shape))
+            out = self.region.array(shape, dtype)
+            for op, call, want in [("tand", self.client.tand, a & b),
+                                   ("txor", self.client.txor, a ^ b)]:
+                with self.subTest(target=target, dtype=dtype.__name__, op=op):
+                    job = binary_job(op, a, b, target=target,
+                                     regions=self.client.regions)
+                    self.assertEqual(shared_tiles(job),
+                                     ({"src0", "src1"}, set()))
+                    shared = call(a, b, target=target)
+                    by_bytes = call(a.copy(), b.copy(), target=target)
+                    np.testing.assert_array_equal(shared.dst, want)
+                    np.testing.assert_array_equal(shared.dst, by_bytes.dst)
+                    self.assertEqual(shared.dst.dtype, np.dtype(dtype))
+                    self.assertEqual([s.op for s in shared.events[0].trace],
+                                     TRACES[target, op])
+                    out[:] = 0
+                    written = call(a, b, target=target, out=out)
+                    self.assertIs(written.dst, out)
+                    np.testing.assert_array_equal(out, want)
+                    shared_jobs += 2
+        # The server counts the jobs that used the region: not the copies.
+        self.assertEqual(self.jobs_total(self.region) - before, shared_jobs)
+
+    def test_an_output_region_comes_back_as_a_slice(self):
+        a = self.region.asarray(random_tile(self.rng, np.int32, (4, 8)))
+        c = self.region.array((4, 8), np.int32)
+        job = binary_job("tand", a, 0x0f0f, out=c, regions=self.client.regions)
+        self.assertEqual(job.output_regions["dst"], self.region.slice(c))
+        raw = self.client.execute(job)
+        tile = raw.tiles["dst"]
+        self.assertEqual(tile.shared, self.region.slice(c))
+        self.assertEqual((tile.data, len(tile.values)), (b"", 0))
+        np.testing.assert_array_equal(c, a & 0x0f0f)
+        # Decoded: an array in the region, no copy.
+        decoded = Result.from_proto(raw, self.client.regions).dst
+        np.testing.assert_array_equal(decoded, a & 0x0f0f)
+        self.assertEqual(self.region.slice(decoded), self.region.slice(c))
+        with self.assertRaisesRegex(ValueError, "not among the regions given"):
+            Result.from_proto(raw)
+
+    def test_out_in_place_valid_regions_and_overlaps(self):
+        for target in TARGETS:
+            with self.subTest(target=target):
+                a0 = random_tile(self.rng, np.uint16, (4, 16))
+                b0 = random_tile(self.rng, np.uint16, (4, 16))
+                a, b = self.region.asarray(a0), self.region.asarray(b0)
+                self.assertIs(self.client.txor(a, b, target=target,
+                                               out=a).dst, a)
+                np.testing.assert_array_equal(a, a0 ^ b0)
+                self.assertIs(self.client.tand(a, b, target=target,
+                                               out=b).dst, b)
+                np.testing.assert_array_equal(b, (a0 ^ b0) & b0)
+                self.client.tand(a, a, target=target, out=a)
+                np.testing.assert_array_equal(a, a0 ^ b0)
+
+                # A valid region: out keeps its elements outside it, on the
+                # shared path and the bytes path alike, in place or not.
+                want = np.full((4, 16), 7, np.uint16)
+                want[:2, :5] = (a0 ^ b0)[:2, :5]
+                a[:], b[:] = a0, b0
+                for out in (self.region.asarray(np.full((4, 16), 7,
+                                                        np.uint16)),
+                            np.full((4, 16), 7, np.uint16)):
+                    self.client.txor(a, b, valid=(2, 5), target=target,
+                                     out=out)
+                    np.testing.assert_array_equal(out, want)
+                self.client.txor(a, b, valid=(2, 5), target=target, out=a)
+                want[2:, :], want[:, 5:] = a0[2:, :], a0[:, 5:]
+                np.testing.assert_array_equal(a, want)
+
+        # An out that shares some bytes of an operand, not all: the server
+        # would refuse the slice, so dst comes back as bytes and is copied.
+        flat = self.region.array(96, np.int32)
+        flat[:] = self.rng.integers(-1000, 1000, 96)
+        a, b = flat[:64].reshape(4, 16), flat[:64].reshape(4, 16).copy()
+        out = flat[32:].reshape(4, 16)
+        want = a & b
+        job = binary_job("tand", a, b, out=out, regions=self.client.regions)
+        self.assertEqual(len(job.output_regions), 0)
+        self.assertIs(self.client.tand(a, b, out=out).dst, out)
+        np.testing.assert_array_equal(out, want)
+
+        # An out outside any region is written too.
+        plain = np.empty((4, 16), np.int32)
+        self.assertIs(self.client.txor(out, 5, out=plain).dst, plain)
+        np.testing.assert_array_equal(plain, want ^ 5)
+        for out, error, message in [
+                (np.empty((4, 8), np.int32), ValueError,
+                 "out is 4x8 int32; the tile is 4x16 int32"),
+                (np.empty((4, 16), np.int16), ValueError,
+                 "out is 4x16 int16; the tile is 4x16 int32"),
+                (np.empty((4, 16)), TypeError, "out dtype float64"),
+                ([[1]], TypeError, "out is a list")]:
+            with self.subTest(message=message):
+                with self.assertRaisesRegex(error, message):
+                    self.client.tand(a, b, out=out)
+
+    def test_run_assembly_and_stream_with_shared_tiles(self):
+        a0 = random_tile(self.rng, np.int8, (2, 64))
+        b0 = random_tile(self.rng, np.int8, (2, 64))
+        a, b = self.region.asarray(a0), self.region.asarray(b0)
+        c = self.region.array((2, 64), np.int8)
+        d = np.empty((2, 64), np.int8)  # not in a region: copied into
+        program = [("tand", "c", "a", "b"), ("txor", "d", "c", "a", "t")]
+        job = make_job(program, {"a": a, "b": b}, out={"c": c, "d": d},
+                       regions=self.client.regions, target="a2a3")
+        self.assertEqual(shared_tiles(job), ({"a", "b"}, set()))
+        self.assertEqual(list(job.output_regions), ["c"])
+        result = self.client.run(program, {"a": a, "b": b}, target="a2a3",
+                                 out={"c": c, "d": d})
+        self.assertIs(result.tiles["c"], c)
+        self.assertIs(result.tiles["d"], d)
+        np.testing.assert_array_equal(c, a0 & b0)
+        np.testing.assert_array_equal(d, (a0 & b0) ^ a0)
+
+        # In place: the tile read from the region is written back to it.
+        result = self.client.run([("txor", "a", "a", "b")], {"a": a, "b": b},
+                                 out={"a": a}, target="a5")
+        self.assertIs(result.tiles["a"], a)
+        np.testing.assert_array_equal(a, a0 ^ b0)
+        # Without out=, a written input is the server's copy: the region
+        # is not changed.
+        result = self.client.run([("txor", "a", "a", "b")], {"a": a, "b": b})
+        np.testing.assert_array_equal(result.tiles["a"], a0)
+        np.testing.assert_array_equal(a, a0 ^ b0)
+
+        e = self.region.array((2, 64), np.int8)
+        result = self.client.run_assembly("%e = tand %a, %b : !pto.tile<...>",
+                                          {"a": a, "b": b}, out={"e": e})
+        self.assertIs(result.tiles["e"], e)
+        np.testing.assert_array_equal(e, (a0 ^ b0) & b0)
+        with self.assertRaisesRegex(ValueError, "out names 'nope'"):
+            self.client.run([("tand", "c", "a", "b")], {"a": a0, "b": b0},
+                            out={"nope": np.empty((2, 64), np.int8)})
+
+        outs = [self.region.array((2, 64), np.int8) for _ in range(10)]
+        jobs = [make_job([("txor", "d", "a", "k")],
+                         {"a": a, "k": np.full((2, 64), i, np.int8)},
+                         out={"d": outs[i]}, regions=self.client.regions,
+                         job_id=str(i)) for i in range(10)]
+        self.assertTrue(all(len(j.output_regions) == 1 for j in jobs))
+        for r in self.client.execute_stream(jobs):
+            i = int(r.id)
+            d = Result.from_proto(r, self.client.regions,
+                                  {"d": outs[i]}).tiles["d"]
+            self.assertIs(d, outs[i])
+        for i in range(10):
+            np.testing.assert_array_equal(outs[i], (a0 ^ b0) ^ np.int8(i))
+
+    def test_arrays_outside_registered_regions_travel_as_bytes(self):
+        a = self.region.asarray(random_tile(self.rng, np.int16, (4, 32)))
+        b = random_tile(self.rng, np.int16, (4, 32))
+        regions = self.client.regions
+        with SharedRegion(4096) as unregistered:
+            elsewhere = unregistered.asarray(b)
+            for src0, src1, kwargs, travels in [
+                    (b, b, {}, (set(), {"src0", "src1"})),
+                    (a, b, {}, ({"src0"}, {"src1"})),
+                    (a[:, ::2], b[:, ::2], {}, (set(), {"src0", "src1"})),
+                    (a.T, b.T, {}, (set(), {"src0", "src1"})),
+                    (a, b, {"dtype": np.int32}, (set(), {"src0", "src1"})),
+                    (a[:1], b, {}, (set(), {"src0", "src1"})),  # a row
+                    (a[:1, :1], b, {}, (set(), {"src1"})),      # a fill
+                    (elsewhere, a, {}, ({"src1"}, {"src0"}))]:
+                with self.subTest(src0=src0.shape, travels=travels):
+                    job = binary_job("txor", src0, src1, regions=regions,
+                                     **kwargs)
+                    self.assertEqual(shared_tiles(job), travels)
+                    result = self.client.txor(src0, src1, **kwargs)
+                    np.testing.assert_array_equal(
+                        result.dst, np.bitwise_xor(src0, src1))
+
+    def test_unknown_unregistered_and_duplicate_regions(self):
+        a = self.region.asarray(random_tile(self.rng, np.uint32, (2, 8)))
+        job = binary_job("tand", a, 3, regions=self.client.regions)
+        job.tiles["src0"].shared.region = "nope"
+        with self.assertRaises(PtoserveError) as raised:
+            self.client.execute(job)
+        self.assertEqual(raised.exception.code, grpc.StatusCode.NOT_FOUND)
+        self.assertEqual(raised.exception.details,
+                         'tile "src0": no region "nope" is registered '
+                         "(SharedMemory.Register)")
+        job.tiles["src0"].shared.region = self.region.name
+        job.tiles["src0"].shared.offset = self.region.size - 32
+        with self.assertRaises(PtoserveError) as raised:
+            self.client.execute(job)
+        self.assertEqual(raised.exception.code, grpc.StatusCode.OUT_OF_RANGE)
+        self.assertIn("reaches past the end of region",
+                      raised.exception.details)
+
+        with self.assertRaises(PtoserveError) as raised:
+            self.client.register_region(self.region)
+        self.assertEqual(raised.exception.code,
+                         grpc.StatusCode.ALREADY_EXISTS)
+        with self.assertRaises(PtoserveError) as raised:
+            self.client.unregister_region("nope")
+        self.assertEqual(raised.exception.code, grpc.StatusCode.NOT_FOUND)
+
+        answer = self.client.unregister_region(self.region)
+        self.assertEqual((answer.name, answer.key, answer.size),
+                         (self.region.name, self.region.key, 1 << 20))
+        self.assertNotIn(self.region.name, self.client.regions)
+        # Unregistered: its arrays travel as bytes again, and a job that
+        # names it is NOT_FOUND.
+        job = binary_job("tand", a, 3, regions=self.client.regions)
+        self.assertEqual(shared_tiles(job), (set(), {"src0"}))
+        np.testing.assert_array_equal(self.client.tand(a, 3).dst, a & 3)
+        job.tiles["src0"].ClearField("data")
+        job.tiles["src0"].shared.CopyFrom(self.region.slice(a))
+        with self.assertRaises(PtoserveError) as raised:
+            self.client.execute(job)
+        self.assertEqual(raised.exception.code, grpc.StatusCode.NOT_FOUND)
+
+        region = self.client.register_region(self.region)
+        self.assertEqual(region.name, self.region.name)
+        job = binary_job("tand", a, 3, regions=self.client.regions)
+        self.assertEqual(shared_tiles(job), ({"src0"}, set()))
+        np.testing.assert_array_equal(self.client.run_job(job).dst, a & 3)
+
+    def test_a_truncated_region_is_an_error_and_the_server_stays_healthy(self):
+        region = self.client.shared_region(1 << 16)
+        try:
+            a = region.asarray(random_tile(self.rng, np.int32, (8, 8)))
+            c = region.array((8, 8), np.int32)
+            # This process would fault reading a or c once they are cut
+            # short: the calls below must not (their tiles are slices).
+            job = binary_job("txor", a, a, out=c, regions=self.client.regions)
+            self.assertEqual(shared_tiles(job), ({"src0", "src1"}, set()))
+            self.assertEqual(list(job.output_regions), ["dst"])
+            os.truncate(shm_path(region), 0)
+            for call in (lambda: self.client.tand(a, 1),
+                         lambda: self.client.txor(a, a, out=c,
+                                                  target="a2a3")):
+                with self.assertRaises(PtoserveError) as raised:
+                    call()
+                self.assertEqual(raised.exception.code,
+                                 grpc.StatusCode.FAILED_PRECONDITION)
+                self.assertIn(f'region "{region.name}": shared-memory object '
+                              f'"{region.key}" is now 0 bytes, too short',
+                              raised.exception.details)
+            self.assertEqual(self.client.health(), "SERVING")
+            b = self.region.asarray(random_tile(self.rng, np.int32, (8, 8)))
+            np.testing.assert_array_equal(self.client.tand(b, 6).dst, b & 6)
+            os.truncate(shm_path(region), region.size)  # readable again
+            np.testing.assert_array_equal(self.client.tand(a, 1).dst,
+                                          np.zeros((8, 8), np.int32))
+        finally:
+            region.close()
+
+    def test_a_region_cut_short_mid_job_fails_that_job_alone(self):
+        # Each object is cut short while a job of 3 x 4 MiB may be reading
+        # or writing it: the job either finished first or fails with
+        # FAILED_PRECONDITION; the server never dies of the fault (SIGBUS).
+        outcomes = set()
+        for i in range(6):
+            with self.client.shared_region(3 * (4 << 20)) as region:
+                a, b, c = (region.array((1024, 1024), np.int32)
+                           for _ in range(3))
+                a[:], b[:] = 0x0ff0, 0x00ff
+                # Slices only: this process would fault touching them.
+                job = binary_job("tand", a, b, out=c,
+                                 regions=self.client.regions)
+                self.assertEqual(shared_tiles(job), ({"src0", "src1"}, set()))
+                self.assertEqual(list(job.output_regions), ["dst"])
+                future = self.client.run_job_async(job, out={"dst": c})
+                time.sleep(0.0005 * i)
+                os.truncate(shm_path(region), 0)
+                try:
+                    future.result(CALL_TIMEOUT_S)
+                    outcomes.add("OK")
+                except PtoserveError as error:
+                    self.assertEqual(error.code,
+                                     grpc.StatusCode.FAILED_PRECONDITION)
+                    self.assertRegex(error.details, "cut short|is now 0 bytes")
+                    outcomes.add(error.code.name)
+                os.truncate(shm_path(region), region.size)
+                del a, b, c
+        self.assertTrue(outcomes <= {"OK", "FAILED_PRECONDITION"}, outcomes)
+        self.assertIsNone(self.server.poll())
+        self.assertEqual(self.client.health(), "SERVING")
+        x = self.region.asarray(random_tile(self.rng, np.uint8, (2, 32)))
+        np.testing.assert_array_equal(self.client.txor(x, 9).dst, x ^ 9)
+
+    def test_close_unregisters_unmaps_and_unlinks(self):
+        region = self.client.shared_region(4096)
+        listed = {r.name: r for r in self.client.list_regions()}
+        self.assertEqual((listed[region.name].key, listed[region.name].size),
+                         (region.key, 4096))
+        self.assertIn(region.name, self.client.regions)
+        self.assertTrue(os.path.exists(shm_path(region)))
+        a = region.asarray(np.arange(16, dtype=np.uint8).reshape(1, 16))
+        region.close()
+        self.assertTrue(region.closed)
+        self.assertNotIn(region.name,
+                         [r.name for r in self.client.list_regions()])
+        self.assertNotIn(region.name, self.client.regions)
+        self.assertFalse(os.path.exists(shm_path(region)))
+        region.close()  # twice: nothing
+        # Its arrays keep their memory and travel as bytes.
+        np.testing.assert_array_equal(a, np.arange(16).reshape(1, 16))
+        job = binary_job("tand", a, 3, regions=self.client.regions)
+        self.assertEqual(shared_tiles(job), (set(), {"src0"}))
+        np.testing.assert_array_equal(self.client.tand(a, 3).dst, a & 3)
+        with self.assertRaisesRegex(ValueError, "is closed"):
+            region.array(1, np.uint8)
+
+        with self.client.shared_region(4096) as region:
+            self.assertTrue(os.path.exists(shm_path(region)))
+        self.assertFalse(os.path.exists(shm_path(region)))
+        self.assertNotIn(region.name,
+                         [r.name for r in self.client.list_regions()])
+
+        # Closing a client closes the regions it made and unregisters the
+        # ones it was given.
+        with Client(self.address, timeout=CALL_TIMEOUT_S) as other:
+            made = other.shared_region(4096)
+            given = SharedRegion(4096)
+            other.register_region(given)
+            self.assertEqual(sorted(other.regions),
+                             sorted([made.name, given.name]))
+        names = [r.name for r in self.client.list_regions()]
+        self.assertNotIn(made.name, names)
+        self.assertNotIn(given.name, names)
+        self.assertTrue(made.closed)
+        self.assertFalse(os.path.exists(shm_path(made)))
+        self.assertFalse(given.closed)
+        self.assertTrue(os.path.exists(shm_path(given)))
+        given.close()
+        self.assertFalse(os.path.exists(shm_path(given)))
+
+    def test_asyncio_client(self):
+        async def main():
+            async with aio.Client(self.address,
+                                  timeout=CALL_TIMEOUT_S) as client:
+                async with await client.shared_region(1 << 16) as region:
+                    a0 = random_tile(self.rng, np.uint32, (4, 8))
+                    a = region.asarray(a0)
+                    c = region.array((4, 8), np.uint32)
+                    job = binary_job("txor", a, 0xff, out=c,
+                                     regions=client.regions)
+                    self.assertEqual(shared_tiles(job), ({"src0"}, set()))
+                    results = await asyncio.gather(
+                        client.txor(a, 0xff, target="a2a3", out=c),
+                        client.tand(a, 0xff),
+                        client.run([("tand", "d", "a", "a")], {"a": a}))
+                    self.assertIs(results[0].dst, c)
+                    np.testing.assert_array_equal(c, a0 ^ 0xff)
+                    np.testing.assert_array_equal(results[1].dst, a0 & 0xff)
+                    np.testing.assert_array_equal(results[2].tiles["d"], a0)
+                    [listed] = [r for r in await client.list_regions()
+                                if r.name == region.name]
+                    self.assertEqual(listed.jobs_total, 3)
+                    with self.assertRaisesRegex(RuntimeError, "aclose"):
+                        region.close()
+                self.assertTrue(region.closed)
+                self.assertNotIn(region.name,
+                                 [r.name for r in await client.list_regions()])
+                self.assertFalse(os.path.exists(shm_path(region)))
+                kept = await client.shared_region(4096)
+            self.assertTrue(kept.closed)
+            self.assertFalse(os.path.exists(shm_path(kept)))
+
+        asyncio.run(main())
+
+
+class SharedMemoryOffTest(unittest.TestCase):
+    """A server with shared memory off answers FAILED_PRECONDITION, and the
+    client leaves no object behind."""
+
+    def test_shared_memory_off(self):
+        server, address = start_server("--shared_memory=false")
+        try:
+            with Client(address, timeout=CALL_TIMEOUT_S) as client:
+                self.assertFalse(client.capabilities().shared_memory.enabled)
+                with self.assertRaises(PtoserveError) as raised:
+                    client.shared_region(4096)
+                self.assertEqual(raised.exception.code,
+                                 grpc.StatusCode.FAILED_PRECONDITION)
+                self.assertIn("shared memory is off", raised.exception.details)
+                self.assertEqual(our_objects(), [])
+                with SharedRegion(4096) as region:
+                    with self.assertRaises(PtoserveError) as raised:
+                        client.register_region(region)
+                    self.assertEqual(raised.exception.code,
+                                     grpc.StatusCode.FAILED_PRECONDITION)
+                    self.assertEqual(client.regions, {})
+                    a = region.asarray(np.ones((1, 8), np.int32))
+                    job = binary_job("tand", a, 1, regions=region)
+                    with self.assertRaises(PtoserveError) as raised:
+                        client.execute(job)
+                    self.assertEqual(raised.exception.code,
+                                     grpc.StatusCode.FAILED_PRECONDITION)
+                    # Not registered with this client: bytes, and it works.
+                    np.testing.assert_array_equal(client.tand(a, 1).dst, a)
+                self.assertEqual(our_objects(), [])
+        finally:
+            stop_server(server)
 
 
 def make_pki(directory):
