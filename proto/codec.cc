@@ -612,9 +612,9 @@ bool ResultEncodings::AsValues(absl::string_view name) const {
 }
 
 const v1::RegionSlice* ResultEncodings::Placed(absl::string_view name) const {
-  if (placed_.empty()) return nullptr;
-  auto it = placed_.find(name);
-  return it == placed_.end() ? nullptr : &it->second;
+  if (placed_ == nullptr) return nullptr;
+  auto it = placed_->find(std::string(name));
+  return it == placed_->end() ? nullptr : &it->second;
 }
 
 uint64_t ResultBytes(const JobCost& cost, const ResultEncodings& encodings) {

@@ -28,9 +28,10 @@ namespace ptoserve {
 class SharedSlices {
  public:
   virtual ~SharedSlices() = default;
-  // The bytes `slice` names, for tile `tile`, which the job reads
-  // (`write` false) or writes (an output_regions entry). The error names
-  // `what`, the field ("tile \"a\"", "output_regions[\"c\"]").
+  // The bytes `slice` names, for tile `tile` (a name in the job, which
+  // must stay valid until CheckOverlaps), which the job reads (`write`
+  // false) or writes (an output_regions entry). The error names `what`, the
+  // field ("tile \"a\"", "output_regions[\"c\"]").
   virtual absl::StatusOr<absl::Span<uint8_t>> Resolve(
       const v1::RegionSlice& slice, absl::string_view tile, bool write,
       absl::string_view what) = 0;
@@ -105,16 +106,19 @@ class ResultEncodings {
 
   // Outputs written to shared memory (Job.output_regions): they travel as
   // their shape and slice only.
+  // `placed` (the job's) must outlive the encodings' use.
   void SetPlaced(
       const google::protobuf::Map<std::string, v1::RegionSlice>& placed) {
-    placed_.insert(placed.begin(), placed.end());
+    placed_ = &placed;
   }
   // The slice output `name` is written to, or null.
   const v1::RegionSlice* Placed(absl::string_view name) const;
 
  private:
   absl::flat_hash_map<std::string, Encoding> of_;
-  absl::flat_hash_map<std::string, v1::RegionSlice> placed_;
+  // Borrowed from the job, which outlives its result's building as the
+  // spec's tile elements require.
+  const google::protobuf::Map<std::string, v1::RegionSlice>* placed_ = nullptr;
 };
 
 // The bytes that the outputs of a job of `cost` take in its JobResult:

@@ -219,7 +219,7 @@ absl::StatusOr<absl::Span<uint8_t>> MappedRegion::Slice(
   return absl::MakeSpan(data_ + offset, size);
 }
 
-absl::Status MappedRegion::CheckIntact() const {
+absl::Status MappedRegion::CheckNotFaulted() const {
   if (g_guarded[guard_].faulted.load(std::memory_order_acquire)) {
     return absl::FailedPreconditionError(absl::StrFormat(
         "region %s: shared-memory object %s faulted while a job used it (it "
@@ -227,6 +227,11 @@ absl::Status MappedRegion::CheckIntact() const {
         "longer sees its bytes. Unregister the region and register it again",
         ShortQuote(name_), ShortQuote(key_)));
   }
+  return absl::OkStatus();
+}
+
+absl::Status MappedRegion::CheckIntact() const {
+  PTO_RETURN_IF_ERROR(CheckNotFaulted());
   struct stat st;
   if (fstat(fd_, &st) != 0) {
     return absl::FailedPreconditionError(
@@ -437,8 +442,8 @@ absl::StatusOr<absl::Span<uint8_t>> JobRegions::Resolve(
   PTO_ASSIGN_OR_RETURN(absl::Span<uint8_t> bytes,
                        region->Slice(slice.offset(), slice.size(), what));
   const uint64_t begin = region->extent().begin + slice.offset();
-  claims_.push_back({&region->extent(), begin, begin + slice.size(),
-                     std::string(tile), write, std::string(what)});
+  claims_.push_back(
+      {&region->extent(), begin, begin + slice.size(), tile, write});
   return bytes;
 }
 
@@ -459,12 +464,17 @@ absl::Status JobRegions::CheckOverlaps() const {
     return a.extent->device == b.extent->device &&
            a.extent->inode == b.extent->inode;
   };
+  // Named as the codec names the fields (codec.cc, ToJobSpec).
+  auto what = [](const Claim& c) {
+    return absl::StrFormat(c.write ? "output_regions[\"%s\"]" : "tile \"%s\"",
+                           c.tile);
+  };
   auto overlap = [&](const Claim& a, const Claim& b) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "%s and %s share bytes of one shared-memory object; a slice a job "
         "writes may overlap no other slice of the job except its own tile's "
         "input at the same bytes",
-        a.what, b.what));
+        what(a), what(b)));
   };
   for (size_t i = 1; i < writes.size(); ++i) {
     if (same_object(*writes[i - 1], *writes[i]) &&
@@ -492,7 +502,7 @@ absl::Status JobRegions::CheckOverlaps() const {
 
 absl::Status JobRegions::CheckIntact() const {
   for (const RegionUse& use : uses_) {
-    PTO_RETURN_IF_ERROR(use.region().CheckIntact());
+    PTO_RETURN_IF_ERROR(use.region().CheckNotFaulted());
   }
   return absl::OkStatus();
 }

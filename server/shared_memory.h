@@ -69,6 +69,8 @@ class MappedRegion {
   // OK while the object still holds every byte of the region (its size is
   // read now) and no access to it has faulted; else FAILED_PRECONDITION.
   absl::Status CheckIntact() const;
+  // The second half alone: no access has faulted (no system call).
+  absl::Status CheckNotFaulted() const;
 
   // Where the region lies, as an object and a byte range in it: two
   // regions of one object share bytes where their ranges overlap.
@@ -175,17 +177,17 @@ class JobRegions final : public SharedSlices {
 
   // Whether any slice was resolved.
   bool empty() const { return uses_.empty(); }
-  // After the job ran: FAILED_PRECONDITION if a region it used was cut
-  // short underneath it (its results are not to be trusted).
+  // After the job ran: FAILED_PRECONDITION if an access to a region it
+  // used faulted (the object was cut short underneath it: its results are
+  // not to be trusted). Each region's size was read at the job's first use.
   absl::Status CheckIntact() const;
 
  private:
   struct Claim {
     const MappedRegion::Extent* extent;
-    uint64_t begin, end;  // in the object
-    std::string tile;
+    uint64_t begin, end;     // in the object
+    absl::string_view tile;  // the job's name for it (outlives the check)
     bool write;
-    std::string what;
   };
 
   const SharedMemoryRegistry* registry_;

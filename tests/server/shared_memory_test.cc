@@ -319,7 +319,8 @@ TEST(SharedMemoryTest, WrittenSlicesOverlapNothingElseEvenUnderTwoNames) {
                                {"r", 0, 100, "c", false},
                                {"r", 0, 100, "c", true}});
   EXPECT_EQ(shared.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(std::string(shared.message()), HasSubstr("in a"));
+  EXPECT_THAT(std::string(shared.message()),
+              HasSubstr("tile \"a\" and output_regions[\"c\"] share bytes"));
   // Its own input, but not exactly its bytes.
   EXPECT_FALSE(
       check({{"r", 0, 100, "c", false}, {"r", 50, 100, "c", true}}).ok());
