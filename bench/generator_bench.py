@@ -7,7 +7,9 @@ load generator(s) on core 1, interleaved: every round measures every
 (server, generator) pair at every concurrency, in turn, so the machine's
 drift falls on all of them alike. For each run it records requests/s, tiles
 (jobs)/s, p50 and p99, and the CPU share the server and the generator used
-over the run (user + system time / wall time). Prints one Markdown row per
+over the run (user + system time / wall time; with --cpu=window over the
+measured window only, without the generator's start-up, which for large
+tiles is long). Prints one Markdown row per
 (concurrency, server, generator) with the medians over the rounds.
 
   bazel build -c opt //server:ptoserve //bench:all
@@ -15,8 +17,11 @@ over the run (user + system time / wall time). Prints one Markdown row per
       --generator=old=/tmp/ptobench_old --generator=new=bazel-bin/bench/ptobench
 
 A generator is NAME=PATH[,extra flags...]: NAME=PATH,--threads=2 runs
-PATH --threads=2. Runs that a generator cannot take (an old ptobench has no
---threads) are the caller's to leave out.
+PATH --threads=2; NAME=PATH,--shm sends the tiles through shared memory
+(ptoserve only). Runs that a generator cannot take (an old ptobench has no
+--threads) are the caller's to leave out. --ptoserve_flags adds flags to
+ptoserve's command line (--ptoserve_flags=--max_tile_mb=64,--max_job_mb=512
+for 4096x4096 tiles).
 """
 import argparse
 import csv
@@ -26,6 +31,7 @@ import resource
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 TICK = os.sysconf("SC_CLK_TCK")
@@ -44,20 +50,53 @@ def start(cmd, port):
     return proc
 
 
-def run(generator, extra, port, server_pid, seconds, warmup, check, conc):
+def run(generator, extra, port, server_pid, seconds, warmup, check, conc,
+        window=False):
     cmd = ["taskset", "-c", "1", generator, f"--server=127.0.0.1:{port}",
            "--format=csv", f"--duration={seconds}s", f"--warmup={warmup}s",
            f"--check={check}", f"--concurrency={conc}"] + extra
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    s0, t0 = cpu_seconds(server_pid), time.monotonic()
-    out = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    s1, t1 = cpu_seconds(server_pid), time.monotonic()
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if window:
+        # CPU within the measured window only, leaving out the generator's
+        # set-up (large for big tiles: the tiles made, a region filled):
+        # both processes' CPU time sampled every 50 ms, and the shares taken
+        # over the (seconds - 0.5) s that end 0.3 s before the generator
+        # exits (its last answers and tear-down). taskset execs the
+        # generator, so its pid is the Popen's. Output goes to files, not
+        # pipes, so that nothing blocks while sampling.
+        with tempfile.TemporaryFile("w+") as o, \
+                tempfile.TemporaryFile("w+") as e:
+            proc = subprocess.Popen(cmd, stdout=o, stderr=e, text=True)
+            series = []
+            while proc.poll() is None:
+                try:
+                    series.append((time.monotonic(), cpu_seconds(server_pid),
+                                   cpu_seconds(proc.pid)))
+                except (OSError, IndexError, ValueError):
+                    pass  # the generator exited between poll and read
+                time.sleep(0.05)
+            end = time.monotonic()
+            o.seek(0)
+            e.seek(0)
+            out = subprocess.CompletedProcess(cmd, proc.returncode, o.read(),
+                                              e.read())
+        hi = end - 0.3
+        lo = hi - max(0.2, seconds - 0.5)
+        inside = [x for x in series if lo <= x[0] <= hi] or series[-1:]
+        (t0, s0, g0), (t1, s1, g1) = inside[0], inside[-1]
+        if t1 <= t0:
+            sys.exit(f"{' '.join(cmd)}: too short to sample")
+        gen = g1 - g0
+    else:
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        s0, t0 = cpu_seconds(server_pid), time.monotonic()
+        out = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        s1, t1 = cpu_seconds(server_pid), time.monotonic()
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        gen = (after.ru_utime + after.ru_stime - before.ru_utime -
+               before.ru_stime)
     rows = list(csv.DictReader(io.StringIO(out.stdout)))
     if len(rows) != 1:
         sys.exit(f"{' '.join(cmd)} failed: {out.stdout} {out.stderr}")
-    gen = (after.ru_utime + after.ru_stime - before.ru_utime -
-           before.ru_stime)
     wall = t1 - t0
     row = rows[0]
     return {"rps": float(row["requests_per_s"]),
@@ -80,6 +119,11 @@ def main():
     parser.add_argument("--seconds", type=float, default=4)
     parser.add_argument("--warmup", type=float, default=0.5)
     parser.add_argument("--shape", default="16x16")
+    parser.add_argument("--cpu", default="run", choices=["run", "window"],
+                        help="CPU shares over the generator's whole run "
+                        "(start-up included), or over the measured window")
+    parser.add_argument("--ptoserve_flags", default="",
+                        help="comma-separated flags added to ptoserve's")
     parser.add_argument("--pairs", default="",
                         help="SERVER:GENERATOR,... to run (default: all)")
     args = parser.parse_args()
@@ -87,7 +131,8 @@ def main():
     known = {
         "plain": ([f"{args.bin}/bench/plain_echo_server"], 50181, "false"),
         "echo": ([f"{args.bin}/bench/echo_server"], 50182, "false"),
-        "ptoserve": ([f"{args.bin}/server/ptoserve", "--metrics_address="],
+        "ptoserve": ([f"{args.bin}/server/ptoserve", "--metrics_address="] +
+                     [f for f in args.ptoserve_flags.split(",") if f],
                      50183, "true"),
         "python": (["/usr/bin/python3", "bench/python_peer_server.py"],
                    50184, "true"),
@@ -111,7 +156,7 @@ def main():
                     path, extra = generators[g]
                     _, port, check = known[s]
                     r = run(path, extra, port, procs[s].pid, args.seconds,
-                            args.warmup, check, c)
+                            args.warmup, check, c, args.cpu == "window")
                     results.setdefault((c, s, g), []).append(r)
         print("| concurrency | server | generator | requests/s | rounds | tiles/s"
               " | p50 us | p99 us | server CPU % | generator CPU % | errors |")

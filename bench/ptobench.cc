@@ -18,9 +18,19 @@
 // "more generator threads do not raise the figure" has to vary. Calls go
 // through a generic stub: the Job is serialized once and every call sends
 // the same bytes (a stream's jobs append only their id), as ghz does.
+//
+// --shm sends the tiles through shared memory instead (Tile.shared,
+// Job.output_regions): one region, registered with the server, holds for
+// every message that can be in flight its own src0, src1 and dst (a batch
+// message one set per job), so that no two jobs in flight ever write the
+// same bytes; each message's job is still serialized once, and sent again
+// whenever that message's slot is free. --check then compares the dst the
+// server wrote into the region, on a sample of answers for large tiles
+// (--shm_check_every).
 #include <grpcpp/alarm.h>
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <atomic>
@@ -46,8 +56,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "client/client.h"
+#include "client/shared_region.h"
 #include "proto/wire.h"
 #include "ptoserve/v1/service.grpc.pb.h"
 
@@ -83,6 +96,17 @@ ABSL_FLAG(std::string, target, "host", "host, a2a3 or a5.");
 ABSL_FLAG(bool, check, true,
           "Check every result against the expected tile (turn off for the "
           "echo baseline, which returns src0).");
+ABSL_FLAG(bool, shm, false,
+          "Send src0 and src1 as slices of a shared-memory region and have "
+          "the server write dst into it (Tile.shared, Job.output_regions), "
+          "each message in flight with tiles of its own. Unary, stream and "
+          "batch modes; not with --rate. The server must be on this host.");
+ABSL_FLAG(int, shm_check_every, 0,
+          "--shm with --check: compare the dst the server wrote with the "
+          "expected tile on one answer in N for each slot (its first always; "
+          "the dst is overwritten before such a job is sent, so a stale one "
+          "cannot pass). 0: every answer for tiles up to 16 KiB, else one in "
+          "min(64, tile bytes / 16 KiB).");
 ABSL_FLAG(std::string, format, "text",
           "text; csv (a header line, unless --csv_header=false, and one line "
           "of figures per result); or json (one object per line per result).");
@@ -114,13 +138,42 @@ constexpr char kExecute[] = "/ptoserve.v1.TileCompute/Execute";
 constexpr char kExecuteStream[] = "/ptoserve.v1.TileCompute/ExecuteStream";
 constexpr char kExecuteBatches[] = "/ptoserve.v1.TileCompute/ExecuteBatches";
 
+// --shm: one job's dst in the shared-memory region.
+struct ShmJob {
+  uint8_t* dst = nullptr;   // where the server writes it
+  uint64_t dst_offset = 0;  // the same, from the region's start
+  uint64_t uses = 0;        // times sent
+  bool checking = false;    // the job in flight is to be compared
+};
+
+// What one message sends: a unary call's or a stream's job, or a batch.
+// Without --shm every call sends the one unit; with it each message that
+// can be in flight has its own, whose tiles no other unit's overlap.
+struct Unit {
+  grpc::ByteBuffer request;  // the (first) job, serialized
+  // Batch mode: JobBatch field 1 holding the unit's other jobs (--batch - 1
+  // of them): all of a batch but its first job, which carries the
+  // message's id.
+  grpc::Slice batch_rest;
+  std::vector<ShmJob> shm;  // --shm: one per job, in the message's order
+};
+
 struct Workload {
   Job job;
-  std::string expected;      // dst's data
-  grpc::ByteBuffer request;  // `job` serialized, sent by every call
-  // Batch mode: JobBatch field 1 holding `job`, --batch - 1 times over: all
-  // of a batch but its first job, which carries the message's id.
-  grpc::Slice batch_rest;
+  std::string expected;  // dst's data
+  std::string poison;    // --shm: ~expected, written over a dst to check
+  // Without --shm: one unit, sent by every call. With it: unit i is unary
+  // call i's, or units [s * per_stream, (s + 1) * per_stream) are stream
+  // s's.
+  std::vector<Unit> units;
+  int units_per_stream = 1;
+  int shm_check_every = 1;
+  // --shm: the connection that registered the region (it must outlive the
+  // region, which unregisters through it), and the region.
+  std::unique_ptr<Client> client;
+  std::unique_ptr<SharedRegion> region;
+
+  bool shm() const { return region != nullptr; }
 };
 
 // A JobBatch's field 1 (jobs) header for a job of `size` bytes.
@@ -164,6 +217,8 @@ absl::StatusOr<Workload> MakeWorkload() {
   for (size_t i = 0; i < bytes; ++i) {
     w.expected[i] = is_xor ? (a[i] ^ b[i]) : (a[i] & b[i]);
   }
+  w.poison.resize(bytes);
+  for (size_t i = 0; i < bytes; ++i) w.poison[i] = ~w.expected[i];
   w.job.set_target(target);
   for (auto [name, data] : {std::pair{"src0", &a}, std::pair{"src1", &b}}) {
     v1::Tile& t = (*w.job.mutable_tiles())[name];
@@ -180,13 +235,84 @@ absl::StatusOr<Workload> MakeWorkload() {
   if (is_xor) inst->set_tmp("tmp");
   const std::string job_bytes = w.job.SerializeAsString();
   grpc::Slice slice(job_bytes);
-  w.request = grpc::ByteBuffer(&slice, 1);
+  Unit& unit = w.units.emplace_back();
+  unit.request = grpc::ByteBuffer(&slice, 1);
+  // Only batch mode sends the rest of a batch: at 4096x4096 (128 MiB jobs)
+  // the default --batch's rest alone would be 4 GB.
   std::string rest;
-  for (int i = 1; i < absl::GetFlag(FLAGS_batch); ++i) {
+  for (int i = 1;
+       i < absl::GetFlag(FLAGS_batch) && absl::GetFlag(FLAGS_mode) == "batch";
+       ++i) {
     absl::StrAppend(&rest, JobsFieldHeader(job_bytes.size()), job_bytes);
   }
-  w.batch_rest = grpc::Slice(rest);
+  unit.batch_rest = grpc::Slice(rest);
   return w;
+}
+
+// --shm: replaces the workload's one unit with `units` units of
+// `jobs_per_unit` jobs each, their tiles in one region registered with the
+// server through `client`: every job its own src0 and src1 (the same
+// elements as the bytes path sends) and dst, each 64-byte aligned.
+absl::Status AttachShm(Workload* w, std::unique_ptr<Client> client, int units,
+                       int jobs_per_unit) {
+  const v1::Tile& src0 = w->job.tiles().at("src0");
+  const size_t bytes = src0.data().size();
+  const size_t stride = (bytes + 63) / 64 * 64;
+  const uint64_t total = uint64_t{3} * stride * units * jobs_per_unit;
+  absl::StatusOr<std::unique_ptr<SharedRegion>> region =
+      SharedRegion::Create(*client, total);
+  if (!region.ok()) {
+    return absl::Status(region.status().code(),
+                        absl::StrCat("--shm: a region of ", total,
+                                     " bytes: ", region.status().message()));
+  }
+  // The server maps the object by its name at registration and keeps it
+  // open: the name can go now, so that nothing is left in /dev/shm however
+  // this process ends.
+  shm_unlink((*region)->key().c_str());
+  const std::string& a = src0.data();
+  const std::string& b = w->job.tiles().at("src1").data();
+  Job base = w->job;  // the job without its elements
+  for (const char* name : {"src0", "src1"}) {
+    (*base.mutable_tiles())[name].clear_data();
+  }
+  std::vector<Unit> made(units);
+  for (Unit& unit : made) {
+    std::string rest;
+    for (int j = 0; j < jobs_per_unit; ++j) {
+      Job job = base;
+      ShmJob& shm = unit.shm.emplace_back();
+      for (auto [name, data] : {std::pair{"src0", &a}, std::pair{"src1", &b}}) {
+        absl::Span<uint8_t> at = *(*region)->Allocate<uint8_t>(bytes);
+        std::memcpy(at.data(), data->data(), bytes);
+        v1::Tile& tile = (*job.mutable_tiles())[name];
+        tile.clear_data();
+        *tile.mutable_shared() = *(*region)->SliceOf(at.data(), bytes);
+      }
+      shm.dst = (*(*region)->Allocate<uint8_t>(bytes)).data();
+      const v1::RegionSlice dst = *(*region)->SliceOf(shm.dst, bytes);
+      shm.dst_offset = dst.offset();
+      (*job.mutable_output_regions())["dst"] = dst;
+      const std::string job_bytes = job.SerializeAsString();
+      if (j == 0) {
+        grpc::Slice slice(job_bytes);
+        unit.request = grpc::ByteBuffer(&slice, 1);
+      } else {
+        absl::StrAppend(&rest, JobsFieldHeader(job_bytes.size()), job_bytes);
+      }
+    }
+    unit.batch_rest = grpc::Slice(rest);
+  }
+  w->units = std::move(made);
+  int every = absl::GetFlag(FLAGS_shm_check_every);
+  if (every <= 0) {
+    every = static_cast<int>(
+        std::clamp<size_t>(bytes / (16 << 10), size_t{1}, size_t{64}));
+  }
+  w->shm_check_every = every;
+  w->client = std::move(client);
+  w->region = *std::move(region);
+  return absl::OkStatus();
 }
 
 // `base` followed by a Job holding only `id`: protobuf merges concatenated
@@ -200,9 +326,9 @@ grpc::ByteBuffer WithId(const grpc::ByteBuffer& base, uint64_t id) {
   return grpc::ByteBuffer(slices.data(), slices.size());
 }
 
-// A JobBatch of the workload's job --batch times, the first carrying `id`:
-// the job's bytes and the rest of the batch are shared, not copied.
-grpc::ByteBuffer BatchWithId(const Workload& w, uint64_t id) {
+// A JobBatch of the unit's --batch jobs, the first carrying `id`: the
+// job's bytes and the rest of the batch are shared, not copied.
+grpc::ByteBuffer BatchWithId(const Unit& w, uint64_t id) {
   Job only_id;
   only_id.set_id(absl::StrCat(id));
   const std::string id_bytes = only_id.SerializeAsString();
@@ -300,9 +426,33 @@ absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> Credentials(
   return grpc::SslCredentials(ssl);
 }
 
+// --shm: a connection to the server for the SharedMemory service, with the
+// same TLS and token as the calls.
+absl::StatusOr<std::unique_ptr<Client>> ShmClient(
+    const std::string& authorization) {
+  ClientOptions options;
+  options.tls = absl::GetFlag(FLAGS_tls) ||
+                !absl::GetFlag(FLAGS_tls_ca).empty() ||
+                !absl::GetFlag(FLAGS_tls_cert).empty() ||
+                !absl::GetFlag(FLAGS_tls_key).empty() ||
+                !absl::GetFlag(FLAGS_tls_server_name).empty();
+  for (auto [flag, pem] : {std::pair{&FLAGS_tls_ca, &options.tls_ca_pem},
+                           std::pair{&FLAGS_tls_cert, &options.tls_cert_pem},
+                           std::pair{&FLAGS_tls_key, &options.tls_key_pem}}) {
+    if (absl::GetFlag(*flag).empty()) continue;
+    absl::StatusOr<std::string> text = ReadFile(absl::GetFlag(*flag));
+    if (!text.ok()) return text.status();
+    *pem = *std::move(text);
+  }
+  options.tls_server_name = absl::GetFlag(FLAGS_tls_server_name);
+  options.token = std::string(absl::StripPrefix(authorization, "Bearer "));
+  options.max_message_bytes = 256 << 20;
+  return Client::Connect(absl::GetFlag(FLAGS_server), options);
+}
+
 // One measurement's window and what every thread shares.
 struct Run {
-  const Workload* workload;
+  Workload* workload;  // --shm: its units' ShmJobs change as jobs go out
   std::vector<std::unique_ptr<grpc::GenericStub>>* stubs;
   absl::Time measure_from;
   absl::Time end;
@@ -319,10 +469,13 @@ class Driver {
   Driver(const Run& run, Tally* tally) : run_(run), tally_(tally) {}
 
   // Closed loop: one unary call in flight on each of `channels` (a channel
-  // index may repeat) until the end.
-  void Unary(const std::vector<int>& channels) {
-    for (int ch : channels) {
-      calls_.push_back(std::make_unique<Call>(ch));
+  // index may repeat) until the end; the call on channels[k] is call
+  // indices[k] of the measurement (it sends that unit with --shm).
+  void Unary(const std::vector<int>& channels,
+             const std::vector<int>& indices) {
+    for (size_t k = 0; k < channels.size(); ++k) {
+      calls_.push_back(std::make_unique<Call>(channels[k]));
+      calls_.back()->unit = UnitOf(indices[k], 0);
       StartCall(calls_.back().get(), absl::Now());
     }
     Loop(absl::InfiniteFuture());
@@ -349,6 +502,7 @@ class Driver {
           if (free_.empty()) {
             calls_.push_back(std::make_unique<Call>(0));
             call = calls_.back().get();
+            call->unit = UnitOf(0, 0);  // never with --shm
           } else {
             call = free_.back();
             free_.pop_back();
@@ -365,11 +519,19 @@ class Driver {
   }
 
   // One stream on each of `channels`, each keeping up to stream_depth jobs
-  // in flight; a stream that ends early is started again.
-  void Streams(const std::vector<int>& channels) {
-    for (int ch : channels) {
-      streams_.push_back(std::make_unique<Stream>(ch));
-      StartStream(streams_.back().get());
+  // in flight; a stream that ends early is started again. The stream on
+  // channels[k] is stream indices[k] of the measurement.
+  void Streams(const std::vector<int>& channels,
+               const std::vector<int>& indices) {
+    for (size_t k = 0; k < channels.size(); ++k) {
+      streams_.push_back(std::make_unique<Stream>(channels[k]));
+      Stream* s = streams_.back().get();
+      if (run_.workload->shm()) {
+        for (int u = 0; u < run_.workload->units_per_stream; ++u) {
+          s->units.push_back(UnitOf(indices[k], u));
+        }
+      }
+      StartStream(s);
     }
     Loop(absl::InfiniteFuture());
   }
@@ -395,6 +557,7 @@ class Driver {
       retry = {Event::kCallRetry, this};
     }
     int channel;
+    Unit* unit = nullptr;  // what it sends
     std::unique_ptr<grpc::ClientContext> context;
     std::unique_ptr<grpc::ClientAsyncResponseReader<grpc::ByteBuffer>> reader;
     grpc::ByteBuffer response;
@@ -421,7 +584,13 @@ class Driver {
     grpc::Status status;
     grpc::Alarm alarm;
     absl::Duration backoff;
-    absl::flat_hash_map<uint64_t, absl::Time> sent_at;  // by job id
+    struct Sent {
+      absl::Time at;
+      Unit* unit;
+    };
+    absl::flat_hash_map<uint64_t, Sent> sent_at;  // by job (message) id
+    // --shm: the stream's units, and those not in flight.
+    std::vector<Unit*> units, free_units;
     uint64_t next_id = 0;
     bool writing = false;
     bool writes_done = false;
@@ -429,9 +598,33 @@ class Driver {
     Event started, written, read, finished, retry;
   };
 
+  // The unit of call or stream `index`, the `k`th of a stream's (--shm),
+  // or the one every call sends.
+  Unit* UnitOf(int index, int k) {
+    Workload& w = *run_.workload;
+    if (!w.shm()) return &w.units[0];
+    return &w.units.at(static_cast<size_t>(index) * w.units_per_stream + k);
+  }
+
+  // --shm: before `unit` goes out, picks the jobs whose answers will be
+  // compared (each job's first, then one in shm_check_every) and
+  // overwrites their dst with bytes that differ from the expected ones in
+  // every position, so that only the server's write makes them right.
+  void Arm(Unit* unit) {
+    if (!run_.check) return;
+    const Workload& w = *run_.workload;
+    for (ShmJob& job : unit->shm) {
+      job.checking = job.uses++ % w.shm_check_every == 0;
+      if (job.checking) {
+        std::memcpy(job.dst, w.poison.data(), w.poison.size());
+      }
+    }
+  }
+
   // Parses `response` into result_ (if the call succeeded) and returns
   // what is wrong with the result, or "" if nothing is.
-  std::string Check(const grpc::Status& status, grpc::ByteBuffer* response) {
+  std::string Check(const grpc::Status& status, grpc::ByteBuffer* response,
+                    const Unit* unit) {
     if (!status.ok()) {
       return ErrorKey(static_cast<absl::StatusCode>(status.error_code()),
                       status.error_message());
@@ -440,21 +633,37 @@ class Driver {
              .ok()) {
       return "unparseable result";
     }
-    return CheckResult(result_);
+    return CheckResult(result_, unit, 0);
   }
 
-  // What is wrong with one job's result, or "".
-  std::string CheckResult(const JobResult& result) const {
+  // What is wrong with the result of `unit`'s job `k` (unit null: a
+  // result that names no message), or "".
+  std::string CheckResult(const JobResult& result, const Unit* unit,
+                          size_t k) const {
     if (result.status().code() != 0) {
       return ErrorKey(static_cast<absl::StatusCode>(result.status().code()),
                       result.status().message());
     }
-    if (run_.check) {
-      auto it = result.tiles().find("dst");
-      if (it == result.tiles().end() ||
-          it->second.data() != run_.workload->expected) {
-        return "wrong result";
-      }
+    if (!run_.check) return "";
+    const Workload& w = *run_.workload;
+    auto it = result.tiles().find("dst");
+    if (it == result.tiles().end()) return "wrong result";
+    if (!w.shm()) {
+      return it->second.data() == w.expected ? "" : "wrong result";
+    }
+    // --shm: the result names the job's dst slice and carries no elements;
+    // the elements are in the region.
+    const v1::Tile& dst = it->second;
+    if (unit == nullptr || k >= unit->shm.size()) return "wrong result";
+    const ShmJob& job = unit->shm[k];
+    if (!dst.data().empty() || dst.shared().region() != w.region->name() ||
+        dst.shared().offset() != job.dst_offset ||
+        dst.shared().size() != w.expected.size()) {
+      return "wrong result: dst not the job's shared slice";
+    }
+    if (job.checking &&
+        std::memcmp(job.dst, w.expected.data(), w.expected.size()) != 0) {
+      return "wrong result";
     }
     return "";
   }
@@ -487,9 +696,10 @@ class Driver {
     call->busy = true;
     tally_->max_in_flight =
         std::max(tally_->max_in_flight, in_flight_.fetch_add(1) + 1);
+    if (run_.workload->shm()) Arm(call->unit);
     call->reader = Stub(call->channel)
                        ->PrepareUnaryCall(call->context.get(), kExecute,
-                                          run_.workload->request, &cq_);
+                                          call->unit->request, &cq_);
     call->reader->StartCall();
     call->reader->Finish(&call->response, &call->status, &call->done);
   }
@@ -498,7 +708,7 @@ class Driver {
     const absl::Time now = absl::Now();
     --in_flight_;
     call->busy = false;
-    Record(call->sent, now, Check(call->status, &call->response));
+    Record(call->sent, now, Check(call->status, &call->response, call->unit));
     call->response.Clear();
     if (interval_ != absl::ZeroDuration()) {  // at a rate: free again
       std::lock_guard<std::mutex> lock(mu_);
@@ -527,6 +737,7 @@ class Driver {
                               run_.batch > 0 ? kExecuteBatches : kExecuteStream,
                               &cq_);
     s->sent_at.clear();
+    s->free_units = s->units;
     s->writing = false;
     s->writes_done = false;
     s->live = true;
@@ -548,12 +759,24 @@ class Driver {
                              ? std::max(1, run_.stream_depth / run_.batch)
                              : run_.stream_depth;
     if (static_cast<int>(s->sent_at.size()) >= messages) return;
+    Unit* unit = UnitOf(0, 0);
+    if (run_.workload->shm()) {
+      if (s->free_units.empty()) return;  // not while messages fit
+      unit = s->free_units.back();
+      s->free_units.pop_back();
+      Arm(unit);
+    }
     const uint64_t id = s->next_id++;
-    s->sent_at[id] = now;
+    s->sent_at[id] = {now, unit};
     s->writing = true;
-    s->rw->Write(run_.batch > 0 ? BatchWithId(*run_.workload, id)
-                                : WithId(run_.workload->request, id),
-                 &s->written);
+    s->rw->Write(
+        run_.batch > 0 ? BatchWithId(*unit, id) : WithId(unit->request, id),
+        &s->written);
+  }
+
+  // --shm: `unit`'s answer is in; it may go out again.
+  void Release(Stream* s, Unit* unit) {
+    if (run_.workload->shm()) s->free_units.push_back(unit);
   }
 
   void OnStreamEvent(const Event& e, bool ok) {
@@ -580,14 +803,23 @@ class Driver {
         if (run_.batch > 0) {
           OnBatchAnswer(s, now);
         } else {
-          const std::string error = Check(grpc::Status::OK, &s->response);
+          const bool parsed = grpc::SerializationTraits<JobResult>::Deserialize(
+                                  &s->response, &result_)
+                                  .ok();
           uint64_t id = 0;
           auto it = s->sent_at.end();
-          if (absl::SimpleAtoi(result_.id(), &id)) it = s->sent_at.find(id);
+          if (parsed && absl::SimpleAtoi(result_.id(), &id)) {
+            it = s->sent_at.find(id);
+          }
           if (it == s->sent_at.end()) {
-            if (now <= run_.end) ++tally_->errors["result with an unknown id"];
+            if (now <= run_.end) {
+              ++tally_->errors[parsed ? "result with an unknown id"
+                                      : "unparseable result"];
+            }
           } else {
-            Record(it->second, now, error);
+            Record(it->second.at, now,
+                   CheckResult(result_, it->second.unit, 0));
+            Release(s, it->second.unit);
             s->sent_at.erase(it);
           }
         }
@@ -636,13 +868,15 @@ class Driver {
       if (now <= run_.end) {
         ++tally_->errors[!parsed ? "unparseable answer"
                          : batch_result_.results_size() == 1
-                             ? CheckResult(batch_result_.results(0))
+                             ? CheckResult(batch_result_.results(0), nullptr, 0)
                              : "answer with an unknown id"];
       }
       return;
     }
-    const absl::Time sent = it->second;
+    const absl::Time sent = it->second.at;
+    Unit* unit = it->second.unit;
     s->sent_at.erase(it);
+    Release(s, unit);
     if (batch_result_.results_size() != run_.batch) {
       Record(sent, now,
              absl::StrCat("answer with ", batch_result_.results_size(),
@@ -651,8 +885,9 @@ class Driver {
     }
     bool all_right = true;
     for (int i = 0; i < batch_result_.results_size(); ++i) {
-      all_right &= Record(sent, now, CheckResult(batch_result_.results(i)),
-                          /*whole_message=*/false);
+      all_right &=
+          Record(sent, now, CheckResult(batch_result_.results(i), unit, i),
+                 /*whole_message=*/false);
     }
     if (all_right) ++tally_->messages;
   }
@@ -760,7 +995,7 @@ std::string JsonString(absl::string_view s) {
 
 // Measures one point (`concurrency` calls or streams, or `rate` requests a
 // second) and prints its result. Returns the number of errors.
-int64_t Measure(const Workload& workload,
+int64_t Measure(Workload& workload,
                 std::vector<std::unique_ptr<grpc::GenericStub>>* stubs,
                 const std::string& authorization, int concurrency,
                 double rate) {
@@ -784,25 +1019,26 @@ int64_t Measure(const Workload& workload,
   for (int t = 0; t < threads; ++t) {
     // Call (or stream) i belongs to thread i % threads and goes over channel
     // i % connections.
-    std::vector<int> channels;
+    std::vector<int> channels, indices;
     if (rate > 0) {
       for (size_t c = t; c < stubs->size(); c += threads) channels.push_back(c);
       if (channels.empty()) channels.push_back(t % stubs->size());
     } else {
       for (int i = t; i < concurrency; i += threads) {
         channels.push_back(i % stubs->size());
+        indices.push_back(i);
       }
     }
-    workers.emplace_back([&, t, channels] {
+    workers.emplace_back([&, t, channels, indices] {
       Driver driver(run, &tallies[t]);
       if (rate > 0) {
         // Thread t's calls are due at start + (t + k * threads) / rate.
         driver.UnaryAtRate(channels, rate / threads,
                            start + absl::Seconds(1) * t / rate);
       } else if (stream) {
-        driver.Streams(channels);
+        driver.Streams(channels, indices);
       } else {
-        driver.Unary(channels);
+        driver.Unary(channels, indices);
       }
     });
   }
@@ -850,14 +1086,15 @@ int64_t Measure(const Workload& workload,
     std::cout << absl::StrFormat(
         "{\"label\":%s,\"mode\":%s,\"concurrency\":%d,\"rate\":%.1f,"
         "\"threads\":%d,\"connections\":%d,\"stream_depth\":%d,\"batch\":%d,"
-        "\"opcode\":%s,\"shape\":%s,\"dtype\":%s,\"target\":%s,"
+        "\"shm\":%s,\"opcode\":%s,\"shape\":%s,\"dtype\":%s,\"target\":%s,"
         "\"seconds\":%.3f,\"requests_per_s\":%.1f,\"tiles_per_s\":%.1f,"
         "\"p50_us\":%.1f,\"p90_us\":%.1f,\"p99_us\":%.1f,\"max_us\":%.1f,"
         "\"max_in_flight\":%d,\"errors\":%d,\"errors_by_kind\":{%s}}\n",
         JsonString(absl::GetFlag(FLAGS_label)),
         JsonString(absl::GetFlag(FLAGS_mode)), shown_concurrency, rate, threads,
         static_cast<int>(stubs->size()), stream ? run.stream_depth : 0,
-        run.batch, JsonString(absl::GetFlag(FLAGS_opcode)),
+        run.batch, workload.shm() ? "true" : "false",
+        JsonString(absl::GetFlag(FLAGS_opcode)),
         JsonString(absl::GetFlag(FLAGS_shape)),
         JsonString(absl::GetFlag(FLAGS_dtype)),
         JsonString(absl::GetFlag(FLAGS_target)), seconds, requests_per_s, per_s,
@@ -865,14 +1102,14 @@ int64_t Measure(const Workload& workload,
         by_error);
   } else {
     std::cout << absl::StrFormat(
-        "%s %s %s %s on %s, %s%s, %d thread%s, %d connection%s, %.1f s "
+        "%s%s %s %s %s on %s, %s%s, %d thread%s, %d connection%s, %.1f s "
         "measured\n"
         "requests/s %.1f  tiles/s %.1f\n"
         "latency us: p50 %.1f  p90 %.1f  p99 %.1f  max %.1f\n"
         "errors: %s\n",
-        absl::GetFlag(FLAGS_mode), absl::GetFlag(FLAGS_opcode),
-        absl::GetFlag(FLAGS_shape), absl::GetFlag(FLAGS_dtype),
-        absl::GetFlag(FLAGS_target),
+        absl::GetFlag(FLAGS_mode), workload.shm() ? " shm" : "",
+        absl::GetFlag(FLAGS_opcode), absl::GetFlag(FLAGS_shape),
+        absl::GetFlag(FLAGS_dtype), absl::GetFlag(FLAGS_target),
         rate > 0 ? absl::StrFormat("rate %.1f/s", rate)
                  : absl::StrCat("concurrency ", concurrency),
         stream ? absl::StrCat(", depth ", run.stream_depth) : "", threads,
@@ -924,10 +1161,37 @@ int Main() {
       return 2;
     }
   }
+  if (absl::GetFlag(FLAGS_shm) && rate > 0) {
+    std::cerr << "ptobench: --shm is for closed loops (--concurrency or "
+                 "--sweep), not --rate\n";
+    return 2;
+  }
   absl::StatusOr<std::string> authorization = Authorization();
   if (!authorization.ok()) {
     std::cerr << "ptobench: " << authorization.status().message() << "\n";
     return 2;
+  }
+  if (absl::GetFlag(FLAGS_shm)) {
+    // Enough units for the largest point: one per unary call, or per
+    // message each stream keeps in flight.
+    const int streams_or_calls =
+        *std::max_element(points.begin(), points.end());
+    const int batch = std::max(1, absl::GetFlag(FLAGS_batch));
+    const int depth = std::max(1, absl::GetFlag(FLAGS_stream_depth));
+    const int per_stream = mode == "unary"   ? 1
+                           : mode == "batch" ? std::max(1, depth / batch)
+                                             : depth;
+    absl::StatusOr<std::unique_ptr<Client>> client = ShmClient(*authorization);
+    absl::Status attached = client.ok()
+                                ? AttachShm(&*workload, *std::move(client),
+                                            streams_or_calls * per_stream,
+                                            mode == "batch" ? batch : 1)
+                                : client.status();
+    if (!attached.ok()) {
+      std::cerr << "ptobench: " << attached.message() << "\n";
+      return 1;
+    }
+    workload->units_per_stream = per_stream;
   }
   std::vector<std::unique_ptr<grpc::GenericStub>> stubs;
   for (int i = 0; i < std::max(1, absl::GetFlag(FLAGS_connections)); ++i) {

@@ -214,6 +214,47 @@ TEST(PtobenchTest, CheckCatchesAWrongResult) {
   EXPECT_GT(CsvRate(absl::StripAsciiWhitespace(r.output)), 0) << r.output;
 }
 
+// --shm: tiles in a shared-memory region, dst written there by the server
+// and read back from it by --check (every answer here), in each mode. The
+// csv figures are those of the bytes path.
+TEST(PtobenchTest, ShmRunsEveryModeAndChecksTheRegion) {
+  ServerProcess server;  // loopback: shared memory is on
+  const std::string run = "bench/ptobench --server=" + server.address() +
+                          " --shm --shm_check_every=1 --format=csv"
+                          " --csv_header=false --duration=0.3s --warmup=0.1s ";
+  for (const std::string mode :
+       {"--mode=unary --concurrency=4",
+        "--mode=stream --concurrency=2 --stream_depth=4",
+        "--mode=batch --concurrency=2 --batch=4 --stream_depth=8",
+        "--mode=unary --concurrency=2 --shape=256x256 --opcode=txor"}) {
+    CommandResult r = RunCommand(run + mode);
+    ASSERT_EQ(r.exit_code, 0) << mode << ": " << r.output;
+    const std::string line(absl::StripAsciiWhitespace(r.output));
+    ASSERT_FALSE(CsvFields(line).empty()) << mode << ": " << r.output;
+    EXPECT_GT(CsvRate(line), 0) << mode << ": " << r.output;
+    EXPECT_EQ(CsvErrors(line), 0) << mode << ": " << r.output;
+  }
+  // Text says it was shared memory.
+  CommandResult r = RunCommand("bench/ptobench --server=" + server.address() +
+                               " --shm --duration=0.2s --warmup=0s");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("unary shm tand 16x16")) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("errors: none")) << r.output;
+  // Not with --rate.
+  r = RunCommand("bench/ptobench --server=" + server.address() +
+                 " --shm --rate=10 --duration=0.2s");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+}
+
+// A server with shared memory off: --shm stops at once, and says why.
+TEST(PtobenchTest, ShmNeedsTheServersSharedMemory) {
+  ServerProcess server({"--shared_memory=false"});
+  CommandResult r = RunCommand("bench/ptobench --server=" + server.address() +
+                               " --shm --duration=0.2s --warmup=0s");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("shared memory off")) << r.output;
+}
+
 // A server that asks for a token: without one every call is refused, and
 // says why; --token and --token_file send it with every call and stream.
 TEST(PtobenchTest, SendsTheBearerToken) {
