@@ -103,6 +103,19 @@ absl::StatusOr<Location> FromProto(v1::Location location,
       absl::StrFormat("tile \"%s\": unknown location %d", tile, location));
 }
 
+// `shared`'s bytes for `slice`, or its error with the field named.
+absl::StatusOr<absl::Span<uint8_t>> Resolved(SharedSlices* shared,
+                                             const v1::RegionSlice& slice,
+                                             absl::string_view tile,
+                                             bool write) {
+  absl::StatusOr<absl::Span<uint8_t>> bytes =
+      shared->Resolve(slice, tile, write);
+  if (bytes.ok()) return bytes;
+  return absl::Status(bytes.status().code(),
+                      absl::StrCat(SharedFieldName(tile, write), ": ",
+                                   bytes.status().message()));
+}
+
 // The answer to a job that uses shared memory on a server without it.
 absl::Status SharedMemoryOff(absl::string_view what) {
   return absl::FailedPreconditionError(absl::StrFormat(
@@ -153,21 +166,21 @@ absl::StatusOr<TileInput> FromProto(const std::string& name,
         name));
   }
   if (tile.has_shared()) {
-    const std::string what = absl::StrFormat("tile \"%s\"", name);
-    if (shared == nullptr) return SharedMemoryOff(what);
+    if (shared == nullptr) return SharedMemoryOff(SharedFieldName(name, false));
     // Its size against the tile's, named as a slice (the engine would call
     // it data); a shape whose size overflows is the engine's to refuse.
     const unsigned __int128 expected =
         static_cast<unsigned __int128>(in.desc.rows) * in.desc.cols *
         ElementBytes(in.desc.dtype);
     if (tile.shared().size() != expected && expected <= UINT64_MAX) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "%s: its slice is %u bytes; a %ux%u %s tile is %u", what,
-          tile.shared().size(), in.desc.rows, in.desc.cols,
-          DTypeName(in.desc.dtype), static_cast<uint64_t>(expected)));
+      return absl::InvalidArgumentError(
+          absl::StrFormat("%s: its slice is %u bytes; a %ux%u %s tile is %u",
+                          SharedFieldName(name, false), tile.shared().size(),
+                          in.desc.rows, in.desc.cols, DTypeName(in.desc.dtype),
+                          static_cast<uint64_t>(expected)));
     }
     PTO_ASSIGN_OR_RETURN(absl::Span<uint8_t> bytes,
-                         shared->Resolve(tile.shared(), name, false, what));
+                         Resolved(shared, tile.shared(), name, false));
     in.encoding = Encoding::kData;
     in.data = absl::string_view(reinterpret_cast<const char*>(bytes.data()),
                                 bytes.size());
@@ -208,6 +221,11 @@ void ToProto(OutputTile out, bool as_values, const v1::RegionSlice* placed,
 }
 
 }  // namespace
+
+std::string SharedFieldName(absl::string_view tile, bool write) {
+  return absl::StrFormat(write ? "output_regions[\"%s\"]" : "tile \"%s\"",
+                         tile);
+}
 
 v1::Target ToProto(Target target) {
   switch (target) {
@@ -286,10 +304,9 @@ absl::StatusOr<JobSpec> ToJobSpec(const v1::Job& job, SharedSlices* shared) {
   spec.outputs.assign(job.outputs().begin(), job.outputs().end());
   if (job.output_regions().empty()) return spec;
   for (const auto& [name, slice] : job.output_regions()) {
-    const std::string what = absl::StrFormat("output_regions[\"%s\"]", name);
-    if (shared == nullptr) return SharedMemoryOff(what);
+    if (shared == nullptr) return SharedMemoryOff(SharedFieldName(name, true));
     PTO_ASSIGN_OR_RETURN(absl::Span<uint8_t> bytes,
-                         shared->Resolve(slice, name, true, what));
+                         Resolved(shared, slice, name, true));
     spec.places.push_back({name, bytes});
   }
   std::sort(spec.places.begin(), spec.places.end(),

@@ -30,16 +30,19 @@ class SharedSlices {
   virtual ~SharedSlices() = default;
   // The bytes `slice` names, for tile `tile` (a name in the job, which
   // must stay valid until CheckOverlaps), which the job reads (`write`
-  // false) or writes (an output_regions entry). The error names `what`, the
-  // field ("tile \"a\"", "output_regions[\"c\"]").
+  // false) or writes (an output_regions entry). The error says what is
+  // wrong with the slice; ToJobSpec puts the field's name in front.
   virtual absl::StatusOr<absl::Span<uint8_t>> Resolve(
-      const v1::RegionSlice& slice, absl::string_view tile, bool write,
-      absl::string_view what) = 0;
+      const v1::RegionSlice& slice, absl::string_view tile, bool write) = 0;
   // Once every slice of a job is resolved: INVALID_ARGUMENT when a written
   // slice overlaps another slice of the job other than its own tile's input
   // at exactly the same bytes.
   virtual absl::Status CheckOverlaps() const = 0;
 };
+
+// The field of a job that holds a slice for tile `tile`: "tile \"a\"", or
+// "output_regions[\"c\"]" for one it writes. Errors name it.
+std::string SharedFieldName(absl::string_view tile, bool write);
 
 // The engine's view of `job`'s tiles and instruction list. Tile elements are
 // borrowed from `job` (or from `shared`), which must outlive the spec and

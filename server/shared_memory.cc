@@ -203,18 +203,18 @@ MappedRegion::~MappedRegion() {
   if (fd_ >= 0) close(fd_);
 }
 
-absl::StatusOr<absl::Span<uint8_t>> MappedRegion::Slice(
-    uint64_t offset, uint64_t size, absl::string_view what) const {
+absl::StatusOr<absl::Span<uint8_t>> MappedRegion::Slice(uint64_t offset,
+                                                        uint64_t size) const {
   if (size == 0) {
     return absl::InvalidArgumentError(absl::StrFormat(
-        "%s: the slice of region %s has size 0; give the tile's bytes", what,
+        "the slice of region %s has size 0; give the tile's bytes",
         ShortQuote(name_)));
   }
   if (!Within(offset, size, size_)) {
     return absl::OutOfRangeError(absl::StrFormat(
-        "%s: the slice at offset %u of %u bytes reaches past the end of "
-        "region %s (%u bytes)",
-        what, offset, size, ShortQuote(name_), size_));
+        "the slice at offset %u of %u bytes reaches past the end of region "
+        "%s (%u bytes)",
+        offset, size, ShortQuote(name_), size_));
   }
   return absl::MakeSpan(data_ + offset, size);
 }
@@ -401,7 +401,7 @@ size_t SharedMemoryRegistry::regions() const {
 }
 
 absl::StatusOr<RegionUse> SharedMemoryRegistry::Use(
-    absl::string_view name, absl::string_view what) const {
+    absl::string_view name) const {
   if (!enabled()) return Off();
   std::shared_ptr<MappedRegion> region;
   {
@@ -410,9 +410,9 @@ absl::StatusOr<RegionUse> SharedMemoryRegistry::Use(
     if (it != regions_.end()) region = it->second;
   }
   if (region == nullptr) {
-    return absl::NotFoundError(absl::StrFormat(
-        "%s: no region %s is registered (SharedMemory.Register)", what,
-        ShortQuote(name)));
+    return absl::NotFoundError(
+        absl::StrFormat("no region %s is registered (SharedMemory.Register)",
+                        ShortQuote(name)));
   }
   return RegionUse(std::move(region));
 }
@@ -421,18 +421,16 @@ absl::StatusOr<RegionUse> SharedMemoryRegistry::Use(
 // ---------------------------------------------------------------
 
 absl::StatusOr<absl::Span<uint8_t>> JobRegions::Resolve(
-    const v1::RegionSlice& slice, absl::string_view tile, bool write,
-    absl::string_view what) {
+    const v1::RegionSlice& slice, absl::string_view tile, bool write) {
   if (slice.region().empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("%s: the slice names no region", what));
+    return absl::InvalidArgumentError("the slice names no region");
   }
   const MappedRegion* region = nullptr;
   for (const RegionUse& use : uses_) {
     if (use.region().name() == slice.region()) region = &use.region();
   }
   if (region == nullptr) {
-    PTO_ASSIGN_OR_RETURN(RegionUse use, registry_->Use(slice.region(), what));
+    PTO_ASSIGN_OR_RETURN(RegionUse use, registry_->Use(slice.region()));
     // The object's size, checked once a job: a region cut short since it
     // was registered is refused here rather than faulting later.
     PTO_RETURN_IF_ERROR(use.region().CheckIntact());
@@ -440,7 +438,7 @@ absl::StatusOr<absl::Span<uint8_t>> JobRegions::Resolve(
     region = &uses_.back().region();
   }
   PTO_ASSIGN_OR_RETURN(absl::Span<uint8_t> bytes,
-                       region->Slice(slice.offset(), slice.size(), what));
+                       region->Slice(slice.offset(), slice.size()));
   const uint64_t begin = region->extent().begin + slice.offset();
   claims_.push_back(
       {&region->extent(), begin, begin + slice.size(), tile, write});
@@ -464,11 +462,7 @@ absl::Status JobRegions::CheckOverlaps() const {
     return a.extent->device == b.extent->device &&
            a.extent->inode == b.extent->inode;
   };
-  // Named as the codec names the fields (codec.cc, ToJobSpec).
-  auto what = [](const Claim& c) {
-    return absl::StrFormat(c.write ? "output_regions[\"%s\"]" : "tile \"%s\"",
-                           c.tile);
-  };
+  auto what = [](const Claim& c) { return SharedFieldName(c.tile, c.write); };
   auto overlap = [&](const Claim& a, const Claim& b) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "%s and %s share bytes of one shared-memory object; a slice a job "

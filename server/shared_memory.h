@@ -62,9 +62,9 @@ class MappedRegion {
   uint8_t* data() const { return data_; }
 
   // The bytes of [offset, offset + size) of the region, or OUT_OF_RANGE
-  // naming `what` when they are not all in it. No overflow for any values.
-  absl::StatusOr<absl::Span<uint8_t>> Slice(uint64_t offset, uint64_t size,
-                                            absl::string_view what) const;
+  // when they are not all in it. No overflow for any values.
+  absl::StatusOr<absl::Span<uint8_t>> Slice(uint64_t offset,
+                                            uint64_t size) const;
 
   // OK while the object still holds every byte of the region (its size is
   // read now) and no access to it has faulted; else FAILED_PRECONDITION.
@@ -142,10 +142,9 @@ class SharedMemoryRegistry {
     return mapped_bytes_->load(std::memory_order_relaxed);
   }
 
-  // The region named `name`, held for a job; NOT_FOUND naming `what` when
-  // no region has that name.
-  absl::StatusOr<RegionUse> Use(absl::string_view name,
-                                absl::string_view what) const;
+  // The region named `name`, held for a job; NOT_FOUND when no region has
+  // that name.
+  absl::StatusOr<RegionUse> Use(absl::string_view name) const;
 
   // FAILED_PRECONDITION: the path is off.
   static absl::Status Off();
@@ -171,8 +170,7 @@ class JobRegions final : public SharedSlices {
 
   absl::StatusOr<absl::Span<uint8_t>> Resolve(const v1::RegionSlice& slice,
                                               absl::string_view tile,
-                                              bool write,
-                                              absl::string_view what) override;
+                                              bool write) override;
   absl::Status CheckOverlaps() const override;
 
   // Whether any slice was resolved.

@@ -640,10 +640,10 @@ class FakeShared final : public SharedSlices {
  public:
   absl::StatusOr<absl::Span<uint8_t>> Resolve(const v1::RegionSlice& slice,
                                               absl::string_view tile,
-                                              bool write,
-                                              absl::string_view what) override {
-    resolved.push_back(absl::StrCat(what, write ? " w " : " r ", tile));
-    if (slice.region() != "r") return absl::NotFoundError(what);
+                                              bool write) override {
+    resolved.push_back(absl::StrCat(SharedFieldName(tile, write),
+                                    write ? " w " : " r ", tile));
+    if (slice.region() != "r") return absl::NotFoundError("no such region");
     return absl::MakeSpan(bytes + slice.offset(), slice.size());
   }
   absl::Status CheckOverlaps() const override {

@@ -106,7 +106,7 @@ TEST(SharedMemoryTest, RegistersMapsListsAndUnregisters) {
   // not a page multiple): the same memory, both ways.
   JobRegions job(&registry);
   absl::StatusOr<absl::Span<uint8_t>> bytes =
-      job.Resolve(Slice("r", 10, 20), "a", false, "tile \"a\"");
+      job.Resolve(Slice("r", 10, 20), "a", false);
   ASSERT_TRUE(bytes.ok()) << bytes.status();
   ASSERT_EQ(bytes->size(), 20u);
   EXPECT_EQ((*bytes)[0], static_cast<uint8_t>(5010));
@@ -132,10 +132,10 @@ TEST(SharedMemoryTest, RegistersMapsListsAndUnregisters) {
   // ... new ones do not find it ...
   JobRegions later(&registry);
   absl::StatusOr<absl::Span<uint8_t>> refused =
-      later.Resolve(Slice("r", 0, 1), "b", false, "tile \"b\"");
+      later.Resolve(Slice("r", 0, 1), "b", false);
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(std::string(refused.status().message()),
-              HasSubstr("tile \"b\": no region \"r\" is registered"));
+              HasSubstr("no region \"r\" is registered"));
   // ... and the last one to let go gives the bytes back.
   { JobRegions done = std::move(job); }
   EXPECT_EQ(budget.held(), 0u);
@@ -239,7 +239,7 @@ TEST(SharedMemoryTest, OffRefusesEverything) {
             absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(registry.Unregister("r").status().code(),
             absl::StatusCode::kFailedPrecondition);
-  EXPECT_EQ(registry.Use("r", "x").status().code(),
+  EXPECT_EQ(registry.Use("r").status().code(),
             absl::StatusCode::kFailedPrecondition);
 }
 
@@ -268,15 +268,15 @@ TEST(SharedMemoryTest, SlicesStayInTheirRegionWhateverTheNumbers) {
   };
   for (const Case& c : cases) {
     absl::StatusOr<absl::Span<uint8_t>> got =
-        job.Resolve(Slice("r", c.offset, c.size), "a", false, "tile \"a\"");
+        job.Resolve(Slice("r", c.offset, c.size), "a", false);
     EXPECT_EQ(got.status().code(), c.code) << c.offset << " " << c.size;
     if (!got.ok()) {
-      EXPECT_THAT(std::string(got.status().message()), HasSubstr("tile \"a\""));
+      EXPECT_THAT(std::string(got.status().message()),
+                  HasSubstr("region \"r\""));
     }
   }
-  EXPECT_EQ(
-      job.Resolve(Slice("", 0, 1), "a", false, "tile \"a\"").status().code(),
-      absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(job.Resolve(Slice("", 0, 1), "a", false).status().code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 TEST(SharedMemoryTest, WrittenSlicesOverlapNothingElseEvenUnderTwoNames) {
@@ -298,10 +298,8 @@ TEST(SharedMemoryTest, WrittenSlicesOverlapNothingElseEvenUnderTwoNames) {
   auto check = [&](std::vector<Use> uses) {
     JobRegions job(&registry);
     for (const Use& u : uses) {
-      const std::string what = absl::StrCat(u.write ? "out " : "in ", u.tile);
       EXPECT_TRUE(
-          job.Resolve(Slice(u.region, u.offset, u.size), u.tile, u.write, what)
-              .ok());
+          job.Resolve(Slice(u.region, u.offset, u.size), u.tile, u.write).ok());
     }
     return job.CheckOverlaps();
   };
@@ -347,7 +345,7 @@ TEST(SharedMemoryTest, AnObjectCutShortIsRefusedBeforeUse) {
   object.Truncate(6000);
   JobRegions job(&registry);
   absl::StatusOr<absl::Span<uint8_t>> got =
-      job.Resolve(Slice("r", 0, 16), "a", false, "tile \"a\"");
+      job.Resolve(Slice("r", 0, 16), "a", false);
   EXPECT_EQ(got.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(std::string(got.status().message()),
               HasSubstr("is now 6000 bytes, too short"));
@@ -361,7 +359,7 @@ TEST(SharedMemoryTest, AnObjectCutShortDuringUseFaultsIntoAnError) {
   ASSERT_TRUE(registry.Register(Request("r", object.key(), 0, kBytes)).ok());
   JobRegions job(&registry);
   absl::StatusOr<absl::Span<uint8_t>> bytes =
-      job.Resolve(Slice("r", 0, kBytes), "a", false, "tile \"a\"");
+      job.Resolve(Slice("r", 0, kBytes), "a", false);
   ASSERT_TRUE(bytes.ok());
   ASSERT_TRUE(job.CheckIntact().ok());
   // Cut short after the check, as a hostile client would mid-job: reading
