@@ -472,10 +472,11 @@ void ExpectDescribable(const std::shared_ptr<grpc::Channel>& channel,
 TEST_F(ServerTest, ReflectionListsTheServices) {
   const test::ServiceList list = test::ListServices(client_->channel());
   EXPECT_TRUE(list.status.ok()) << list.status.error_message();
-  EXPECT_EQ(list.names, (std::set<std::string>{
-                            "ptoserve.v1.TileCompute", "grpc.health.v1.Health",
-                            "grpc.reflection.v1.ServerReflection",
-                            "grpc.reflection.v1alpha.ServerReflection"}));
+  EXPECT_EQ(list.names,
+            (std::set<std::string>{
+                "ptoserve.v1.TileCompute", "ptoserve.v1.SharedMemory",
+                "grpc.health.v1.Health", "grpc.reflection.v1.ServerReflection",
+                "grpc.reflection.v1alpha.ServerReflection"}));
 }
 
 // Every service listed can be described, over both reflection versions
@@ -484,7 +485,7 @@ TEST_F(ServerTest, ReflectionListsTheServices) {
 TEST_F(ServerTest, ReflectionDescribesEveryListedServiceInBothVersions) {
   const std::set<std::string> names =
       test::ListServices<test::ReflectionV1Alpha>(client_->channel()).names;
-  EXPECT_EQ(names.size(), 4u);
+  EXPECT_EQ(names.size(), 5u);
   EXPECT_EQ(test::ListServices<test::ReflectionV1>(client_->channel()).names,
             names);
   for (const std::string& name : names) {
