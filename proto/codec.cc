@@ -223,8 +223,8 @@ void ToProto(OutputTile out, bool as_values, const v1::RegionSlice* placed,
 }  // namespace
 
 std::string SharedFieldName(absl::string_view tile, bool write) {
-  return absl::StrFormat(write ? "output_regions[\"%s\"]" : "tile \"%s\"",
-                         tile);
+  return write ? absl::StrCat("output_regions[\"", tile, "\"]")
+               : absl::StrCat("tile \"", tile, "\"");
 }
 
 v1::Target ToProto(Target target) {
