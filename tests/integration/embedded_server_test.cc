@@ -88,13 +88,15 @@ TEST(EmbeddedServerTest, SharedMemoryIsOnByDefaultOnlyOnLoopback) {
        {"0.0.0.0:50051", ":50051", "[::]:50051", "10.1.2.3:50051"}) {
     EXPECT_FALSE(IsLoopbackAddress(address)) << address;
   }
-  for (const char* address :
-       {"127.0.0.1:50051", "127.9.9.9:1", "localhost:0", "[::1]:0"}) {
+  // Numeric addresses only: whether "localhost" resolves depends on the
+  // machine's /etc/hosts (a fresh Debian root has no entry for it).
+  for (const char* address : {"127.0.0.1:50051", "127.9.9.9:1", "[::1]:0"}) {
     EXPECT_TRUE(IsLoopbackAddress(address)) << address;
   }
   const Case cases[] = {
-      {"127.0.0.1:0", std::nullopt, true}, {"localhost:0", std::nullopt, true},
-      {"[::1]:0", std::nullopt, true},     {"127.0.0.1:0", false, false},
+      {"127.0.0.1:0", std::nullopt, true},
+      {"[::1]:0", std::nullopt, true},
+      {"127.0.0.1:0", false, false},
       {"127.0.0.1:0", true, true},
   };
   for (const Case& c : cases) {
