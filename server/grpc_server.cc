@@ -143,21 +143,24 @@ void BlockShutdownSignals() {
 
 void ServeUntilSignalled(RunningServer* running, absl::Duration grace,
                          absl::Duration lame_duck, const std::string& name,
+                         const std::function<void()>& stop_accepting,
                          const std::function<void()>& drain) {
   grpc::Server* server = running->server.get();
-  std::thread shutdown([running, server, grace, lame_duck, name, &drain] {
-    sigset_t signals = ShutdownSignals();
-    int signal = 0;
-    sigwait(&signals, &signal);
-    std::cout << name << ": " << (signal == SIGINT ? "SIGINT" : "SIGTERM")
-              << ", draining in-flight calls" << std::endl;
-    server->GetHealthCheckService()->SetServingStatus(false);
-    drain();
-    absl::SleepFor(lame_duck);
-    if (running->listener != nullptr) running->listener->Stop();
-    server->Shutdown(std::chrono::system_clock::now() +
-                     absl::ToChronoMicroseconds(grace));
-  });
+  std::thread shutdown(
+      [running, server, grace, lame_duck, name, &stop_accepting, &drain] {
+        sigset_t signals = ShutdownSignals();
+        int signal = 0;
+        sigwait(&signals, &signal);
+        std::cout << name << ": " << (signal == SIGINT ? "SIGINT" : "SIGTERM")
+                  << ", draining in-flight calls" << std::endl;
+        stop_accepting();
+        server->GetHealthCheckService()->SetServingStatus(false);
+        drain();
+        absl::SleepFor(lame_duck);
+        if (running->listener != nullptr) running->listener->Stop();
+        server->Shutdown(std::chrono::system_clock::now() +
+                         absl::ToChronoMicroseconds(grace));
+      });
   server->Wait();
   shutdown.join();
 }

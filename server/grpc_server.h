@@ -54,18 +54,22 @@ absl::StatusOr<RunningServer> StartGrpcServer(
 void BlockShutdownSignals();
 
 // Waits for SIGINT or SIGTERM, then:
-//  1. reports NOT_SERVING;
-//  2. runs `drain`, which should refuse new work with UNAVAILABLE and return
-//     once accepted work is answered (the server still takes calls);
-//  3. keeps taking calls for `lame_duck` more, so that callers who come
+//  1. runs `stop_accepting`, which should make the server refuse new work
+//     with UNAVAILABLE from then on and return at once;
+//  2. reports NOT_SERVING: a caller who sees it is refused, never accepted;
+//  3. runs `drain`, which should return once accepted work is answered (the
+//     server still takes calls);
+//  4. keeps taking calls for `lame_duck` more, so that callers who come
 //     late are told UNAVAILABLE (retry elsewhere) rather than cut off;
-//  4. stops accepting connections, and stops the server, letting calls in
+//  5. stops accepting connections, and stops the server, letting calls in
 //     flight finish for up to `grace`.
 // Returns once the server has stopped.
 // REQUIRES: BlockShutdownSignals() ran before any thread started.
 void ServeUntilSignalled(
     RunningServer* running, absl::Duration grace, absl::Duration lame_duck,
-    const std::string& name, const std::function<void()>& drain = [] {});
+    const std::string& name,
+    const std::function<void()>& stop_accepting = [] {},
+    const std::function<void()>& drain = [] {});
 
 }  // namespace ptoserve
 

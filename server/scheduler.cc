@@ -346,10 +346,15 @@ void Scheduler::Work() {
   }
 }
 
-void Scheduler::Shutdown() {
+void Scheduler::StopAccepting() {
   MutexLock lock(&mu_);
   stopping_ = true;
   ++arrivals_;
+}
+
+void Scheduler::Shutdown() {
+  StopAccepting();
+  MutexLock lock(&mu_);
   if (workers_.empty()) return;
   Await(
       &mu_,

@@ -120,9 +120,13 @@ class Scheduler {
   // Submit returns: the caller must not hold a lock that done takes.
   absl::Status Submit(JobTicket ticket, bool run_here = false);
 
-  // Refuses new jobs, lets the workers run everything admitted (partial
-  // batches no longer wait), and returns when every admitted job has been
-  // answered. Without workers it only refuses new jobs.
+  // Refuses new jobs from now on (UNAVAILABLE) and lets partial batches go
+  // without waiting for company; returns at once. Idempotent.
+  void StopAccepting();
+
+  // StopAccepting(), then returns when every admitted job has been
+  // answered (the workers run them). Without workers it only refuses new
+  // jobs.
   void Shutdown();
 
   // Runs at most one batch that is due at the clock's time, on the calling

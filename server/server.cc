@@ -70,13 +70,16 @@ struct Server::Parts {
   RunningServer running;
   bool stopped = false;
 
-  // Refuses new work and finishes what was accepted.
-  void Drain() {
-    // Decoded jobs go to the scheduler, which then refuses new ones and
-    // finishes what it has.
+  // Refuses new work from now on: a request the decoders took is decoded
+  // and reaches the scheduler first, then the scheduler refuses every new
+  // job. Returns once both refuse (the decoders' queue is bounded).
+  void StopAccepting() {
     decoders.Shutdown();
-    scheduler.Shutdown();
+    scheduler.StopAccepting();
   }
+
+  // Returns once every job accepted has been answered.
+  void Drain() { scheduler.Shutdown(); }
 };
 
 absl::StatusOr<std::unique_ptr<Server>> Server::Start(
@@ -206,8 +209,9 @@ void Server::ServeUntilSignalled(absl::Duration grace,
   // Refusing new jobs while the accepted ones finish, rather than stopping
   // gRPC at once, answers late callers UNAVAILABLE instead of cancelling
   // them.
-  ptoserve::ServeUntilSignalled(&parts_->running, grace, lame_duck, "ptoserve",
-                                [this] { parts_->Drain(); });
+  ptoserve::ServeUntilSignalled(
+      &parts_->running, grace, lame_duck, "ptoserve",
+      [this] { parts_->StopAccepting(); }, [this] { parts_->Drain(); });
   parts_->stopped = true;
 }
 
@@ -215,6 +219,7 @@ void Server::Stop(absl::Duration grace) {
   if (parts_->stopped) return;
   parts_->stopped = true;
   grpc::Server* server = parts_->running.server.get();
+  parts_->StopAccepting();
   server->GetHealthCheckService()->SetServingStatus(false);
   parts_->Drain();
   if (parts_->running.listener != nullptr) parts_->running.listener->Stop();

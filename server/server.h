@@ -78,8 +78,9 @@ class Server {
   bool shared_memory() const;
 
   // Until SIGINT or SIGTERM, then drains as ServeUntilSignalled
-  // (server/grpc_server.h) says: NOT_SERVING, accepted work answered, the
-  // lame duck, then at most `grace` for calls in flight.
+  // (server/grpc_server.h) says: new work refused, then NOT_SERVING,
+  // accepted work answered, the lame duck, then at most `grace` for calls
+  // in flight.
   // REQUIRES: BlockShutdownSignals() ran before any thread started.
   void ServeUntilSignalled(absl::Duration grace, absl::Duration lame_duck);
 
