@@ -27,6 +27,11 @@
 // whenever that message's slot is free. --check then compares the dst the
 // server wrote into the region, on a sample of answers for large tiles
 // (--shm_check_every).
+//
+// Exit status: 0 every point measured without an error; 1 some call or job
+// failed (or a result was wrong); 2 a usage error; 3 no error, but some
+// point saw no answer at all within its window (a figure of 0 would not be
+// a measurement).
 #include <grpcpp/alarm.h>
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
@@ -994,11 +999,14 @@ std::string JsonString(absl::string_view s) {
 }
 
 // Measures one point (`concurrency` calls or streams, or `rate` requests a
-// second) and prints its result. Returns the number of errors.
-int64_t Measure(Workload& workload,
-                std::vector<std::unique_ptr<grpc::GenericStub>>* stubs,
-                const std::string& authorization, int concurrency,
-                double rate) {
+// second) and prints its result.
+struct Point {
+  int64_t errors = 0;
+  bool measured = false;  // a result, right or wrong, came in the window
+};
+Point Measure(Workload& workload,
+              std::vector<std::unique_ptr<grpc::GenericStub>>* stubs,
+              const std::string& authorization, int concurrency, double rate) {
   const bool stream = absl::GetFlag(FLAGS_mode) != "unary";
   const int threads = std::max(1, std::min(absl::GetFlag(FLAGS_threads),
                                            rate > 0 ? 1 << 20 : concurrency));
@@ -1119,7 +1127,7 @@ int64_t Measure(Workload& workload,
         errors == 0 ? "none" : absl::StrCat(errors, " (", error_text, ")"));
   }
   std::cout.flush();
-  return errors;
+  return {errors, all.done > 0 || errors > 0};
 }
 
 int Main() {
@@ -1219,9 +1227,20 @@ int Main() {
                  "tiles_per_s,p50_us,p90_us,p99_us,max_us,errors\n";
   }
   int64_t errors = 0;
-  for (int c : points)
-    errors += Measure(*workload, &stubs, *authorization, c, rate);
-  return errors == 0 ? 0 : 1;
+  bool measured = true;
+  for (int c : points) {
+    const Point point = Measure(*workload, &stubs, *authorization, c, rate);
+    errors += point.errors;
+    if (!point.measured) {
+      measured = false;
+      std::cerr << "ptobench: nothing was answered within the measured "
+                << absl::FormatDuration(absl::GetFlag(FLAGS_duration))
+                << (rate > 0 ? "" : absl::StrCat(" at concurrency ", c))
+                << ", right or wrong; a longer --duration may see some\n";
+    }
+  }
+  if (errors > 0) return 1;
+  return measured ? 0 : 3;
 }
 
 }  // namespace
