@@ -504,7 +504,9 @@ TEST_F(HostileTest, LargestProgramsBackToBackLeaveOthersServed) {
 // --max_tiles_per_job=30000 (as LongProgramsAreLinear...) a 483 KB request
 // of 4000 tiles and 20,000 instructions took 12.7 s and 1.3 GiB. Now a read
 // over many segments follows them all once and stands for them (the
-// engine's BufferHazards): 0.17 s and 11 MiB in a fastbuild.
+// engine's BufferHazards): 0.17 s and 11 MiB in a fastbuild, up to 0.29 s
+// with three other tests running on the two cores (CPU time grows with
+// contention for either build), hence a bound of 0.4 s.
 TEST_F(HostileTest, ReadsOverManyWrittenTilesInABufferStayCheap) {
   Start();
   v1::Job job;
@@ -545,7 +547,7 @@ TEST_F(HostileTest, ReadsOverManyWrittenTilesInABufferStayCheap) {
   EXPECT_EQ(result.events_size(), 4096);
   EXPECT_EQ(result.tiles().at("s0").data(), Int32s(8, 0));
   if (kMemoryBoundsApply) {
-    EXPECT_LT(cpu, 0.25);
+    EXPECT_LT(cpu, 0.4);
   }
   ExpectPeakGrowthBelow(32 * kMiB);
 }
