@@ -865,6 +865,16 @@ TEST(HostileFlagsTest, OutOfRangeFlagsStopTheServer) {
        "--max_job_mb=128 is more than --memory_budget_mb=64"},
       {"--lame_duck=-1s", "--lame_duck=-1s is out of range"},
       {"--handshake_timeout=0s", "--handshake_timeout=0 is out of range"},
+      {"--shared_memory=maybe",
+       "--shared_memory=maybe is not one of auto, true, false"},
+      {"--shared_memory_prefix=/a/b",
+       "--shared_memory_prefix=/a/b is not \"/\" and the start of a name"},
+      {"--shared_memory_prefix=ptoserve",
+       "--shared_memory_prefix=ptoserve is not \"/\""},
+      {"--max_shared_regions=5000",
+       "--max_shared_regions=5000 is out of range [1, 1024]"},
+      {"--max_shared_regions=0",
+       "--max_shared_regions=0 is out of range [1, 1024]"},
   };
   for (const Case& c : cases) {
     CommandResult r = RunCommand(

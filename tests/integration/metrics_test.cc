@@ -15,6 +15,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "client/client.h"
+#include "client/shared_region.h"
 #include "tests/integration/metrics_scrape.h"
 #include "tests/integration/server_process.h"
 
@@ -241,6 +242,28 @@ TEST(MetricsTest, ProcessMetrics) {
   EXPECT_GE(m.at("process_cpu_seconds_total"), 0);
   const double now = absl::ToUnixSeconds(absl::Now());
   EXPECT_NEAR(m.at("process_start_time_seconds"), now, 120);
+}
+
+// The shared-memory gauges follow registrations: a region's bytes are
+// mapped from Register to Unregister.
+TEST(MetricsTest, SharedMemoryGaugesFollowRegions) {
+  ServerProcess server;  // loopback: shared memory is on
+  auto client = Client::Connect(server.address()).value();
+  const auto sample = [&](const std::string& series) {
+    return Value(Scrape(server.metrics_url()), series);
+  };
+  EXPECT_EQ(sample("ptoserve_shared_memory_regions"), 0);
+  EXPECT_EQ(sample("ptoserve_shared_memory_mapped_bytes"), 0);
+  auto one = SharedRegion::Create(*client, 1 << 20).value();
+  auto two = SharedRegion::Create(*client, 3 << 20).value();
+  EXPECT_EQ(sample("ptoserve_shared_memory_regions"), 2);
+  EXPECT_EQ(sample("ptoserve_shared_memory_mapped_bytes"), 4 << 20);
+  ASSERT_TRUE(client->UnregisterRegion(one->name()).ok());
+  EXPECT_EQ(sample("ptoserve_shared_memory_regions"), 1);
+  EXPECT_EQ(sample("ptoserve_shared_memory_mapped_bytes"), 3 << 20);
+  ASSERT_TRUE(client->UnregisterRegion(two->name()).ok());
+  EXPECT_EQ(sample("ptoserve_shared_memory_regions"), 0);
+  EXPECT_EQ(sample("ptoserve_shared_memory_mapped_bytes"), 0);
 }
 
 TEST(MetricsTest, OnlyMetricsIsServed) {
