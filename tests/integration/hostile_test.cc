@@ -505,8 +505,8 @@ TEST_F(HostileTest, LargestProgramsBackToBackLeaveOthersServed) {
 // of 4000 tiles and 20,000 instructions took 12.7 s and 1.3 GiB. Now a read
 // over many segments follows them all once and stands for them (the
 // engine's BufferHazards): 0.17 s and 11 MiB in a fastbuild, up to 0.29 s
-// with three other tests running on the two cores (CPU time grows with
-// contention for either build), hence a bound of 0.4 s.
+// with another test running beside it on the two cores (CPU time grows
+// with contention for either build), hence a bound of 0.4 s.
 TEST_F(HostileTest, ReadsOverManyWrittenTilesInABufferStayCheap) {
   Start();
   v1::Job job;
