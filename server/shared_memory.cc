@@ -282,8 +282,23 @@ absl::Status SharedMemoryRegistry::Off() {
       "default when the server listens beyond loopback)");
 }
 
+absl::Status CallerMayMap(uid_t caller, const struct stat& st,
+                          absl::string_view key) {
+  constexpr mode_t kOwnerRw = S_IRUSR | S_IWUSR, kOtherRw = S_IROTH | S_IWOTH;
+  if (caller == 0) return absl::OkStatus();
+  if (st.st_uid == caller && (st.st_mode & kOwnerRw) == kOwnerRw) {
+    return absl::OkStatus();
+  }
+  if ((st.st_mode & kOtherRw) == kOtherRw) return absl::OkStatus();
+  return absl::PermissionDeniedError(absl::StrFormat(
+      "shared-memory object %s belongs to user %u with mode %04o: the caller "
+      "(user %u) could not open it for reading and writing, so the server "
+      "does not map it for the caller (group permission does not count)",
+      ShortQuote(key), st.st_uid, st.st_mode & 07777, caller));
+}
+
 absl::StatusOr<v1::Region> SharedMemoryRegistry::Register(
-    const v1::RegisterRequest& request) {
+    const v1::RegisterRequest& request, uid_t caller) {
   if (!enabled()) return Off();
   PTO_RETURN_IF_ERROR(CheckName(request.name()));
   PTO_RETURN_IF_ERROR(CheckKey(request.key(), options_.key_prefix));
@@ -336,6 +351,7 @@ absl::StatusOr<v1::Region> SharedMemoryRegistry::Register(
         absl::StrFormat("shared-memory object %s is not a regular object",
                         ShortQuote(request.key())));
   }
+  PTO_RETURN_IF_ERROR(CallerMayMap(caller, st, request.key()));
   if (!Within(offset, size, static_cast<uint64_t>(st.st_size))) {
     return absl::OutOfRangeError(absl::StrFormat(
         "the region at offset %u of %u bytes reaches past the end of "

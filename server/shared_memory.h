@@ -17,6 +17,7 @@
 #ifndef PTOSERVE_SERVER_SHARED_MEMORY_H_
 #define PTOSERVE_SERVER_SHARED_MEMORY_H_
 
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include <atomic>
@@ -117,6 +118,14 @@ class RegionUse {
   std::shared_ptr<MappedRegion> region_;
 };
 
+// OK when a process of user `caller` could open the object `st` describes
+// for reading and writing: `caller` is root, or owns it with read and write
+// permission, or every user has both. Group permission does not count (the
+// server cannot see the caller's groups). Else PERMISSION_DENIED naming
+// `key`, its owner and mode.
+absl::Status CallerMayMap(uid_t caller, const struct stat& st,
+                          absl::string_view key);
+
 // The regions registered with one server.
 class SharedMemoryRegistry {
  public:
@@ -127,9 +136,13 @@ class SharedMemoryRegistry {
   const SharedMemoryOptions& options() const { return options_; }
   bool enabled() const { return options_.enabled; }
 
-  // SharedMemory.Register: opens and maps the object, counting the
-  // region's bytes against the memory budget. Errors as service.proto says.
-  absl::StatusOr<v1::Region> Register(const v1::RegisterRequest& request);
+  // SharedMemory.Register for a caller running as user `caller`: opens and
+  // maps the object, counting the region's bytes against the memory
+  // budget. The server maps only objects the caller could open for reading
+  // and writing itself (CallerMayMap), never one it reaches through the
+  // server's own permissions. Errors as service.proto says.
+  absl::StatusOr<v1::Region> Register(const v1::RegisterRequest& request,
+                                      uid_t caller);
   // SharedMemory.Unregister: forgets the name; the mapping lasts while jobs
   // use it. NOT_FOUND for a name not registered.
   absl::StatusOr<v1::Region> Unregister(absl::string_view name);

@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "server/peer_credentials.h"
 #include "server/service.h"
 
 namespace ptoserve {
@@ -25,7 +26,14 @@ grpc::ServerUnaryReactor* SharedMemoryService::Register(
   if (absl::Status allowed = Authorize(*context); !allowed.ok()) {
     return Answer<v1::Region>(context, allowed, region);
   }
-  return Answer(context, registry_->Register(*request), region);
+  if (!registry_->enabled()) {
+    return Answer<v1::Region>(context, SharedMemoryRegistry::Off(), region);
+  }
+  // The caller's user, from its end of the connection: the server maps only
+  // what that user could open itself.
+  absl::StatusOr<uid_t> caller = PeerUid(context->peer());
+  if (!caller.ok()) return Answer<v1::Region>(context, caller.status(), region);
+  return Answer(context, registry_->Register(*request, *caller), region);
 }
 
 grpc::ServerUnaryReactor* SharedMemoryService::Unregister(

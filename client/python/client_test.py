@@ -10,7 +10,9 @@ repository root after `bazel build //server:ptoserve //client/python:all`:
 import asyncio
 import concurrent.futures
 import itertools
+import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -939,6 +941,45 @@ class SharedMemoryTest(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, "reach past the end"):
             region.view((1 << 20) - 4, (1, 2), np.int32)
 
+    @unittest.skipUnless(os.geteuid() == 0, "needs root, to run a client "
+                         "as another user")
+    def test_other_users_objects_are_refused(self):
+        # The server runs as root and could open anything; it maps only what
+        # the caller (nobody, from its socket's owner) could open itself.
+        key = f"/ptoserve-{os.getpid()}-secret"
+        fd = os.open("/dev/shm" + key, os.O_CREAT | os.O_EXCL | os.O_RDWR,
+                     0o600)
+        os.write(fd, b"secret".ljust(64, b"."))
+        os.close(fd)
+        # The packages, where nobody can read them (runfiles may be under
+        # a home only root may enter).
+        with tempfile.TemporaryDirectory(dir="/tmp") as path:
+            import grpc_health
+            import ptoserve
+            import ptoserve_client
+            for package in (grpc_health, ptoserve, ptoserve_client):
+                source = os.path.dirname(package.__file__)
+                shutil.copytree(source, os.path.join(
+                    path, os.path.basename(source)))
+            for root, dirs, files in os.walk(path):
+                for name in dirs + files:
+                    os.chmod(os.path.join(root, name), 0o755)
+            os.chmod(path, 0o755)
+            run = subprocess.run(
+                [sys.executable, "-c", OTHER_USER_SCRIPT, self.address, key],
+                cwd=path, env={"PYTHONPATH": path, "PATH": "/usr/bin:/bin"},
+                user=65534, group=65534, extra_groups=[],
+                capture_output=True, text=True, timeout=60)
+        os.unlink("/dev/shm" + key)
+        self.assertEqual(run.returncode, 0, run.stderr)
+        out = json.loads(run.stdout)
+        code, message = out["stolen"]
+        self.assertEqual(code, "PERMISSION_DENIED")
+        self.assertIn(f"belongs to user 0 with mode 0600: the caller (user "
+                      f"65534) could not open it", message)
+        self.assertNotIn("stolen", [r.name for r in self.client.list_regions()])
+        self.assertEqual(out["own"], [[i ^ 0x0f for i in range(16)]])
+
     def test_shared_operands_match_numpy_and_the_bytes_path(self):
         before = self.jobs_total(self.region)
         shared_jobs = 0
@@ -1309,6 +1350,35 @@ class SharedMemoryTest(unittest.TestCase):
             self.assertFalse(os.path.exists(shm_path(kept)))
 
         asyncio.run(main())
+
+
+# Run as another user by SharedMemoryTest.test_other_users_objects_are_refused:
+# registers the object argv[2] names (which that user may not open), then a
+# region of its own, and prints both outcomes.
+OTHER_USER_SCRIPT = r"""
+import json, sys
+import grpc
+import numpy as np
+from ptoserve.v1 import service_pb2, service_pb2_grpc
+from ptoserve_client import Client
+address, key = sys.argv[1], sys.argv[2]
+out = {}
+with grpc.insecure_channel(address) as channel:
+    stub = service_pb2_grpc.SharedMemoryStub(channel)
+    try:
+        stub.Register(service_pb2.RegisterRequest(name="stolen", key=key,
+                                                  size=64), timeout=10)
+        out["stolen"] = "OK"
+    except grpc.RpcError as e:
+        out["stolen"] = [e.code().name, e.details()]
+with Client(address, timeout=10) as client, \
+        client.shared_region(1 << 12) as region:
+    a = region.asarray(np.arange(16, dtype=np.uint8).reshape(1, 16))
+    c = region.array((1, 16), np.uint8)
+    client.txor(a, 0x0f, out=c)
+    out["own"] = c.tolist()
+print(json.dumps(out))
+"""
 
 
 class SharedMemoryOffTest(unittest.TestCase):

@@ -769,7 +769,7 @@ FuzzShared& Shared() {
       request.set_key(key);
       request.set_offset(offset);
       request.set_size(size);
-      if (!s->registry->Register(request).ok()) abort();
+      if (!s->registry->Register(request, getuid()).ok()) abort();
     }
     shm_unlink(key.c_str());
     return s;

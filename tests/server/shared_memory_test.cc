@@ -91,7 +91,7 @@ TEST(SharedMemoryTest, RegistersMapsListsAndUnregisters) {
   MemoryBudget budget(1 << 20);
   SharedMemoryRegistry registry(On(), &budget);
   absl::StatusOr<v1::Region> region =
-      registry.Register(Request("r", object.key(), 5000, 3000));
+      registry.Register(Request("r", object.key(), 5000, 3000), getuid());
   ASSERT_TRUE(region.ok()) << region.status();
   EXPECT_EQ(region->name(), "r");
   EXPECT_EQ(region->key(), object.key());
@@ -183,7 +183,7 @@ TEST(SharedMemoryTest, RefusesWhatCannotBeARegion) {
        absl::StatusCode::kResourceExhausted, "memory budget"},
   };
   for (const Case& c : cases) {
-    absl::StatusOr<v1::Region> got = registry.Register(c.request);
+    absl::StatusOr<v1::Region> got = registry.Register(c.request, getuid());
     EXPECT_EQ(got.status().code(), c.code) << c.request.ShortDebugString();
     EXPECT_THAT(std::string(got.status().message()), HasSubstr(c.says))
         << c.request.ShortDebugString();
@@ -192,15 +192,18 @@ TEST(SharedMemoryTest, RefusesWhatCannotBeARegion) {
   EXPECT_EQ(registry.List().regions_size(), 0);
 
   // The same name twice; more than max_regions.
-  ASSERT_TRUE(registry.Register(Request("r", object.key(), 0, 10)).ok());
-  EXPECT_EQ(
-      registry.Register(Request("r", object.key(), 0, 10)).status().code(),
-      absl::StatusCode::kAlreadyExists);
+  ASSERT_TRUE(
+      registry.Register(Request("r", object.key(), 0, 10), getuid()).ok());
+  EXPECT_EQ(registry.Register(Request("r", object.key(), 0, 10), getuid())
+                .status()
+                .code(),
+            absl::StatusCode::kAlreadyExists);
   for (const char* name : {"s", "t", "u"}) {
-    ASSERT_TRUE(registry.Register(Request(name, object.key(), 0, 10)).ok());
+    ASSERT_TRUE(
+        registry.Register(Request(name, object.key(), 0, 10), getuid()).ok());
   }
   absl::StatusOr<v1::Region> fifth =
-      registry.Register(Request("v", object.key(), 0, 10));
+      registry.Register(Request("v", object.key(), 0, 10), getuid());
   EXPECT_EQ(fifth.status().code(), absl::StatusCode::kResourceExhausted);
   EXPECT_THAT(std::string(fifth.status().message()),
               HasSubstr("--max_shared_regions"));
@@ -218,15 +221,61 @@ TEST(SharedMemoryTest, NeverFollowsALinkNorOpensADirectory) {
   MemoryBudget budget(1 << 20);
   SharedMemoryRegistry registry(On(), &budget);
   absl::StatusOr<v1::Region> linked =
-      registry.Register(Request("l", link, 0, 1));
+      registry.Register(Request("l", link, 0, 1), getuid());
   EXPECT_EQ(linked.status().code(), absl::StatusCode::kPermissionDenied);
   EXPECT_THAT(std::string(linked.status().message()),
               HasSubstr("symbolic link"));
   absl::StatusOr<v1::Region> directory =
-      registry.Register(Request("d", dir, 0, 1));
+      registry.Register(Request("d", dir, 0, 1), getuid());
   EXPECT_FALSE(directory.ok());
   unlink(absl::StrCat("/dev/shm", link).c_str());
   rmdir(absl::StrCat("/dev/shm", dir).c_str());
+}
+
+// The server maps only what the caller could open for reading and writing
+// itself: its own object with rw for its owner, or one every user may read
+// and write; root may map anything. Group permission does not count.
+TEST(SharedMemoryTest, MapsOnlyWhatTheCallerCouldOpen) {
+  // The rule alone, for users that are not root.
+  const uid_t owner = 1000, other = 65534;
+  struct stat st {};
+  st.st_mode = S_IFREG | 0600;
+  st.st_uid = owner;
+  EXPECT_TRUE(CallerMayMap(owner, st, "/ptoserve-x").ok());
+  EXPECT_TRUE(CallerMayMap(0, st, "/ptoserve-x").ok());
+  absl::Status denied = CallerMayMap(other, st, "/ptoserve-x");
+  EXPECT_EQ(denied.code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_THAT(std::string(denied.message()),
+              HasSubstr(absl::StrCat("belongs to user ", owner,
+                                     " with mode 0600: the caller (user ",
+                                     other, ")")));
+  for (mode_t mode : {0400, 0200, 0000, 0660, 0604, 0602}) {
+    st.st_mode = S_IFREG | mode;
+    EXPECT_EQ(CallerMayMap(other, st, "/ptoserve-x").code(),
+              absl::StatusCode::kPermissionDenied)
+        << std::oct << mode;
+  }
+  st.st_mode = S_IFREG | 0400;  // the owner may not write it either
+  EXPECT_EQ(CallerMayMap(owner, st, "/ptoserve-x").code(),
+            absl::StatusCode::kPermissionDenied);
+  st.st_mode = S_IFREG | 0666;
+  EXPECT_TRUE(CallerMayMap(other, st, "/ptoserve-x").ok());
+
+  // Through Register, on a real object (0600, this process's user's).
+  const uid_t self = geteuid();
+  const uid_t stranger = self == 65534 ? 65533 : 65534;
+  Object object(4096);
+  MemoryBudget budget(1 << 20);
+  SharedMemoryRegistry registry(On(), &budget);
+  absl::StatusOr<v1::Region> stolen =
+      registry.Register(Request("r", object.key(), 0, 64), stranger);
+  EXPECT_EQ(stolen.status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(budget.held(), 0u);
+  EXPECT_EQ(registry.mapped_bytes(), 0u);
+  EXPECT_TRUE(registry.Register(Request("r", object.key(), 0, 64), self).ok());
+  ASSERT_EQ(chmod(absl::StrCat("/dev/shm", object.key()).c_str(), 0666), 0);
+  EXPECT_TRUE(
+      registry.Register(Request("s", object.key(), 0, 64), stranger).ok());
 }
 
 TEST(SharedMemoryTest, OffRefusesEverything) {
@@ -235,7 +284,9 @@ TEST(SharedMemoryTest, OffRefusesEverything) {
   SharedMemoryOptions off = On();
   off.enabled = false;
   SharedMemoryRegistry registry(off, &budget);
-  EXPECT_EQ(registry.Register(Request("r", object.key(), 0, 1)).status().code(),
+  EXPECT_EQ(registry.Register(Request("r", object.key(), 0, 1), getuid())
+                .status()
+                .code(),
             absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(registry.Unregister("r").status().code(),
             absl::StatusCode::kFailedPrecondition);
@@ -247,7 +298,8 @@ TEST(SharedMemoryTest, SlicesStayInTheirRegionWhateverTheNumbers) {
   Object object(8192);
   MemoryBudget budget(1 << 20);
   SharedMemoryRegistry registry(On(), &budget);
-  ASSERT_TRUE(registry.Register(Request("r", object.key(), 100, 1000)).ok());
+  ASSERT_TRUE(
+      registry.Register(Request("r", object.key(), 100, 1000), getuid()).ok());
   JobRegions job(&registry);
   struct Case {
     uint64_t offset, size;
@@ -284,10 +336,13 @@ TEST(SharedMemoryTest, WrittenSlicesOverlapNothingElseEvenUnderTwoNames) {
   MemoryBudget budget(1 << 20);
   SharedMemoryRegistry registry(On(), &budget);
   // "r" and "s" are the same object, "s" starting 1000 bytes in.
-  ASSERT_TRUE(registry.Register(Request("r", object.key(), 0, 8192)).ok());
-  ASSERT_TRUE(registry.Register(Request("s", object.key(), 1000, 4000)).ok());
+  ASSERT_TRUE(
+      registry.Register(Request("r", object.key(), 0, 8192), getuid()).ok());
+  ASSERT_TRUE(
+      registry.Register(Request("s", object.key(), 1000, 4000), getuid()).ok());
   Object other(8192);
-  ASSERT_TRUE(registry.Register(Request("o", other.key(), 0, 8192)).ok());
+  ASSERT_TRUE(
+      registry.Register(Request("o", other.key(), 0, 8192), getuid()).ok());
 
   struct Use {
     const char* region;
@@ -341,7 +396,8 @@ TEST(SharedMemoryTest, AnObjectCutShortIsRefusedBeforeUse) {
   Object object(8192);
   MemoryBudget budget(1 << 20);
   SharedMemoryRegistry registry(On(), &budget);
-  ASSERT_TRUE(registry.Register(Request("r", object.key(), 4096, 4096)).ok());
+  ASSERT_TRUE(
+      registry.Register(Request("r", object.key(), 4096, 4096), getuid()).ok());
   object.Truncate(6000);
   JobRegions job(&registry);
   absl::StatusOr<absl::Span<uint8_t>> got =
@@ -356,7 +412,8 @@ TEST(SharedMemoryTest, AnObjectCutShortDuringUseFaultsIntoAnError) {
   Object object(kBytes);
   MemoryBudget budget(4 << 20);
   SharedMemoryRegistry registry(On(), &budget);
-  ASSERT_TRUE(registry.Register(Request("r", object.key(), 0, kBytes)).ok());
+  ASSERT_TRUE(
+      registry.Register(Request("r", object.key(), 0, kBytes), getuid()).ok());
   JobRegions job(&registry);
   absl::StatusOr<absl::Span<uint8_t>> bytes =
       job.Resolve(Slice("r", 0, kBytes), "a", false);

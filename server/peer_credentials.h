@@ -1,0 +1,33 @@
+// Which user a caller on this host runs as, from the TCP connection its
+// call came on: the kernel's socket tables (/proc/net/tcp, /proc/net/tcp6)
+// list each socket with its address and the user that opened it, so the
+// client's end of a loopback connection names the client's user. The
+// shared-memory path uses it to map only objects the caller itself could
+// open (server/shared_memory.h).
+#ifndef PTOSERVE_SERVER_PEER_CREDENTIALS_H_
+#define PTOSERVE_SERVER_PEER_CREDENTIALS_H_
+
+#include <sys/types.h>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace ptoserve {
+
+// The user id that owns the established TCP socket at `peer`, gRPC's peer
+// string for a call ("ipv4:127.0.0.1:54321", "ipv6:[::1]:54321", or
+// "fd:N" for a connection this process accepted as descriptor N), in this
+// network namespace. PERMISSION_DENIED, saying why, when `peer` is not a
+// TCP address, when no socket of this host has that address (the caller is
+// on another host or in another network namespace), or when sockets of two
+// users do.
+absl::StatusOr<uid_t> PeerUid(absl::string_view peer);
+
+// The same, looked up in `tcp` and `tcp6`, the texts of /proc/net/tcp and
+// /proc/net/tcp6.
+absl::StatusOr<uid_t> PeerUidIn(absl::string_view peer, absl::string_view tcp,
+                                absl::string_view tcp6);
+
+}  // namespace ptoserve
+
+#endif  // PTOSERVE_SERVER_PEER_CREDENTIALS_H_

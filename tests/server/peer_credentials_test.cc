@@ -1,0 +1,228 @@
+// Which user a caller runs as, from the kernel's socket tables: parsing
+// gRPC's peer strings and the tables' hex, the refusals, and real loopback
+// connections made by this process and (as root) by a child of another
+// user.
+#include "server/peer_credentials.h"
+
+#include <arpa/inet.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+
+namespace ptoserve {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr char kHeader[] =
+    "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when "
+    "retrnsmt   uid  timeout inode\n";
+
+// One table line: local and remote endpoint in the kernel's hex, state,
+// uid.
+std::string Line(const std::string& local, const std::string& remote,
+                 const std::string& state, int uid) {
+  return absl::StrCat("   0: ", local, " ", remote, " ", state,
+                      " 00000000:00000000 00:00000000 00000000 ", uid,
+                      "        0 12345 1 0000000000000000 20 4 30 10 -1\n");
+}
+
+// 127.0.0.1 as the kernel prints it on a little-endian machine: the
+// address's bytes in memory, read as a host integer.
+std::string V4Hex(const char* address) {
+  in_addr a;
+  EXPECT_EQ(inet_pton(AF_INET, address, &a), 1);
+  uint32_t word;
+  std::memcpy(&word, &a, 4);
+  char hex[9];
+  snprintf(hex, sizeof(hex), "%08X", word);
+  return hex;
+}
+
+std::string V6Hex(const char* address) {
+  in6_addr a;
+  EXPECT_EQ(inet_pton(AF_INET6, address, &a), 1);
+  std::string hex;
+  for (int w = 0; w < 4; ++w) {
+    uint32_t word;
+    std::memcpy(&word, a.s6_addr + 4 * w, 4);
+    char part[9];
+    snprintf(part, sizeof(part), "%08X", word);
+    hex += part;
+  }
+  return hex;
+}
+
+TEST(PeerUidInTest, FindsTheCallersSocketInEitherTable) {
+  const std::string server4 = V4Hex("127.0.0.1") + ":C351";  // port 50001
+  const std::string tcp =
+      std::string(kHeader) +
+      Line(server4, V4Hex("127.0.0.1") + ":D431", "01", 0) +  // the server's
+      Line(V4Hex("127.0.0.1") + ":D431", server4, "01", 1000) +
+      Line(V4Hex("127.0.0.2") + ":0050", server4, "01", 1001);
+  const std::string tcp6 =
+      std::string(kHeader) +
+      Line(V6Hex("::1") + ":1F90", V6Hex("::1") + ":C351", "01", 1002) +
+      Line(V6Hex("::ffff:127.0.0.1") + ":1F91", server4, "01", 1003);
+  EXPECT_EQ(PeerUidIn("ipv4:127.0.0.1:54321", tcp, tcp6).value(), 1000u);
+  EXPECT_EQ(PeerUidIn("ipv4:127.0.0.2:80", tcp, tcp6).value(), 1001u);
+  EXPECT_EQ(PeerUidIn("ipv6:[::1]:8080", tcp, tcp6).value(), 1002u);
+  EXPECT_EQ(PeerUidIn("ipv6:%5B::1%5D:8080", tcp, tcp6).value(), 1002u);
+  // A dual-stack client socket lists an IPv4 peer in tcp6, mapped.
+  EXPECT_EQ(PeerUidIn("ipv4:127.0.0.1:8081", tcp, tcp6).value(), 1003u);
+  EXPECT_EQ(PeerUidIn("ipv6:[::ffff:127.0.0.1]:8081", tcp, tcp6).value(),
+            1003u);
+}
+
+TEST(PeerUidInTest, RefusesWhatItCannotTell) {
+  const std::string server4 = V4Hex("127.0.0.1") + ":C351";
+  const std::string tcp =
+      std::string(kHeader) +
+      // Not ESTABLISHED (0A: LISTEN, 06: TIME_WAIT): not a caller.
+      Line(V4Hex("127.0.0.1") + ":0001", "00000000:0000", "0A", 1000) +
+      Line(V4Hex("127.0.0.1") + ":0002", server4, "06", 1000) +
+      // One address, sockets of two users.
+      Line(V4Hex("127.0.0.1") + ":0003", server4, "01", 1000) +
+      Line(V4Hex("127.0.0.1") + ":0003", V4Hex("127.0.0.1") + ":C352", "01",
+           1001) +
+      "garbage line\n   1: ZZZZ:1 2 01 x x x 7\n";
+  for (const char* peer : {"ipv4:127.0.0.1:1", "ipv4:127.0.0.1:2",
+                           "ipv4:10.0.0.1:3", "ipv6:[::1]:1"}) {
+    absl::StatusOr<uid_t> got = PeerUidIn(peer, tcp, "");
+    EXPECT_EQ(got.status().code(), absl::StatusCode::kPermissionDenied) << peer;
+    EXPECT_THAT(got.status().message(), HasSubstr("no socket on this host"))
+        << peer;
+  }
+  absl::StatusOr<uid_t> two = PeerUidIn("ipv4:127.0.0.1:3", tcp, "");
+  EXPECT_EQ(two.status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_THAT(two.status().message(), HasSubstr("two users (1000 and 1001)"));
+  for (const char* peer :
+       {"unix:/tmp/sock", "", "ipv4:", "ipv4:127.0.0.1", "ipv4:127.0.0.1:x",
+        "ipv4:127.0.0.1:65536", "ipv6:::1:80", "ipv4:300.0.0.1:1"}) {
+    absl::StatusOr<uid_t> got = PeerUidIn(peer, tcp, "");
+    EXPECT_EQ(got.status().code(), absl::StatusCode::kPermissionDenied) << peer;
+    EXPECT_THAT(got.status().message(), HasSubstr("not on a TCP connection"))
+        << peer;
+  }
+}
+
+// A loopback listener; Accept gives the peer as gRPC would name it.
+class Listener {
+ public:
+  Listener() {
+    fd_ = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+    EXPECT_EQ(listen(fd_, 4), 0);
+    socklen_t n = sizeof(a);
+    getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &n);
+    port_ = ntohs(a.sin_port);
+  }
+  ~Listener() {
+    for (int c : accepted_) close(c);
+    close(fd_);
+  }
+  uint16_t port() const { return port_; }
+  int last_accepted() const { return accepted_.back(); }
+
+  // Accepts one connection; its peer as "ipv4:ADDRESS:PORT".
+  std::string AcceptPeer() {
+    sockaddr_in a{};
+    socklen_t n = sizeof(a);
+    const int c = accept(fd_, reinterpret_cast<sockaddr*>(&a), &n);
+    EXPECT_GE(c, 0);
+    accepted_.push_back(c);
+    char host[INET_ADDRSTRLEN];
+    inet_ntop(AF_INET, &a.sin_addr, host, sizeof(host));
+    return absl::StrCat("ipv4:", host, ":", ntohs(a.sin_port));
+  }
+
+ private:
+  int fd_ = -1;
+  uint16_t port_ = 0;
+  std::vector<int> accepted_;
+};
+
+int Connect(uint16_t port) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(port);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) return -1;
+  return fd;
+}
+
+TEST(PeerUidTest, NamesThisProcesssUserOnARealConnection) {
+  Listener listener;
+  const int client = Connect(listener.port());
+  ASSERT_GE(client, 0);
+  const std::string peer = listener.AcceptPeer();
+  absl::StatusOr<uid_t> got = PeerUid(peer);
+  ASSERT_TRUE(got.ok()) << peer << ": " << got.status();
+  EXPECT_EQ(*got, geteuid());
+  // As gRPC names a connection the server accepted itself: its descriptor.
+  const std::string fd = absl::StrCat("fd:", listener.last_accepted());
+  got = PeerUid(fd);
+  ASSERT_TRUE(got.ok()) << fd << ": " << got.status();
+  EXPECT_EQ(*got, geteuid());
+  // A descriptor that is not a connected TCP socket names nobody.
+  int pipe_fds[2];
+  ASSERT_EQ(pipe(pipe_fds), 0);
+  for (int bad : {pipe_fds[0], 100000}) {
+    EXPECT_EQ(PeerUid(absl::StrCat("fd:", bad)).status().code(),
+              absl::StatusCode::kPermissionDenied)
+        << bad;
+  }
+  close(pipe_fds[0]);
+  close(pipe_fds[1]);
+  close(client);
+}
+
+TEST(PeerUidTest, NamesAnotherUsersProcess) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root, to run a child as nobody";
+  constexpr uid_t kNobody = 65534;
+  Listener listener;
+  int done[2];
+  ASSERT_EQ(pipe(done), 0);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    // Only system calls here: the child becomes nobody, connects and waits
+    // for the parent to look.
+    if (setgid(kNobody) != 0 || setuid(kNobody) != 0) _exit(2);
+    const int fd = Connect(listener.port());
+    if (fd < 0) _exit(3);
+    char byte;
+    (void)!read(done[0], &byte, 1);
+    _exit(0);
+  }
+  const std::string peer = listener.AcceptPeer();
+  absl::StatusOr<uid_t> got = PeerUid(peer);
+  absl::StatusOr<uid_t> by_fd =
+      PeerUid(absl::StrCat("fd:", listener.last_accepted()));
+  (void)!write(done[1], "x", 1);
+  int status = 0;
+  waitpid(child, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  ASSERT_TRUE(got.ok()) << peer << ": " << got.status();
+  EXPECT_EQ(*got, kNobody);
+  ASSERT_TRUE(by_fd.ok()) << by_fd.status();
+  EXPECT_EQ(*by_fd, kNobody);
+  close(done[0]);
+  close(done[1]);
+}
+
+}  // namespace
+}  // namespace ptoserve
