@@ -375,7 +375,7 @@ class WireScan {
     Message(kJobFields,
             [&](int field, uint32_t length) { JobField(field, length); });
     PTO_RETURN_IF_ERROR(Verdict("ptoserve.v1.Job"));
-    return WireShape{tiles_, instructions_, assembly_bytes_};
+    return WireShape{tiles_, instructions_, assembly_bytes_, std::move(id_)};
   }
 
   absl::StatusOr<BatchShape> RunBatch(size_t max_jobs) {
@@ -570,7 +570,13 @@ class WireScan {
         assembly_bytes_ = length;
         return Skip(length);
       case 1:  // id, echoed in the result
-        return Name(length, "job id");
+        if (job_ != kNoJob || length > kMaxNameBytes) {
+          return Name(length, "job id");
+        }
+        // Kept, so that a job refused before it is parsed is answered with
+        // its id (the last one on the wire, as the parser takes it).
+        if (!in_.ReadString(&id_, static_cast<int>(length))) corrupt_ = true;
+        return;
       default:
         return Skip(length);
     }
@@ -586,6 +592,7 @@ class WireScan {
   size_t unknown_ = 0, tiles_ = 0, instructions_ = 0, outputs_ = 0, waits_ = 0;
   size_t placed_ = 0;  // output_regions entries
   size_t assembly_bytes_ = 0;
+  std::string id_;  // the Job's id, outside a batch
 };
 
 }  // namespace

@@ -73,6 +73,7 @@ struct WireShape {
   size_t tiles = 0;
   size_t instructions = 0;
   size_t assembly_bytes = 0;
+  std::string id;  // Job.id, when it is a name (CheckJobWire only)
 };
 absl::StatusOr<WireShape> CheckJobWire(
     google::protobuf::io::ZeroCopyInputStream* bytes, size_t size,

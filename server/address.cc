@@ -37,7 +37,11 @@ bool IsLoopbackAddress(const std::string& address) {
       if ((ntohl(in->sin_addr.s_addr) >> 24) != 127) return false;
     } else if (a->ai_family == AF_INET6) {
       const auto* in6 = reinterpret_cast<const sockaddr_in6*>(a->ai_addr);
-      if (!IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr)) return false;
+      const in6_addr& a = in6->sin6_addr;
+      // ::1, or an IPv4 loopback address written as ::ffff:127.x.y.z.
+      const bool mapped_loopback =
+          IN6_IS_ADDR_V4MAPPED(&a) && a.s6_addr[12] == 127;
+      if (!IN6_IS_ADDR_LOOPBACK(&a) && !mapped_loopback) return false;
     } else {
       return false;
     }

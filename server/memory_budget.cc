@@ -29,8 +29,8 @@ absl::StatusOr<MemoryBudget::Hold> MemoryBudget::Reserve(uint64_t bytes) {
     if (bytes > limit_ || held > limit_ - bytes) {
       return absl::ResourceExhaustedError(absl::StrFormat(
           "the server's memory budget is full: this job needs %u bytes and "
-          "%u of %u (--memory_budget_mb) are held by jobs in flight; retry "
-          "later",
+          "%u of %u (--memory_budget_mb) are held by jobs in flight and "
+          "registered shared-memory regions; retry later",
           bytes, held, limit_));
     }
   } while (!held_.compare_exchange_weak(held, held + bytes,

@@ -356,7 +356,7 @@ class TileComputeService::JobStream final
       // Its id is unknown: the result carries none, and the stream goes on.
       Push(Encoded(Failed("", shape.status())), MemoryBudget::Hold());
     } else if (Light(*shape, request_bytes)) {
-      Take(service_->Decode(request_, what), request_bytes);
+      Take(service_->Decode(request_, what), request_bytes, shape->id);
     } else {
       // Decoded off gRPC's threads; the task shares the slices, which
       // count against the memory budget while it waits.
@@ -370,19 +370,20 @@ class TileComputeService::JobStream final
         --decoding_;
         service_->metrics_->JobAnswered(JobRecord("unknown"),
                                         absl::StatusCode::kResourceExhausted);
-        Push(Encoded(Failed("", queued.status())), MemoryBudget::Hold());
+        Push(Encoded(Failed(shape->id, queued.status())), MemoryBudget::Hold());
       } else if (!service_->decoders_->Post(
-                     [this, bytes, hold, what, request_bytes] {
+                     [this, bytes, hold, what, request_bytes, id = shape->id] {
                        absl::StatusOr<std::shared_ptr<const v1::Job>> job =
                            service_->Decode(*bytes, what);
                        MutexLock lock(&mu_);
                        --decoding_;
-                       Take(std::move(job), request_bytes);
+                       Take(std::move(job), request_bytes, id);
                        MaybeRead();
                        MaybeFinish();
                      })) {
         --decoding_;
-        Push(Encoded(Failed("", service_->Busy(what))), MemoryBudget::Hold());
+        Push(Encoded(Failed(shape->id, service_->Busy(what))),
+             MemoryBudget::Hold());
       }
     }
     request_.Clear();
@@ -452,12 +453,13 @@ class TileComputeService::JobStream final
     return bytes;
   }
 
-  // A decoded job (or why it is not one) into the stream.
+  // A decoded job (or why it is not one: answered with `id`, the id read
+  // from its bytes) into the stream.
   void Take(absl::StatusOr<std::shared_ptr<const v1::Job>> job,
-            uint64_t request_bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+            uint64_t request_bytes, const std::string& id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (!job.ok()) {
-      // Its id is unknown: the result carries none, and the stream goes on.
-      Push(Encoded(Failed("", job.status())), MemoryBudget::Hold());
+      Push(Encoded(Failed(id, job.status())), MemoryBudget::Hold());
       return;
     }
     Start(Waiting{std::move(*job), request_bytes});

@@ -85,12 +85,14 @@ TEST(EmbeddedServerTest, SharedMemoryIsOnByDefaultOnlyOnLoopback) {
   };
   // Addresses beyond loopback are judged without listening on them.
   for (const char* address :
-       {"0.0.0.0:50051", ":50051", "[::]:50051", "10.1.2.3:50051"}) {
+       {"0.0.0.0:50051", ":50051", "[::]:50051", "10.1.2.3:50051",
+        "[::ffff:10.1.2.3]:1", "[::2]:1"}) {
     EXPECT_FALSE(IsLoopbackAddress(address)) << address;
   }
   // Numeric addresses only: whether "localhost" resolves depends on the
   // machine's /etc/hosts (a fresh Debian root has no entry for it).
-  for (const char* address : {"127.0.0.1:50051", "127.9.9.9:1", "[::1]:0"}) {
+  for (const char* address : {"127.0.0.1:50051", "127.9.9.9:1", "[::1]:0",
+                              "[::ffff:127.0.0.1]:1", "[::ffff:127.2.0.1]:1"}) {
     EXPECT_TRUE(IsLoopbackAddress(address)) << address;
   }
   const Case cases[] = {

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <random>
 #include <string>
 #include <thread>
@@ -400,6 +401,37 @@ TEST(SharedMemoryTest, AnAnsweredJobHoldsItsRegionNoLonger) {
     absl::StatusOr<v1::Region> next = client->RegisterRegion(again);
     EXPECT_TRUE(next.ok()) << round << ": " << next.status();
   }
+}
+
+// A stream's job refused before it is parsed (its request's bytes do not
+// fit beside a region holding most of the budget) is answered with its id,
+// read from its bytes, so that the client can tell which job it was.
+TEST(SharedMemoryTest, AStreamJobRefusedForTheBudgetKeepsItsId) {
+  ServerProcess server({"--memory_budget_mb=64", "--max_job_mb=16"});
+  auto client = Client::Connect(server.address(), Quick()).value();
+  auto region = SharedRegion::Create(*client, 60 << 20);
+  ASSERT_TRUE(region.ok()) << region.status();
+  std::vector<int32_t> small(16, 7), big(1 << 20, 7);  // 4 MiB: decoded aside
+  std::vector<v1::Job> jobs = {
+      BinaryJob<int32_t>(v1::OPCODE_TAND, {small, small, 4, 4}),
+      BinaryJob<int32_t>(v1::OPCODE_TAND, {big, big, 1024, 1024}),
+      BinaryJob<int32_t>(v1::OPCODE_TAND, {small, small, 4, 4})};
+  jobs[0].set_id("small-1");
+  jobs[1].set_id("big");
+  jobs[2].set_id("small-2");
+  std::map<std::string, v1::JobResult> results;
+  ASSERT_TRUE(client
+                  ->ExecuteStream(jobs,
+                                  [&](v1::JobResult r) {
+                                    results.emplace(r.id(), std::move(r));
+                                  })
+                  .ok());
+  ASSERT_EQ(results.size(), 3u);
+  EXPECT_EQ(results.at("small-1").status().code(), v1::OK);
+  EXPECT_EQ(results.at("small-2").status().code(), v1::OK);
+  EXPECT_EQ(results.at("big").status().code(), v1::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(results.at("big").status().message(),
+              HasSubstr("registered shared-memory regions"));
 }
 
 TEST(SharedMemoryTest, TheSameAuthenticationAsJobs) {

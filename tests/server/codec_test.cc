@@ -725,3 +725,34 @@ TEST(ResultBytesTest, PlacedOutputsTravelAsTheirSliceOnly) {
 
 }  // namespace
 }  // namespace ptoserve
+
+namespace ptoserve {
+namespace {
+
+// The scan keeps a Job's id, so that a job refused before it is parsed is
+// answered with it: the last id on the wire, as the parser takes it.
+TEST(CodecTest, TheWireScanKeepsTheJobsId) {
+  v1::Job job = SmallJob();
+  job.set_id("job-17");
+  std::string bytes = job.SerializeAsString();
+  google::protobuf::io::ArrayInputStream in(bytes.data(),
+                                            static_cast<int>(bytes.size()));
+  absl::StatusOr<WireShape> shape =
+      CheckJobWire(&in, bytes.size(), EngineLimits{});
+  ASSERT_TRUE(shape.ok()) << shape.status();
+  EXPECT_EQ(shape->id, "job-17");
+  v1::Job later;
+  later.set_id("last");
+  bytes += later.SerializeAsString();  // a second id field
+  google::protobuf::io::ArrayInputStream again(bytes.data(),
+                                               static_cast<int>(bytes.size()));
+  shape = CheckJobWire(&again, bytes.size(), EngineLimits{});
+  ASSERT_TRUE(shape.ok()) << shape.status();
+  EXPECT_EQ(shape->id, "last");
+  v1::Job parsed;
+  ASSERT_TRUE(parsed.ParseFromString(bytes));
+  EXPECT_EQ(parsed.id(), shape->id);
+}
+
+}  // namespace
+}  // namespace ptoserve
