@@ -26,11 +26,13 @@ absl::StatusOr<pasm::Program> Assemble(const std::string& text,
 }  // namespace
 
 absl::StatusOr<DecodedJob> DecodeJob(const v1::Job& job, const Engine& engine,
-                                     const SharedMemoryRegistry* shared) {
+                                     const SharedMemoryRegistry* shared,
+                                     CallerUid caller) {
   const EngineLimits& limits = engine.options().limits;
   DecodedJob decoded;
   const bool use_shared = shared != nullptr && shared->enabled();
-  decoded.regions = JobRegions(use_shared ? shared : nullptr);
+  decoded.regions =
+      JobRegions(use_shared ? shared : nullptr, std::move(caller));
   PTO_ASSIGN_OR_RETURN(decoded.spec,
                        ToJobSpec(job, use_shared ? &decoded.regions : nullptr));
   if (!job.assembly().empty()) {

@@ -34,14 +34,15 @@ struct DecodedJob {
 };
 
 // ToJobSpec, with slices of shared memory resolved in `shared` (null: the
-// path is off), then, for a job written as assembly, parses and lowers it
-// onto the job's tiles, within `engine`'s limits and for its targets, and
-// works out how the result's tiles will travel.
-// Errors as ToJobSpec, and "line:column: ..." ones for the assembly; both
-// instructions and assembly set is INVALID_ARGUMENT (pasm::Lower says so).
+// path is off) for a caller of user `caller` (JobRegions), then, for a job
+// written as assembly, parses and lowers it onto the job's tiles, within
+// `engine`'s limits and for its targets, and works out how the result's tiles
+// will travel. Errors as ToJobSpec, and "line:column: ..." ones for the
+// assembly; both instructions and assembly set is INVALID_ARGUMENT (pasm::Lower
+// says so).
 absl::StatusOr<DecodedJob> DecodeJob(
     const v1::Job& job, const Engine& engine,
-    const SharedMemoryRegistry* shared = nullptr);
+    const SharedMemoryRegistry* shared = nullptr, CallerUid caller = nullptr);
 
 }  // namespace ptoserve
 

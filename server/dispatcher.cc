@@ -123,7 +123,8 @@ absl::Status Dispatcher::Submit(const v1::Job& job, uint64_t request_bytes,
                                 const CallInfo& call, bool run_here,
                                 JobRecord* record, Done done,
                                 bool* over_budget) {
-  PTO_ASSIGN_OR_RETURN(DecodedJob decoded, DecodeJob(job, *engine_, shared_));
+  PTO_ASSIGN_OR_RETURN(DecodedJob decoded,
+                       DecodeJob(job, *engine_, shared_, call.caller_uid));
   record->CountInstructions(decoded.spec.instructions);
   JobTicket ticket;
   ticket.deadline = call.deadline;

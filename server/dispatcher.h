@@ -55,6 +55,9 @@ struct CallInfo {
   absl::Time deadline = absl::InfiniteFuture();
   // Whether the caller has gone; may be called on any thread.
   std::function<bool()> cancelled;
+  // The caller's user, asked for while the job is decoded if it names a
+  // shared-memory region (null: a caller inside the process, not checked).
+  CallerUid caller_uid;
 };
 
 class Dispatcher {

@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 #include <array>
 #include <cstdint>
@@ -13,12 +14,17 @@
 #include <string>
 #include <vector>
 
+#include "absl/base/const_init.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "absl/synchronization/mutex.h"
 #include "core/quote.h"
+#include "core/status_macros.h"
+#include "server/mutex.h"
 
 namespace ptoserve {
 
@@ -186,6 +192,34 @@ absl::StatusOr<uid_t> PeerUidIn(absl::string_view peer, absl::string_view tcp,
 
 absl::StatusOr<uid_t> PeerUid(absl::string_view peer) {
   return PeerUidIn(peer, ReadFile("/proc/net/tcp"), ReadFile("/proc/net/tcp6"));
+}
+
+absl::StatusOr<uid_t> CachedPeerUid(absl::string_view peer) {
+  absl::string_view rest = peer;
+  int fd = -1;
+  struct stat st;
+  if (!absl::ConsumePrefix(&rest, "fd:") || !absl::SimpleAtoi(rest, &fd) ||
+      fd < 0 || fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) {
+    return PeerUid(peer);
+  }
+  struct Known {
+    ino_t inode;
+    uid_t uid;
+  };
+  static absl::Mutex mu(absl::kConstInit);
+  // At most one entry a descriptor: bounded by the open-file limit.
+  static auto* known = new absl::flat_hash_map<int, Known>();
+  {
+    MutexLock lock(&mu);
+    auto it = known->find(fd);
+    if (it != known->end() && it->second.inode == st.st_ino) {
+      return it->second.uid;
+    }
+  }
+  PTO_ASSIGN_OR_RETURN(uid_t uid, PeerUid(peer));
+  MutexLock lock(&mu);
+  (*known)[fd] = Known{st.st_ino, uid};
+  return uid;
 }
 
 }  // namespace ptoserve

@@ -23,6 +23,13 @@ namespace ptoserve {
 // users do.
 absl::StatusOr<uid_t> PeerUid(absl::string_view peer);
 
+// PeerUid, remembered for connections this process accepted ("fd:N"): by
+// descriptor, with the socket's inode, so that a descriptor reused for
+// another connection is looked up again. One fstat and a lookup for a
+// connection seen before (the tables are read once per connection); other
+// peers are looked up every time.
+absl::StatusOr<uid_t> CachedPeerUid(absl::string_view peer);
+
 // The same, looked up in `tcp` and `tcp6`, the texts of /proc/net/tcp and
 // /proc/net/tcp6.
 absl::StatusOr<uid_t> PeerUidIn(absl::string_view peer, absl::string_view tcp,

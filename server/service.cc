@@ -13,6 +13,7 @@
 #include "core/status_macros.h"
 #include "grpcpp/support/proto_buffer_reader.h"
 #include "server/mutex.h"
+#include "server/peer_credentials.h"
 
 namespace ptoserve {
 
@@ -74,6 +75,7 @@ absl::Status TileComputeService::Dispatch(const v1::Job& job,
   CallInfo call;
   call.deadline = CallDeadline(*context);
   call.cancelled = [context] { return context->IsCancelled(); };
+  call.caller_uid = [context] { return CachedPeerUid(context->peer()); };
   return dispatcher_->Dispatch(job, request_bytes, call, run_here,
                                std::move(done), may_wait, refusal);
 }

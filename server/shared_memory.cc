@@ -258,6 +258,10 @@ v1::Region MappedRegion::Describe() const {
   return region;
 }
 
+absl::Status MappedRegion::MayUse(uid_t caller) const {
+  return CallerMayMap(caller, owner_, mode_, key_);
+}
+
 RegionUse::RegionUse(std::shared_ptr<MappedRegion> region)
     : region_(std::move(region)) {
   region_->in_flight_.fetch_add(1, std::memory_order_relaxed);
@@ -282,19 +286,20 @@ absl::Status SharedMemoryRegistry::Off() {
       "default when the server listens beyond loopback)");
 }
 
-absl::Status CallerMayMap(uid_t caller, const struct stat& st,
+absl::Status CallerMayMap(uid_t caller, uid_t owner, mode_t mode,
                           absl::string_view key) {
   constexpr mode_t kOwnerRw = S_IRUSR | S_IWUSR, kOtherRw = S_IROTH | S_IWOTH;
   if (caller == 0) return absl::OkStatus();
-  if (st.st_uid == caller && (st.st_mode & kOwnerRw) == kOwnerRw) {
+  if (owner == caller && (mode & kOwnerRw) == kOwnerRw) {
     return absl::OkStatus();
   }
-  if ((st.st_mode & kOtherRw) == kOtherRw) return absl::OkStatus();
+  if ((mode & kOtherRw) == kOtherRw) return absl::OkStatus();
   return absl::PermissionDeniedError(absl::StrFormat(
       "shared-memory object %s belongs to user %u with mode %04o: the caller "
       "(user %u) could not open it for reading and writing, so the server "
-      "does not map it for the caller (group permission does not count)",
-      ShortQuote(key), st.st_uid, st.st_mode & 07777, caller));
+      "does not map or use it for the caller (group permission does not "
+      "count)",
+      ShortQuote(key), owner, mode & 07777, caller));
 }
 
 absl::StatusOr<v1::Region> SharedMemoryRegistry::Register(
@@ -351,7 +356,8 @@ absl::StatusOr<v1::Region> SharedMemoryRegistry::Register(
         absl::StrFormat("shared-memory object %s is not a regular object",
                         ShortQuote(request.key())));
   }
-  PTO_RETURN_IF_ERROR(CallerMayMap(caller, st, request.key()));
+  PTO_RETURN_IF_ERROR(
+      CallerMayMap(caller, st.st_uid, st.st_mode, request.key()));
   if (!Within(offset, size, static_cast<uint64_t>(st.st_size))) {
     return absl::OutOfRangeError(absl::StrFormat(
         "the region at offset %u of %u bytes reaches past the end of "
@@ -371,6 +377,8 @@ absl::StatusOr<v1::Region> SharedMemoryRegistry::Register(
   mapped_bytes_->fetch_add(span, std::memory_order_relaxed);
   region->data_ = static_cast<uint8_t*>(map) + (offset - start);
   region->extent_ = {st.st_dev, st.st_ino, offset};
+  region->owner_ = st.st_uid;
+  region->mode_ = st.st_mode;
   const uintptr_t base = reinterpret_cast<uintptr_t>(map);
   region->guard_ = Guard(base, base + rounded);
   if (region->guard_ < 0) {
@@ -385,7 +393,7 @@ absl::StatusOr<v1::Region> SharedMemoryRegistry::Register(
 }
 
 absl::StatusOr<v1::Region> SharedMemoryRegistry::Unregister(
-    absl::string_view name) {
+    absl::string_view name, uid_t caller) {
   if (!enabled()) return Off();
   PTO_RETURN_IF_ERROR(CheckName(name));
   std::shared_ptr<MappedRegion> region;
@@ -396,6 +404,7 @@ absl::StatusOr<v1::Region> SharedMemoryRegistry::Unregister(
       return absl::NotFoundError(
           absl::StrFormat("no region %s is registered", ShortQuote(name)));
     }
+    PTO_RETURN_IF_ERROR(it->second->MayUse(caller));
     region = std::move(it->second);
     regions_.erase(it);
   }
@@ -447,6 +456,11 @@ absl::StatusOr<absl::Span<uint8_t>> JobRegions::Resolve(
   }
   if (region == nullptr) {
     PTO_ASSIGN_OR_RETURN(RegionUse use, registry_->Use(slice.region()));
+    if (caller_ != nullptr) {
+      if (!caller_uid_.has_value()) caller_uid_ = caller_();
+      PTO_RETURN_IF_ERROR(caller_uid_->status());
+      PTO_RETURN_IF_ERROR(use.region().MayUse(**caller_uid_));
+    }
     // The object's size, checked once a job: a region cut short since it
     // was registered is refused here rather than faulting later.
     PTO_RETURN_IF_ERROR(use.region().CheckIntact());

@@ -22,8 +22,10 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -85,6 +87,11 @@ class MappedRegion {
   // The region as List and Unregister describe it.
   v1::Region Describe() const;
 
+  // OK when user `caller` could open the region's object for reading and
+  // writing itself (CallerMayMap, with its owner and mode at Register), so
+  // that the server does not read or write it for anyone who could not.
+  absl::Status MayUse(uid_t caller) const;
+
  private:
   friend class SharedMemoryRegistry;
   friend class RegionUse;
@@ -92,6 +99,8 @@ class MappedRegion {
 
   std::string name_, key_;
   uint64_t offset_ = 0, size_ = 0;
+  uid_t owner_ = 0;  // the object's, at Register
+  mode_t mode_ = 0;
   Extent extent_{};
   int fd_ = -1;
   void* map_ = nullptr;  // page-aligned start of the mapping
@@ -118,13 +127,18 @@ class RegionUse {
   std::shared_ptr<MappedRegion> region_;
 };
 
-// OK when a process of user `caller` could open the object `st` describes
-// for reading and writing: `caller` is root, or owns it with read and write
-// permission, or every user has both. Group permission does not count (the
-// server cannot see the caller's groups). Else PERMISSION_DENIED naming
-// `key`, its owner and mode.
-absl::Status CallerMayMap(uid_t caller, const struct stat& st,
+// OK when a process of user `caller` could open an object of user `owner`
+// with permission bits `mode` for reading and writing: `caller` is root, or
+// is `owner` with read and write permission, or every user has both. Group
+// permission does not count (the server cannot see the caller's groups).
+// Else PERMISSION_DENIED naming `key`, its owner and mode.
+absl::Status CallerMayMap(uid_t caller, uid_t owner, mode_t mode,
                           absl::string_view key);
+
+// The user a job's caller runs as, asked for when the job first names a
+// region (server/peer_credentials.h); null for callers inside the process,
+// which are not checked.
+using CallerUid = std::function<absl::StatusOr<uid_t>()>;
 
 // The regions registered with one server.
 class SharedMemoryRegistry {
@@ -143,9 +157,11 @@ class SharedMemoryRegistry {
   // server's own permissions. Errors as service.proto says.
   absl::StatusOr<v1::Region> Register(const v1::RegisterRequest& request,
                                       uid_t caller);
-  // SharedMemory.Unregister: forgets the name; the mapping lasts while jobs
-  // use it. NOT_FOUND for a name not registered.
-  absl::StatusOr<v1::Region> Unregister(absl::string_view name);
+  // SharedMemory.Unregister for a caller running as user `caller`: forgets
+  // the name; the mapping lasts while jobs use it. NOT_FOUND for a name not
+  // registered, PERMISSION_DENIED for a caller that may not use it
+  // (MappedRegion::MayUse).
+  absl::StatusOr<v1::Region> Unregister(absl::string_view name, uid_t caller);
   // SharedMemory.List, in name order.
   v1::ListResponse List() const;
   // Regions registered now, and the bytes mapped for regions registered or
@@ -177,9 +193,12 @@ class SharedMemoryRegistry {
 // each region the job names until the job is done with it.
 class JobRegions final : public SharedSlices {
  public:
-  // `registry` must outlive the resolutions' use, not this object.
-  explicit JobRegions(const SharedMemoryRegistry* registry)
-      : registry_(registry) {}
+  // `registry` must outlive the resolutions' use, not this object. Each
+  // region the job names must be one the user `caller` names could open
+  // (MappedRegion::MayUse); null `caller`: not checked.
+  explicit JobRegions(const SharedMemoryRegistry* registry,
+                      CallerUid caller = nullptr)
+      : registry_(registry), caller_(std::move(caller)) {}
 
   absl::StatusOr<absl::Span<uint8_t>> Resolve(const v1::RegionSlice& slice,
                                               absl::string_view tile,
@@ -202,7 +221,9 @@ class JobRegions final : public SharedSlices {
   };
 
   const SharedMemoryRegistry* registry_;
-  std::vector<RegionUse> uses_;  // each region once
+  CallerUid caller_;
+  std::optional<absl::StatusOr<uid_t>> caller_uid_;  // asked once a job
+  std::vector<RegionUse> uses_;                      // each region once
   std::vector<Claim> claims_;
 };
 

@@ -31,7 +31,7 @@ grpc::ServerUnaryReactor* SharedMemoryService::Register(
   }
   // The caller's user, from its end of the connection: the server maps only
   // what that user could open itself.
-  absl::StatusOr<uid_t> caller = PeerUid(context->peer());
+  absl::StatusOr<uid_t> caller = CachedPeerUid(context->peer());
   if (!caller.ok()) return Answer<v1::Region>(context, caller.status(), region);
   return Answer(context, registry_->Register(*request, *caller), region);
 }
@@ -42,7 +42,14 @@ grpc::ServerUnaryReactor* SharedMemoryService::Unregister(
   if (absl::Status allowed = Authorize(*context); !allowed.ok()) {
     return Answer<v1::Region>(context, allowed, region);
   }
-  return Answer(context, registry_->Unregister(request->name()), region);
+  if (!registry_->enabled()) {
+    return Answer<v1::Region>(context, SharedMemoryRegistry::Off(), region);
+  }
+  // Only a caller who may use the region may take it away (MayUse).
+  absl::StatusOr<uid_t> caller = CachedPeerUid(context->peer());
+  if (!caller.ok()) return Answer<v1::Region>(context, caller.status(), region);
+  return Answer(context, registry_->Unregister(request->name(), *caller),
+                region);
 }
 
 grpc::ServerUnaryReactor* SharedMemoryService::List(

@@ -25,7 +25,7 @@ import unittest
 import grpc
 import numpy as np
 
-from ptoserve.v1 import job_pb2, tile_pb2
+from ptoserve.v1 import job_pb2, service_pb2, service_pb2_grpc, tile_pb2
 from ptoserve_client import (MAX_TILE_BYTES, Client, PtoserveError, Result,
                              ServerMetadata, SharedRegion, aio, binary_job,
                              decode_tile, encode_operands, encode_tile,
@@ -951,6 +951,11 @@ class SharedMemoryTest(unittest.TestCase):
                      0o600)
         os.write(fd, b"secret".ljust(64, b"."))
         os.close(fd)
+        roots = f"roots-{os.getpid()}"
+        with grpc.insecure_channel(self.address) as channel:
+            service_pb2_grpc.SharedMemoryStub(channel).Register(
+                service_pb2.RegisterRequest(name=roots, key=key, size=64),
+                timeout=CALL_TIMEOUT_S)
         # The packages, where nobody can read them (runfiles may be under
         # a home only root may enter).
         with tempfile.TemporaryDirectory(dir="/tmp") as path:
@@ -966,17 +971,21 @@ class SharedMemoryTest(unittest.TestCase):
                     os.chmod(os.path.join(root, name), 0o755)
             os.chmod(path, 0o755)
             run = subprocess.run(
-                [sys.executable, "-c", OTHER_USER_SCRIPT, self.address, key],
+                [sys.executable, "-c", OTHER_USER_SCRIPT, self.address, key,
+                 roots],
                 cwd=path, env={"PYTHONPATH": path, "PATH": "/usr/bin:/bin"},
                 user=65534, group=65534, extra_groups=[],
                 capture_output=True, text=True, timeout=60)
-        os.unlink("/dev/shm" + key)
         self.assertEqual(run.returncode, 0, run.stderr)
         out = json.loads(run.stdout)
-        code, message = out["stolen"]
-        self.assertEqual(code, "PERMISSION_DENIED")
-        self.assertIn(f"belongs to user 0 with mode 0600: the caller (user "
-                      f"65534) could not open it", message)
+        for what in ("stolen", "read", "unregister"):
+            code, message = out[what]
+            self.assertEqual(code, "PERMISSION_DENIED", what)
+            self.assertIn(f"belongs to user 0 with mode 0600: the caller "
+                          f"(user 65534) could not open it", message)
+        self.assertIn(roots, [r.name for r in self.client.list_regions()])
+        self.client.unregister_region(roots)
+        os.unlink("/dev/shm" + key)
         self.assertNotIn("stolen", [r.name for r in self.client.list_regions()])
         self.assertEqual(out["own"], [[i ^ 0x0f for i in range(16)]])
 
@@ -1353,24 +1362,42 @@ class SharedMemoryTest(unittest.TestCase):
 
 
 # Run as another user by SharedMemoryTest.test_other_users_objects_are_refused:
-# registers the object argv[2] names (which that user may not open), then a
-# region of its own, and prints both outcomes.
+# registers the object argv[2] names (which that user may not open), reads
+# and unregisters the region argv[3] root registered, then uses a region of
+# its own, and prints the outcomes.
 OTHER_USER_SCRIPT = r"""
 import json, sys
 import grpc
 import numpy as np
-from ptoserve.v1 import service_pb2, service_pb2_grpc
+from ptoserve.v1 import job_pb2, service_pb2, service_pb2_grpc, tile_pb2
 from ptoserve_client import Client
-address, key = sys.argv[1], sys.argv[2]
+address, key, roots = sys.argv[1], sys.argv[2], sys.argv[3]
 out = {}
-with grpc.insecure_channel(address) as channel:
-    stub = service_pb2_grpc.SharedMemoryStub(channel)
+
+
+def outcome(call):
     try:
-        stub.Register(service_pb2.RegisterRequest(name="stolen", key=key,
-                                                  size=64), timeout=10)
-        out["stolen"] = "OK"
+        call()
+        return "OK"
     except grpc.RpcError as e:
-        out["stolen"] = [e.code().name, e.details()]
+        return [e.code().name, e.details()]
+
+
+with grpc.insecure_channel(address) as channel:
+    shared = service_pb2_grpc.SharedMemoryStub(channel)
+    compute = service_pb2_grpc.TileComputeStub(channel)
+    out["stolen"] = outcome(lambda: shared.Register(
+        service_pb2.RegisterRequest(name="stolen", key=key, size=64),
+        timeout=10))
+    # The region root registered: not to be read, written or taken away.
+    tile = tile_pb2.Tile(dtype=tile_pb2.DTYPE_UINT8, rows=1, cols=64,
+                         shared=tile_pb2.RegionSlice(region=roots, size=64))
+    job = job_pb2.Job(tiles={"a": tile}, outputs=["c"], instructions=[
+        job_pb2.Instruction(opcode=job_pb2.OPCODE_TAND, dst="c", src0="a",
+                            src1="a")])
+    out["read"] = outcome(lambda: compute.Execute(job, timeout=10))
+    out["unregister"] = outcome(lambda: shared.Unregister(
+        service_pb2.UnregisterRequest(name=roots), timeout=10))
 with Client(address, timeout=10) as client, \
         client.shared_region(1 << 12) as region:
     a = region.asarray(np.arange(16, dtype=np.uint8).reshape(1, 16))

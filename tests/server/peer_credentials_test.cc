@@ -135,6 +135,10 @@ class Listener {
   }
   uint16_t port() const { return port_; }
   int last_accepted() const { return accepted_.back(); }
+  void CloseLast() {
+    close(accepted_.back());
+    accepted_.pop_back();
+  }
 
   // Accepts one connection; its peer as "ipv4:ADDRESS:PORT".
   std::string AcceptPeer() {
@@ -194,6 +198,17 @@ TEST(PeerUidTest, NamesAnotherUsersProcess) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root, to run a child as nobody";
   constexpr uid_t kNobody = 65534;
   Listener listener;
+  // This process's connection, looked up and remembered by descriptor, then
+  // closed: the child's connection is likely to get its descriptor.
+  const int own = Connect(listener.port());
+  ASSERT_GE(own, 0);
+  listener.AcceptPeer();
+  const int reused = listener.last_accepted();
+  const std::string reused_peer = absl::StrCat("fd:", reused);
+  EXPECT_EQ(CachedPeerUid(reused_peer).value(), geteuid());
+  EXPECT_EQ(CachedPeerUid(reused_peer).value(), geteuid());
+  listener.CloseLast();
+  close(own);
   int done[2];
   ASSERT_EQ(pipe(done), 0);
   const pid_t child = fork();
@@ -212,6 +227,11 @@ TEST(PeerUidTest, NamesAnotherUsersProcess) {
   absl::StatusOr<uid_t> got = PeerUid(peer);
   absl::StatusOr<uid_t> by_fd =
       PeerUid(absl::StrCat("fd:", listener.last_accepted()));
+  // The remembered user is not taken for a new connection on the same
+  // descriptor: its socket is another.
+  const bool same_fd = listener.last_accepted() == reused;
+  absl::StatusOr<uid_t> cached =
+      CachedPeerUid(absl::StrCat("fd:", listener.last_accepted()));
   (void)!write(done[1], "x", 1);
   int status = 0;
   waitpid(child, &status, 0);
@@ -220,6 +240,8 @@ TEST(PeerUidTest, NamesAnotherUsersProcess) {
   EXPECT_EQ(*got, kNobody);
   ASSERT_TRUE(by_fd.ok()) << by_fd.status();
   EXPECT_EQ(*by_fd, kNobody);
+  ASSERT_TRUE(cached.ok()) << cached.status();
+  EXPECT_EQ(*cached, kNobody) << (same_fd ? "descriptor reused" : "");
   close(done[0]);
   close(done[1]);
 }

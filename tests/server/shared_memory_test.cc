@@ -118,11 +118,11 @@ TEST(SharedMemoryTest, RegistersMapsListsAndUnregisters) {
   EXPECT_EQ(list.regions(0).jobs_in_flight(), 1u);
   EXPECT_EQ(list.regions(0).jobs_total(), 1u);
 
-  absl::StatusOr<v1::Region> gone = registry.Unregister("r");
+  absl::StatusOr<v1::Region> gone = registry.Unregister("r", getuid());
   ASSERT_TRUE(gone.ok());
   EXPECT_EQ(gone->jobs_in_flight(), 1u);
   EXPECT_EQ(registry.List().regions_size(), 0);
-  EXPECT_EQ(registry.Unregister("r").status().code(),
+  EXPECT_EQ(registry.Unregister("r", getuid()).status().code(),
             absl::StatusCode::kNotFound);
   // Jobs already holding it keep it mapped, and its bytes held ...
   EXPECT_EQ(budget.held(), 3000u);
@@ -241,9 +241,10 @@ TEST(SharedMemoryTest, MapsOnlyWhatTheCallerCouldOpen) {
   struct stat st {};
   st.st_mode = S_IFREG | 0600;
   st.st_uid = owner;
-  EXPECT_TRUE(CallerMayMap(owner, st, "/ptoserve-x").ok());
-  EXPECT_TRUE(CallerMayMap(0, st, "/ptoserve-x").ok());
-  absl::Status denied = CallerMayMap(other, st, "/ptoserve-x");
+  EXPECT_TRUE(CallerMayMap(owner, st.st_uid, st.st_mode, "/ptoserve-x").ok());
+  EXPECT_TRUE(CallerMayMap(0, st.st_uid, st.st_mode, "/ptoserve-x").ok());
+  absl::Status denied =
+      CallerMayMap(other, st.st_uid, st.st_mode, "/ptoserve-x");
   EXPECT_EQ(denied.code(), absl::StatusCode::kPermissionDenied);
   EXPECT_THAT(std::string(denied.message()),
               HasSubstr(absl::StrCat("belongs to user ", owner,
@@ -251,15 +252,15 @@ TEST(SharedMemoryTest, MapsOnlyWhatTheCallerCouldOpen) {
                                      other, ")")));
   for (mode_t mode : {0400, 0200, 0000, 0660, 0604, 0602}) {
     st.st_mode = S_IFREG | mode;
-    EXPECT_EQ(CallerMayMap(other, st, "/ptoserve-x").code(),
+    EXPECT_EQ(CallerMayMap(other, st.st_uid, st.st_mode, "/ptoserve-x").code(),
               absl::StatusCode::kPermissionDenied)
         << std::oct << mode;
   }
   st.st_mode = S_IFREG | 0400;  // the owner may not write it either
-  EXPECT_EQ(CallerMayMap(owner, st, "/ptoserve-x").code(),
+  EXPECT_EQ(CallerMayMap(owner, st.st_uid, st.st_mode, "/ptoserve-x").code(),
             absl::StatusCode::kPermissionDenied);
   st.st_mode = S_IFREG | 0666;
-  EXPECT_TRUE(CallerMayMap(other, st, "/ptoserve-x").ok());
+  EXPECT_TRUE(CallerMayMap(other, st.st_uid, st.st_mode, "/ptoserve-x").ok());
 
   // Through Register, on a real object (0600, this process's user's).
   const uid_t self = geteuid();
@@ -278,6 +279,55 @@ TEST(SharedMemoryTest, MapsOnlyWhatTheCallerCouldOpen) {
       registry.Register(Request("s", object.key(), 0, 64), stranger).ok());
 }
 
+// A registered region is used, and unregistered, only for callers who
+// could open its object themselves: another user's job naming it is
+// refused, and its caller asked once a job, however many slices it names.
+TEST(SharedMemoryTest, ARegionServesOnlyCallersWhoCouldOpenIt) {
+  const uid_t self = geteuid();
+  const uid_t stranger = self == 65534 ? 65533 : 65534;
+  Object object(4096);  // 0600, this process's user's
+  MemoryBudget budget(1 << 20);
+  SharedMemoryRegistry registry(On(), &budget);
+  ASSERT_TRUE(
+      registry.Register(Request("r", object.key(), 0, 4096), self).ok());
+
+  int asked = 0;
+  JobRegions theirs(&registry, [&]() -> absl::StatusOr<uid_t> {
+    ++asked;
+    return stranger;
+  });
+  absl::StatusOr<absl::Span<uint8_t>> refused =
+      theirs.Resolve(Slice("r", 0, 64), "a", false);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_THAT(std::string(refused.status().message()),
+              HasSubstr(absl::StrCat("the caller (user ", stranger, ")")));
+  EXPECT_EQ(theirs.Resolve(Slice("r", 64, 64), "c", true).status().code(),
+            absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(asked, 1);
+
+  JobRegions mine(&registry, [&]() -> absl::StatusOr<uid_t> {
+    ++asked;
+    return self;
+  });
+  EXPECT_TRUE(mine.Resolve(Slice("r", 0, 64), "a", false).ok());
+  EXPECT_TRUE(mine.Resolve(Slice("r", 64, 64), "c", true).ok());
+  EXPECT_EQ(asked, 2);
+
+  // A caller whose user cannot be told is refused with that reason.
+  JobRegions unknown(&registry, []() -> absl::StatusOr<uid_t> {
+    return absl::PermissionDeniedError("cannot tell which user");
+  });
+  EXPECT_THAT(
+      std::string(
+          unknown.Resolve(Slice("r", 0, 64), "a", false).status().message()),
+      HasSubstr("cannot tell which user"));
+
+  absl::StatusOr<v1::Region> taken = registry.Unregister("r", stranger);
+  EXPECT_EQ(taken.status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(registry.regions(), 1u);
+  EXPECT_TRUE(registry.Unregister("r", self).ok());
+}
+
 TEST(SharedMemoryTest, OffRefusesEverything) {
   Object object(4096);
   MemoryBudget budget(1 << 20);
@@ -288,7 +338,7 @@ TEST(SharedMemoryTest, OffRefusesEverything) {
                 .status()
                 .code(),
             absl::StatusCode::kFailedPrecondition);
-  EXPECT_EQ(registry.Unregister("r").status().code(),
+  EXPECT_EQ(registry.Unregister("r", getuid()).status().code(),
             absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(registry.Use("r").status().code(),
             absl::StatusCode::kFailedPrecondition);
