@@ -123,6 +123,8 @@ constexpr char kUsage[] =
     "  capabilities     targets, element types, limits and version\n"
     "  health           the gRPC health status (exit 0 when SERVING)\n"
     "  regions          the shared-memory regions registered\n"
+    "  unregister NAME  unregisters a shared-memory region (e.g. one a\n"
+    "                   client that died left registered)\n"
     "  tand, txor       --dtype=int16 --shape=16x16 [--valid=RxC] --src0=V\n"
     "                   --src1=V [--tmp=V] [--target=a2a3] [--out=FILE]\n"
     "                   [--shm]: tiles through shared memory\n"
@@ -719,6 +721,25 @@ int Regions() {
   return 0;
 }
 
+// Unregisters the region `name`: what an operator does for a region whose
+// client died without unregistering it.
+int Unregister(const std::string& name) {
+  int code = 0;
+  std::unique_ptr<Client> client = Connect(&code);
+  if (client == nullptr) return code;
+  absl::StatusOr<v1::Region> region = client->UnregisterRegion(name);
+  if (!region.ok()) return Fail(region.status());
+  if (JsonOutput()) {
+    std::cout << ToJson(*region, true);
+    return 0;
+  }
+  std::cout << absl::StrFormat(
+      "unregistered %s (%s offset %u, %u bytes); %u jobs still use it\n",
+      region->name(), region->key(), region->offset(), region->size(),
+      region->jobs_in_flight());
+  return 0;
+}
+
 int Health() {
   int code = 0;
   std::unique_ptr<Client> client = Connect(&code);
@@ -1075,6 +1096,10 @@ int Main(const std::vector<char*>& args, const std::vector<std::string>& tiles,
     return UsageError(
         "--ub-map prints text, not JSON: with --json the result's events "
         "carry the operands");
+  }
+  if (command == "unregister") {
+    if (extra != 1) return UsageError("unregister takes one region NAME");
+    return Unregister(args[2]);
   }
   if (command == "run" || command == "fmt" || command == "stream") {
     if (extra != 1) {

@@ -1,7 +1,10 @@
 // End to end through the ptoctl binary against a real server.
+#include <fcntl.h>
 #include <gmock/gmock.h>
 #include <google/protobuf/util/json_util.h>
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -9,7 +12,9 @@
 #include <iterator>
 #include <map>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "client/client.h"
 #include "ptoserve/v1/job.pb.h"
 #include "tests/client/trace_checks.h"
 #include "tests/integration/server_process.h"
@@ -165,6 +170,37 @@ TEST_F(PtoctlTest, JsonOutputParsesBackAsAJobResult) {
   // Numbers, not strings, for people reading JSON.
   EXPECT_THAT(r.output, HasSubstr("4294967294"));
   EXPECT_THAT(r.output, Not(HasSubstr("\"4294967294\"")));
+}
+
+// A region a client left registered (it died, say) is the operator's to
+// unregister: `ptoctl unregister NAME` says what it was; an unknown name
+// fails with NOT_FOUND.
+TEST_F(PtoctlTest, UnregisterTakesARegionAway) {
+  const std::string key = absl::StrCat("/ptoserve-ptoctl-test-", getpid());
+  const int fd = shm_open(key.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(ftruncate(fd, 8192), 0);
+  close(fd);
+  auto client = Client::Connect(server_->address()).value();
+  v1::RegisterRequest request;
+  request.set_name("left-behind");
+  request.set_key(key);
+  request.set_offset(4096);
+  request.set_size(100);
+  ASSERT_TRUE(client->RegisterRegion(request).ok());
+  CommandResult r = Ptoctl("unregister left-behind");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output, absl::StrCat("unregistered left-behind (", key,
+                                   " offset 4096, 100 bytes); 0 jobs still "
+                                   "use it\n"));
+  EXPECT_EQ(Ptoctl("regions").output, "no regions\n");
+  r = Ptoctl("unregister left-behind");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("NOT_FOUND"));
+  EXPECT_THAT(r.output, HasSubstr("no region \"left-behind\" is registered"));
+  EXPECT_EQ(Ptoctl("unregister").exit_code, 2);
+  EXPECT_EQ(Ptoctl("unregister a b").exit_code, 2);
+  shm_unlink(key.c_str());
 }
 
 TEST_F(PtoctlTest, RunSendsAJsonJobWithWaits) {
