@@ -946,9 +946,12 @@ class SharedMemoryTest(unittest.TestCase):
     def test_other_users_objects_are_refused(self):
         # The server runs as root and could open anything; it maps only what
         # the caller (nobody, from its socket's owner) could open itself.
-        key = f"/ptoserve-{os.getpid()}-secret"
+        # Not named as this process's regions are (tearDown looks for those
+        # left behind, before the cleanups below run).
+        key = f"/ptoserve-secret-{os.getpid()}"
         fd = os.open("/dev/shm" + key, os.O_CREAT | os.O_EXCL | os.O_RDWR,
                      0o600)
+        self.addCleanup(os.unlink, "/dev/shm" + key)
         os.write(fd, b"secret".ljust(64, b"."))
         os.close(fd)
         roots = f"roots-{os.getpid()}"
@@ -956,6 +959,7 @@ class SharedMemoryTest(unittest.TestCase):
             service_pb2_grpc.SharedMemoryStub(channel).Register(
                 service_pb2.RegisterRequest(name=roots, key=key, size=64),
                 timeout=CALL_TIMEOUT_S)
+        self.addCleanup(self.client.unregister_region, roots)
         # The packages, where nobody can read them (runfiles may be under
         # a home only root may enter).
         with tempfile.TemporaryDirectory(dir="/tmp") as path:
@@ -984,8 +988,6 @@ class SharedMemoryTest(unittest.TestCase):
             self.assertIn(f"belongs to user 0 with mode 0600: the caller "
                           f"(user 65534) could not open it", message)
         self.assertIn(roots, [r.name for r in self.client.list_regions()])
-        self.client.unregister_region(roots)
-        os.unlink("/dev/shm" + key)
         self.assertNotIn("stolen", [r.name for r in self.client.list_regions()])
         self.assertEqual(out["own"], [[i ^ 0x0f for i in range(16)]])
 

@@ -66,6 +66,10 @@ EOF
 debian_root_unpack() {  # TARBALL DIR
   mkdir -p "$2"
   tar -C "$2" -xf "$1"
+  # The tarball's top is the mktemp directory debootstrap filled (0700); a
+  # Debian root is 0755, and users other than root must be able to run
+  # its programs (the tests run a client as nobody).
+  chmod 755 "$2"
   cp /etc/resolv.conf "$2/etc/resolv.conf"
   local f
   for f in /etc/apt/apt.conf.d/*; do
