@@ -688,8 +688,9 @@ absl::Status CheckAgainstReference(const JobSpec& spec, const Engine& engine,
 }
 
 // A tile sent as values that no instruction writes (and that is not placed
-// in shared memory) comes back as the same numbers: exactly for integer types, rounded to float for float32 (whose
-// values must be in its range, or the job is rejected).
+// in shared memory) comes back as the same numbers: exactly for integer types,
+// rounded to float for float32 (whose values must be in its range, or the job
+// is rejected).
 absl::Status CheckUnwrittenValues(const v1::Job& job, const JobSpec& spec,
                                   const v1::JobResult& result) {
   absl::flat_hash_map<std::string, bool> written;
