@@ -153,13 +153,24 @@ void ServeUntilSignalled(RunningServer* running, absl::Duration grace,
         sigwait(&signals, &signal);
         std::cout << name << ": " << (signal == SIGINT ? "SIGINT" : "SIGTERM")
                   << ", draining in-flight calls" << std::endl;
+        const absl::Time start = absl::Now();
         stop_accepting();
         server->GetHealthCheckService()->SetServingStatus(false);
         drain();
+        const absl::Duration drained = absl::Now() - start;
         absl::SleepFor(lame_duck);
         if (running->listener != nullptr) running->listener->Stop();
+        // Returns once every call has finished and every connection has
+        // taken its GOAWAY (gRPC's graceful GOAWAY waits for the client's
+        // ping ack), or at the grace's end, when it cuts both off.
+        const absl::Time closing = absl::Now();
         server->Shutdown(std::chrono::system_clock::now() +
                          absl::ToChronoMicroseconds(grace));
+        std::cout << name << ": accepted jobs answered in "
+                  << absl::FormatDuration(drained)
+                  << ", calls and connections closed in "
+                  << absl::FormatDuration(absl::Now() - closing) << " (of "
+                  << absl::FormatDuration(grace) << " allowed)" << std::endl;
       });
   server->Wait();
   shutdown.join();

@@ -62,7 +62,11 @@ void BlockShutdownSignals();
 //  4. keeps taking calls for `lame_duck` more, so that callers who come
 //     late are told UNAVAILABLE (retry elsewhere) rather than cut off;
 //  5. stops accepting connections, and stops the server, letting calls in
-//     flight finish for up to `grace`.
+//     flight finish for up to `grace`. gRPC's graceful GOAWAY also waits
+//     that long for each connection's client to answer its ping: a client
+//     with nothing polling its channel (a C++ client between calls) answers
+//     at gRPC's backup poll, about every 5 s, and one that never reads holds
+//     the server until the grace runs out.
 // Returns once the server has stopped.
 // REQUIRES: BlockShutdownSignals() ran before any thread started.
 void ServeUntilSignalled(

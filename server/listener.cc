@@ -107,7 +107,6 @@ Listener::Listener(std::vector<int> fds, int port,
 
 Listener::~Listener() {
   Stop();
-  CloseAll(fds_);
   if (wake_[0] >= 0) close(wake_[0]);
   if (wake_[1] >= 0) close(wake_[1]);
 }
@@ -117,10 +116,13 @@ void Listener::Start(grpc::Server* server) {
 }
 
 void Listener::Stop() {
-  if (!thread_.joinable()) return;
-  const char byte = 0;
-  (void)!write(wake_[1], &byte, 1);
-  thread_.join();
+  if (thread_.joinable()) {
+    const char byte = 0;
+    (void)!write(wake_[1], &byte, 1);
+    thread_.join();
+  }
+  CloseAll(fds_);
+  fds_.clear();
 }
 
 void Listener::Run(grpc::Server* server) {

@@ -61,8 +61,10 @@ class Listener {
   // Starts accepting on a thread of its own; connections go to `server`.
   // REQUIRES: `server` outlives Stop() (or the listener).
   void Start(grpc::Server* server);
-  // Stops accepting and closes connections not yet handed to gRPC; returns
-  // once the thread has ended. Idempotent.
+  // Stops accepting, closes connections not yet handed to gRPC and the
+  // listening sockets (a client connecting from then on is refused at once,
+  // rather than queued by the kernel and never served, so that it tries
+  // elsewhere); returns once the thread has ended. Idempotent.
   void Stop();
 
   const ListenerStats& stats() const { return stats_; }
@@ -71,7 +73,7 @@ class Listener {
   Listener(std::vector<int> fds, int port, const ListenerOptions& options);
   void Run(grpc::Server* server);
 
-  const std::vector<int> fds_;  // listening sockets
+  std::vector<int> fds_;  // listening sockets, until Stop
   const int port_;
   const ListenerOptions options_;
   int wake_[2] = {-1, -1};  // a pipe: Stop writes, Run wakes

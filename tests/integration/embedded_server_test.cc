@@ -1,8 +1,13 @@
 // Server::Start (server/server.h): the whole server in this process, as
 // main.cc starts it, and its errors for options that cannot work.
+#include <arpa/inet.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <memory>
 #include <optional>
 #include <string>
@@ -48,6 +53,18 @@ TEST(EmbeddedServerTest, ServesAJobAndStops) {
     EXPECT_EQ(r->elements[i], static_cast<int16_t>(a[i] ^ b[i])) << i;
   }
   (*server)->Stop(absl::Seconds(1));
+  // Its port is closed: a new connection is refused at once (it used to be
+  // queued unserved until the caller's connect timeout, 20 s).
+  const std::string address = (*server)->address();
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(std::stoi(address.substr(address.rfind(':') + 1)));
+  inet_pton(AF_INET, "127.0.0.1", &to.sin_addr);
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  EXPECT_NE(connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof(to)), 0);
+  EXPECT_EQ(errno, ECONNREFUSED);
+  close(fd);
   EXPECT_FALSE(client->Health().ok());
 }
 

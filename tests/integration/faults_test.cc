@@ -2,6 +2,7 @@
 // protobuf bytes, oversized messages, a stream reader that stops reading,
 // and thousands of idle connections. Each test then checks that the server
 // still answers correctly, and prints what it measured (docs/RELIABILITY.md).
+#include <arpa/inet.h>
 #include <gmock/gmock.h>
 #include <google/protobuf/stubs/logging.h>
 #include <google/protobuf/util/message_differencer.h>
@@ -9,8 +10,11 @@
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -453,6 +457,54 @@ TEST(FaultsTest, SigtermUnderLoadAnswersEveryAcceptedCallAndExitsZero) {
   EXPECT_GT(probes.refused, 0);
   EXPECT_EQ(probes.other, 0);
   EXPECT_EQ(probes.not_serving, probes.refused);
+}
+
+// A client that never answers the GOAWAY ping (it sent its preface and
+// settings, read the server's, and went silent) holds a SIGTERM'd server no
+// longer than --shutdown_grace: gRPC then cuts the connection off, and the
+// server exits 0.
+TEST(FaultsTest, ASilentConnectionHoldsShutdownAtMostTheGrace) {
+  constexpr absl::Duration kGrace = absl::Seconds(2);
+  ServerProcess server({"--lame_duck=0s", "--shutdown_grace=2s"});
+  const std::string address = server.address();
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(std::stoi(address.substr(address.rfind(':') + 1)));
+  inet_pton(AF_INET, "127.0.0.1", &to.sin_addr);
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof(to)), 0);
+  // The preface, then an empty SETTINGS frame (length 0, type 4, no flags,
+  // stream 0).
+  const std::string hello = std::string("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n") +
+                            std::string("\0\0\0\x04\0\0\0\0\0", 9);
+  ASSERT_EQ(write(fd, hello.data(), hello.size()),
+            static_cast<ssize_t>(hello.size()));
+  // The server's first frame is its SETTINGS: the connection is its now.
+  timeval timeout{10, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+  char header[9];
+  size_t got = 0;
+  while (got < sizeof header) {
+    const ssize_t n = read(fd, header + got, sizeof header - got);
+    ASSERT_GT(n, 0) << "the server sent no SETTINGS";
+    got += n;
+  }
+  EXPECT_EQ(header[3], 0x04) << "frame type";
+
+  const auto sigterm = std::chrono::steady_clock::now();
+  const int status = server.Terminate(30);
+  const absl::Duration took =
+      absl::FromChrono(std::chrono::steady_clock::now() - sigterm);
+  close(fd);
+  std::cout << "SIGTERM with a silent connection: exit after "
+            << absl::FormatDuration(took) << " (grace "
+            << absl::FormatDuration(kGrace) << ")\n"
+            << server.OutputTail() << std::endl;
+  ASSERT_NE(status, -1) << "the server did not exit within 30 s";
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  // The grace, and what a loaded machine adds to start and stop a process.
+  EXPECT_LT(took, kGrace + absl::Seconds(8));
 }
 
 // --- corrupt and truncated bytes ---------------------------------------------

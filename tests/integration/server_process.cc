@@ -9,7 +9,10 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <deque>
 #include <iostream>
+#include <mutex>
+#include <string>
 #include <thread>
 
 namespace ptoserve {
@@ -38,6 +41,34 @@ std::string ReadLine(int fd, int timeout_ms) {
 }
 
 }  // namespace
+
+struct ServerProcess::Output {
+  static constexpr size_t kLines = 50, kLineBytes = 4096;
+
+  void Append(const char* bytes, size_t n) {
+    std::lock_guard<std::mutex> lock(mu);
+    for (size_t i = 0; i < n; ++i) {
+      if (bytes[i] != '\n') {
+        if (partial.size() < kLineBytes) partial += bytes[i];
+        continue;
+      }
+      lines.push_back(std::move(partial));
+      partial.clear();
+      if (lines.size() > kLines) lines.pop_front();
+    }
+  }
+
+  std::string Tail() {
+    std::lock_guard<std::mutex> lock(mu);
+    std::string text;
+    for (const std::string& line : lines) text += line + "\n";
+    return text + partial;
+  }
+
+  std::mutex mu;
+  std::deque<std::string> lines;
+  std::string partial;
+};
 
 ServerProcess::ServerProcess(const std::vector<std::string>& flags,
                              const ProcessLimits& limits) {
@@ -92,13 +123,19 @@ ServerProcess::ServerProcess(const std::vector<std::string>& flags,
     }
     metrics_url_ = metrics_line.substr(m + metrics_marker.size());
   }
-  // Keep draining the server's output so it never blocks on a full pipe.
-  std::thread([fd = out[0]] {
+  // Keep draining the server's output so it never blocks on a full pipe,
+  // and keep its last lines for a failure to show.
+  output_ = std::make_shared<Output>();
+  std::thread([fd = out[0], output = output_] {
     char buf[4096];
-    while (read(fd, buf, sizeof buf) > 0) {
-    }
+    ssize_t n;
+    while ((n = read(fd, buf, sizeof buf)) > 0) output->Append(buf, n);
     close(fd);
   }).detach();
+}
+
+std::string ServerProcess::OutputTail() const {
+  return output_ != nullptr ? output_->Tail() : "";
 }
 
 int ServerProcess::Terminate(int timeout_seconds) {
@@ -114,6 +151,9 @@ int ServerProcess::Terminate(int timeout_seconds) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
+  std::cerr << "ServerProcess: pid " << pid_ << " still running "
+            << timeout_seconds << " s after SIGTERM; its last output:\n"
+            << OutputTail() << std::endl;
   return -1;
 }
 

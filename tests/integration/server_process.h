@@ -5,6 +5,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -24,7 +25,8 @@ class ServerProcess {
   // not come up in 30 s.
   explicit ServerProcess(const std::vector<std::string>& flags = {},
                          const ProcessLimits& limits = {});
-  // Stops the server with SIGTERM (SIGKILL after 10 s) if still running.
+  // Stops the server with SIGTERM (SIGKILL after Terminate's default wait)
+  // if still running.
   ~ServerProcess();
 
   ServerProcess(const ServerProcess&) = delete;
@@ -38,13 +40,25 @@ class ServerProcess {
   pid_t pid() const { return pid_; }
 
   // Sends SIGTERM and returns the exit status (as from waitpid), or -1 if
-  // the server did not exit within `timeout_seconds`.
-  int Terminate(int timeout_seconds = 10);
+  // the server did not exit within `timeout_seconds` (then the end of its
+  // output goes to stderr). The default is well past what the server itself
+  // may take with its default flags: the drain, --lame_duck (250 ms) and
+  // --shutdown_grace (10 s), which a connection whose client is slow to
+  // answer the GOAWAY ping can use up in full.
+  int Terminate(int timeout_seconds = 30);
+
+  // The last lines the server wrote to stdout (at most 50).
+  std::string OutputTail() const;
 
  private:
+  struct Output;
+
   pid_t pid_ = -1;
   std::string address_;
   std::string metrics_url_;
+  // Shared with the thread that drains the server's stdout, which may
+  // outlive this object.
+  std::shared_ptr<Output> output_;
 };
 
 // Runs `command` through /bin/sh, returning its exit code and what it wrote
