@@ -5,16 +5,23 @@
 #   2. the same under AddressSanitizer + UndefinedBehaviorSanitizer;
 #   3. the scheduler, streaming and integration tests under ThreadSanitizer;
 #   4. each fuzz target for PTOSERVE_FUZZ_SECONDS (default 60; 0 skips).
-# PTOSERVE_TEST_STAGES picks stages by name (default "tests asan tsan fuzz").
+# PTOSERVE_TEST_STAGES picks stages by name (default "tests asan tsan fuzz");
+# "smoke" is the set a fresh machine runs (below, and tools/fresh_root.sh).
 # Extra arguments go to every `bazel test`.
+#
+# The first stage keeps its outputs and test results in a disk cache
+# (PTOSERVE_DISK_CACHE, default ~/.cache/ptoserve-disk-cache; empty turns
+# it off) that tools/mutants shares: its scratch copy then builds, and
+# passes its baseline, from what this stage left instead of from nothing.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 tools/setup.sh || exit 1
 
-flags=(--test_summary=short)
+ui=()
 if [[ -n "${CI:-}" ]]; then
-  flags+=(--noshow_progress --curses=no --color=no)
+  ui=(--noshow_progress --curses=no --color=no)
 fi
+flags=(--test_summary=short "${ui[@]}")
 
 log=$(mktemp)
 started=$(mktemp)  # test logs newer than this are this run's
@@ -42,7 +49,34 @@ if selected tests; then
   echo "=== format"
   tools/format --check || status=1
 fi
-stage tests "tests" //... "$@"
+disk_cache=${PTOSERVE_DISK_CACHE-$HOME/.cache/ptoserve-disk-cache}
+stage tests "tests" ${disk_cache:+"--disk_cache=$disk_cache"} //... "$@"
+# What a fresh Debian root can break that a used machine hides: a package
+# setup.sh forgot, a user or permission a bare root lacks, a name it does
+# not resolve. One test for each way in, built optimized as tools/serve.sh
+# builds (so the two share the build): the served binary and its reflection
+# (server_test), ptoctl and the C++ shared-memory example (ptoctl_test),
+# the test PKI made with openssl (security_test), civetweb (metrics_test),
+# the Python client on Debian's grpcio, protobuf and numpy, run as nobody
+# too (client_test), its wheel and venv (install_test), PyYAML
+# (manifests_test), the kernel's socket tables and user nobody
+# (peer_credentials_test), numeric loopback addresses (embedded_server_test),
+# the compiler the seed examples need (compile_fail_test); and every
+# benchmark built (Google Benchmark). The first stage runs everything else
+# on the same commit.
+smoke_tests=(
+  //tests/integration:server_test //tests/integration:ptoctl_test
+  //tests/integration:security_test //tests/integration:metrics_test
+  //tests/integration:embedded_server_test //tests/server:peer_credentials_test
+  //client/python:client_test //client/python:install_test
+  //tests/deploy:manifests_test //tests/core/pto:compile_fail_test
+)
+if selected smoke; then
+  echo "=== smoke: building the benchmarks"
+  bazel build "${ui[@]}" -c opt //bench/... 2>&1 | tee -a "$log"
+  ((PIPESTATUS[0] == 0)) || status=1
+fi
+stage smoke "smoke tests (optimized, as tools/serve.sh builds)" -c opt "${smoke_tests[@]}" "$@"
 # The soak test's full minute runs once, in the plain stage above, which
 # also builds every non-test target (benchmarks, fuzzers); sanitizer stages
 # build only the tests and what they run.

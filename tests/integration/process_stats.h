@@ -16,16 +16,17 @@ namespace ptoserve {
 // report it, but check memory bounds only in plain builds. (The server is
 // built with the same configuration as the test.)
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-inline constexpr bool kMemoryBoundsApply = false;
+inline constexpr bool kSanitizerBuild = true;
 #elif defined(__has_feature)
 #if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-inline constexpr bool kMemoryBoundsApply = false;
+inline constexpr bool kSanitizerBuild = true;
 #else
-inline constexpr bool kMemoryBoundsApply = true;
+inline constexpr bool kSanitizerBuild = false;
 #endif
 #else
-inline constexpr bool kMemoryBoundsApply = true;
+inline constexpr bool kSanitizerBuild = false;
 #endif
+inline constexpr bool kMemoryBoundsApply = !kSanitizerBuild;
 
 struct ProcessStats {
   int64_t rss_kb = -1;  // VmRSS: resident now
