@@ -141,7 +141,8 @@ TEST(AliasingTest, RandomOverlappingProgramsMatchTheByteModel) {
       // 32- or 64-byte rows, as a2a3 and a5 need.
       const uint32_t cols =
           static_cast<uint32_t>(32 / element) * (1 + rng() % 2);
-      ModelTile t{0, 8, cols, 8, cols - rng() % 3, element};
+      ModelTile t{0,      8, cols, 8, static_cast<uint32_t>(cols - rng() % 3),
+                  element};
       t.address = i < 2 ? i * 0x800 : 32 * (rng() % 64);
       const std::string name = absl::StrCat("t", i);
       TileDesc desc = PlacedDesc(dtype, t.rows, t.cols, t.address);

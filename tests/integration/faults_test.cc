@@ -48,7 +48,6 @@ namespace {
 
 using ::testing::HasSubstr;
 
-constexpr char kExecute[] = "/ptoserve.v1.TileCompute/Execute";
 constexpr char kExecuteStream[] = "/ptoserve.v1.TileCompute/ExecuteStream";
 
 // An ExecuteStream call that writes raw messages one after another, then
