@@ -2,6 +2,11 @@
 # Installs what ptoserve needs to build and test on Debian 12, as root.
 # Idempotent: when everything is present it only checks, in well under a
 # second.
+#
+#   tools/setup.sh [clang]
+#
+# clang: also clang and its sanitizer and libFuzzer runtimes, which the
+# test command's ASan+UBSan and fuzzing stages build with.
 set -euo pipefail
 
 packages=(
@@ -12,6 +17,12 @@ packages=(
   python3-yaml openssl libcivetweb-dev clang-format
   python3-grpcio python3-protobuf python3-numpy python3-venv python3-wheel
 )
+for extra in "$@"; do
+  case "$extra" in
+    clang) packages+=(clang libclang-rt-14-dev) ;;
+    *) echo "usage: tools/setup.sh [clang]" >&2; exit 2 ;;
+  esac
+done
 
 missing=()
 for p in "${packages[@]}"; do
