@@ -19,6 +19,9 @@
 #      same commit.
 # The bare root is cached (tools/lib/debian_root.sh); the packages are
 # installed anew every run. --keep leaves the root in place for a look.
+# What serve.sh built stays in a Bazel disk cache
+# (~/.cache/ptoserve-image-disk-cache) that tools/image.sh lends the image's
+# build stage, which runs the same build on the same kind of root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source tools/lib/debian_root.sh
@@ -69,6 +72,11 @@ $ptoctl --server=$address health
 got=$($ptoctl --server=$address tand --dtype=int16 --shape=1x4 --src0=255,-1,7,12 --src1=15)
 echo "$got"
 echo "$got" | grep -qE "^ +15 +15 +7 +12$" || { echo "unexpected TAND result"; exit 1; }
+metrics=$(sed -n "s|.*metrics on http://\([^/]*\)/metrics.*|\1|p" /tmp/serve.log)
+exec 3<>"/dev/tcp/${metrics%:*}/${metrics##*:}"
+printf "GET /metrics HTTP/1.0\r\n\r\n" >&3
+grep -m1 "^ptoserve_build_info" <&3 || { echo "no ptoserve_build_info in /metrics"; exit 1; }
+exec 3<&-
 kill -TERM $server
 wait $server && rc=0 || rc=$?
 cat /tmp/serve.log
@@ -81,4 +89,10 @@ PTOSERVE_TEST_STAGES=smoke tools/test.sh
 elapsed "tools/test.sh (smoke stage)" $t
 bazel shutdown
 '
+image_cache=$HOME/.cache/ptoserve-image-disk-cache
+rm -rf "$image_cache"
+if [[ -d $root/root/.cache/ptoserve-disk-cache ]]; then
+  mkdir -p "$(dirname "$image_cache")"
+  mv "$root/root/.cache/ptoserve-disk-cache" "$image_cache"
+fi
 debian_root_log "fresh root: passed in $((SECONDS - start)) s"

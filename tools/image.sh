@@ -41,6 +41,12 @@ else
   fi
   engine=podman
   build=(podman build --isolation=chroot --format docker)
+  # What tools/fresh_root.sh built from this kind of root, lent to the
+  # build stage (deploy/Dockerfile uses it when it is there).
+  image_cache=$HOME/.cache/ptoserve-image-disk-cache
+  if [[ -d $image_cache ]]; then
+    build+=(--volume "$image_cache:/bazel-disk-cache")
+  fi
 fi
 log "engine: $engine"
 
