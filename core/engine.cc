@@ -66,7 +66,7 @@ class HazardTracker {
 // writes nothing, so this only orders; it never changes a result).
 class BufferHazards {
  public:
-  explicit BufferHazards(uint64_t bytes) { segments_[0] = Segment{bytes}; }
+  explicit BufferHazards(uint64_t bytes) { segments_[0].end = bytes; }
 
   void Add(const ByteRange& range, bool writes,
            std::vector<uint32_t>* deps) const {

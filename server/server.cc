@@ -179,8 +179,8 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
   if (!running.ok()) return running.status();
   parts->running = std::move(*running);
   // The health service knows a service only once its status has been set.
-  for (const std::string& name : {v1::TileCompute::service_full_name(),
-                                  v1::SharedMemory::service_full_name()}) {
+  for (const char* name : {v1::TileCompute::service_full_name(),
+                           v1::SharedMemory::service_full_name()}) {
     parts->running.server->GetHealthCheckService()->SetServingStatus(name,
                                                                      true);
   }

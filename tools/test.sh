@@ -62,18 +62,16 @@ stage tests "tests" ${disk_cache:+"--disk_cache=$disk_cache"} //... "$@"
 # What a fresh Debian root can break that a used machine hides: a package
 # setup.sh forgot, a user or permission a bare root lacks, a name it does
 # not resolve. tools/fresh_root.sh runs it after tools/serve.sh, which has
-# proved the served binary, ptoctl and /metrics there; built optimized, as
-# serve.sh builds, so that the two share the build. One test for each other
-# way in: the test PKI that openssl makes (security_test), the kernel's
-# socket tables and user nobody (peer_credentials_test), loopback without
-# "localhost" in /etc/hosts (embedded_server_test), Debian's grpcio,
-# protobuf and numpy and a client run as nobody (the Python client_test),
-# venv and wheel (install_test), PyYAML (manifests_test), the compiler the
-# seed examples need (compile_fail_test); and Google Benchmark, built. The
-# first stage runs every test on the same commit on the CI machine.
+# proved there the served binary, ptoctl, health and /metrics; built
+# optimized, as serve.sh builds, so that it adds little to that build. The
+# Python client's tests run on Debian's grpcio, protobuf and numpy, make
+# their own PKI with openssl for TLS, and run a client as nobody, whom the
+# server tells from the kernel's socket tables (client_test); venv and
+# wheel (install_test); PyYAML (manifests_test); the compiler the seed
+# examples need (compile_fail_test); and Google Benchmark's library, built.
+# Every other test runs in the first stage, on the same commit, on the CI
+# machine.
 smoke_tests=(
-  //tests/integration:security_test //tests/server:peer_credentials_test
-  //tests/integration:embedded_server_test
   //client/python:client_test //client/python:install_test
   //tests/deploy:manifests_test //tests/core/pto:compile_fail_test
 )
