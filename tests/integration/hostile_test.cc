@@ -223,10 +223,10 @@ class HostileTest : public ::testing::Test {
   void TearDown() override {
     if (prober_) ExpectOthersServed();
     // The attack is over: its connection goes before SIGTERM. Left open
-    // with nothing polling it, it would answer the server's GOAWAY ping
-    // only at gRPC's backup poll (about 5 s later), or, on a loaded machine,
-    // after the server's whole --shutdown_grace (faults_test proves that
-    // bound).
+    // with nothing in this process polling it, it would answer the server's
+    // GOAWAY ping only at gRPC's backup poll (about 5 s later), or, on a
+    // loaded machine, after the server's whole --shutdown_grace
+    // (faults_test proves that bound).
     stub_.reset();
     channel_.reset();
     if (server_) {
