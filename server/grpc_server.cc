@@ -1,5 +1,6 @@
 #include "server/grpc_server.h"
 
+#include <grpc/compression.h>
 #include <grpcpp/health_check_service_interface.h>
 #include <netdb.h>
 #include <pthread.h>
@@ -103,6 +104,15 @@ absl::StatusOr<RunningServer> StartGrpcServer(
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 20 * 1000);
   builder.SetMaxReceiveMessageSize(settings.max_message_bytes);
   builder.SetMaxSendMessageSize(settings.max_message_bytes);
+  // No compressed messages, either way. gRPC inflates a compressed request
+  // whole, before any size limit applies to what it inflated to (about
+  // 1 MiB of gzip makes 1 GiB), on every method, health and reflection
+  // included, and before a token is checked. With both algorithms off, a
+  // call that declares one ("grpc-encoding: gzip") is refused with
+  // UNIMPLEMENTED as its headers arrive, before its message is read, and
+  // answers are never compressed (docs/SECURITY.md, "Compression").
+  builder.SetCompressionAlgorithmSupportStatus(GRPC_COMPRESS_DEFLATE, false);
+  builder.SetCompressionAlgorithmSupportStatus(GRPC_COMPRESS_GZIP, false);
   // gRPC sets SO_REUSEPORT by default, which lets a second server bind a
   // port that is in use and take a share of its connections.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);

@@ -16,6 +16,7 @@ packages=(
   grpc-proto libabsl-dev libgtest-dev libgmock-dev libbenchmark-dev
   python3-yaml openssl libcivetweb-dev clang-format
   python3-grpcio python3-protobuf python3-numpy python3-venv python3-wheel
+  python3-h2
 )
 for extra in "$@"; do
   case "$extra" in

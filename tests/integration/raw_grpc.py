@@ -1,0 +1,163 @@
+"""gRPC calls made by hand over HTTP/2 (python3-h2), for tests that need
+what no gRPC library sends: a message whose compressed flag or encoding
+lies, a body a real client would never build. Loopback only; every wait is
+bounded."""
+
+import dataclasses
+import socket
+import ssl
+import time
+import zlib
+
+import h2.config
+import h2.connection
+import h2.events
+
+# Every call gives up after this long, whatever the server does.
+CALL_TIMEOUT_S = 30
+
+
+@dataclasses.dataclass
+class Answer:
+    """What the server sent back on the call's stream."""
+    headers: dict
+    trailers: dict
+    body: bytes
+    # The connection ended (reset, GOAWAY or closed) before the trailers.
+    reset: bool = False
+
+    @property
+    def status(self) -> str:
+        """grpc-status as text ("0" is OK); from the trailers, or the
+        headers of a trailers-only answer; "" if none came."""
+        return self.trailers.get("grpc-status",
+                                 self.headers.get("grpc-status", ""))
+
+    @property
+    def message(self) -> str:
+        return self.trailers.get("grpc-message",
+                                 self.headers.get("grpc-message", ""))
+
+
+def frame(payload: bytes, compressed: bool = False) -> bytes:
+    """One gRPC length-prefixed message."""
+    return (bytes([1 if compressed else 0]) + len(payload).to_bytes(4, "big")
+            + payload)
+
+
+def bomb(inflated_bytes: int, encoding: str = "gzip") -> bytes:
+    """`inflated_bytes` zero bytes compressed as `encoding` (gzip or deflate,
+    gRPC's names), made a chunk at a time: a 1 GiB bomb is about 1 MiB and
+    never exists inflated here."""
+    wbits = 31 if encoding == "gzip" else 15
+    packer = zlib.compressobj(9, zlib.DEFLATED, wbits)
+    chunk = bytes(1 << 20)
+    parts = []
+    left = inflated_bytes
+    while left > 0:
+        n = min(left, len(chunk))
+        parts.append(packer.compress(chunk[:n]))
+        left -= n
+    parts.append(packer.flush())
+    return b"".join(parts)
+
+
+class Connection:
+    """One HTTP/2 connection to a gRPC server, plaintext or TLS."""
+
+    def __init__(self, address: str, tls_ca: str = ""):
+        host, port = address.rsplit(":", 1)
+        host = host.strip("[]")
+        sock = socket.create_connection((host, int(port)),
+                                        timeout=CALL_TIMEOUT_S)
+        if tls_ca:
+            context = ssl.create_default_context(cafile=tls_ca)
+            context.check_hostname = False
+            context.set_alpn_protocols(["h2"])
+            sock = context.wrap_socket(sock, server_hostname=host)
+        self.sock = sock
+        self.authority = address
+        self.h2 = h2.connection.H2Connection(
+            h2.config.H2Configuration(client_side=True, header_encoding="utf-8"))
+        self.h2.initiate_connection()
+        # Room to receive whatever the server sends back.
+        self.h2.increment_flow_control_window(1 << 30)
+        self._flush()
+
+    def close(self) -> None:
+        try:
+            self.h2.close_connection()
+            self._flush()
+        except OSError:
+            pass
+        self.sock.close()
+
+    def _flush(self) -> None:
+        data = self.h2.data_to_send()
+        if data:
+            self.sock.sendall(data)
+
+    def call(self, method: str, body: bytes, headers: list = (),
+             end_stream: bool = True) -> Answer:
+        """Sends `body` (framed gRPC messages) on a new stream to `method`
+        ("/package.Service/Method") and returns the answer. Sends what flow
+        control allows, waiting for window updates; stops sending once the
+        server has answered."""
+        stream = self.h2.get_next_available_stream_id()
+        request_headers = [
+            (":method", "POST"), (":scheme", "http"), (":path", method),
+            (":authority", self.authority),
+            ("content-type", "application/grpc"), ("te", "trailers"),
+            ("grpc-accept-encoding", "identity"),
+        ] + list(headers)
+        self.h2.send_headers(stream, request_headers)
+        self._flush()
+        answer = Answer({}, {}, b"")
+        done = False
+        sent = 0
+        deadline = time.monotonic() + CALL_TIMEOUT_S
+        while not done and time.monotonic() < deadline:
+            # Send as much as the windows allow.
+            while sent < len(body) and not answer.headers:
+                room = min(self.h2.local_flow_control_window(stream),
+                           self.h2.max_outbound_frame_size, len(body) - sent)
+                if room <= 0:
+                    break
+                self.h2.send_data(stream, body[sent:sent + room])
+                sent += room
+            if sent == len(body) and end_stream and not answer.headers:
+                try:
+                    self.h2.end_stream(stream)
+                except h2.exceptions.ProtocolError:
+                    pass
+                end_stream = False
+            self._flush()
+            self.sock.settimeout(max(0.01, deadline - time.monotonic()))
+            try:
+                data = self.sock.recv(1 << 16)
+            except (socket.timeout, ssl.SSLError, ConnectionError):
+                answer.reset = True
+                break
+            if not data:
+                answer.reset = True
+                break
+            for event in self.h2.receive_data(data):
+                if getattr(event, "stream_id", stream) != stream:
+                    continue
+                if isinstance(event, h2.events.ResponseReceived):
+                    answer.headers = dict(event.headers)
+                    if "grpc-status" in answer.headers:
+                        done = True
+                elif isinstance(event, h2.events.DataReceived):
+                    answer.body += event.data
+                    self.h2.acknowledge_received_data(
+                        event.flow_controlled_length, stream)
+                elif isinstance(event, h2.events.TrailersReceived):
+                    answer.trailers = dict(event.headers)
+                    done = True
+                elif isinstance(event, (h2.events.StreamReset,
+                                        h2.events.ConnectionTerminated)):
+                    answer.reset = True
+                    done = True
+            self._flush()
+        return answer
