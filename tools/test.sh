@@ -67,13 +67,15 @@ stage tests "tests" ${disk_cache:+"--disk_cache=$disk_cache"} //... "$@"
 # Python client's tests run on Debian's grpcio, protobuf and numpy, make
 # their own PKI with openssl for TLS, and run a client as nobody, whom the
 # server tells from the kernel's socket tables (client_test); venv and
-# wheel (install_test); PyYAML (manifests_test); the compiler the seed
+# wheel (install_test); python3-h2, which sends compressed bombs
+# (compression_test); PyYAML (manifests_test); the compiler the seed
 # examples need (compile_fail_test); and Google Benchmark's library, built.
 # Every other test runs in the first stage, on the same commit, on the CI
 # machine.
 smoke_tests=(
   //client/python:client_test //client/python:install_test
-  //tests/deploy:manifests_test //tests/core/pto:compile_fail_test
+  //tests/integration:compression_test //tests/deploy:manifests_test
+  //tests/core/pto:compile_fail_test
 )
 if selected smoke; then
   echo "=== smoke: building the benchmarks' library"
