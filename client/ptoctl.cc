@@ -713,10 +713,17 @@ int Regions() {
     return 0;
   }
   if (list->regions().empty()) std::cout << "no regions\n";
+  const absl::Time now = absl::Now();
   for (const v1::Region& r : list->regions()) {
+    const absl::Time registered =
+        absl::FromUnixSeconds(r.registered_at().seconds()) +
+        absl::Nanoseconds(r.registered_at().nanos());
     std::cout << absl::StrFormat(
-        "%s: %s offset %u, %u bytes; %u jobs in flight, %u in all\n", r.name(),
-        r.key(), r.offset(), r.size(), r.jobs_in_flight(), r.jobs_total());
+        "%s: %s offset %u, %u bytes; %u jobs in flight, %u in all; user %u, "
+        "registered %s ago\n",
+        r.name(), r.key(), r.offset(), r.size(), r.jobs_in_flight(),
+        r.jobs_total(), r.registered_by_uid(),
+        absl::FormatDuration(absl::Trunc(now - registered, absl::Seconds(1))));
   }
   return 0;
 }

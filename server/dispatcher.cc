@@ -74,6 +74,7 @@ void ToCapabilities(const Engine& engine, const ServerLimits& limits,
   shm->set_enabled(limits.shared_memory.enabled);
   shm->set_key_prefix(limits.shared_memory.key_prefix);
   shm->set_max_regions(limits.shared_memory.max_regions);
+  shm->set_max_regions_per_user(limits.shared_memory.max_regions_per_user);
   for (const std::string& form : pasm::AcceptedForms()) {
     out->add_assembly_forms(form);
   }
@@ -168,7 +169,8 @@ absl::Status Dispatcher::Submit(const v1::Job& job, uint64_t request_bytes,
           bytes, f.request, f.tiles, f.result, f.bookkeeping,
           limits_.max_job_bytes));
     }
-    absl::StatusOr<MemoryBudget::Hold> reserved = budget_->Reserve(bytes);
+    absl::StatusOr<MemoryBudget::Hold> reserved =
+        budget_->Reserve(bytes, call.share);
     if (!reserved.ok()) {
       *over_budget = true;
       return reserved.status();

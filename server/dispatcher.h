@@ -30,6 +30,8 @@ struct ServerLimits {
   uint32_t queue_capacity = 0;  // instructions
   uint32_t stream_window = 1;   // jobs of one stream in flight
   uint32_t max_jobs_per_batch = 1;
+  // How long an answer may wait for a client that does not read it.
+  absl::Duration stall_timeout = absl::ZeroDuration();
   SharedMemoryOptions shared_memory;
 };
 
@@ -58,6 +60,9 @@ struct CallInfo {
   // The caller's user, asked for while the job is decoded if it names a
   // shared-memory region (null: a caller inside the process, not checked).
   CallerUid caller_uid;
+  // The caller's client's share of the memory budget (null: bounded by the
+  // whole budget only).
+  std::shared_ptr<MemoryBudget::Share> share;
 };
 
 class Dispatcher {

@@ -68,6 +68,17 @@ ABSL_FLAG(int, memory_budget_mb, 768,
           "RESOURCE_EXHAUSTED at once and a stream reads no further until "
           "its own results drain. Sized for the 1 GiB limit of "
           "deploy/k8s/, with room for gRPC's buffers.");
+ABSL_FLAG(int, max_client_memory_mb, 0,
+          "The most of --memory_budget_mb that one client's calls may hold "
+          "together, in MiB; a client is a bearer token (--auth_token_file) "
+          "or else one connection. 0: half the budget, and at least "
+          "--max_job_mb. Over it, that client's Execute answers "
+          "RESOURCE_EXHAUSTED and its streams read no further, while other "
+          "clients go on.");
+ABSL_FLAG(absl::Duration, stall_timeout, absl::Seconds(30),
+          "How long an answer may wait to be written to a client that does "
+          "not read it (HTTP/2 flow control) before its call is cancelled "
+          "and what it holds is freed; 0 never cancels.");
 ABSL_FLAG(int, max_waits_per_instruction, 64,
           "The most events one instruction may wait on.");
 ABSL_FLAG(int, max_assembly_kb, 1024,
@@ -82,7 +93,11 @@ ABSL_FLAG(std::string, shared_memory, "auto",
 ABSL_FLAG(std::string, shared_memory_prefix, "/ptoserve",
           "Every shared-memory key registered must start with this.");
 ABSL_FLAG(int, max_shared_regions, 64,
-          "Most shared-memory regions registered at once.");
+          "Most shared-memory regions registered at once, by all users.");
+ABSL_FLAG(int, max_shared_regions_per_user, 0,
+          "Most shared-memory regions one user (the caller's uid) may have "
+          "registered at once; 0: a quarter of --max_shared_regions (at "
+          "least 1), so that one user's regions never refuse another's.");
 ABSL_FLAG(std::string, tls_cert, "",
           "Server certificate chain (PEM). With --tls_key, serve TLS only.");
 ABSL_FLAG(std::string, tls_key, "", "Private key of --tls_cert (PEM).");
@@ -152,9 +167,12 @@ std::vector<std::string> FlagErrors() {
       {&FLAGS_max_instructions_per_job, "max_instructions_per_job", 1, 1 << 20},
       {&FLAGS_max_job_mb, "max_job_mb", 1, 1 << 20},
       {&FLAGS_memory_budget_mb, "memory_budget_mb", 1, 1 << 20},
+      {&FLAGS_max_client_memory_mb, "max_client_memory_mb", 0, 1 << 20},
       {&FLAGS_max_waits_per_instruction, "max_waits_per_instruction", 0, 4096},
       {&FLAGS_max_assembly_kb, "max_assembly_kb", 0, 1 << 16},
       {&FLAGS_host_buffer_kb, "host_buffer_kb", 1, 1 << 20},
+      {&FLAGS_max_shared_regions_per_user, "max_shared_regions_per_user", 0,
+       static_cast<int64_t>(kMaxSharedRegions)},
       {&FLAGS_max_shared_regions, "max_shared_regions", 1,
        static_cast<int64_t>(kMaxSharedRegions)},
   };
@@ -172,6 +190,20 @@ std::vector<std::string> FlagErrors() {
         "never be admitted",
         absl::GetFlag(FLAGS_max_job_mb),
         absl::GetFlag(FLAGS_memory_budget_mb)));
+  }
+  if (const int client = absl::GetFlag(FLAGS_max_client_memory_mb);
+      client != 0 && (client < absl::GetFlag(FLAGS_max_job_mb) ||
+                      client > absl::GetFlag(FLAGS_memory_budget_mb))) {
+    errors.push_back(absl::StrFormat(
+        "--max_client_memory_mb=%d is not between --max_job_mb=%d (a client "
+        "could never run its largest job) and --memory_budget_mb=%d",
+        client, absl::GetFlag(FLAGS_max_job_mb),
+        absl::GetFlag(FLAGS_memory_budget_mb)));
+  }
+  if (absl::GetFlag(FLAGS_stall_timeout) < absl::ZeroDuration()) {
+    errors.push_back(absl::StrFormat(
+        "--stall_timeout=%s is negative",
+        absl::FormatDuration(absl::GetFlag(FLAGS_stall_timeout))));
   }
   const std::string shm = absl::GetFlag(FLAGS_shared_memory);
   if (shm != "auto" && shm != "true" && shm != "false") {
@@ -252,6 +284,9 @@ ServerOptions OptionsFromFlags(Target default_target) {
                     << 20;
   o.memory_budget_bytes =
       static_cast<uint64_t>(absl::GetFlag(FLAGS_memory_budget_mb)) << 20;
+  o.client_memory_bytes =
+      static_cast<uint64_t>(absl::GetFlag(FLAGS_max_client_memory_mb)) << 20;
+  o.stall_timeout = absl::GetFlag(FLAGS_stall_timeout);
   o.stream_window = absl::GetFlag(FLAGS_stream_window);
   o.max_jobs_per_batch = absl::GetFlag(FLAGS_max_jobs_per_batch);
   if (const std::string shm = absl::GetFlag(FLAGS_shared_memory);
@@ -260,6 +295,8 @@ ServerOptions OptionsFromFlags(Target default_target) {
   }
   o.shared_memory_prefix = absl::GetFlag(FLAGS_shared_memory_prefix);
   o.max_shared_regions = absl::GetFlag(FLAGS_max_shared_regions);
+  o.max_shared_regions_per_user =
+      absl::GetFlag(FLAGS_max_shared_regions_per_user);
   o.tls = {absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key),
            absl::GetFlag(FLAGS_tls_client_ca)};
   o.auth_token_file = absl::GetFlag(FLAGS_auth_token_file);

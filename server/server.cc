@@ -33,7 +33,19 @@ SharedMemoryOptions SharedMemoryFrom(const ServerOptions& options) {
       options.shared_memory.value_or(IsLoopbackAddress(options.address));
   shm.key_prefix = options.shared_memory_prefix;
   shm.max_regions = options.max_shared_regions;
+  shm.max_regions_per_user = options.max_shared_regions_per_user != 0
+                                 ? std::min(options.max_shared_regions_per_user,
+                                            options.max_shared_regions)
+                                 : std::max(1u, options.max_shared_regions / 4);
   return shm;
+}
+
+// What one client may hold of the memory budget.
+uint64_t ClientMemory(const ServerOptions& options) {
+  if (options.client_memory_bytes != 0) return options.client_memory_bytes;
+  return std::min(
+      options.memory_budget_bytes,
+      std::max(options.memory_budget_bytes / 2, options.max_job_bytes));
 }
 
 }  // namespace
@@ -46,7 +58,7 @@ struct Server::Parts {
         metrics(&registry),
         runner(&engine, &metrics),
         scheduler(options.scheduling, &runner),
-        budget(options.memory_budget_bytes),
+        budget(options.memory_budget_bytes, ClientMemory(options)),
         shared(SharedMemoryFrom(options), &budget),
         // Decodes requests too large to decode on gRPC's threads (service.h).
         decoders(std::max(1u, std::thread::hardware_concurrency()),
@@ -130,6 +142,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
   limits.queue_capacity = options.scheduling.queue_capacity;
   limits.stream_window = options.stream_window;
   limits.max_jobs_per_batch = options.max_jobs_per_batch;
+  limits.stall_timeout = options.stall_timeout;
   limits.shared_memory = parts->shared.options();
   parts->dispatcher = std::make_unique<Dispatcher>(
       &parts->engine, &parts->scheduler, limits, &parts->metrics,
@@ -139,6 +152,13 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
       &parts->decoders, auth);
   parts->shared_service =
       std::make_unique<SharedMemoryService>(&parts->shared, auth);
+  parts->registry.AddCallbackCounter(
+      "ptoserve_calls_stalled_total",
+      "Calls cancelled because their client read no answer for "
+      "--stall_timeout.",
+      [stalls = &parts->service->stalls()] {
+        return static_cast<double>(stalls->cancelled());
+      });
 
   const std::vector<std::string> service_names = {
       v1::TileCompute::service_full_name(),

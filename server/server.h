@@ -36,6 +36,11 @@ struct ServerOptions {
   int max_message_bytes = 64 << 20;
   uint64_t max_job_bytes = uint64_t{256} << 20;
   uint64_t memory_budget_bytes = uint64_t{768} << 20;
+  // What one client may hold of it; 0: half, and at least max_job_bytes.
+  uint64_t client_memory_bytes = 0;
+  // How long an answer may wait for a client that does not read it before
+  // its call is cancelled; zero: never.
+  absl::Duration stall_timeout = absl::Seconds(30);
   uint32_t stream_window = 128;
   uint32_t max_jobs_per_batch = 256;
   // The shared-memory data path (server/shared_memory.h): on, off, or
@@ -43,6 +48,8 @@ struct ServerOptions {
   std::optional<bool> shared_memory;
   std::string shared_memory_prefix = "/ptoserve";
   uint32_t max_shared_regions = 64;
+  // What one user may have of them; 0: a quarter (at least 1).
+  uint32_t max_shared_regions_per_user = 0;
   // TLS when tls.cert is set (server/auth.h).
   TlsFiles tls;
   // Bearer tokens, one a line; empty: none required.

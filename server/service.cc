@@ -65,19 +65,34 @@ TileComputeService::TileComputeService(Dispatcher* dispatcher,
       auth_(auth),
       max_message_bytes_(limits.max_message_bytes),
       stream_window_(limits.stream_window),
-      max_jobs_per_batch_(limits.max_jobs_per_batch) {}
+      max_jobs_per_batch_(limits.max_jobs_per_batch),
+      stalls_(limits.stall_timeout) {}
 
 absl::Status TileComputeService::Dispatch(const v1::Job& job,
                                           uint64_t request_bytes,
                                           grpc::CallbackServerContext* context,
-                                          bool run_here, Done done,
-                                          bool may_wait, Refusal* refusal) {
+                                          const Share& share, bool run_here,
+                                          Done done, bool may_wait,
+                                          Refusal* refusal) {
   CallInfo call;
+  call.share = share;
   call.deadline = CallDeadline(*context);
   call.cancelled = [context] { return context->IsCancelled(); };
   call.caller_uid = [context] { return CachedPeerUid(context->peer()); };
   return dispatcher_->Dispatch(job, request_bytes, call, run_here,
                                std::move(done), may_wait, refusal);
+}
+
+TileComputeService::Share TileComputeService::ShareOf(
+    const grpc::CallbackServerContext& context) const {
+  // A token names its holder, on however many connections; without tokens
+  // a client is one connection ("ipv4:127.0.0.1:40112", or "fd:12" for
+  // one the server's own listener accepted).
+  if (auth_ != nullptr) {
+    const int token = auth_->Identify(context);
+    if (token >= 0) return budget_->ShareOf(absl::StrCat("token ", token));
+  }
+  return budget_->ShareOf(context.peer());
 }
 
 absl::StatusOr<WireShape> TileComputeService::Inspect(
@@ -211,7 +226,9 @@ class TileComputeService::UnaryCall final : public grpc::ServerUnaryReactor {
   // Finish, stated to ThreadSanitizer: gRPC orders Finish before OnDone
   // through queues it cannot see, and the fields below are written on one
   // thread (the scheduler's) and freed on another (gRPC's).
-  explicit UnaryCall(const GrpcMetrics::Method* calls) : calls_(calls) {
+  UnaryCall(const GrpcMetrics::Method* calls, StallWatch* stalls,
+            grpc::CallbackServerContext* context)
+      : calls_(calls), stalls_(stalls), context_(context) {
     if (calls_ == nullptr) return;
     calls_->started->Increment();
     calls_->received->Increment();
@@ -225,11 +242,17 @@ class TileComputeService::UnaryCall final : public grpc::ServerUnaryReactor {
       if (status.ok()) calls_->sent->Increment();
       answered_ = true;
     }
+    // An answer with a body waits on the client's reading it.
+    if (status.ok()) {
+      stalls_->Add(&stall_, context_);
+      stall_.Writing();
+    }
     TsanReleasing(this);
     Finish(status);
   }
   void OnDone() override {
     TsanAcquired(this);
+    stalls_->Remove(&stall_);
     if (calls_ != nullptr && !answered_) {
       calls_->handled[grpc::StatusCode::CANCELLED]->Increment();
     }
@@ -243,17 +266,22 @@ class TileComputeService::UnaryCall final : public grpc::ServerUnaryReactor {
   bool InternalInlineable() override { return true; }
 
   std::shared_ptr<const v1::Job> job;
+  // The caller's share of the memory budget, and what its job holds.
+  Share share;
   MemoryBudget::Hold hold;
 
  private:
   const GrpcMetrics::Method* const calls_;
+  StallWatch* const stalls_;
+  grpc::CallbackServerContext* const context_;
+  StallWatch::Call stall_;
   bool answered_ = false;
 };
 
 grpc::ServerUnaryReactor* TileComputeService::Execute(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
     grpc::ByteBuffer* response) {
-  auto* call = new UnaryCall(execute_calls_);
+  auto* call = new UnaryCall(execute_calls_, &stalls_, context);
   if (absl::Status allowed = Authorize(*context); !allowed.ok()) {
     call->Answer(ToGrpcStatus(allowed));
     return call;
@@ -261,14 +289,18 @@ grpc::ServerUnaryReactor* TileComputeService::Execute(
   absl::StatusOr<WireShape> shape = Inspect(*request, "the request");
   if (!shape.ok()) {
     call->Answer(ToGrpcStatus(shape.status()));
-  } else if (Light(*shape, request->Length())) {
+    const_cast<grpc::ByteBuffer*>(request)->Clear();
+    return call;
+  }
+  call->share = ShareOf(*context);
+  if (Light(*shape, request->Length())) {
     RunUnary(call, *request, context, response, /*run_here=*/true);
   } else {
     // The task shares the request's slices, copying no bytes; while it
     // waits they count against the memory budget.
     auto bytes = std::make_shared<grpc::ByteBuffer>(*request);
     absl::StatusOr<MemoryBudget::Hold> queued =
-        budget_->Reserve(bytes->Length());
+        budget_->Reserve(bytes->Length(), call->share);
     auto hold = std::make_shared<MemoryBudget::Hold>();
     if (queued.ok()) *hold = std::move(*queued);
     if (!queued.ok()) {
@@ -310,7 +342,7 @@ void TileComputeService::RunUnary(UnaryCall* call,
   // With run_here, a unary call's thread runs a small job itself when the
   // scheduler is idle: no hand-off.
   absl::Status admitted = Dispatch(
-      *call->job, request_bytes, context, run_here,
+      *call->job, request_bytes, context, call->share, run_here,
       [this, call, response](absl::StatusOr<v1::JobResult> r,
                              MemoryBudget::Hold hold) {
         call->hold = std::move(hold);
@@ -333,7 +365,10 @@ class TileComputeService::JobStream final
     : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
   JobStream(TileComputeService* service, grpc::CallbackServerContext* context)
-      : service_(service), context_(context) {
+      : service_(service),
+        context_(context),
+        share_(service->ShareOf(*context)) {
+    service_->stalls_.Add(&stall_, context_);
     MutexLock lock(&mu_);
     reading_ = true;
     StartRead(&request_);
@@ -364,7 +399,7 @@ class TileComputeService::JobStream final
       // count against the memory budget while it waits.
       auto bytes = std::make_shared<grpc::ByteBuffer>(request_);
       absl::StatusOr<MemoryBudget::Hold> queued =
-          service_->budget_->Reserve(request_bytes);
+          service_->budget_->Reserve(request_bytes, share_);
       auto hold = std::make_shared<MemoryBudget::Hold>();
       if (queued.ok()) *hold = std::move(*queued);
       ++decoding_;
@@ -393,6 +428,7 @@ class TileComputeService::JobStream final
   }
 
   void OnWriteDone(bool ok) override {
+    stall_.Written();
     MutexLock lock(&mu_);
     writing_ = false;
     --unanswered_;
@@ -412,6 +448,7 @@ class TileComputeService::JobStream final
     // Finish runs with mu_ held, possibly on a scheduler thread, and gRPC may
     // call OnDone on another thread before that thread lets go of mu_.
     { MutexLock lock(&mu_); }
+    service_->stalls_.Remove(&stall_);
     delete this;
   }
 
@@ -474,7 +511,8 @@ class TileComputeService::JobStream final
     Refusal refusal = Refusal::kFinal;
     // Not run_here: done takes mu_, which this reaction holds.
     absl::Status admitted = service_->Dispatch(
-        *waiting.job, waiting.request_bytes, context_, /*run_here=*/false,
+        *waiting.job, waiting.request_bytes, context_, share_,
+        /*run_here=*/false,
         [this, id, job = waiting.job](absl::StatusOr<v1::JobResult> r,
                                       MemoryBudget::Hold hold) {
           // Serialized before taking mu_: a large result does not hold
@@ -511,6 +549,7 @@ class TileComputeService::JobStream final
     }
     if (outbox_.empty()) return;
     writing_ = true;
+    stall_.Writing();
     StartWrite(&outbox_.front().bytes);
   }
 
@@ -536,6 +575,8 @@ class TileComputeService::JobStream final
 
   TileComputeService* const service_;
   grpc::CallbackServerContext* const context_;
+  const Share share_;  // the caller's share of the memory budget
+  StallWatch::Call stall_;
   absl::Mutex mu_;
   grpc::ByteBuffer request_;                          // the read in progress
   std::deque<Outgoing> outbox_ ABSL_GUARDED_BY(mu_);  // front: writing
@@ -564,7 +605,10 @@ class TileComputeService::BatchStream final
     : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
   BatchStream(TileComputeService* service, grpc::CallbackServerContext* context)
-      : service_(service), context_(context) {
+      : service_(service),
+        context_(context),
+        share_(service->ShareOf(*context)) {
+    service_->stalls_.Add(&stall_, context_);
     MutexLock lock(&mu_);
     reading_ = true;
     StartRead(&request_);
@@ -609,6 +653,7 @@ class TileComputeService::BatchStream final
   }
 
   void OnWriteDone(bool ok) override {
+    stall_.Written();
     MutexLock lock(&mu_);
     writing_ = false;
     unanswered_ -= outbox_.front().jobs;
@@ -622,6 +667,7 @@ class TileComputeService::BatchStream final
   void OnDone() override {
     // As JobStream's: Finish may run with mu_ held on another thread.
     { MutexLock lock(&mu_); }
+    service_->stalls_.Remove(&stall_);
     delete this;
   }
 
@@ -652,7 +698,7 @@ class TileComputeService::BatchStream final
       // count against the memory budget while it waits.
       auto bytes = std::make_shared<grpc::ByteBuffer>(request_);
       absl::StatusOr<MemoryBudget::Hold> queued =
-          service_->budget_->Reserve(bytes->Length());
+          service_->budget_->Reserve(bytes->Length(), share_);
       if (!queued.ok()) {
         service_->metrics_->JobAnswered(JobRecord("unknown"),
                                         absl::StatusCode::kResourceExhausted);
@@ -761,7 +807,7 @@ class TileComputeService::BatchStream final
     for (int i = 0; i < n; ++i) {
       const v1::Job& job = batch->jobs->jobs(i);
       absl::Status admitted = service_->Dispatch(
-          job, shape.job_bytes[i], context_, run_here,
+          job, shape.job_bytes[i], context_, share_, run_here,
           [this, batch, i](absl::StatusOr<v1::JobResult> r,
                            MemoryBudget::Hold hold) {
             v1::JobResult* slot = batch->answer.mutable_results(i);
@@ -815,6 +861,7 @@ class TileComputeService::BatchStream final
     }
     if (outbox_.empty()) return;
     writing_ = true;
+    stall_.Writing();
     StartWrite(&outbox_.front().bytes);
   }
 
@@ -840,6 +887,8 @@ class TileComputeService::BatchStream final
 
   TileComputeService* const service_;
   grpc::CallbackServerContext* const context_;
+  const Share share_;  // the caller's share of the memory budget
+  StallWatch::Call stall_;
   absl::Mutex mu_;
   grpc::ByteBuffer request_;                          // the read in progress
   std::deque<Outgoing> outbox_ ABSL_GUARDED_BY(mu_);  // front: writing

@@ -15,6 +15,7 @@
 #include "server/grpc_metrics.h"
 #include "server/memory_budget.h"
 #include "server/service_metrics.h"
+#include "server/stall_watch.h"
 #include "server/task_pool.h"
 
 namespace ptoserve {
@@ -62,6 +63,9 @@ class TileComputeService final
     execute_calls_ = calls;
   }
 
+  // The watch that cancels calls whose client reads no answer.
+  const StallWatch& stalls() const { return stalls_; }
+
   grpc::ServerUnaryReactor* GetCapabilities(
       grpc::CallbackServerContext* context,
       const v1::GetCapabilitiesRequest* request,
@@ -73,6 +77,7 @@ class TileComputeService final
   class BatchStream;
   using Done = Dispatcher::Done;
   using Refusal = Dispatcher::Refusal;
+  using Share = std::shared_ptr<MemoryBudget::Share>;
 
   // What parsing `bytes` would cost, checked before it is paid
   // (CheckJobWire); a refusal names `what` ("the request", "stream message
@@ -109,12 +114,15 @@ class TileComputeService final
   // Encode for any message (a JobResultBatch).
   absl::Status EncodeMessage(const google::protobuf::Message& message,
                              grpc::ByteBuffer* bytes) const;
-  // Hands `job` to the dispatcher as a job of the call `context`
-  // (Dispatcher::Dispatch).
+  // Hands `job` to the dispatcher as a job of the call `context`, whose
+  // client's share of the memory budget is `share` (Dispatcher::Dispatch).
   absl::Status Dispatch(const v1::Job& job, uint64_t request_bytes,
-                        grpc::CallbackServerContext* context, bool run_here,
-                        Done done, bool may_wait = false,
-                        Refusal* refusal = nullptr);
+                        grpc::CallbackServerContext* context,
+                        const Share& share, bool run_here, Done done,
+                        bool may_wait = false, Refusal* refusal = nullptr);
+  // The share of the memory budget of `context`'s client: its bearer
+  // token's, or else its connection's.
+  Share ShareOf(const grpc::CallbackServerContext& context) const;
 
   // OK, or why `context`'s caller may not call (UNAUTHENTICATED).
   absl::Status Authorize(const grpc::CallbackServerContext& context) const {
@@ -130,6 +138,7 @@ class TileComputeService final
   const uint64_t max_message_bytes_;
   const uint32_t stream_window_;
   const uint32_t max_jobs_per_batch_;
+  StallWatch stalls_;
 };
 
 }  // namespace ptoserve

@@ -79,6 +79,27 @@ void ServiceMetrics::WatchMemoryBudget(const MemoryBudget* budget) {
       "ptoserve_memory_held_bytes",
       "The memory jobs in flight hold now, as admission counts it.", {},
       [budget] { return static_cast<double>(budget->held()); });
+  registry_->AddGauge(
+      "ptoserve_memory_client_limit_bytes",
+      "The most of the budget one client may hold (--max_client_memory_mb).",
+      {}, [budget] { return static_cast<double>(budget->client_limit()); });
+  registry_->AddGauge(
+      "ptoserve_memory_clients",
+      "Clients (bearer tokens, or else connections) with calls holding "
+      "memory.",
+      {}, [budget] { return static_cast<double>(budget->clients()); });
+  registry_->AddGauge(
+      "ptoserve_memory_client_held_max_bytes",
+      "What the client holding the most holds now.", {},
+      [budget] { return static_cast<double>(budget->largest_share_held()); });
+  registry_->AddCallbackCounter(
+      "ptoserve_memory_refused_budget_total",
+      "Jobs and requests refused because the whole budget was full.",
+      [budget] { return static_cast<double>(budget->refused_full()); });
+  registry_->AddCallbackCounter(
+      "ptoserve_memory_refused_client_total",
+      "Jobs and requests refused because their client's share was full.",
+      [budget] { return static_cast<double>(budget->refused_share()); });
 }
 
 void ServiceMetrics::WatchScheduler(const Scheduler* scheduler) {

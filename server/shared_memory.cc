@@ -255,6 +255,11 @@ v1::Region MappedRegion::Describe() const {
   region.set_size(size_);
   region.set_jobs_in_flight(in_flight_.load(std::memory_order_relaxed));
   region.set_jobs_total(total_.load(std::memory_order_relaxed));
+  region.set_registered_by_uid(registrar_);
+  const int64_t nanos = absl::ToUnixNanos(registered_at_);
+  region.mutable_registered_at()->set_seconds(nanos / 1000000000);
+  region.mutable_registered_at()->set_nanos(
+      static_cast<int32_t>(nanos % 1000000000));
   return region;
 }
 
@@ -330,6 +335,17 @@ absl::StatusOr<v1::Region> SharedMemoryRegistry::Register(
                         "(--max_shared_regions); unregister one first",
                         regions_.size()));
   }
+  // One user's regions never take every slot from the others.
+  uint32_t callers = 0;
+  for (const auto& [name, region] : regions_) {
+    callers += region->registrar_ == caller ? 1 : 0;
+  }
+  if (callers >= options_.max_regions_per_user) {
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "user %d has %u regions registered, the most one user may "
+        "(--max_shared_regions_per_user); unregister one first",
+        caller, callers));
+  }
   absl::StatusOr<MemoryBudget::Hold> hold = budget_->Reserve(size);
   if (!hold.ok()) {
     return absl::ResourceExhaustedError(absl::StrFormat(
@@ -378,6 +394,8 @@ absl::StatusOr<v1::Region> SharedMemoryRegistry::Register(
   region->data_ = static_cast<uint8_t*>(map) + (offset - start);
   region->extent_ = {st.st_dev, st.st_ino, offset};
   region->owner_ = st.st_uid;
+  region->registrar_ = caller;
+  region->registered_at_ = absl::Now();
   region->mode_ = st.st_mode;
   const uintptr_t base = reinterpret_cast<uintptr_t>(map);
   region->guard_ = Guard(base, base + rounded);

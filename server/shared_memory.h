@@ -32,6 +32,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "proto/codec.h"
 #include "ptoserve/v1/service.pb.h"
@@ -44,8 +45,9 @@ struct SharedMemoryOptions {
   bool enabled = false;
   // Every key must start with this ("/" and the start of a name).
   std::string key_prefix = "/ptoserve";
-  // The most regions registered at once.
+  // The most regions registered at once, by everyone and by one user.
   uint32_t max_regions = 64;
+  uint32_t max_regions_per_user = 16;
 };
 
 // The most regions registered at once in one process, across servers.
@@ -99,7 +101,9 @@ class MappedRegion {
 
   std::string name_, key_;
   uint64_t offset_ = 0, size_ = 0;
-  uid_t owner_ = 0;  // the object's, at Register
+  uid_t owner_ = 0;      // the object's, at Register
+  uid_t registrar_ = 0;  // the user whose Register call made it
+  absl::Time registered_at_;
   mode_t mode_ = 0;
   Extent extent_{};
   int fd_ = -1;

@@ -12,6 +12,8 @@ import zlib
 import h2.config
 import h2.connection
 import h2.events
+import h2.exceptions
+import h2.settings
 
 # Every call gives up after this long, whatever the server does.
 CALL_TIMEOUT_S = 30
@@ -65,7 +67,11 @@ def bomb(inflated_bytes: int, encoding: str = "gzip") -> bytes:
 class Connection:
     """One HTTP/2 connection to a gRPC server, plaintext or TLS."""
 
-    def __init__(self, address: str, tls_ca: str = ""):
+    def __init__(self, address: str, tls_ca: str = "",
+                 receive_window: int = 1 << 30):
+        """receive_window: what the server may send before this client
+        reads it, per stream and for the connection (0: nothing, as a
+        client that never reads leaves it)."""
         host, port = address.rsplit(":", 1)
         host = host.strip("[]")
         sock = socket.create_connection((host, int(port)),
@@ -80,9 +86,20 @@ class Connection:
         self.h2 = h2.connection.H2Connection(
             h2.config.H2Configuration(client_side=True, header_encoding="utf-8"))
         self.h2.initiate_connection()
-        # Room to receive whatever the server sends back.
-        self.h2.increment_flow_control_window(1 << 30)
+        self.receive_window = receive_window
+        if receive_window == 0:
+            # The connection's window starts at 65535 (RFC 9113 6.9.2) and
+            # cannot shrink; the streams' can, to nothing.
+            self.h2.update_settings(
+                {h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: 0})
+        else:
+            self.h2.update_settings(
+                {h2.settings.SettingCodes.INITIAL_WINDOW_SIZE:
+                 min(receive_window, (1 << 31) - 1)})
+            self.h2.increment_flow_control_window(
+                min(receive_window, (1 << 31) - 1 - 65535))
         self._flush()
+        self.ends = {}
 
     def close(self) -> None:
         try:
@@ -161,3 +178,65 @@ class Connection:
                     done = True
             self._flush()
         return answer
+
+    def open_stream(self, method: str, body: bytes, headers: list = (),
+                    end: bool = False):
+        """Opens a stream to `method` and sends `body` (framed messages) as
+        far as the server's windows allow, without ending the stream or
+        reading any answer (with `end`, then half-closes it, as a unary
+        call does); returns the stream id. For a client that never
+        reads: the server's answers stay where flow control keeps them."""
+        stream = self.h2.get_next_available_stream_id()
+        self.h2.send_headers(stream, [
+            (":method", "POST"), (":scheme", "http"), (":path", method),
+            (":authority", self.authority),
+            ("content-type", "application/grpc"), ("te", "trailers"),
+        ] + list(headers))
+        sent = 0
+        deadline = time.monotonic() + CALL_TIMEOUT_S
+        while sent < len(body) and time.monotonic() < deadline:
+            room = min(self.h2.local_flow_control_window(stream),
+                       self.h2.max_outbound_frame_size, len(body) - sent)
+            if room > 0:
+                self.h2.send_data(stream, body[sent:sent + room])
+                sent += room
+                self._flush()
+                continue
+            # Wait for the server to open its window (it reads requests).
+            self.poll_ends(timeout=0.2)
+            if stream in self.ends:
+                break
+        if end and sent == len(body) and stream not in self.ends:
+            self.h2.end_stream(stream)
+        self._flush()
+        return stream
+
+    def poll_ends(self, timeout: float = 0.0) -> dict:
+        """Reads what the server sent within `timeout` s, granting no window,
+        and returns how each stream that ended did (id -> "reset",
+        "trailers <status>" or "closed")."""
+        self.sock.settimeout(timeout if timeout > 0 else 0.001)
+        try:
+            data = self.sock.recv(1 << 16)
+        except (socket.timeout, ssl.SSLError, BlockingIOError):
+            return self.ends
+        except ConnectionError:
+            self.ends["connection"] = "closed"
+            return self.ends
+        if not data:
+            self.ends["connection"] = "closed"
+            return self.ends
+        for event in self.h2.receive_data(data):
+            if isinstance(event, h2.events.StreamReset):
+                self.ends[event.stream_id] = "reset"
+            elif isinstance(event, h2.events.TrailersReceived):
+                self.ends[event.stream_id] = "trailers " + dict(
+                    event.headers).get("grpc-status", "?")
+            elif isinstance(event, h2.events.ResponseReceived):
+                status = dict(event.headers).get("grpc-status")
+                if status is not None:
+                    self.ends[event.stream_id] = "trailers " + status
+            elif isinstance(event, h2.events.ConnectionTerminated):
+                self.ends["connection"] = "closed"
+        self._flush()
+        return self.ends

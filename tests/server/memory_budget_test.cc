@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <memory>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -55,6 +57,82 @@ TEST(MemoryBudgetTest, ConcurrentReservationsNeverExceedTheLimit) {
   for (auto& t : threads) t.join();
   EXPECT_FALSE(over);
   EXPECT_EQ(budget.held(), 0u);
+}
+
+TEST(MemoryBudgetTest, AClientHoldsAtMostItsShare) {
+  MemoryBudget budget(100, 40);
+  EXPECT_EQ(budget.client_limit(), 40u);
+  std::shared_ptr<MemoryBudget::Share> a = budget.ShareOf("token 0");
+  std::shared_ptr<MemoryBudget::Share> b = budget.ShareOf("token 1");
+  EXPECT_EQ(budget.ShareOf("token 0"), a);  // one share per client
+  EXPECT_EQ(budget.clients(), 2u);
+  absl::StatusOr<MemoryBudget::Hold> a1 = budget.Reserve(30, a);
+  ASSERT_TRUE(a1.ok());
+  absl::StatusOr<MemoryBudget::Hold> a2 = budget.Reserve(11, a);
+  EXPECT_EQ(a2.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(a2.status().message()),
+              HasSubstr("this client's share of the server's memory budget "
+                        "is full: this job needs 11 bytes and 30 of the 40 a "
+                        "client may hold (--max_client_memory_mb)"));
+  EXPECT_EQ(budget.refused_share(), 1u);
+  // The refusal took nothing from the client or the budget.
+  EXPECT_EQ(a->held(), 30u);
+  EXPECT_EQ(budget.held(), 30u);
+  // Another client still gets its own share, then the budget's end.
+  absl::StatusOr<MemoryBudget::Hold> b1 = budget.Reserve(40, b);
+  ASSERT_TRUE(b1.ok());
+  absl::StatusOr<MemoryBudget::Hold> server = budget.Reserve(30);
+  ASSERT_TRUE(server.ok());  // the server's own holds have no share
+  std::shared_ptr<MemoryBudget::Share> c = budget.ShareOf("token 2");
+  absl::StatusOr<MemoryBudget::Hold> c1 = budget.Reserve(1, c);
+  EXPECT_EQ(c1.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(c1.status().message()),
+              HasSubstr("the server's memory budget is full"));
+  EXPECT_EQ(budget.refused_full(), 1u);
+  EXPECT_EQ(c->held(), 0u);  // rolled back
+  EXPECT_EQ(budget.largest_share_held(), 40u);
+  // Holds give back to both.
+  b1->Release();
+  EXPECT_EQ(b->held(), 0u);
+  EXPECT_EQ(budget.held(), 60u);
+}
+
+TEST(MemoryBudgetTest, AShareLeavesWithItsLastHolder) {
+  MemoryBudget budget(100, 50);
+  absl::StatusOr<MemoryBudget::Hold> hold;
+  {
+    std::shared_ptr<MemoryBudget::Share> share = budget.ShareOf("fd:7");
+    hold = budget.Reserve(20, share);
+    ASSERT_TRUE(hold.ok());
+  }
+  // The hold keeps the share: the same client finds what it holds.
+  EXPECT_EQ(budget.clients(), 1u);
+  EXPECT_EQ(budget.ShareOf("fd:7")->held(), 20u);
+  *hold = MemoryBudget::Hold();
+  EXPECT_EQ(budget.clients(), 0u);
+  EXPECT_EQ(budget.ShareOf("fd:7")->held(), 0u);
+  EXPECT_EQ(budget.clients(), 0u);  // that temporary share is gone too
+}
+
+TEST(MemoryBudgetTest, ClientsTogetherNeverPassTheirSharesOrTheBudget) {
+  MemoryBudget budget(1000, 400);
+  std::vector<std::thread> threads;
+  std::atomic<bool> over{false};
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      const std::string client = "client " + std::to_string(t % 3);
+      for (int i = 0; i < 20000; ++i) {
+        std::shared_ptr<MemoryBudget::Share> share = budget.ShareOf(client);
+        absl::StatusOr<MemoryBudget::Hold> h = budget.Reserve(150, share);
+        if (budget.held() > 1000 || share->held() > 400) over = true;
+        if (i % 7 == 0) (void)budget.largest_share_held();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_FALSE(over);
+  EXPECT_EQ(budget.held(), 0u);
+  EXPECT_EQ(budget.clients(), 0u);
 }
 
 }  // namespace
