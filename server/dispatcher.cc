@@ -138,15 +138,17 @@ absl::Status Dispatcher::Submit(const v1::Job& job, uint64_t request_bytes,
     }
     ticket.deadline = std::min(ticket.deadline, record->arrival + timeout);
   }
-  // Decoding (assembly above all) takes time: a caller that has gone, or
-  // whose deadline has passed, does not get its tiles made.
-  if (call.cancelled && call.cancelled()) {
-    return absl::CancelledError(
-        "the call was cancelled while its job was decoded");
-  }
+  // Decoding (assembly above all) takes time: a caller whose deadline has
+  // passed, or that has gone, does not get its tiles made. The deadline
+  // first, as the scheduler checks them: gRPC cancels a call whose deadline
+  // passed, so a job past its deadline is also a cancelled one.
   if (absl::Now() >= ticket.deadline) {
     return absl::DeadlineExceededError(
         "the job's deadline passed while it was decoded; it never ran");
+  }
+  if (call.cancelled && call.cancelled()) {
+    return absl::CancelledError(
+        "the call was cancelled while its job was decoded");
   }
   // What the job will hold, checked and reserved once its tiles are known
   // and before any of them is made.

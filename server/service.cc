@@ -308,6 +308,16 @@ grpc::ServerUnaryReactor* TileComputeService::Execute(
                             absl::StatusCode::kResourceExhausted);
       call->Answer(ToGrpcStatus(queued.status()));
     } else if (!decoders_->Post([this, call, bytes, hold, context, response] {
+                 // The deadline first: gRPC cancels a call past it.
+                 if (absl::Now() >= CallDeadline(*context)) {
+                   metrics_->JobAnswered(JobRecord("unknown"),
+                                         absl::StatusCode::kDeadlineExceeded);
+                   call->Answer(grpc::Status(
+                       grpc::StatusCode::DEADLINE_EXCEEDED,
+                       "the call's deadline passed before its request was "
+                       "decoded; it never ran"));
+                   return;
+                 }
                  if (context->IsCancelled()) {
                    metrics_->JobAnswered(JobRecord("unknown"),
                                          absl::StatusCode::kCancelled);
