@@ -897,10 +897,19 @@ TEST(HostileFlagsTest, OutOfRangeFlagsStopTheServer) {
        "--max_shared_regions=5000 is out of range [1, 1024]"},
       {"--max_shared_regions=0",
        "--max_shared_regions=0 is out of range [1, 1024]"},
+      {"--max_shared_regions_per_user=2000",
+       "--max_shared_regions_per_user=2000 is out of range [0, 1024]"},
+      {"--max_client_memory_mb=-1",
+       "--max_client_memory_mb=-1 is out of range"},
+      {"--max_client_memory_mb=100",
+       "--max_client_memory_mb=100 is not between --max_job_mb=256"},
+      {"--max_client_memory_mb=1000", "and --memory_budget_mb=768"},
+      {"--stall_timeout=-1s", "--stall_timeout=-1s is negative"},
   };
   for (const Case& c : cases) {
     CommandResult r = RunCommand(
-        "timeout 20 server/ptoserve --address=127.0.0.1:0 " + c.flag);
+        "timeout 20 server/ptoserve --address=127.0.0.1:0 --metrics_address= " +
+        c.flag);
     EXPECT_EQ(r.exit_code, 2) << c.flag << ": " << r.output;
     EXPECT_THAT(r.output, HasSubstr(c.message)) << c.flag;
   }

@@ -272,16 +272,19 @@ TEST(SecurityTest, ClientCertificateNamesCanBeRestricted) {
       HasSubstr("common name \"client\" is not one --tls_client_names allows"));
   auto client = Client::Connect(server.address(), tls).value();
   EXPECT_EQ(client->Health().value(), "SERVING");
-  CommandResult r =
-      RunCommand("server/ptoserve --address=127.0.0.1:0 --tls_client_names=x");
+  CommandResult r = RunCommand(
+      "server/ptoserve --address=127.0.0.1:0 --metrics_address= "
+      "--tls_client_names=x");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.output, HasSubstr("--tls_client_names needs --tls_client_ca"));
 }
 
 TEST(SecurityTest, AKeyThatIsNotTheCertificatesSaysSo) {
+  // No metrics port: the default one may be another server's.
   Pki pki;
   CommandResult r = RunCommand(
-      "timeout 20 server/ptoserve --address=127.0.0.1:0 --tls_cert=" +
+      "timeout 20 server/ptoserve --address=127.0.0.1:0 --metrics_address= "
+      "--tls_cert=" +
       pki.path("server.crt") + " --tls_key=" + pki.path("client.key"));
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_THAT(r.output, HasSubstr("is --tls_key the key of --tls_cert?"));
@@ -289,11 +292,13 @@ TEST(SecurityTest, AKeyThatIsNotTheCertificatesSaysSo) {
 
 TEST(SecurityTest, BadSecurityFlagsStopTheServerWithAMessage) {
   CommandResult r = RunCommand(
-      "server/ptoserve --address=127.0.0.1:0 --tls_cert=/nonexistent");
+      "server/ptoserve --address=127.0.0.1:0 --metrics_address= "
+      "--tls_cert=/nonexistent");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.output, HasSubstr("--tls_cert and --tls_key go together"));
   r = RunCommand(
-      "server/ptoserve --address=127.0.0.1:0 --auth_token_file=/nonexistent");
+      "server/ptoserve --address=127.0.0.1:0 --metrics_address= "
+      "--auth_token_file=/nonexistent");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(
       r.output,
