@@ -102,7 +102,10 @@ class Prober {
     inst->set_dst("c");
     inst->set_src0("a");
     inst->set_src1("b");
-    while (!stop_.load()) {
+    // At least one round, however soon Stop comes: an attack that is over
+    // in a few milliseconds on a loaded machine would otherwise leave the
+    // prober no time to make a call (each call has its own deadline).
+    while (!stop_.load() || latencies_.empty()) {
       const absl::Time start = absl::Now();
       grpc::ClientContext context;
       context.set_deadline(In(absl::Seconds(10)));
