@@ -370,9 +370,11 @@ LameDuckProbes ProbeTheLameDuck(const std::string& address,
 }
 
 TEST(FaultsTest, SigtermUnderLoadAnswersEveryAcceptedCallAndExitsZero) {
-  // Jobs wait up to 20 ms for company, so SIGTERM finds many of them queued.
-  ServerProcess server({"--max_queue_delay_us=20000", "--lame_duck=1500ms",
-                        "--shutdown_grace=10s", "--stream_window=16"});
+  // Jobs wait 100 ms for company (batches never fill), so SIGTERM finds
+  // many of them accepted and queued.
+  ServerProcess server({"--max_queue_delay_us=100000", "--max_batch_size=65536",
+                        "--lame_duck=1500ms", "--shutdown_grace=10s",
+                        "--stream_window=16"});
   constexpr int kChannels = 8, kUnaryClients = 96, kStreamClients = 8;
   std::vector<std::shared_ptr<grpc::Channel>> channels;
   for (int i = 0; i < kChannels; ++i) {
@@ -397,6 +399,14 @@ TEST(FaultsTest, SigtermUnderLoadAnswersEveryAcceptedCallAndExitsZero) {
   }
   ASSERT_GE(tally.ok.load(), 100);
   ASSERT_GE(tally.stream_ok.load(), 100);
+  // And once the server has jobs accepted and waiting: on a loaded machine
+  // its threads may have fallen behind the clients, every call sent still
+  // unaccepted (then each is refused, rightly, and nothing is drained).
+  const std::map<std::string, double> busy = ScrapeUntil(
+      server.metrics_url(),
+      [](const auto& m) { return Value(m, "ptoserve_jobs_in_flight") >= 16; },
+      absl::Seconds(30));
+  ASSERT_GE(Value(busy, "ptoserve_jobs_in_flight"), 16);
   const int64_t before_sigterm = tally.calls.load();
   std::promise<int> exit_status;
   const auto sigterm = std::chrono::steady_clock::now();
