@@ -123,8 +123,8 @@ constexpr char kUsage[] =
     "  capabilities     targets, element types, limits and version\n"
     "  health           the gRPC health status (exit 0 when SERVING)\n"
     "  regions          the shared-memory regions registered\n"
-    "  unregister NAME  unregisters a shared-memory region (e.g. one a\n"
-    "                   client that died left registered)\n"
+    "  unregister NAME  unregisters a shared-memory region (e.g. one\n"
+    "                   registered to outlive its connection)\n"
     "  tand, txor       --dtype=int16 --shape=16x16 [--valid=RxC] --src0=V\n"
     "                   --src1=V [--tmp=V] [--target=a2a3] [--out=FILE]\n"
     "                   [--shm]: tiles through shared memory\n"
@@ -701,6 +701,12 @@ int Capabilities() {
   return 0;
 }
 
+// A region's age to the second, as "0s", "42s" or "1h2m3s".
+std::string Age(absl::Duration age) {
+  age = absl::Trunc(age, absl::Seconds(1));
+  return age <= absl::ZeroDuration() ? "0s" : absl::FormatDuration(age);
+}
+
 // The shared-memory regions registered with the server.
 int Regions() {
   int code = 0;
@@ -718,12 +724,14 @@ int Regions() {
     const absl::Time registered =
         absl::FromUnixSeconds(r.registered_at().seconds()) +
         absl::Nanoseconds(r.registered_at().nanos());
+    const char* lease = r.outlives_connection() ? "outlives its connection"
+                        : r.connection_closed() ? "its connection closed, going"
+                                                : "leased to its connection";
     std::cout << absl::StrFormat(
         "%s: %s offset %u, %u bytes; %u jobs in flight, %u in all; user %u, "
-        "registered %s ago\n",
+        "registered %s ago, %s\n",
         r.name(), r.key(), r.offset(), r.size(), r.jobs_in_flight(),
-        r.jobs_total(), r.registered_by_uid(),
-        absl::FormatDuration(absl::Trunc(now - registered, absl::Seconds(1))));
+        r.jobs_total(), r.registered_by_uid(), Age(now - registered), lease);
   }
   return 0;
 }

@@ -16,8 +16,6 @@
 
 namespace ptoserve {
 
-namespace {
-
 google::protobuf::Duration ToDuration(absl::Duration d) {
   google::protobuf::Duration out;
   const int64_t nanos = absl::ToInt64Nanoseconds(d);
@@ -33,6 +31,8 @@ google::protobuf::Timestamp ToTimestamp(absl::Time t) {
   ts.set_nanos(static_cast<int32_t>(nanos % 1000000000));
   return ts;
 }
+
+namespace {
 
 absl::StatusOr<DType> FromProto(v1::DType dtype, absl::string_view tile) {
   switch (dtype) {

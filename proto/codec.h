@@ -4,7 +4,9 @@
 #ifndef PTOSERVE_PROTO_CODEC_H_
 #define PTOSERVE_PROTO_CODEC_H_
 
+#include <google/protobuf/duration.pb.h>
 #include <google/protobuf/io/zero_copy_stream.h>
+#include <google/protobuf/timestamp.pb.h>
 
 #include <cstdint>
 #include <string>
@@ -14,6 +16,7 @@
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "core/job.h"
 #include "core/types.h"
@@ -135,6 +138,11 @@ uint64_t ResultBytes(const JobCost& cost, const ResultEncodings& encodings);
 // moves rather than copies) and events.
 void ToJobResult(JobOutcome outcome, const ResultEncodings& encodings,
                  v1::JobResult* out);
+
+// Abseil's durations and times as protobuf's well-known types (to the
+// nanosecond, as both keep them).
+google::protobuf::Duration ToDuration(absl::Duration d);
+google::protobuf::Timestamp ToTimestamp(absl::Time t);
 
 v1::Target ToProto(Target target);
 v1::DType ToProto(DType dtype);

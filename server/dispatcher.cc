@@ -75,6 +75,7 @@ void ToCapabilities(const Engine& engine, const ServerLimits& limits,
   shm->set_key_prefix(limits.shared_memory.key_prefix);
   shm->set_max_regions(limits.shared_memory.max_regions);
   shm->set_max_regions_per_user(limits.shared_memory.max_regions_per_user);
+  *shm->mutable_lease_grace() = ToDuration(limits.shared_memory.lease_grace);
   for (const std::string& form : pasm::AcceptedForms()) {
     out->add_assembly_forms(form);
   }

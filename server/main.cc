@@ -98,6 +98,11 @@ ABSL_FLAG(int, max_shared_regions_per_user, 0,
           "Most shared-memory regions one user (the caller's uid) may have "
           "registered at once; 0: a quarter of --max_shared_regions (at "
           "least 1), so that one user's regions never refuse another's.");
+ABSL_FLAG(absl::Duration, shared_region_grace, absl::Seconds(10),
+          "How long a shared-memory region stays registered after the "
+          "connection that registered it closes (unless its Register asked "
+          "it to outlive the connection), so that a client that dies leaves "
+          "no regions behind.");
 ABSL_FLAG(std::string, tls_cert, "",
           "Server certificate chain (PEM). With --tls_key, serve TLS only.");
 ABSL_FLAG(std::string, tls_key, "", "Private key of --tls_cert (PEM).");
@@ -225,7 +230,9 @@ std::vector<std::string> FlagErrors() {
         std::tuple{&FLAGS_handshake_timeout, "handshake_timeout",
                    absl::Milliseconds(100)},
         std::tuple{&FLAGS_max_connection_idle, "max_connection_idle",
-                   absl::Seconds(1)}}) {
+                   absl::Seconds(1)},
+        std::tuple{&FLAGS_shared_region_grace, "shared_region_grace",
+                   absl::ZeroDuration()}}) {
     const absl::Duration d = absl::GetFlag(*flag);
     if (d < min || d > absl::Hours(1)) {
       errors.push_back(absl::StrFormat("--%s=%s is out of range [%s, 1h]", name,
@@ -297,6 +304,7 @@ ServerOptions OptionsFromFlags(Target default_target) {
   o.max_shared_regions = absl::GetFlag(FLAGS_max_shared_regions);
   o.max_shared_regions_per_user =
       absl::GetFlag(FLAGS_max_shared_regions_per_user);
+  o.shared_region_grace = absl::GetFlag(FLAGS_shared_region_grace);
   o.tls = {absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key),
            absl::GetFlag(FLAGS_tls_client_ca)};
   o.auth_token_file = absl::GetFlag(FLAGS_auth_token_file);

@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 
@@ -16,6 +17,7 @@
 
 #include "absl/base/const_init.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
@@ -147,47 +149,85 @@ std::string ReadFile(const char* path) {
 
 }  // namespace
 
+namespace {
+
+// The established sockets of this host at `want`, from the tables' text.
+struct Socket {
+  uid_t uid;
+  ino_t inode;
+};
+std::vector<Socket> SocketsAt(const Endpoint& want, absl::string_view tcp,
+                              absl::string_view tcp6) {
+  std::vector<Socket> found;
+  for (absl::string_view table : {tcp, tcp6}) {
+    for (absl::string_view line : absl::StrSplit(table, '\n')) {
+      // sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout
+      // inode ...
+      std::vector<absl::string_view> f =
+          absl::StrSplit(line, ' ', absl::SkipEmpty());
+      if (f.size() < 10 || f[3] != "01") continue;  // ESTABLISHED only
+      const std::optional<Endpoint> local = ParseTableEndpoint(f[1]);
+      uint32_t uid = 0;
+      uint64_t inode = 0;
+      if (!local.has_value() || !(*local == want) ||
+          !absl::SimpleAtoi(f[7], &uid) || !absl::SimpleAtoi(f[9], &inode)) {
+        continue;
+      }
+      found.push_back({static_cast<uid_t>(uid), static_cast<ino_t>(inode)});
+    }
+  }
+  return found;
+}
+
+absl::Status NotOnTcp(absl::string_view peer) {
+  return absl::PermissionDeniedError(absl::StrFormat(
+      "the caller (%s) is not on a TCP connection, so the server cannot "
+      "tell which user it runs as",
+      ShortQuote(peer)));
+}
+
+absl::Status NoSocket(absl::string_view peer) {
+  return absl::PermissionDeniedError(absl::StrFormat(
+      "the caller (%s) has no socket on this host (another host, or "
+      "another network namespace), so the server cannot tell which user "
+      "it runs as; shared memory serves clients on the server's host",
+      ShortQuote(peer)));
+}
+
+// Descriptor N of "fd:N", when it is a socket; its inode in `st`.
+std::optional<int> SocketDescriptor(absl::string_view peer, struct stat* st) {
+  int fd = -1;
+  if (!absl::ConsumePrefix(&peer, "fd:") || !absl::SimpleAtoi(peer, &fd) ||
+      fd < 0 || fstat(fd, st) != 0 || !S_ISSOCK(st->st_mode)) {
+    return std::nullopt;
+  }
+  return fd;
+}
+
+bool Established(int fd) {
+  tcp_info info{};
+  socklen_t n = sizeof(info);
+  return getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &n) == 0 &&
+         info.tcpi_state == TCP_ESTABLISHED;
+}
+
+}  // namespace
+
 absl::StatusOr<uid_t> PeerUidIn(absl::string_view peer, absl::string_view tcp,
                                 absl::string_view tcp6) {
   const std::optional<Endpoint> want = ParsePeer(peer);
-  if (!want.has_value()) {
-    return absl::PermissionDeniedError(absl::StrFormat(
-        "the caller (%s) is not on a TCP connection, so the server cannot "
-        "tell which user it runs as",
-        ShortQuote(peer)));
-  }
-  std::vector<uid_t> owners;
-  for (absl::string_view table : {tcp, tcp6}) {
-    for (absl::string_view line : absl::StrSplit(table, '\n')) {
-      // sl local_address rem_address st tx:rx tr:when retrnsmt uid ...
-      std::vector<absl::string_view> f =
-          absl::StrSplit(line, ' ', absl::SkipEmpty());
-      if (f.size() < 8 || f[3] != "01") continue;  // ESTABLISHED only
-      const std::optional<Endpoint> local = ParseTableEndpoint(f[1]);
-      uint32_t uid = 0;
-      if (!local.has_value() || !(*local == *want) ||
-          !absl::SimpleAtoi(f[7], &uid)) {
-        continue;
-      }
-      owners.push_back(static_cast<uid_t>(uid));
-    }
-  }
-  if (owners.empty()) {
-    return absl::PermissionDeniedError(absl::StrFormat(
-        "the caller (%s) has no socket on this host (another host, or "
-        "another network namespace), so the server cannot tell which user "
-        "it runs as; shared memory serves clients on the server's host",
-        ShortQuote(peer)));
-  }
-  for (uid_t uid : owners) {
-    if (uid != owners[0]) {
+  if (!want.has_value()) return NotOnTcp(peer);
+  const std::vector<Socket> sockets = SocketsAt(*want, tcp, tcp6);
+  if (sockets.empty()) return NoSocket(peer);
+  for (const Socket& s : sockets) {
+    if (s.uid != sockets[0].uid) {
       return absl::PermissionDeniedError(absl::StrFormat(
           "the caller's address (%s) belongs to sockets of two users (%u "
           "and %u)",
-          ShortQuote(peer), owners[0], uid));
+          ShortQuote(peer), sockets[0].uid, s.uid));
     }
   }
-  return owners[0];
+  return sockets[0].uid;
 }
 
 absl::StatusOr<uid_t> PeerUid(absl::string_view peer) {
@@ -195,13 +235,10 @@ absl::StatusOr<uid_t> PeerUid(absl::string_view peer) {
 }
 
 absl::StatusOr<uid_t> CachedPeerUid(absl::string_view peer) {
-  absl::string_view rest = peer;
-  int fd = -1;
   struct stat st;
-  if (!absl::ConsumePrefix(&rest, "fd:") || !absl::SimpleAtoi(rest, &fd) ||
-      fd < 0 || fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) {
-    return PeerUid(peer);
-  }
+  const std::optional<int> socket = SocketDescriptor(peer, &st);
+  if (!socket.has_value()) return PeerUid(peer);
+  const int fd = *socket;
   struct Known {
     ino_t inode;
     uid_t uid;
@@ -220,6 +257,44 @@ absl::StatusOr<uid_t> CachedPeerUid(absl::string_view peer) {
   MutexLock lock(&mu);
   (*known)[fd] = Known{st.st_ino, uid};
   return uid;
+}
+
+absl::StatusOr<PeerConnection> FindConnection(absl::string_view peer) {
+  struct stat st;
+  if (SocketDescriptor(peer, &st).has_value()) {
+    return PeerConnection{std::string(peer), st.st_ino};
+  }
+  const std::optional<Endpoint> want = ParsePeer(peer);
+  if (!want.has_value()) return NotOnTcp(peer);
+  const std::vector<Socket> sockets =
+      SocketsAt(*want, ReadFile("/proc/net/tcp"), ReadFile("/proc/net/tcp6"));
+  if (sockets.size() != 1) return NoSocket(peer);
+  return PeerConnection{std::string(peer), sockets[0].inode};
+}
+
+std::vector<bool> ConnectionsOpen(
+    absl::Span<const PeerConnection> connections) {
+  std::vector<bool> open(connections.size(), false);
+  std::optional<std::string> tcp, tcp6;  // read once, if needed
+  for (size_t i = 0; i < connections.size(); ++i) {
+    const PeerConnection& c = connections[i];
+    struct stat st;
+    if (const std::optional<int> fd = SocketDescriptor(c.peer, &st)) {
+      open[i] = st.st_ino == c.inode && Established(*fd);
+      continue;
+    }
+    if (absl::StartsWith(c.peer, "fd:")) continue;  // the descriptor closed
+    const std::optional<Endpoint> at = ParsePeer(c.peer);
+    if (!at.has_value()) continue;
+    if (!tcp.has_value()) {
+      tcp = ReadFile("/proc/net/tcp");
+      tcp6 = ReadFile("/proc/net/tcp6");
+    }
+    for (const Socket& s : SocketsAt(*at, *tcp, *tcp6)) {
+      open[i] = open[i] || s.inode == c.inode;
+    }
+  }
+  return open;
 }
 
 }  // namespace ptoserve

@@ -9,8 +9,12 @@
 
 #include <sys/types.h>
 
+#include <string>
+#include <vector>
+
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 
 namespace ptoserve {
 
@@ -34,6 +38,25 @@ absl::StatusOr<uid_t> CachedPeerUid(absl::string_view peer);
 // /proc/net/tcp6.
 absl::StatusOr<uid_t> PeerUidIn(absl::string_view peer, absl::string_view tcp,
                                 absl::string_view tcp6);
+
+// A connection a call came on, as the server can find it again later: a
+// shared-memory region's lease lasts while its registering connection is
+// open (server/shared_memory.h).
+struct PeerConnection {
+  std::string peer;  // gRPC's peer string
+  // "fd:N": the server's socket's inode; an address: the caller's socket's.
+  ino_t inode = 0;
+};
+
+// The connection a call from `peer` came on, open now; PERMISSION_DENIED
+// as PeerUid says when it cannot be found.
+absl::StatusOr<PeerConnection> FindConnection(absl::string_view peer);
+
+// Which of `connections` are open now: an "fd:N" one while descriptor N is
+// still the same socket and established, an address one while an
+// established socket of this host has that address and inode (the tables
+// are read once a call, and only for address ones).
+std::vector<bool> ConnectionsOpen(absl::Span<const PeerConnection> connections);
 
 }  // namespace ptoserve
 

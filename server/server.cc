@@ -37,6 +37,11 @@ SharedMemoryOptions SharedMemoryFrom(const ServerOptions& options) {
                                  ? std::min(options.max_shared_regions_per_user,
                                             options.max_shared_regions)
                                  : std::max(1u, options.max_shared_regions / 4);
+  shm.lease_grace = options.shared_region_grace;
+  // Leases are looked at four times a grace, between 20 times a second and
+  // once a second.
+  shm.lease_sweep = std::clamp(options.shared_region_grace / 4,
+                               absl::Milliseconds(50), absl::Seconds(1));
   return shm;
 }
 
@@ -125,6 +130,13 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
       "Shared-memory regions registered now (at most --max_shared_regions).",
       {}, [shared = &parts->shared] {
         return static_cast<double>(shared->regions());
+      });
+  parts->registry.AddCallbackCounter(
+      "ptoserve_shared_memory_leases_expired_total",
+      "Shared-memory regions unregistered because the connection that "
+      "registered them closed --shared_region_grace before.",
+      [shared = &parts->shared] {
+        return static_cast<double>(shared->leases_expired());
       });
   parts->registry.AddGauge(
       "ptoserve_shared_memory_mapped_bytes",

@@ -50,6 +50,9 @@ struct ServerOptions {
   uint32_t max_shared_regions = 64;
   // What one user may have of them; 0: a quarter (at least 1).
   uint32_t max_shared_regions_per_user = 0;
+  // How long a region outlives its registering connection, unless it asked
+  // to outlive it for good.
+  absl::Duration shared_region_grace = absl::Seconds(10);
   // TLS when tls.cert is set (server/auth.h).
   TlsFiles tls;
   // Bearer tokens, one a line; empty: none required.

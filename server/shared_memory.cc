@@ -256,10 +256,9 @@ v1::Region MappedRegion::Describe() const {
   region.set_jobs_in_flight(in_flight_.load(std::memory_order_relaxed));
   region.set_jobs_total(total_.load(std::memory_order_relaxed));
   region.set_registered_by_uid(registrar_);
-  const int64_t nanos = absl::ToUnixNanos(registered_at_);
-  region.mutable_registered_at()->set_seconds(nanos / 1000000000);
-  region.mutable_registered_at()->set_nanos(
-      static_cast<int32_t>(nanos % 1000000000));
+  region.set_outlives_connection(!lease_.has_value());
+  region.set_connection_closed(closed_at_ != absl::InfiniteFuture());
+  *region.mutable_registered_at() = ToTimestamp(registered_at_);
   return region;
 }
 
@@ -283,7 +282,64 @@ RegionUse::~RegionUse() {
 
 SharedMemoryRegistry::SharedMemoryRegistry(const SharedMemoryOptions& options,
                                            MemoryBudget* budget)
-    : options_(options), budget_(budget) {}
+    : options_(options), budget_(budget) {
+  if (!options_.enabled || options_.lease_sweep <= absl::ZeroDuration()) {
+    return;
+  }
+  sweeper_ = std::thread([this] {
+    while (true) {
+      {
+        absl::MutexLock lock(&mu_);
+        if (mu_.AwaitWithTimeout(absl::Condition(&stopping_),
+                                 options_.lease_sweep)) {
+          return;
+        }
+      }
+      SweepLeases(absl::Now());
+    }
+  });
+}
+
+SharedMemoryRegistry::~SharedMemoryRegistry() {
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+  }
+  if (sweeper_.joinable()) sweeper_.join();
+}
+
+size_t SharedMemoryRegistry::SweepLeases(absl::Time now) {
+  // The connections are looked at outside the lock (an address one reads
+  // the kernel's socket tables), so that jobs naming regions never wait
+  // for it.
+  std::vector<std::shared_ptr<MappedRegion>> leased;
+  std::vector<PeerConnection> connections;
+  {
+    MutexLock lock(&mu_);
+    for (const auto& [name, region] : regions_) {
+      if (!region->lease_.has_value()) continue;
+      leased.push_back(region);
+      connections.push_back(*region->lease_);
+    }
+  }
+  if (leased.empty()) return 0;
+  const std::vector<bool> open = ConnectionsOpen(connections);
+  std::vector<std::shared_ptr<MappedRegion>> expired;  // unmapped unlocked
+  MutexLock lock(&mu_);
+  for (size_t i = 0; i < leased.size(); ++i) {
+    if (open[i]) continue;
+    MappedRegion& region = *leased[i];
+    auto it = regions_.find(region.name_);
+    if (it == regions_.end() || it->second != leased[i]) continue;  // gone
+    // A connection that closed never opens again.
+    if (region.closed_at_ == absl::InfiniteFuture()) region.closed_at_ = now;
+    if (now - region.closed_at_ < options_.lease_grace) continue;
+    expired.push_back(std::move(it->second));
+    regions_.erase(it);
+  }
+  leases_expired_.fetch_add(expired.size(), std::memory_order_relaxed);
+  return expired.size();
+}
 
 absl::Status SharedMemoryRegistry::Off() {
   return absl::FailedPreconditionError(
@@ -308,7 +364,8 @@ absl::Status CallerMayMap(uid_t caller, uid_t owner, mode_t mode,
 }
 
 absl::StatusOr<v1::Region> SharedMemoryRegistry::Register(
-    const v1::RegisterRequest& request, uid_t caller) {
+    const v1::RegisterRequest& request, uid_t caller,
+    std::optional<PeerConnection> connection) {
   if (!enabled()) return Off();
   PTO_RETURN_IF_ERROR(CheckName(request.name()));
   PTO_RETURN_IF_ERROR(CheckKey(request.key(), options_.key_prefix));
@@ -396,6 +453,7 @@ absl::StatusOr<v1::Region> SharedMemoryRegistry::Register(
   region->owner_ = st.st_uid;
   region->registrar_ = caller;
   region->registered_at_ = absl::Now();
+  if (!request.outlive_connection()) region->lease_ = std::move(connection);
   region->mode_ = st.st_mode;
   const uintptr_t base = reinterpret_cast<uintptr_t>(map);
   region->guard_ = Guard(base, base + rounded);

@@ -27,6 +27,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -37,6 +38,7 @@
 #include "proto/codec.h"
 #include "ptoserve/v1/service.pb.h"
 #include "server/memory_budget.h"
+#include "server/peer_credentials.h"
 
 namespace ptoserve {
 
@@ -48,6 +50,13 @@ struct SharedMemoryOptions {
   // The most regions registered at once, by everyone and by one user.
   uint32_t max_regions = 64;
   uint32_t max_regions_per_user = 16;
+  // A region is leased to the connection that registered it, unless it
+  // asked to outlive it: it is unregistered this long after that
+  // connection closes.
+  absl::Duration lease_grace = absl::Seconds(10);
+  // How often a thread of the registry's looks at leased regions'
+  // connections (SweepLeases); zero: no thread, the owner sweeps.
+  absl::Duration lease_sweep = absl::ZeroDuration();
 };
 
 // The most regions registered at once in one process, across servers.
@@ -101,6 +110,10 @@ class MappedRegion {
 
   std::string name_, key_;
   uint64_t offset_ = 0, size_ = 0;
+  // The connection it is leased to; none: it outlives it. The registry's
+  // lock guards them, and when the connection was seen closed.
+  std::optional<PeerConnection> lease_;
+  absl::Time closed_at_ = absl::InfiniteFuture();
   uid_t owner_ = 0;      // the object's, at Register
   uid_t registrar_ = 0;  // the user whose Register call made it
   absl::Time registered_at_;
@@ -154,13 +167,21 @@ class SharedMemoryRegistry {
   const SharedMemoryOptions& options() const { return options_; }
   bool enabled() const { return options_.enabled; }
 
+  // Stops the lease thread, if there is one.
+  ~SharedMemoryRegistry();
+  SharedMemoryRegistry(const SharedMemoryRegistry&) = delete;
+  SharedMemoryRegistry& operator=(const SharedMemoryRegistry&) = delete;
+
   // SharedMemory.Register for a caller running as user `caller`: opens and
   // maps the object, counting the region's bytes against the memory
   // budget. The server maps only objects the caller could open for reading
   // and writing itself (CallerMayMap), never one it reaches through the
-  // server's own permissions. Errors as service.proto says.
-  absl::StatusOr<v1::Region> Register(const v1::RegisterRequest& request,
-                                      uid_t caller);
+  // server's own permissions. The region is leased to `connection` (the
+  // call's) unless the request asks it to outlive it or there is none.
+  // Errors as service.proto says.
+  absl::StatusOr<v1::Region> Register(
+      const v1::RegisterRequest& request, uid_t caller,
+      std::optional<PeerConnection> connection = std::nullopt);
   // SharedMemory.Unregister for a caller running as user `caller`: forgets
   // the name; the mapping lasts while jobs use it. NOT_FOUND for a name not
   // registered, PERMISSION_DENIED for a caller that may not use it
@@ -173,6 +194,16 @@ class SharedMemoryRegistry {
   size_t regions() const;
   uint64_t mapped_bytes() const {
     return mapped_bytes_->load(std::memory_order_relaxed);
+  }
+
+  // Looks at the connections of leased regions as of `now`: notes when
+  // each is first seen closed, and unregisters those whose connection
+  // closed options().lease_grace or more before `now` (jobs admitted
+  // finish against them). Returns how many it unregistered.
+  size_t SweepLeases(absl::Time now);
+  // Regions unregistered so far because their connection closed.
+  uint64_t leases_expired() const {
+    return leases_expired_.load(std::memory_order_relaxed);
   }
 
   // The region named `name`, held for a job; NOT_FOUND when no region has
@@ -188,9 +219,12 @@ class SharedMemoryRegistry {
   // Shared with the regions, which may outlive a registration.
   std::shared_ptr<std::atomic<uint64_t>> mapped_bytes_ =
       std::make_shared<std::atomic<uint64_t>>(0);
+  std::atomic<uint64_t> leases_expired_{0};
   mutable absl::Mutex mu_;
   std::map<std::string, std::shared_ptr<MappedRegion>, std::less<>> regions_
       ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread sweeper_;  // when options().lease_sweep is set
 };
 
 // The slices one job reads and writes: the codec's SharedSlices, holding

@@ -33,7 +33,18 @@ grpc::ServerUnaryReactor* SharedMemoryService::Register(
   // what that user could open itself.
   absl::StatusOr<uid_t> caller = CachedPeerUid(context->peer());
   if (!caller.ok()) return Answer<v1::Region>(context, caller.status(), region);
-  return Answer(context, registry_->Register(*request, *caller), region);
+  // Leased to this call's connection, unless it asks to outlive it.
+  std::optional<PeerConnection> connection;
+  if (!request->outlive_connection()) {
+    absl::StatusOr<PeerConnection> found = FindConnection(context->peer());
+    if (!found.ok()) {
+      return Answer<v1::Region>(context, found.status(), region);
+    }
+    connection = std::move(*found);
+  }
+  return Answer(context,
+                registry_->Register(*request, *caller, std::move(connection)),
+                region);
 }
 
 grpc::ServerUnaryReactor* SharedMemoryService::Unregister(

@@ -25,6 +25,7 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::MatchesRegex;
 using ::testing::Not;
 
 class PtoctlTest : public ::testing::Test {
@@ -172,9 +173,10 @@ TEST_F(PtoctlTest, JsonOutputParsesBackAsAJobResult) {
   EXPECT_THAT(r.output, Not(HasSubstr("\"4294967294\"")));
 }
 
-// A region a client left registered (it died, say) is the operator's to
-// unregister: `ptoctl unregister NAME` says what it was; an unknown name
-// fails with NOT_FOUND.
+// `ptoctl regions` lists each region with its user, age and lease; one
+// registered to outlive its connection is the operator's to unregister
+// when its client is gone: `ptoctl unregister NAME` says what it was; an
+// unknown name fails with NOT_FOUND.
 TEST_F(PtoctlTest, UnregisterTakesARegionAway) {
   const std::string key = absl::StrCat("/ptoserve-ptoctl-test-", getpid());
   const int fd = shm_open(key.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
@@ -187,7 +189,24 @@ TEST_F(PtoctlTest, UnregisterTakesARegionAway) {
   request.set_key(key);
   request.set_offset(4096);
   request.set_size(100);
+  request.set_outlive_connection(true);
   ASSERT_TRUE(client->RegisterRegion(request).ok());
+  request.set_name("leased");
+  request.set_outlive_connection(false);
+  ASSERT_TRUE(client->RegisterRegion(request).ok());
+  CommandResult listed = Ptoctl("regions");
+  EXPECT_EQ(listed.exit_code, 0) << listed.output;
+  EXPECT_THAT(
+      listed.output,
+      MatchesRegex(absl::StrCat(
+          "leased: ", key,
+          " offset 4096, 100 bytes; 0 jobs in flight, 0 in all; user ",
+          geteuid(),
+          ", registered [0-9hms]+ ago, leased to its connection\n"
+          "left-behind: ",
+          key, " offset 4096, 100 bytes; 0 jobs in flight, 0 in all; user ",
+          geteuid(), ", registered [0-9hms]+ ago, outlives its connection\n")));
+  ASSERT_TRUE(client->UnregisterRegion("leased").ok());
   CommandResult r = Ptoctl("unregister left-behind");
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(r.output, absl::StrCat("unregistered left-behind (", key,

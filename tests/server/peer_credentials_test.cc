@@ -17,10 +17,12 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "tests/server/loopback.h"
 
 namespace ptoserve {
 namespace {
 
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
 constexpr char kHeader[] =
@@ -115,62 +117,9 @@ TEST(PeerUidInTest, RefusesWhatItCannotTell) {
   }
 }
 
-// A loopback listener; Accept gives the peer as gRPC would name it.
-class Listener {
- public:
-  Listener() {
-    fd_ = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    EXPECT_EQ(bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
-    EXPECT_EQ(listen(fd_, 4), 0);
-    socklen_t n = sizeof(a);
-    getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &n);
-    port_ = ntohs(a.sin_port);
-  }
-  ~Listener() {
-    for (int c : accepted_) close(c);
-    close(fd_);
-  }
-  uint16_t port() const { return port_; }
-  int last_accepted() const { return accepted_.back(); }
-  void CloseLast() {
-    close(accepted_.back());
-    accepted_.pop_back();
-  }
-
-  // Accepts one connection; its peer as "ipv4:ADDRESS:PORT".
-  std::string AcceptPeer() {
-    sockaddr_in a{};
-    socklen_t n = sizeof(a);
-    const int c = accept(fd_, reinterpret_cast<sockaddr*>(&a), &n);
-    EXPECT_GE(c, 0);
-    accepted_.push_back(c);
-    char host[INET_ADDRSTRLEN];
-    inet_ntop(AF_INET, &a.sin_addr, host, sizeof(host));
-    return absl::StrCat("ipv4:", host, ":", ntohs(a.sin_port));
-  }
-
- private:
-  int fd_ = -1;
-  uint16_t port_ = 0;
-  std::vector<int> accepted_;
-};
-
-int Connect(uint16_t port) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = htons(port);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) return -1;
-  return fd;
-}
-
 TEST(PeerUidTest, NamesThisProcesssUserOnARealConnection) {
-  Listener listener;
-  const int client = Connect(listener.port());
+  LoopbackListener listener;
+  const int client = ConnectLoopback(listener.port());
   ASSERT_GE(client, 0);
   const std::string peer = listener.AcceptPeer();
   absl::StatusOr<uid_t> got = PeerUid(peer);
@@ -197,10 +146,10 @@ TEST(PeerUidTest, NamesThisProcesssUserOnARealConnection) {
 TEST(PeerUidTest, NamesAnotherUsersProcess) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root, to run a child as nobody";
   constexpr uid_t kNobody = 65534;
-  Listener listener;
+  LoopbackListener listener;
   // This process's connection, looked up and remembered by descriptor, then
   // closed: the child's connection is likely to get its descriptor.
-  const int own = Connect(listener.port());
+  const int own = ConnectLoopback(listener.port());
   ASSERT_GE(own, 0);
   listener.AcceptPeer();
   const int reused = listener.last_accepted();
@@ -217,7 +166,7 @@ TEST(PeerUidTest, NamesAnotherUsersProcess) {
     // Only system calls here: the child becomes nobody, connects and waits
     // for the parent to look.
     if (setgid(kNobody) != 0 || setuid(kNobody) != 0) _exit(2);
-    const int fd = Connect(listener.port());
+    const int fd = ConnectLoopback(listener.port());
     if (fd < 0) _exit(3);
     char byte;
     (void)!read(done[0], &byte, 1);
@@ -244,6 +193,51 @@ TEST(PeerUidTest, NamesAnotherUsersProcess) {
   EXPECT_EQ(*cached, kNobody) << (same_fd ? "descriptor reused" : "");
   close(done[0]);
   close(done[1]);
+}
+
+// A connection is open while it is established, under either name, and
+// closed once its client closes it (the kernel's state, waited for with a
+// bound: the close reaches the other end at once on loopback, but in
+// another thread's time).
+TEST(ConnectionsOpenTest, FollowsARealConnectionUntilItCloses) {
+  LoopbackListener listener;
+  const int client = ConnectLoopback(listener.port());
+  ASSERT_GE(client, 0);
+  const std::string address = listener.AcceptPeer();
+  const int first = listener.last_accepted();
+  const std::string fd = absl::StrCat("fd:", first);
+  absl::StatusOr<PeerConnection> by_address = FindConnection(address);
+  absl::StatusOr<PeerConnection> by_fd = FindConnection(fd);
+  ASSERT_TRUE(by_address.ok()) << by_address.status();
+  ASSERT_TRUE(by_fd.ok()) << by_fd.status();
+  const std::vector<PeerConnection> both = {*by_address, *by_fd};
+  EXPECT_THAT(ConnectionsOpen(both), ElementsAre(true, true));
+  close(client);
+  std::vector<bool> open;
+  for (int i = 0; i < 10000; ++i) {  // at most 10 s
+    open = ConnectionsOpen(both);
+    if (!open[0] && !open[1]) break;
+    usleep(1000);
+  }
+  EXPECT_THAT(open, ElementsAre(false, false));
+  // The descriptor closed, and then reused by another connection: not the
+  // one registered.
+  listener.CloseLast();
+  EXPECT_THAT(ConnectionsOpen({*by_fd}), ElementsAre(false));
+  const int again = ConnectLoopback(listener.port());
+  ASSERT_GE(again, 0);
+  listener.AcceptPeer();
+  EXPECT_THAT(ConnectionsOpen({*by_fd}), ElementsAre(false))
+      << (listener.last_accepted() == first ? "descriptor reused" : "");
+  close(again);
+  // What is not a connection is refused, as PeerUid refuses it.
+  for (const char* peer : {"unix:/tmp/x", "ipv4:127.0.0.1:1", "fd:100000"}) {
+    EXPECT_EQ(FindConnection(peer).status().code(),
+              absl::StatusCode::kPermissionDenied)
+        << peer;
+  }
+  EXPECT_THAT(ConnectionsOpen({PeerConnection{"unix:/tmp/x", 1}}),
+              ElementsAre(false));
 }
 
 }  // namespace

@@ -17,10 +17,12 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "tests/server/loopback.h"
 
 namespace ptoserve {
 namespace {
 
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
 constexpr uint64_t kMax = std::numeric_limits<uint64_t>::max();
@@ -140,6 +142,139 @@ TEST(SharedMemoryTest, RegistersMapsListsAndUnregisters) {
   { JobRegions done = std::move(job); }
   EXPECT_EQ(budget.held(), 0u);
   EXPECT_EQ(registry.mapped_bytes(), 0u);
+}
+
+// The names of the regions registered now, in order.
+std::vector<std::string> Names(const SharedMemoryRegistry& registry) {
+  std::vector<std::string> names;
+  const v1::ListResponse list = registry.List();
+  for (const v1::Region& r : list.regions()) {
+    names.push_back(r.name());
+  }
+  return names;
+}
+
+// A real loopback connection, as the server names the ones it accepted
+// itself, and its client's end.
+struct Connection {
+  LoopbackListener listener;
+  int client = -1;
+  PeerConnection found;
+
+  Connection() {
+    client = ConnectLoopback(listener.port());
+    EXPECT_GE(client, 0);
+    listener.AcceptPeer();
+    found =
+        FindConnection(absl::StrCat("fd:", listener.last_accepted())).value();
+  }
+  ~Connection() { CloseClient(); }
+  // Closes the client's end, and waits (at most 10 s) until the server's
+  // end has seen it.
+  void CloseClient() {
+    if (client < 0) return;
+    close(client);
+    client = -1;
+    for (int i = 0; i < 10000 && ConnectionsOpen({found})[0]; ++i) {
+      usleep(1000);
+    }
+    EXPECT_FALSE(ConnectionsOpen({found})[0]);
+  }
+};
+
+TEST(SharedMemoryTest, ALeasedRegionGoesItsGraceAfterItsConnectionCloses) {
+  Object object(4096);
+  MemoryBudget budget(1 << 20);
+  SharedMemoryOptions options = On();
+  options.lease_grace = absl::Seconds(10);
+  SharedMemoryRegistry registry(options, &budget);
+  Connection connection;
+  v1::RegisterRequest kept = Request("kept", object.key(), 0, 100);
+  kept.set_outlive_connection(true);
+  ASSERT_TRUE(registry
+                  .Register(Request("leased", object.key(), 0, 100), getuid(),
+                            connection.found)
+                  .ok());
+  ASSERT_TRUE(registry.Register(kept, getuid(), connection.found).ok());
+  // A caller with no connection (inside the process): nothing to lease to.
+  ASSERT_TRUE(
+      registry.Register(Request("inside", object.key(), 0, 100), getuid())
+          .ok());
+  EXPECT_EQ(budget.held(), 300u);
+  v1::ListResponse list = registry.List();
+  ASSERT_EQ(list.regions_size(), 3);
+  EXPECT_TRUE(list.regions(0).outlives_connection());   // inside
+  EXPECT_TRUE(list.regions(1).outlives_connection());   // kept
+  EXPECT_FALSE(list.regions(2).outlives_connection());  // leased
+  EXPECT_FALSE(list.regions(2).connection_closed());
+
+  // While the connection is open, the lease holds however long.
+  const absl::Time start = absl::Now();
+  EXPECT_EQ(registry.SweepLeases(start + absl::Hours(24)), 0u);
+  EXPECT_THAT(Names(registry), ElementsAre("inside", "kept", "leased"));
+
+  // A job that holds the region when it goes keeps it mapped.
+  JobRegions job(&registry);
+  ASSERT_TRUE(job.Resolve(Slice("leased", 0, 10), "a", false).ok());
+  connection.CloseClient();
+  EXPECT_EQ(registry.SweepLeases(start), 0u);  // seen closed now
+  EXPECT_TRUE(registry.List().regions(2).connection_closed());
+  EXPECT_EQ(registry.SweepLeases(start + absl::Seconds(9)), 0u);
+  EXPECT_EQ(registry.leases_expired(), 0u);
+  EXPECT_EQ(registry.SweepLeases(start + absl::Seconds(10)), 1u);
+  EXPECT_THAT(Names(registry), ElementsAre("inside", "kept"));
+  EXPECT_EQ(registry.leases_expired(), 1u);
+  EXPECT_EQ(budget.held(), 300u);
+  { JobRegions done = std::move(job); }
+  EXPECT_EQ(budget.held(), 200u);
+  // Its name is free again, and the rest stay.
+  EXPECT_EQ(registry.SweepLeases(start + absl::Hours(24)), 0u);
+  EXPECT_TRUE(
+      registry.Register(Request("leased", object.key(), 0, 1), getuid()).ok());
+  EXPECT_THAT(Names(registry), ElementsAre("inside", "kept", "leased"));
+}
+
+TEST(SharedMemoryTest, ANameRegisteredAgainStartsItsOwnLease) {
+  Object object(4096);
+  MemoryBudget budget(1 << 20);
+  SharedMemoryRegistry registry(On(), &budget);
+  Connection connection;
+  ASSERT_TRUE(registry
+                  .Register(Request("r", object.key(), 0, 100), getuid(),
+                            connection.found)
+                  .ok());
+  connection.CloseClient();
+  const absl::Time start = absl::Now();
+  EXPECT_EQ(registry.SweepLeases(start), 0u);
+  ASSERT_TRUE(registry.Unregister("r", getuid()).ok());
+  // The name taken again by a region of an open connection.
+  Connection second;
+  ASSERT_TRUE(
+      registry
+          .Register(Request("r", object.key(), 0, 100), getuid(), second.found)
+          .ok());
+  EXPECT_EQ(registry.SweepLeases(start + absl::Hours(1)), 0u);
+  EXPECT_THAT(Names(registry), ElementsAre("r"));
+  EXPECT_EQ(registry.leases_expired(), 0u);
+}
+
+TEST(SharedMemoryTest, TheRegistrysThreadSweepsByItself) {
+  Object object(4096);
+  MemoryBudget budget(1 << 20);
+  SharedMemoryOptions options = On();
+  options.lease_grace = absl::ZeroDuration();
+  options.lease_sweep = absl::Milliseconds(5);
+  SharedMemoryRegistry registry(options, &budget);
+  Connection connection;
+  ASSERT_TRUE(registry
+                  .Register(Request("r", object.key(), 0, 100), getuid(),
+                            connection.found)
+                  .ok());
+  connection.CloseClient();
+  for (int i = 0; i < 10000 && registry.regions() != 0; ++i) usleep(1000);
+  EXPECT_EQ(registry.regions(), 0u);
+  EXPECT_EQ(registry.leases_expired(), 1u);
+  EXPECT_EQ(budget.held(), 0u);
 }
 
 TEST(SharedMemoryTest, RefusesWhatCannotBeARegion) {
