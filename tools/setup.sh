@@ -3,25 +3,34 @@
 # Idempotent: when everything is present it only checks, in well under a
 # second.
 #
-#   tools/setup.sh [clang]
+#   tools/setup.sh [clang | build]
 #
 # clang: also clang and its sanitizer and libFuzzer runtimes, which the
 # test command's ASan+UBSan and fuzzing stages build with.
+# build: only what building the server and ptoctl needs (the container
+# image's build stage): no formatter, no Python, no test tools.
 set -euo pipefail
 
-packages=(
+build_packages=(
   g++ pkg-config
   bazel-bootstrap bazel-platforms bazel-rules-java
   libgrpc++-dev protobuf-compiler-grpc protobuf-compiler libprotobuf-dev
-  grpc-proto libabsl-dev libgtest-dev libgmock-dev libbenchmark-dev
-  python3-yaml openssl libcivetweb-dev clang-format
+  grpc-proto libabsl-dev libcivetweb-dev
+  # The system libraries' repository (third_party/system_libs.bzl) asks
+  # pkg-config for every library it names, tests' included.
+  libgtest-dev libgmock-dev libbenchmark-dev
+)
+packages=(
+  "${build_packages[@]}"
+  python3-yaml openssl clang-format
   python3-grpcio python3-protobuf python3-numpy python3-venv python3-wheel
   python3-h2
 )
 for extra in "$@"; do
   case "$extra" in
     clang) packages+=(clang libclang-rt-14-dev) ;;
-    *) echo "usage: tools/setup.sh [clang]" >&2; exit 2 ;;
+    build) packages=("${build_packages[@]}") ;;
+    *) echo "usage: tools/setup.sh [clang | build]" >&2; exit 2 ;;
   esac
 done
 

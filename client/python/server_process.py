@@ -2,10 +2,14 @@
 tests/integration/server_process.cc does for the C++ ones)."""
 
 import os
+import queue
+import re
 import select
 import signal
 import subprocess
 import threading
+import time
+import urllib.request
 
 # bazel-bin/server/ptoserve outside Bazel; the runfiles path inside.
 SERVER = os.environ.get("PTOSERVE_BINARY", "server/ptoserve")
@@ -37,11 +41,63 @@ def _drain(pipe) -> None:
         pipe.read()
 
 
-def stop_server(server: subprocess.Popen) -> None:
-    """SIGTERM; the server must exit 0 within 15 s."""
+def start_server_with_metrics(*flags: str
+                              ) -> tuple[subprocess.Popen, str, str]:
+    """Starts the server on an ephemeral port, its metrics on another, with
+    `flags`; returns it, its address and its metrics URL."""
+    server = subprocess.Popen(
+        [SERVER, "--address=127.0.0.1:0", "--metrics_address=127.0.0.1:0",
+         *flags], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    lines = queue.Queue()
+
+    def read():  # every line, until the server closes its output
+        with server.stdout:
+            for line in server.stdout:
+                lines.put(line.decode())
+        lines.put(None)
+
+    threading.Thread(target=read, daemon=True).start()
+    address = metrics = None
+    deadline = time.monotonic() + STARTUP_TIMEOUT_S
+    while address is None or metrics is None:
+        try:
+            line = lines.get(timeout=max(0.01, deadline - time.monotonic()))
+        except queue.Empty:
+            line = None
+        if line is None:
+            server.kill()
+            server.wait()
+            raise RuntimeError("ptoserve did not start")
+        if "listening on " in line:
+            address = line.split("listening on ")[1].split()[0]
+        if "metrics on " in line:
+            metrics = line.split("metrics on ")[1].split()[0]
+    return server, address, metrics
+
+
+def scrape(url: str) -> dict[str, float]:
+    """Every series at the metrics URL `url`, by its name and labels as
+    /metrics writes them ('ptoserve_jobs_total{target="host",code="OK"}')."""
+    with urllib.request.urlopen(url, timeout=10) as answer:
+        text = answer.read().decode()
+    return {m.group(1): float(m.group(2))
+            for m in re.finditer(r"^([^#\s]\S*) (\S+)$", text, re.M)}
+
+
+def metric(url: str, series: str) -> float:
+    """The value of `series` (a name, with its labels if it has any) at the
+    metrics URL `url`."""
+    value = scrape(url).get(series)
+    if value is None:
+        raise AssertionError(f"{series} not in /metrics")
+    return value
+
+
+def stop_server(server: subprocess.Popen, timeout: float = 15) -> None:
+    """SIGTERM; the server must exit 0 within `timeout` seconds."""
     server.send_signal(signal.SIGTERM)
     try:
-        code = server.wait(timeout=15)
+        code = server.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
         server.kill()
         server.wait()

@@ -10,16 +10,11 @@ stopped reading would leave it once its window filled; the others use the
 Python client."""
 
 import os
-import queue
-import re
-import signal
-import subprocess
 import sys
 import tempfile
 import threading
 import time
 import unittest
-import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import raw_grpc  # noqa: E402
@@ -28,6 +23,8 @@ import grpc  # noqa: E402
 import numpy as np  # noqa: E402
 from ptoserve.v1 import job_pb2, tile_pb2  # noqa: E402
 from ptoserve_client import Client, PtoserveError  # noqa: E402
+from server_process import (  # noqa: E402
+    metric, start_server_with_metrics, stop_server)
 
 SERVER = os.environ.get("PTOSERVE_BINARY", "server/ptoserve")
 BUDGET_MB = 64
@@ -42,61 +39,6 @@ OTHER_P99_BOUND_S = 2.0
 # What a job of the never-reading client holds: 256x256 int32 tiles
 # (256 KiB each) as fills, cheap on the wire, dst sent back as data.
 ROWS = 256
-
-
-def start(*flags):
-    """The server with `flags`; returns it, its address and its metrics
-    URL."""
-    server = subprocess.Popen(
-        [SERVER, "--address=127.0.0.1:0", "--metrics_address=127.0.0.1:0",
-         *flags], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    lines = queue.Queue()
-
-    def read():  # every line, until the server closes its output
-        with server.stdout:
-            for line in server.stdout:
-                lines.put(line.decode())
-        lines.put(None)
-
-    threading.Thread(target=read, daemon=True).start()
-    address = metrics = None
-    deadline = time.monotonic() + WAIT_S
-    while address is None or metrics is None:
-        try:
-            line = lines.get(timeout=max(0.01, deadline - time.monotonic()))
-        except queue.Empty:
-            line = None
-        if line is None:
-            server.kill()
-            server.wait()
-            raise RuntimeError("ptoserve did not start")
-        if "listening on " in line:
-            address = line.split("listening on ")[1].split()[0]
-        if "metrics on " in line:
-            metrics = line.split("metrics on ")[1].split()[0]
-    return server, address, metrics
-
-
-def stop(server):
-    server.send_signal(signal.SIGTERM)
-    try:
-        code = server.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        server.kill()
-        server.wait()
-        raise
-    if code != 0:
-        raise AssertionError(f"ptoserve exited with {code} on SIGTERM")
-
-
-def metric(url, name):
-    """The value of the unlabelled series `name` at `url`."""
-    with urllib.request.urlopen(url, timeout=10) as answer:
-        text = answer.read().decode()
-    match = re.search(rf"^{name} (\S+)$", text, re.M)
-    if match is None:
-        raise AssertionError(f"{name} not in /metrics")
-    return float(match.group(1))
 
 
 def wait_for(what, predicate):
@@ -150,13 +92,13 @@ class NeverReadingClient:
 class FairShareTest(unittest.TestCase):
 
     def setUp(self):
-        self.server, self.address, self.metrics = start(
+        self.server, self.address, self.metrics = start_server_with_metrics(
             f"--memory_budget_mb={BUDGET_MB}", "--max_job_mb=16",
             f"--max_client_memory_mb={CLIENT_MB}",
             f"--stall_timeout={STALL_S}s")
 
     def tearDown(self):
-        stop(self.server)
+        stop_server(self.server, timeout=30)
 
     def held(self):
         return metric(self.metrics, "ptoserve_memory_held_bytes")
@@ -240,13 +182,13 @@ class TokenShareTest(unittest.TestCase):
         tokens = os.path.join(self.dir, "tokens")
         with open(tokens, "w") as f:
             f.write("token-a\ntoken-b\n")
-        self.server, self.address, self.metrics = start(
+        self.server, self.address, self.metrics = start_server_with_metrics(
             f"--memory_budget_mb={BUDGET_MB}", "--max_job_mb=16",
             f"--max_client_memory_mb={CLIENT_MB}", "--stall_timeout=0s",
             "--auth_token_file=" + tokens)
 
     def tearDown(self):
-        stop(self.server)
+        stop_server(self.server, timeout=30)
 
     def test_one_token_on_three_connections_holds_one_share(self):
         auth = [("authorization", "Bearer token-a")]

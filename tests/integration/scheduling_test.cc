@@ -116,10 +116,14 @@ TEST(SchedulingTest, JobTimeoutDropsAQueuedJob) {
       << r.status();
 }
 
-// The call's gRPC deadline, not only the client's own timer: the server
-// drops the job from its queue with DEADLINE_EXCEEDED (a server that
-// ignored the deadline would see the call cancelled instead, or run the
-// job), and never runs it.
+// A gRPC client's deadline: the client is answered DEADLINE_EXCEEDED and
+// the server drops the job from its queue, never running it. Which code the
+// server counts depends on which reaches it first on a loaded machine: its
+// own clock passing the deadline (DEADLINE_EXCEEDED), or the client's
+// cancellation, sent at the client's deadline, which the server's clock
+// (started when it read the call) may not have reached yet (CANCELLED).
+// deadline_test.py proves the server's own clock with a client that never
+// cancels.
 TEST(SchedulingTest, CallDeadlineDropsAQueuedJob) {
   ServerProcess server({"--max_queue_delay_us=1000000"});
   ClientOptions options;
@@ -131,16 +135,17 @@ TEST(SchedulingTest, CallDeadlineDropsAQueuedJob) {
       << r.status();
   const std::string dropped =
       R"(ptoserve_jobs_total{target="host",code="DEADLINE_EXCEEDED"})";
+  const std::string cancelled =
+      R"(ptoserve_jobs_total{target="host",code="CANCELLED"})";
   const std::map<std::string, double> after =
       // The answer is counted a moment before the job leaves the in-flight
       // gauge: wait for both.
       ScrapeUntil(server.metrics_url(), [&](const auto& m) {
-        return Value(m, dropped) >= 1 &&
+        return Value(m, dropped) + Value(m, cancelled) >= 1 &&
                Value(m, "ptoserve_jobs_in_flight") == 0;
       });
-  EXPECT_EQ(Value(after, dropped), 1);
-  EXPECT_EQ(Sum(after, "ptoserve_jobs_total"),
-            1);  // nothing else: not cancelled, not run
+  EXPECT_EQ(Value(after, dropped) + Value(after, cancelled), 1);
+  EXPECT_EQ(Sum(after, "ptoserve_jobs_total"), 1);  // nothing else: not run
   EXPECT_EQ(
       Value(
           after,
