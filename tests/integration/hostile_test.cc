@@ -580,9 +580,9 @@ TEST_F(HostileTest, ReadsOverManyWrittenTilesInABufferStayCheap) {
     control_cpu = std::min(control_cpu, run(control));
   }
   ASSERT_FALSE(HasFailure());
-  std::cout << "request of " << hostile.ByteSizeLong() << " bytes: "
-            << hostile_cpu << " s of server CPU, its control " << control_cpu
-            << " s" << std::endl;
+  std::cout << "request of " << hostile.ByteSizeLong()
+            << " bytes: " << hostile_cpu << " s of server CPU, its control "
+            << control_cpu << " s" << std::endl;
   if (kMemoryBoundsApply) {
     // Twice the control's and a tick of the CPU clock: the naive job, 2047
     // writers under 6145 reads, costs many times the control.
