@@ -73,14 +73,14 @@ stage tests "tests" --config=clang ${disk_cache:+"--disk_cache=$disk_cache"} //.
 # (compression_test); PyYAML (manifests_test); the compiler the seed
 # examples need (compile_fail_test); and Google Benchmark's library, built.
 # Here too gcc's optimized kernels meet the scalar
-# reference (kernels_test, backends_test): the first stage builds with
-# clang, and this is the compiler and the flags that ship. Every other test
+# reference (kernels_test): the first stage builds with clang, and this is
+# the compiler and the flags that ship. Every other test
 # runs in the first stage, on the same commit, on the CI machine.
 smoke_tests=(
   //client/python:client_test //client/python:install_test
   //tests/integration:compression_test //tests/deploy:manifests_test
   //tests/core/pto:compile_fail_test
-  //tests/core:kernels_test //tests/core:backends_test
+  //tests/core:kernels_test
 )
 if selected smoke; then
   echo "=== smoke: building the benchmarks' library"
