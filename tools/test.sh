@@ -72,10 +72,10 @@ stage tests "tests" --config=clang ${disk_cache:+"--disk_cache=$disk_cache"} //.
 # wheel (install_test); python3-h2, which sends compressed bombs
 # (compression_test); PyYAML (manifests_test); the compiler the seed
 # examples need (compile_fail_test); and Google Benchmark's library, built.
-# Here too gcc's optimized kernels meet the scalar
-# reference (kernels_test): the first stage builds with clang, and this is
-# the compiler and the flags that ship. Every other test
-# runs in the first stage, on the same commit, on the CI machine.
+# Here too gcc's optimized kernels meet the scalar reference (kernels_test):
+# the first stage builds with clang, and this is the compiler and the flags
+# that ship. Every other test runs in the first stage, on the same commit,
+# on the CI machine.
 smoke_tests=(
   //client/python:client_test //client/python:install_test
   //tests/integration:compression_test //tests/deploy:manifests_test
@@ -119,7 +119,8 @@ fi
 # and ASan+UBSan stages: tests that make one call at a time (server_test,
 # assembly_test, security_test), the command-line tools' tests (ptoctl_test,
 # ptobench_test, whose binaries are half of what they would build here) and
-# the single-threaded parsers' unit tests (codec_test, peer_credentials_test). history_size=7 (the most) keeps enough of each
+# the single-threaded parsers' unit tests (codec_test,
+# peer_credentials_test). history_size=7 (the most) keeps enough of each
 # thread's past accesses to show both stacks of a report, which the
 # suppressions need to match one. The suppressions file's hash is in the environment
 # so that editing it re-runs the tests instead of taking cached results.
