@@ -444,10 +444,11 @@ class TileComputeService::JobStream final
     --unanswered_;
     outbox_.pop_front();      // gives its share of the budget back
     if (!ok) broken_ = true;  // the client is gone: drop what is left
-    if (waiting_.has_value() && !broken_) {
-      Waiting job = std::move(*waiting_);
-      waiting_.reset();
-      Start(std::move(job));
+    // Its share of the budget is back: the jobs waiting for room, in order.
+    while (!waiting_.empty() && !broken_) {
+      Waiting job = std::move(waiting_.front());
+      waiting_.pop_front();
+      if (!Start(std::move(job))) break;
     }
     MaybeWrite();
     MaybeRead();
@@ -511,13 +512,26 @@ class TileComputeService::JobStream final
       Push(Encoded(Failed(id, job.status())), MemoryBudget::Hold());
       return;
     }
-    Start(Waiting{std::move(*job), request_bytes});
+    Waiting waiting{std::move(*job), request_bytes};
+    // Behind the jobs already waiting for room (a job decoded off gRPC's
+    // threads can finish decoding while others wait): none is dropped, and
+    // they start in the order they came.
+    if (!waiting_.empty()) {
+      waiting_.push_back(std::move(waiting));
+      return;
+    }
+    Start(std::move(waiting));
   }
 
-  // Admits `waiting`, or keeps it waiting while the budget is full and the
-  // stream has other jobs in flight (whose results will free some).
-  void Start(Waiting waiting) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+  // Admits `waiting` (or answers it with its refusal) and returns true; or,
+  // while the budget is full and the stream has other jobs in flight (whose
+  // results will free some), puts it first among the waiting jobs and
+  // returns false.
+  bool Start(Waiting waiting) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     const std::string id = waiting.job->id();
+    // Read and answered, or admitted: not decoding, not waiting, not this.
+    const int64_t in_flight = int64_t{unanswered_} - decoding_ -
+                              static_cast<int64_t>(waiting_.size()) - 1;
     Refusal refusal = Refusal::kFinal;
     // Not run_here: done takes mu_, which this reaction holds.
     absl::Status admitted = service_->Dispatch(
@@ -532,13 +546,14 @@ class TileComputeService::JobStream final
           MutexLock lock(&mu_);
           Push(std::move(bytes), std::move(hold));
         },
-        /*may_wait=*/unanswered_ > 1, &refusal);
-    if (admitted.ok()) return;
+        /*may_wait=*/in_flight > 0, &refusal);
+    if (admitted.ok()) return true;
     if (refusal == Refusal::kOverBudget) {
-      waiting_ = std::move(waiting);
-      return;
+      waiting_.push_front(std::move(waiting));
+      return false;
     }
     Push(Encoded(Failed(id, admitted)), MemoryBudget::Hold());
+    return true;
   }
 
   // Queues one job's answer for writing.
@@ -551,9 +566,9 @@ class TileComputeService::JobStream final
   void MaybeWrite() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (writing_ || finished_) return;
     if (broken_) {
-      unanswered_ -= outbox_.size() + (waiting_.has_value() ? 1 : 0);
+      unanswered_ -= outbox_.size() + waiting_.size();
       outbox_.clear();
-      waiting_.reset();
+      waiting_.clear();
       MaybeFinish();
       return;
     }
@@ -564,7 +579,7 @@ class TileComputeService::JobStream final
   }
 
   void MaybeRead() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    if (reading_ || reads_done_ || broken_ || waiting_.has_value() ||
+    if (reading_ || reads_done_ || broken_ || !waiting_.empty() ||
         unanswered_ >= service_->stream_window_) {
       return;
     }
@@ -590,8 +605,9 @@ class TileComputeService::JobStream final
   absl::Mutex mu_;
   grpc::ByteBuffer request_;                          // the read in progress
   std::deque<Outgoing> outbox_ ABSL_GUARDED_BY(mu_);  // front: writing
-  // A job the memory budget has no room for yet; no reads meanwhile.
-  std::optional<Waiting> waiting_ ABSL_GUARDED_BY(mu_);
+  // Decoded jobs the memory budget has no room for yet, in the order they
+  // came; no reads meanwhile.
+  std::deque<Waiting> waiting_ ABSL_GUARDED_BY(mu_);
   uint32_t unanswered_ ABSL_GUARDED_BY(mu_) = 0;  // read, result not written
   uint32_t decoding_ ABSL_GUARDED_BY(mu_) = 0;    // on the decoders
   uint64_t received_ ABSL_GUARDED_BY(mu_) = 0;    // messages read

@@ -100,6 +100,55 @@ TEST(SchedulingTest, TenThousandStreamedJobsAreEachAnsweredOnce) {
   EXPECT_EQ(errors, 100);
 }
 
+// A stream whose jobs do not all fit in its share of the memory budget
+// keeps the ones that do not waiting, in order, until its own results free
+// room. Jobs decoded off gRPC's threads (more than 64 instructions) can
+// finish decoding while another waits; each such job once took the waiting
+// one's place, which was then never answered, and the stream never ended.
+TEST(SchedulingTest, StreamJobsWaitingForTheBudgetAreEachAnsweredInTurn) {
+  ServerProcess server({"--memory_budget_mb=16", "--max_job_mb=16"});
+  auto client = Client::Connect(server.address()).value();
+  // Each job holds about 5 MiB (three 512x512 int32 tiles, one of them
+  // returned): three fit at once.
+  constexpr int kJobs = 40;
+  constexpr uint32_t kSide = 512;
+  std::vector<v1::Job> jobs;
+  for (int i = 0; i < kJobs; ++i) {
+    v1::Job job;
+    job.set_id(absl::StrCat(i));
+    job.set_target(v1::TARGET_HOST);
+    for (const auto& [name, fill] : {std::pair{"a", 0x0ff0}, {"b", i}}) {
+      v1::Tile& t = (*job.mutable_tiles())[name];
+      t.set_dtype(v1::DTYPE_INT32);
+      t.set_rows(kSide);
+      t.set_cols(kSide);
+      t.set_fill(fill);
+    }
+    for (int k = 0; k < 65; ++k) {
+      v1::Instruction* inst = job.add_instructions();
+      inst->set_opcode(v1::OPCODE_TAND);
+      inst->set_dst("c");
+      inst->set_src0(k == 0 ? "a" : "c");
+      inst->set_src1("b");
+    }
+    job.add_outputs("c");
+    jobs.push_back(std::move(job));
+  }
+  std::map<int, int> answers;
+  absl::Status status = client->ExecuteStream(jobs, [&](v1::JobResult r) {
+    const int i = std::stoi(r.id());
+    ++answers[i];
+    ASSERT_EQ(r.status().code(), v1::OK) << r.status().message();
+    auto c = TileElements<int32_t>(r.tiles().at("c")).value();
+    ASSERT_EQ(c.size(), kSide * kSide);
+    EXPECT_EQ(c.front(), 0x0ff0 & i);
+    EXPECT_EQ(c.back(), 0x0ff0 & i);
+  });
+  ASSERT_TRUE(status.ok()) << status;
+  EXPECT_EQ(answers.size(), static_cast<size_t>(kJobs));
+  for (const auto& [id, count] : answers) EXPECT_EQ(count, 1) << "job " << id;
+}
+
 TEST(SchedulingTest, JobTimeoutDropsAQueuedJob) {
   // A lone job waits a second for company; its 50 ms timeout passes first.
   ServerProcess server({"--max_queue_delay_us=1000000"});
