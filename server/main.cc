@@ -39,6 +39,10 @@ ABSL_FLAG(int, workers, 0,
           "Scheduler threads that run batches; 0 means one per CPU core.");
 ABSL_FLAG(int, max_batch_size, 64,
           "Most instructions of one batch key run as one backend call.");
+ABSL_FLAG(int, max_batch_kb, 1024,
+          "Most KiB of dst tiles one batch writes; a larger instruction runs "
+          "alone (large tiles gain nothing from sharing a backend call, and "
+          "a batch holds a worker until it ends). 0: no bound.");
 ABSL_FLAG(int, max_queue_delay_us, 0,
           "How long a partial batch may wait for company, in microseconds; "
           "0 runs whatever is queued as soon as a worker is free.");
@@ -161,6 +165,7 @@ std::vector<std::string> FlagErrors() {
       {&FLAGS_max_message_mb, "max_message_mb", 1, 1024},
       {&FLAGS_workers, "workers", 0, 1024},
       {&FLAGS_max_batch_size, "max_batch_size", 1, 1 << 16},
+      {&FLAGS_max_batch_kb, "max_batch_kb", 0, 1 << 20},
       {&FLAGS_max_queue_delay_us, "max_queue_delay_us", 0, 10'000'000},
       {&FLAGS_queue_capacity, "queue_capacity", 1, 1 << 24},
       {&FLAGS_priority_levels, "priority_levels", 1, 1024},
@@ -280,6 +285,8 @@ ServerOptions OptionsFromFlags(Target default_target) {
           ? absl::GetFlag(FLAGS_workers)
           : std::max(1u, std::thread::hardware_concurrency());
   o.scheduling.max_batch_size = absl::GetFlag(FLAGS_max_batch_size);
+  o.scheduling.max_batch_bytes =
+      static_cast<uint64_t>(absl::GetFlag(FLAGS_max_batch_kb)) << 10;
   o.scheduling.max_queue_delay =
       absl::Microseconds(absl::GetFlag(FLAGS_max_queue_delay_us));
   o.scheduling.queue_capacity = absl::GetFlag(FLAGS_queue_capacity);

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/container/flat_hash_set.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_format.h"
 #include "core/status_macros.h"
 
@@ -37,8 +38,19 @@ BatchKey BatchKey::Of(const PreparedJob& job, size_t index) {
                   dst.valid_cols};
 }
 
+struct Scheduler::ClientState {
+  // Who it is: an entry whose client has gone starts afresh when the
+  // address is reused.
+  std::weak_ptr<const void> identity;
+  const void* key = nullptr;  // in clients_
+  size_t live_jobs = 0;
+  // Worker-seconds used, counted from where it joined (virtual_now_).
+  double used = 0;
+};
+
 struct Scheduler::JobState {
   JobTicket ticket;
+  ClientState* client = nullptr;  // owned by clients_
   std::vector<uint32_t> waiting;  // unfinished predecessors, per instruction
   std::vector<std::vector<uint32_t>> successors;
   size_t unfinished = 0;  // instructions not yet run to the end
@@ -64,10 +76,7 @@ struct Scheduler::JobState {
 
 Scheduler::Scheduler(const SchedulerOptions& options, BatchRunner* runner,
                      Clock* clock)
-    : options_(options),
-      runner_(runner),
-      clock_(clock),
-      queues_(std::max(1, options.priority_levels)) {
+    : options_(options), runner_(runner), clock_(clock) {
   for (int i = 0; i < options_.workers; ++i) {
     workers_.emplace_back([this] { Work(); });
   }
@@ -140,6 +149,7 @@ absl::Status Scheduler::AddJob(std::unique_ptr<JobState> state, bool notify) {
   }
   queued_ += n;
   JobState* job = state.get();
+  job->client = Join(job->ticket.client);
   job->live = live_.insert(live_.end(), std::move(state));
   const absl::Time now = clock_->Now();
   for (uint32_t i = 0; i < n; ++i) {
@@ -148,10 +158,47 @@ absl::Status Scheduler::AddJob(std::unique_ptr<JobState> state, bool notify) {
   return absl::OkStatus();
 }
 
+Scheduler::ClientState* Scheduler::Join(
+    const std::shared_ptr<const void>& client) {
+  std::unique_ptr<ClientState>& entry = clients_[client.get()];
+  const bool reused = entry != nullptr && entry->live_jobs == 0 &&
+                      (entry->identity.owner_before(client) ||
+                       client.owner_before(entry->identity));
+  if (entry == nullptr || reused) {
+    entry = std::make_unique<ClientState>();
+    entry->identity = client;
+    entry->key = client.get();
+  }
+  if (entry->live_jobs++ == 0) {
+    ++active_clients_;
+    // Idle time banks no credit: it starts level with the last served.
+    entry->used = std::max(entry->used, virtual_now_);
+  }
+  return entry.get();
+}
+
+void Scheduler::Leave(ClientState* client) {
+  if (--client->live_jobs > 0) return;
+  --active_clients_;
+  // One not ahead of the last served would start level with it anyway.
+  if (client->used <= virtual_now_) clients_.erase(client->key);
+}
+
+size_t Scheduler::BatchLimit(const BatchKey& key) const {
+  const uint64_t bytes =
+      uint64_t{key.valid_rows} * key.valid_cols * ElementBytes(key.dtype);
+  if (options_.max_batch_bytes == 0 || bytes == 0) {
+    return options_.max_batch_size;
+  }
+  return std::clamp<uint64_t>(options_.max_batch_bytes / bytes, 1,
+                              options_.max_batch_size);
+}
+
 void Scheduler::Enqueue(JobState* job, uint32_t index, absl::Time now,
                         bool notify) {
   const BatchKey key = BatchKey::Of(*job->ticket.job, index);
-  queues_[job->ticket.priority][key].push_back(Item{job, index, now});
+  queues_[key][LaneId{job->ticket.priority, job->client}].push_back(
+      Item{job, index, now});
   if (notify) ++arrivals_;
 }
 
@@ -162,19 +209,22 @@ void Scheduler::Drop(JobState* job, absl::Status status,
   job->drop_status = std::move(status);
   queued_ -= job->unfinished - job->running;
   // A retired job is deleted once answered: no queue may point to it then.
-  auto& queues = queues_[job->ticket.priority];
   absl::flat_hash_set<BatchKey> keys;
   for (uint32_t i = 0; i < job->waiting.size(); ++i) {
     if (job->waiting[i] == 0) keys.insert(BatchKey::Of(*job->ticket.job, i));
   }
+  const LaneId lane_id{job->ticket.priority, job->client};
   for (const BatchKey& key : keys) {
-    auto it = queues.find(key);
-    if (it == queues.end()) continue;
-    Queue& q = it->second;
+    auto lanes = queues_.find(key);
+    if (lanes == queues_.end()) continue;
+    auto lane = lanes->second.find(lane_id);
+    if (lane == lanes->second.end()) continue;
+    Queue& q = lane->second;
     q.erase(std::remove_if(q.begin(), q.end(),
                            [job](const Item& item) { return item.job == job; }),
             q.end());
-    if (q.empty()) queues.erase(it);
+    if (q.empty()) lanes->second.erase(lane);
+    if (lanes->second.empty()) queues_.erase(lanes);
   }
   if (job->running == 0) Retire(job, job->drop_status, out);
 }
@@ -184,7 +234,7 @@ void Scheduler::Retire(JobState* job, absl::Status status,
   std::unique_ptr<JobState> owned = std::move(*job->live);
   live_.erase(job->live);
   ++undelivered_;
-  out->push_back({std::move(owned), std::move(status)});
+  out->push_back({std::move(owned), std::move(status), job->client});
 }
 
 void Scheduler::SweepExpired(absl::Time now, std::vector<Completion>* out) {
@@ -198,44 +248,84 @@ void Scheduler::SweepExpired(absl::Time now, std::vector<Completion>* out) {
     }
   }
   for (auto& [job, why] : expired) Drop(job, std::move(why), out);
+  // Idle clients the others have caught up with.
+  absl::erase_if(clients_, [&](const auto& entry) {
+    return entry.second->live_jobs == 0 && entry.second->used <= virtual_now_;
+  });
 }
 
 std::vector<Scheduler::Item> Scheduler::TakeBatch(absl::Time now,
                                                   absl::Time* wake) {
-  Queue* best = nullptr;
-  double best_score = 0;
-  for (size_t level = 0; level < queues_.size(); ++level) {
-    auto& queues = queues_[level];
-    for (auto it = queues.begin(); it != queues.end();) {
+  // The lane to serve: the client that has used the workers least, then
+  // the highest priority, aged.
+  struct Rank {
+    double used;
+    double score;
+    bool operator>(const Rank& o) const {
+      return used != o.used ? used < o.used : score > o.score;
+    }
+  };
+  auto rank = [&](const LaneId& id, const Queue& q) {
+    return Rank{id.client->used,
+                id.priority + absl::FDivDuration(now - q.front().ready,
+                                                 options_.priority_aging)};
+  };
+  const BatchKey* best_key = nullptr;
+  Lanes* best_lanes = nullptr;
+  ClientState* best_client = nullptr;
+  Rank best{0, 0};
+  for (auto key_it = queues_.begin(); key_it != queues_.end();) {
+    Lanes& lanes = key_it->second;
+    size_t queued = 0;
+    absl::Time oldest = absl::InfiniteFuture();
+    for (auto it = lanes.begin(); it != lanes.end();) {
       Queue& q = it->second;
       while (!q.empty() && q.front().job->dropped) q.pop_front();
       if (q.empty()) {
-        queues.erase(it++);
+        lanes.erase(it++);
         continue;
       }
-      const absl::Duration age = now - q.front().ready;
-      const bool due = stopping_ || q.size() >= options_.max_batch_size ||
-                       age >= options_.max_queue_delay;
-      if (!due) {
-        *wake = std::min(*wake, q.front().ready + options_.max_queue_delay);
-      } else {
-        const double score =
-            level + absl::FDivDuration(age, options_.priority_aging);
-        if (best == nullptr || score > best_score) {
-          best = &q;
-          best_score = score;
-        }
-      }
+      queued += q.size();
+      oldest = std::min(oldest, q.front().ready);
       ++it;
     }
+    if (lanes.empty()) {
+      queues_.erase(key_it++);
+      continue;
+    }
+    const bool due = stopping_ || queued >= BatchLimit(key_it->first) ||
+                     now - oldest >= options_.max_queue_delay;
+    if (!due) {
+      *wake = std::min(*wake, oldest + options_.max_queue_delay);
+    } else {
+      for (const auto& [id, q] : lanes) {
+        const Rank r = rank(id, q);
+        if (best_lanes == nullptr || r > best) {
+          best_key = &key_it->first;
+          best_lanes = &lanes;
+          best_client = id.client;
+          best = r;
+        }
+      }
+    }
+    ++key_it;
   }
   std::vector<Item> batch;
-  if (best == nullptr) return batch;
-  while (!best->empty() && batch.size() < options_.max_batch_size) {
-    Item item = best->front();
-    best->pop_front();
-    if (item.job->dropped) continue;
-    batch.push_back(item);
+  if (best_lanes == nullptr) return batch;
+  virtual_now_ = std::max(virtual_now_, best_client->used);
+  // The batch fills from the key's lanes in the same order: other clients'
+  // instructions of the key share the backend call.
+  absl::InlinedVector<std::pair<Rank, Queue*>, 4> order;
+  for (auto& [id, q] : *best_lanes) order.push_back({rank(id, q), &q});
+  std::sort(order.begin(), order.end(),
+            [](const auto& a, const auto& b) { return a.first > b.first; });
+  const size_t limit = BatchLimit(*best_key);
+  for (auto& [r, q] : order) {
+    while (!q->empty() && batch.size() < limit) {
+      Item item = q->front();
+      q->pop_front();
+      if (!item.job->dropped) batch.push_back(item);
+    }
   }
   return batch;
 }
@@ -259,19 +349,24 @@ void Scheduler::Complete(const std::vector<Item>& batch, absl::Time now,
 
 void Scheduler::Deliver(std::vector<Completion>* completions) {
   if (completions->empty()) return;
-  const size_t n = completions->size();
   for (Completion& c : *completions) {
     // Freed as soon as its own done returns, not after every done here.
     std::unique_ptr<JobState> job = std::move(c.job);
+    const absl::Time start = clock_->Now();
     if (c.status.ok()) {
       job->ticket.done(std::move(job->ticket.job));
     } else {
       job->ticket.done(std::move(c.status));
     }
+    c.seconds = absl::ToDoubleSeconds(clock_->Now() - start);
   }
-  completions->clear();
   MutexLock lock(&mu_);
-  undelivered_ -= n;
+  for (const Completion& c : *completions) {
+    c.client->used += c.seconds;
+    Leave(c.client);
+  }
+  undelivered_ -= completions->size();
+  completions->clear();
 }
 
 size_t Scheduler::RunReadyBatch(absl::Time* wake) {
@@ -303,10 +398,16 @@ size_t Scheduler::RunReadyBatch(absl::Time* wake) {
   for (const Item& item : batch) {
     work.push_back(WorkItem{item.job->ticket.job.get(), item.index});
   }
+  const absl::Time started = clock_->Now();
   runner_->RunBatch(work);
   {
     MutexLock lock(&mu_);
-    Complete(batch, clock_->Now(), &completions);
+    const absl::Time now = clock_->Now();
+    // Every instruction of a batch has the same key, so the same cost.
+    const double each = absl::ToDoubleSeconds(now - started) /
+                        static_cast<double>(batch.size());
+    for (const Item& item : batch) item.job->client->used += each;
+    Complete(batch, now, &completions);
   }
   Deliver(&completions);
   return batch.size();
@@ -367,6 +468,20 @@ void Scheduler::Shutdown() {
 size_t Scheduler::queued() const {
   MutexLock lock(&mu_);
   return queued_;
+}
+
+size_t Scheduler::active_clients() const {
+  MutexLock lock(&mu_);
+  return active_clients_;
+}
+
+absl::Duration Scheduler::largest_lead() const {
+  MutexLock lock(&mu_);
+  double lead = 0;
+  for (const auto& [key, client] : clients_) {
+    lead = std::max(lead, client->used - virtual_now_);
+  }
+  return absl::Seconds(lead);
 }
 
 size_t Scheduler::jobs_in_flight() const {

@@ -9,6 +9,18 @@
 // item, so lower levels are never starved. A job whose deadline passes, or
 // whose call is cancelled, while any of it is still queued is dropped and
 // the rest of it never runs.
+//
+// Jobs also carry their client, and clients share the workers fairly, by
+// fair queuing on worker time (as Linux's CFS shares a CPU between tasks):
+// the scheduler counts the worker time each client has used (its batches,
+// split evenly among their instructions, and its jobs' done callbacks),
+// and of the queues that are due it serves first the client that has used
+// the least. A client that had nothing in flight starts level with the
+// client served last, so that idle time banks no credit. Priority and age
+// order a client's own work, and break ties between clients; they do not
+// buy one client more than its share of the workers while others wait.
+// Batches still mix clients: the chosen queue's batch fills up with other
+// clients' instructions of the same key.
 #ifndef PTOSERVE_SERVER_SCHEDULER_H_
 #define PTOSERVE_SERVER_SCHEDULER_H_
 
@@ -83,6 +95,11 @@ struct SchedulerOptions {
   // Each this long that a queue's oldest item waits counts as one priority
   // level more, so that no level starves.
   absl::Duration priority_aging = absl::Milliseconds(10);
+  // Most bytes of tiles one batch writes (each instruction's dst valid
+  // region): large tiles gain nothing from sharing a backend call, and a
+  // batch holds a worker until it ends. An instruction larger than this
+  // runs alone. 0: no bound.
+  uint64_t max_batch_bytes = uint64_t{1} << 20;
 };
 
 // A job handed to the scheduler.
@@ -92,6 +109,10 @@ struct JobTicket {
   absl::Time deadline = absl::InfiniteFuture();
   // Polled while the job is queued; may be empty.
   std::function<bool()> cancelled;
+  // Who sent it: jobs with the same client (by address) share one fair
+  // share of the workers. Null: the server's own, one client. The
+  // scheduler keeps a reference while it remembers the client's usage.
+  std::shared_ptr<const void> client;
   // Called exactly once, without the scheduler's lock held: with the job,
   // every instruction run, or with DEADLINE_EXCEEDED, CANCELLED.
   std::function<void(absl::StatusOr<std::unique_ptr<PreparedJob>>)> done;
@@ -136,12 +157,19 @@ class Scheduler {
 
   // Instructions admitted and not yet run.
   size_t queued() const;
+  // Clients with jobs in flight, who share the workers.
+  size_t active_clients() const;
+  // How far the client furthest ahead has used more worker time than the
+  // client served last: what it would wait, behind the others' work, if they
+  // all had work due.
+  absl::Duration largest_lead() const;
   // Jobs admitted and not yet answered (their done has not returned).
   size_t jobs_in_flight() const;
   const SchedulerOptions& options() const { return options_; }
 
  private:
   struct JobState;
+  struct ClientState;
   // Admitted jobs, each owned here from admission until it is retired.
   using LiveJobs = std::list<std::unique_ptr<JobState>>;
   struct Item {
@@ -150,9 +178,25 @@ class Scheduler {
     absl::Time ready;  // when it became ready
   };
   using Queue = std::deque<Item>;
+  // The ready instructions of one batch key, one queue per priority level
+  // and client; and how long the oldest of them has waited.
+  struct LaneId {
+    int priority;
+    ClientState* client;
+    bool operator==(const LaneId& o) const {
+      return priority == o.priority && client == o.client;
+    }
+    template <typename H>
+    friend H AbslHashValue(H h, const LaneId& l) {
+      return H::combine(std::move(h), l.priority, l.client);
+    }
+  };
+  using Lanes = absl::flat_hash_map<LaneId, Queue>;
   struct Completion {
     std::unique_ptr<JobState> job;  // deleted after its `done` ran
     absl::Status status;
+    ClientState* client;  // the job's; Deliver charges it the done
+    double seconds = 0;   // how long the done took
   };
 
   void Work();
@@ -160,6 +204,14 @@ class Scheduler {
   // `*wake` to when the next partial batch falls due.
   std::vector<Item> TakeBatch(absl::Time now, absl::Time* wake)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The most instructions of `key` one batch may hold.
+  size_t BatchLimit(const BatchKey& key) const;
+  // The state of `client`, made if new; counts a live job of it.
+  ClientState* Join(const std::shared_ptr<const void>& client)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Counts one live job of `client` fewer; forgets an idle client that is
+  // not ahead of the others.
+  void Leave(ClientState* client) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Makes `state` live and queues its ready instructions, or refuses it as
   // Submit does (then it is deleted and its done never runs).
   absl::Status AddJob(std::unique_ptr<JobState> state, bool notify)
@@ -196,10 +248,15 @@ class Scheduler {
   Clock* const clock_;
 
   mutable absl::Mutex mu_;
-  // queues_[priority][key]
-  std::vector<absl::flat_hash_map<BatchKey, Queue>> queues_
+  absl::flat_hash_map<BatchKey, Lanes> queues_ ABSL_GUARDED_BY(mu_);
+  LiveJobs live_ ABSL_GUARDED_BY(mu_);  // admitted, unanswered
+  // Clients with live jobs, or ahead of the others.
+  absl::flat_hash_map<const void*, std::unique_ptr<ClientState>> clients_
       ABSL_GUARDED_BY(mu_);
-  LiveJobs live_ ABSL_GUARDED_BY(mu_);           // admitted, unanswered
+  size_t active_clients_ ABSL_GUARDED_BY(mu_) = 0;  // with live jobs
+  // The worker time used by the client served last, in seconds: where a
+  // client that joins starts.
+  double virtual_now_ ABSL_GUARDED_BY(mu_) = 0;
   size_t queued_ ABSL_GUARDED_BY(mu_) = 0;       // instructions not run
   size_t undelivered_ ABSL_GUARDED_BY(mu_) = 0;  // retired, done not run
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;

@@ -110,6 +110,16 @@ void ServiceMetrics::WatchScheduler(const Scheduler* scheduler) {
   registry_->AddGauge(
       "ptoserve_jobs_in_flight", "Jobs admitted and not yet answered.", {},
       [scheduler] { return static_cast<double>(scheduler->jobs_in_flight()); });
+  registry_->AddGauge(
+      "ptoserve_scheduler_clients",
+      "Clients with jobs in the scheduler, who share its workers fairly.", {},
+      [scheduler] { return static_cast<double>(scheduler->active_clients()); });
+  registry_->AddGauge(
+      "ptoserve_scheduler_largest_lead_seconds",
+      "How much more worker time the client furthest ahead has used than "
+      "the client served last: its work waits behind the others' that long.",
+      {},
+      [scheduler] { return absl::ToDoubleSeconds(scheduler->largest_lead()); });
 }
 
 void ServiceMetrics::JobAnswered(const JobRecord& job, absl::StatusCode code) {

@@ -912,6 +912,7 @@ TEST(HostileFlagsTest, OutOfRangeFlagsStopTheServer) {
       {"--max_message_mb=0", "--max_message_mb=0 is out of range [1, 1024]"},
       {"--workers=-1", "--workers=-1 is out of range [0, 1024]"},
       {"--max_batch_size=0", "--max_batch_size=0 is out of range [1, 65536]"},
+      {"--max_batch_kb=-1", "--max_batch_kb=-1 is out of range [0, 1048576]"},
       {"--queue_capacity=0", "--queue_capacity=0 is out of range"},
       {"--max_tile_mb=-5", "--max_tile_mb=-5 is out of range"},
       {"--memory_budget_mb=64 --max_job_mb=128",

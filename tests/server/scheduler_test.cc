@@ -42,6 +42,14 @@ class RecordingRunner final : public BatchRunner {
  public:
   explicit RecordingRunner(const Engine* engine) : engine_(engine) {}
 
+  // From now on each instruction run moves `clock` on by `cost`: the worker
+  // time the scheduler charges its client.
+  void TakeTime(FakeClock* clock, absl::Duration cost) {
+    MutexLock lock(&mu_);
+    clock_ = clock;
+    cost_ = cost;
+  }
+
   void RunBatch(absl::Span<const WorkItem> batch) override {
     const BatchKey key = BatchKey::Of(*batch[0].job, batch[0].index);
     for (const WorkItem& item : batch) {
@@ -49,6 +57,7 @@ class RecordingRunner final : public BatchRunner {
     }
     engine_->RunBatch(batch);
     MutexLock lock(&mu_);
+    if (clock_ != nullptr) clock_->Advance(cost_ * batch.size());
     sizes_.push_back(batch.size());
     keys_.push_back(key);
     for (const WorkItem& item : batch) ran_.push_back(item.job);
@@ -70,6 +79,8 @@ class RecordingRunner final : public BatchRunner {
  private:
   const Engine* engine_;
   absl::Mutex mu_;
+  FakeClock* clock_ ABSL_GUARDED_BY(mu_) = nullptr;
+  absl::Duration cost_ ABSL_GUARDED_BY(mu_);
   std::vector<size_t> sizes_;
   std::vector<BatchKey> keys_;
   std::vector<const PreparedJob*> ran_;
@@ -108,10 +119,12 @@ class SchedulerTest : public ::testing::Test {
     return engine_.Prepare(job.spec()).value();
   }
 
-  JobTicket Ticket(std::unique_ptr<PreparedJob> job, int priority = 0) {
+  JobTicket Ticket(std::unique_ptr<PreparedJob> job, int priority = 0,
+                   std::shared_ptr<const void> client = nullptr) {
     JobTicket t;
     t.job = std::move(job);
     t.priority = priority;
+    t.client = std::move(client);
     t.done = answers_.Callback();
     return t;
   }
@@ -202,6 +215,146 @@ TEST_F(SchedulerTest, HigherPriorityRunsFirst) {
   ASSERT_TRUE(s.Submit(Ticket(std::move(high), 2)).ok());
   EXPECT_EQ(s.RunOnce(), 1u);
   EXPECT_EQ(runner_.ran().front(), high_ptr);
+}
+
+// Clients for the fairness tests: any object's address names one.
+std::shared_ptr<const void> NewClient() { return std::make_shared<int>(0); }
+
+// Between clients that have used the workers equally (two new ones),
+// priority decides.
+TEST_F(SchedulerTest, PriorityBreaksTiesBetweenClients) {
+  SchedulerOptions o = Manual(64, absl::ZeroDuration());
+  o.priority_levels = 3;
+  Scheduler s(o, &runner_, &clock_);
+  auto high = OneOp(Opcode::kTxor);
+  const PreparedJob* high_ptr = high.get();
+  ASSERT_TRUE(s.Submit(Ticket(OneOp(Opcode::kTand), 0, NewClient())).ok());
+  ASSERT_TRUE(s.Submit(Ticket(std::move(high), 2, NewClient())).ok());
+  EXPECT_EQ(s.active_clients(), 2u);
+  EXPECT_EQ(s.RunOnce(), 1u);
+  EXPECT_EQ(runner_.ran().front(), high_ptr);
+}
+
+// One client's stream of top-priority work cannot make another client's
+// job wait for its priority to age: the first has used the workers, the
+// second not yet.
+TEST_F(SchedulerTest, TheClientThatUsedTheWorkersLeastGoesFirst) {
+  SchedulerOptions o = Manual(4, absl::ZeroDuration());
+  o.priority_levels = 4;
+  o.priority_aging = absl::Milliseconds(10);
+  Scheduler s(o, &runner_, &clock_);
+  runner_.TakeTime(&clock_, absl::Milliseconds(1));
+  const auto heavy = NewClient();
+  for (int i = 0; i < 40; ++i) {
+    ASSERT_TRUE(s.Submit(Ticket(OneOp(Opcode::kTand), 3, heavy)).ok());
+  }
+  // Alone, it has the workers to itself.
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(s.RunOnce(), 4u);
+  EXPECT_EQ(s.active_clients(), 1u);
+  auto light = OneOp(Opcode::kTxor);
+  const PreparedJob* light_ptr = light.get();
+  ASSERT_TRUE(s.Submit(Ticket(std::move(light), 0, NewClient())).ok());
+  EXPECT_EQ(s.active_clients(), 2u);
+  // It starts level with the heavy client as last served, which has used
+  // 4 ms since.
+  EXPECT_EQ(s.largest_lead(), absl::Milliseconds(4));
+  EXPECT_EQ(s.RunOnce(), 1u);
+  EXPECT_EQ(runner_.ran().back(), light_ptr);
+  // With the other client answered, the first has the workers again.
+  EXPECT_EQ(s.active_clients(), 1u);
+  EXPECT_EQ(s.RunOnce(), 4u);
+}
+
+// Two clients with work always due share the workers evenly, whatever
+// their priorities: neither starves, neither takes more.
+TEST_F(SchedulerTest, BusyClientsShareTheWorkersEvenly) {
+  SchedulerOptions o = Manual(1, absl::ZeroDuration());
+  o.priority_levels = 4;
+  Scheduler s(o, &runner_, &clock_);
+  runner_.TakeTime(&clock_, absl::Milliseconds(1));
+  const auto a = NewClient();
+  const auto b = NewClient();
+  std::set<const PreparedJob*> from_a;
+  for (int i = 0; i < 100; ++i) {
+    auto job = OneOp(Opcode::kTand);
+    from_a.insert(job.get());
+    ASSERT_TRUE(s.Submit(Ticket(std::move(job), 3, a)).ok());
+    ASSERT_TRUE(s.Submit(Ticket(OneOp(Opcode::kTxor), 0, b)).ok());
+  }
+  for (int i = 0; i < 100; ++i) ASSERT_EQ(s.RunOnce(), 1u);
+  const auto ran = runner_.ran();
+  const auto a_ran = std::count_if(
+      ran.begin(), ran.end(), [&](auto* job) { return from_a.count(job) > 0; });
+  EXPECT_GE(a_ran, 49);
+  EXPECT_LE(a_ran, 51);
+}
+
+// A client that was idle banks no credit: it starts level with the
+// others, not with the worker time it did not use.
+TEST_F(SchedulerTest, IdleTimeBanksNoCredit) {
+  Scheduler s(Manual(1, absl::ZeroDuration()), &runner_, &clock_);
+  runner_.TakeTime(&clock_, absl::Milliseconds(1));
+  const auto busy = NewClient();
+  const auto idle = NewClient();
+  ASSERT_TRUE(s.Submit(Ticket(OneOp(Opcode::kTxor), 0, idle)).ok());
+  EXPECT_EQ(s.RunOnce(), 1u);  // 1 ms
+  for (int i = 0; i < 50; ++i) {
+    ASSERT_TRUE(s.Submit(Ticket(OneOp(Opcode::kTand), 0, busy)).ok());
+  }
+  for (int i = 0; i < 40; ++i) ASSERT_EQ(s.RunOnce(), 1u);  // 40 ms
+  std::set<const PreparedJob*> from_idle;
+  for (int i = 0; i < 10; ++i) {
+    auto job = OneOp(Opcode::kTxor);
+    from_idle.insert(job.get());
+    ASSERT_TRUE(s.Submit(Ticket(std::move(job), 0, idle)).ok());
+  }
+  // Not the next 10 batches in a row: they alternate.
+  for (int i = 0; i < 10; ++i) ASSERT_EQ(s.RunOnce(), 1u);
+  const auto ran = runner_.ran();
+  const auto idle_ran =
+      std::count_if(ran.end() - 10, ran.end(),
+                    [&](auto* job) { return from_idle.count(job) > 0; });
+  EXPECT_GE(idle_ran, 4);
+  EXPECT_LE(idle_ran, 6);
+}
+
+// The chosen client's batch fills up with other clients' instructions of
+// the same key: fairness orders the batches, it does not split them.
+TEST_F(SchedulerTest, ABatchStillCarriesOtherClientsInstructionsOfItsKey) {
+  Scheduler s(Manual(4, absl::ZeroDuration()), &runner_, &clock_);
+  runner_.TakeTime(&clock_, absl::Milliseconds(1));
+  const auto heavy = NewClient();
+  for (int i = 0; i < 12; ++i) {
+    ASSERT_TRUE(s.Submit(Ticket(OneOp(Opcode::kTand), 0, heavy)).ok());
+  }
+  EXPECT_EQ(s.RunOnce(), 4u);
+  auto light = OneOp(Opcode::kTand);
+  const PreparedJob* light_ptr = light.get();
+  ASSERT_TRUE(s.Submit(Ticket(std::move(light), 0, NewClient())).ok());
+  EXPECT_EQ(s.RunOnce(), 4u);  // the newcomer first, then three of the others
+  const auto ran = runner_.ran();
+  EXPECT_EQ(ran[4], light_ptr);
+}
+
+// Large tiles gain nothing from sharing a backend call: a batch holds at
+// most max_batch_bytes of dst tiles, and a larger instruction runs alone.
+TEST_F(SchedulerTest, BatchesAreBoundedByTheirTilesBytes) {
+  SchedulerOptions o = Manual(64, absl::ZeroDuration());
+  o.max_batch_bytes = 4096;
+  Scheduler s(o, &runner_, &clock_);
+  for (int i = 0; i < 6; ++i) {  // 16x16 int32: 1 KiB each
+    ASSERT_TRUE(
+        s.Submit(Ticket(OneOp(Opcode::kTand, DType::kInt32, 16, 16))).ok());
+  }
+  for (int i = 0; i < 2; ++i) {  // 64x64 int32: 16 KiB each
+    ASSERT_TRUE(
+        s.Submit(Ticket(OneOp(Opcode::kTxor, DType::kInt32, 64, 64))).ok());
+  }
+  size_t batches = 0;
+  while (s.RunOnce() > 0) ++batches;
+  std::vector<size_t> sizes = runner_.sizes();
+  std::sort(sizes.begin(), sizes.end());
+  EXPECT_THAT(sizes, ElementsAre(1, 1, 2, 4));
 }
 
 TEST_F(SchedulerTest, PriorityOutOfRangeIsRefused) {
