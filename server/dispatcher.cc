@@ -25,6 +25,10 @@ namespace {
 // thread that admitted it when the scheduler is idle; larger ones go to the
 // scheduler's workers.
 constexpr uint64_t kRunHereBytes = 1 << 20;
+// A job with more instructions than this (each an event record), or a
+// result larger than this, has its result built on the finishers.
+constexpr size_t kFinishHereInstructions = 64;
+constexpr uint64_t kFinishHereBytes = 256 << 10;
 
 // The target `job` runs on, named for its metrics.
 absl::string_view TargetLabel(const v1::Job& job, Target default_target) {
@@ -85,12 +89,14 @@ void ToCapabilities(const Engine& engine, const ServerLimits& limits,
 
 Dispatcher::Dispatcher(const Engine* engine, Scheduler* scheduler,
                        const ServerLimits& limits, ServiceMetrics* metrics,
-                       MemoryBudget* budget, const SharedMemoryRegistry* shared)
+                       MemoryBudget* budget, const SharedMemoryRegistry* shared,
+                       TaskPool* finishers)
     : engine_(engine),
       scheduler_(scheduler),
       metrics_(metrics),
       budget_(budget),
       shared_(shared),
+      finishers_(finishers),
       limits_(limits) {
   ToCapabilities(*engine, limits, &capabilities_);
 }
@@ -120,6 +126,22 @@ absl::Status Dispatcher::Dispatch(const v1::Job& job, uint64_t request_bytes,
   metrics_->JobAnswered(record, queued.code());
   return queued;
 }
+
+// What a job's answer needs once it has run.
+struct Dispatcher::Answer {
+  Answer(std::string id, const JobRecord& record)
+      : id(std::move(id)), record(record) {}
+
+  std::string id;
+  JobRecord record;
+  MemoryBudget::Hold hold;  // the job's part of the memory budget
+  ResultEncodings encodings;
+  // The regions stay mapped until the job is done with them.
+  std::shared_ptr<const JobRegions> regions;
+  Done done;
+  bool build_elsewhere = false;  // on the finishers
+  const void* client = nullptr;  // whose turn it takes there
+};
 
 absl::Status Dispatcher::Submit(const v1::Job& job, uint64_t request_bytes,
                                 const CallInfo& call, bool run_here,
@@ -151,9 +173,9 @@ absl::Status Dispatcher::Submit(const v1::Job& job, uint64_t request_bytes,
     return absl::CancelledError(
         "the call was cancelled while its job was decoded");
   }
+  auto answer = std::make_shared<Answer>(job.id(), *record);
   // What the job will hold, checked and reserved once its tiles are known
   // and before any of them is made.
-  auto hold = std::make_shared<MemoryBudget::Hold>();
   const Admission admit = [&](const JobCost& cost) -> absl::Status {
     const uint64_t result_bytes = ResultBytes(cost, decoded.encodings);
     if (result_bytes > limits_.max_message_bytes) {
@@ -178,7 +200,7 @@ absl::Status Dispatcher::Submit(const v1::Job& job, uint64_t request_bytes,
       *over_budget = true;
       return reserved.status();
     }
-    *hold = std::move(*reserved);
+    answer->hold = std::move(*reserved);
     // Outputs written to shared memory cost no memory, but time.
     uint64_t placed_bytes = 0;
     for (const JobCost::Output& out : cost.outputs) {
@@ -188,6 +210,9 @@ absl::Status Dispatcher::Submit(const v1::Job& job, uint64_t request_bytes,
     }
     run_here = run_here &&
                cost.tile_bytes + result_bytes + placed_bytes <= kRunHereBytes;
+    answer->build_elsewhere =
+        decoded.spec.instructions.size() > kFinishHereInstructions ||
+        result_bytes + placed_bytes > kFinishHereBytes;
     return absl::OkStatus();
   };
   absl::StatusOr<std::unique_ptr<PreparedJob>> prepared =
@@ -197,46 +222,63 @@ absl::Status Dispatcher::Submit(const v1::Job& job, uint64_t request_bytes,
   ticket.priority = static_cast<int>(
       std::min<uint32_t>(job.priority(), std::numeric_limits<int>::max()));
   ticket.cancelled = call.cancelled;
-  // The regions stay mapped until the job is done with them.
-  std::shared_ptr<const JobRegions> regions;
+  ticket.client = call.share;
   if (!decoded.regions.empty()) {
-    regions = std::make_shared<const JobRegions>(std::move(decoded.regions));
+    answer->regions =
+        std::make_shared<const JobRegions>(std::move(decoded.regions));
   }
-  ticket.done = [this, id = job.id(), record = *record, hold,
-                 encodings = std::move(decoded.encodings),
-                 regions = std::move(regions), done = std::move(done)](
-                    absl::StatusOr<std::unique_ptr<PreparedJob>> ran) mutable {
-    if (!ran.ok()) {
-      regions.reset();
-      metrics_->JobAnswered(record, ran.status().code());
-      done(ran.status(), std::move(*hold));
-      return;
-    }
-    absl::StatusOr<v1::JobResult> result;
-    try {
-      result.emplace();
-      result->set_id(id);
-      ToJobResult(engine_->Finish(ran->get()), encodings, &*result);
-      // A region cut short while the job ran: its bytes were not the
-      // object's.
-      if (regions != nullptr) {
-        if (absl::Status intact = regions->CheckIntact(); !intact.ok()) {
-          result = intact;
-        }
+  answer->encodings = std::move(decoded.encodings);
+  answer->done = std::move(done);
+  answer->client = call.share.get();
+  ticket.done = [this,
+                 answer](absl::StatusOr<std::unique_ptr<PreparedJob>> ran) {
+    if (ran.ok() && answer->build_elsewhere && finishers_ != nullptr) {
+      auto job =
+          std::make_shared<std::unique_ptr<PreparedJob>>(*std::move(ran));
+      if (finishers_->Post(
+              [this, answer, job] { Finish(answer.get(), std::move(*job)); },
+              answer->client) == TaskPool::Posted::kQueued) {
+        return;
       }
-      // The job is done with its regions (the result owns what it carries):
-      // let them go before the answer does, so that a client that hears it
-      // can unregister and have the mapping and its budget back at once.
-      regions.reset();
-    } catch (const std::bad_alloc&) {
-      result = absl::ResourceExhaustedError(
-          "the server ran out of memory building this job's result");
+      // The finishers are full or stopping: built here instead.
+      ran = std::move(*job);
     }
-    metrics_->JobAnswered(
-        record, result.ok() ? absl::StatusCode::kOk : result.status().code());
-    done(std::move(result), std::move(*hold));
+    Finish(answer.get(), std::move(ran));
   };
   return scheduler_->Submit(std::move(ticket), run_here);
+}
+
+void Dispatcher::Finish(
+    Answer* answer, absl::StatusOr<std::unique_ptr<PreparedJob>> ran) const {
+  if (!ran.ok()) {
+    answer->regions.reset();
+    metrics_->JobAnswered(answer->record, ran.status().code());
+    answer->done(ran.status(), std::move(answer->hold));
+    return;
+  }
+  absl::StatusOr<v1::JobResult> result;
+  try {
+    result.emplace();
+    result->set_id(answer->id);
+    ToJobResult(engine_->Finish(ran->get()), answer->encodings, &*result);
+    // A region cut short while the job ran: its bytes were not the
+    // object's.
+    if (answer->regions != nullptr) {
+      if (absl::Status intact = answer->regions->CheckIntact(); !intact.ok()) {
+        result = intact;
+      }
+    }
+    // The job is done with its regions (the result owns what it carries):
+    // let them go before the answer does, so that a client that hears it
+    // can unregister and have the mapping and its budget back at once.
+    answer->regions.reset();
+  } catch (const std::bad_alloc&) {
+    result = absl::ResourceExhaustedError(
+        "the server ran out of memory building this job's result");
+  }
+  metrics_->JobAnswered(answer->record, result.ok() ? absl::StatusCode::kOk
+                                                    : result.status().code());
+  answer->done(std::move(result), std::move(answer->hold));
 }
 
 }  // namespace ptoserve

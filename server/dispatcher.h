@@ -18,6 +18,7 @@
 #include "server/scheduler.h"
 #include "server/service_metrics.h"
 #include "server/shared_memory.h"
+#include "server/task_pool.h"
 
 namespace ptoserve {
 
@@ -76,12 +77,17 @@ class Dispatcher {
   // the refusal on.
   enum class Refusal { kFinal, kOverBudget };
 
-  // `engine`, `scheduler`, `metrics`, `budget` and `shared` (null: no
-  // shared memory) must outlive the dispatcher.
+  // `engine`, `scheduler`, `metrics`, `budget`, `shared` (null: no shared
+  // memory) and `finishers` must outlive the dispatcher. A job whose result
+  // is heavy to build (many event records, or large tiles) has it built,
+  // and its `done` run, on `finishers` (null: none), not on the scheduler's
+  // worker that ran its last instruction: the workers stay free for
+  // batches, other clients' included. Shut `finishers` down after the
+  // scheduler.
   Dispatcher(const Engine* engine, Scheduler* scheduler,
              const ServerLimits& limits, ServiceMetrics* metrics,
-             MemoryBudget* budget,
-             const SharedMemoryRegistry* shared = nullptr);
+             MemoryBudget* budget, const SharedMemoryRegistry* shared = nullptr,
+             TaskPool* finishers = nullptr);
 
   // Decodes, checks, reserves memory for and submits `job`, whose request
   // was `request_bytes` on the wire; `done` then runs exactly once with its
@@ -101,16 +107,23 @@ class Dispatcher {
   const v1::Capabilities& capabilities() const { return capabilities_; }
 
  private:
+  struct Answer;
+
   // Dispatch's work; notes in `record` what the metrics need to know.
   absl::Status Submit(const v1::Job& job, uint64_t request_bytes,
                       const CallInfo& call, bool run_here, JobRecord* record,
                       Done done, bool* over_budget);
+  // Builds the result of the job that `ran` (or passes on why it did not)
+  // and hands it to `answer`'s done.
+  void Finish(Answer* answer,
+              absl::StatusOr<std::unique_ptr<PreparedJob>> ran) const;
 
   const Engine* engine_;
   Scheduler* scheduler_;
   ServiceMetrics* metrics_;
   MemoryBudget* budget_;
   const SharedMemoryRegistry* shared_;
+  TaskPool* finishers_;
   const ServerLimits limits_;
   v1::Capabilities capabilities_;
 };

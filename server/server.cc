@@ -66,8 +66,15 @@ struct Server::Parts {
         budget(options.memory_budget_bytes, ClientMemory(options)),
         shared(SharedMemoryFrom(options), &budget),
         // Decodes requests too large to decode on gRPC's threads (service.h).
+        // One client may have a quarter of their queue: one client's large
+        // requests never leave the others' refused as "busy".
         decoders(std::max(1u, std::thread::hardware_concurrency()),
-                 /*capacity=*/256) {}
+                 /*capacity=*/256, /*client_capacity=*/kDecodesPerClient),
+        // Builds heavy results (dispatcher.h): half the cores at most, so
+        // that the scheduler's workers keep the rest. Every job admitted
+        // posts at most one task; a full queue builds on the worker.
+        finishers(std::max(1u, std::thread::hardware_concurrency() / 2),
+                  /*capacity=*/65536) {}
 
   const Engine engine;
   MetricsRegistry registry;
@@ -84,6 +91,8 @@ struct Server::Parts {
   std::unique_ptr<ReflectionService> reflection;
   std::unique_ptr<GrpcMetrics> grpc_metrics;
   std::unique_ptr<MetricsEndpoint> metrics_endpoint;
+  // Its tasks call the dispatcher and the service: destroyed before them.
+  TaskPool finishers;
   RunningServer running;
   bool stopped = false;
 
@@ -96,7 +105,10 @@ struct Server::Parts {
   }
 
   // Returns once every job accepted has been answered.
-  void Drain() { scheduler.Shutdown(); }
+  void Drain() {
+    scheduler.Shutdown();
+    finishers.Shutdown();
+  }
 };
 
 absl::StatusOr<std::unique_ptr<Server>> Server::Start(
@@ -158,7 +170,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
   limits.shared_memory = parts->shared.options();
   parts->dispatcher = std::make_unique<Dispatcher>(
       &parts->engine, &parts->scheduler, limits, &parts->metrics,
-      &parts->budget, &parts->shared);
+      &parts->budget, &parts->shared, &parts->finishers);
   parts->service = std::make_unique<TileComputeService>(
       parts->dispatcher.get(), limits, &parts->metrics, &parts->budget,
       &parts->decoders, auth);

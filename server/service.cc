@@ -123,16 +123,28 @@ bool TileComputeService::Light(const WireShape& shape, uint64_t bytes) {
          shape.assembly_bytes <= kLightAssemblyBytes;
 }
 
-absl::Status TileComputeService::Busy(absl::string_view what) const {
-  // The decoders stop first when the server shuts down: a request they
-  // refuse then is refused for that, as every other one is.
-  absl::Status status = decoders_->Stopping()
-                            ? absl::UnavailableError(absl::StrCat(
-                                  what, ": the server is shutting down"))
-                            : absl::ResourceExhaustedError(absl::StrCat(
-                                  what,
-                                  ": the server is busy decoding other large "
-                                  "requests; retry later"));
+absl::Status TileComputeService::Busy(absl::string_view what,
+                                      TaskPool::Posted why) const {
+  absl::Status status;
+  switch (why) {
+    case TaskPool::Posted::kStopping:
+      // The decoders stop first when the server shuts down: a request they
+      // refuse then is refused for that, as every other one is.
+      status = absl::UnavailableError(
+          absl::StrCat(what, ": the server is shutting down"));
+      break;
+    case TaskPool::Posted::kClientFull:
+      status = absl::ResourceExhaustedError(absl::StrFormat(
+          "%s: this client has %d large requests waiting to be decoded, the "
+          "most one client may; retry once they are",
+          what, kDecodesPerClient));
+      break;
+    default:
+      status = absl::ResourceExhaustedError(
+          absl::StrCat(what,
+                       ": the server is busy decoding other large "
+                       "requests; retry later"));
+  }
   metrics_->JobAnswered(JobRecord("unknown"), status.code());
   return status;
 }
@@ -307,28 +319,34 @@ grpc::ServerUnaryReactor* TileComputeService::Execute(
       metrics_->JobAnswered(JobRecord("unknown"),
                             absl::StatusCode::kResourceExhausted);
       call->Answer(ToGrpcStatus(queued.status()));
-    } else if (!decoders_->Post([this, call, bytes, hold, context, response] {
-                 // The deadline first: gRPC cancels a call past it.
-                 if (absl::Now() >= CallDeadline(*context)) {
-                   metrics_->JobAnswered(JobRecord("unknown"),
-                                         absl::StatusCode::kDeadlineExceeded);
-                   call->Answer(grpc::Status(
-                       grpc::StatusCode::DEADLINE_EXCEEDED,
-                       "the call's deadline passed before its request was "
-                       "decoded; it never ran"));
-                   return;
-                 }
-                 if (context->IsCancelled()) {
-                   metrics_->JobAnswered(JobRecord("unknown"),
-                                         absl::StatusCode::kCancelled);
-                   call->Answer(grpc::Status(grpc::StatusCode::CANCELLED,
-                                             "the call was cancelled before "
-                                             "its request was decoded"));
-                   return;
-                 }
-                 RunUnary(call, *bytes, context, response, /*run_here=*/false);
-               })) {
-      call->Answer(ToGrpcStatus(Busy("the request")));
+    } else if (const TaskPool::Posted posted = decoders_->Post(
+                   [this, call, bytes, hold, context, response] {
+                     // The deadline first: gRPC cancels a call past it.
+                     if (absl::Now() >= CallDeadline(*context)) {
+                       metrics_->JobAnswered(
+                           JobRecord("unknown"),
+                           absl::StatusCode::kDeadlineExceeded);
+                       call->Answer(grpc::Status(
+                           grpc::StatusCode::DEADLINE_EXCEEDED,
+                           "the call's deadline passed before its request was "
+                           "decoded; it never ran"));
+                       return;
+                     }
+                     if (context->IsCancelled()) {
+                       metrics_->JobAnswered(JobRecord("unknown"),
+                                             absl::StatusCode::kCancelled);
+                       call->Answer(
+                           grpc::Status(grpc::StatusCode::CANCELLED,
+                                        "the call was cancelled before "
+                                        "its request was decoded"));
+                       return;
+                     }
+                     RunUnary(call, *bytes, context, response,
+                              /*run_here=*/false);
+                   },
+                   call->share.get());
+               posted != TaskPool::Posted::kQueued) {
+      call->Answer(ToGrpcStatus(Busy("the request", posted)));
     }
   }
   // gRPC would keep the bytes until the call ends (its typed handlers free
@@ -418,7 +436,7 @@ class TileComputeService::JobStream final
         service_->metrics_->JobAnswered(JobRecord("unknown"),
                                         absl::StatusCode::kResourceExhausted);
         Push(Encoded(Failed(shape->id, queued.status())), MemoryBudget::Hold());
-      } else if (!service_->decoders_->Post(
+      } else if (const TaskPool::Posted posted = service_->decoders_->Post(
                      [this, bytes, hold, what, request_bytes, id = shape->id] {
                        absl::StatusOr<std::shared_ptr<const v1::Job>> job =
                            service_->Decode(*bytes, what);
@@ -427,9 +445,11 @@ class TileComputeService::JobStream final
                        Take(std::move(job), request_bytes, id);
                        MaybeRead();
                        MaybeFinish();
-                     })) {
+                     },
+                     share_.get());
+                 posted != TaskPool::Posted::kQueued) {
         --decoding_;
-        Push(Encoded(Failed(shape->id, service_->Busy(what))),
+        Push(Encoded(Failed(shape->id, service_->Busy(what, posted))),
              MemoryBudget::Hold());
       }
     }
@@ -742,10 +762,12 @@ class TileComputeService::BatchStream final
           MaybeRead();
           MaybeFinish();
         };
-        if (!service_->decoders_->Post(std::move(task))) {
+        if (const TaskPool::Posted posted =
+                service_->decoders_->Post(std::move(task), share_.get());
+            posted != TaskPool::Posted::kQueued) {
           --starting_;
           unanswered_ -= jobs;
-          Refuse(service_->Busy(what));
+          Refuse(service_->Busy(what, posted));
         }
       }
     }

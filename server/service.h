@@ -27,6 +27,9 @@ grpc::Status ToGrpcStatus(const absl::Status& status);
 // decode them here: gRPC would answer a request that does not decode
 // UNIMPLEMENTED, with no message, and take a stream message that does not
 // for the end of the stream, which then ends OK with later jobs unanswered.
+// The most large requests of one client that the decoders hold waiting.
+inline constexpr int kDecodesPerClient = 64;
+
 class TileComputeService final
     : public v1::TileCompute::WithCallbackMethod_GetCapabilities<
           v1::TileCompute::WithRawCallbackMethod_Execute<
@@ -36,8 +39,9 @@ class TileComputeService final
  public:
   // `dispatcher`, `metrics`, `budget`, `decoders` and `auth` (null: no
   // authentication) must outlive the service. Requests that are heavy to
-  // decode (see Light) are decoded on `decoders`, not on gRPC's threads;
-  // its Shutdown must come before the scheduler's.
+  // decode (see Light) are decoded on `decoders`, not on gRPC's threads, at
+  // most kDecodesPerClient of one client's waiting at once; its Shutdown
+  // must come before the scheduler's.
   TileComputeService(Dispatcher* dispatcher, const ServerLimits& limits,
                      ServiceMetrics* metrics, MemoryBudget* budget,
                      TaskPool* decoders,
@@ -105,8 +109,8 @@ class TileComputeService final
   void RunUnary(UnaryCall* call, const grpc::ByteBuffer& request,
                 grpc::CallbackServerContext* context,
                 grpc::ByteBuffer* response, bool run_here);
-  // The answer when `decoders_` has no room.
-  absl::Status Busy(absl::string_view what) const;
+  // The answer when `decoders_` refused `what` for `why`.
+  absl::Status Busy(absl::string_view what, TaskPool::Posted why) const;
   // Serializes `result` into `bytes`; RESOURCE_EXHAUSTED if it is larger
   // than a response may be.
   absl::Status Encode(const v1::JobResult& result,

@@ -1,20 +1,30 @@
 #include "server/task_pool.h"
 
+#include <utility>
+
 #include "server/mutex.h"
 
 namespace ptoserve {
 
-TaskPool::TaskPool(int threads, size_t capacity) : capacity_(capacity) {
+TaskPool::TaskPool(int threads, size_t capacity, size_t client_capacity)
+    : capacity_(capacity),
+      client_capacity_(client_capacity != 0 ? client_capacity : capacity) {
   for (int i = 0; i < threads; ++i) threads_.emplace_back([this] { Work(); });
 }
 
 TaskPool::~TaskPool() { Shutdown(); }
 
-bool TaskPool::Post(std::function<void()> task) {
+TaskPool::Posted TaskPool::Post(std::function<void()> task,
+                                const void* client) {
   MutexLock lock(&mu_);
-  if (stopping_ || tasks_.size() >= capacity_) return false;
-  tasks_.push_back(std::move(task));
-  return true;
+  if (stopping_) return Posted::kStopping;
+  if (queued_ >= capacity_) return Posted::kFull;
+  auto [it, added] = tasks_.try_emplace(client);
+  if (it->second.size() >= client_capacity_) return Posted::kClientFull;
+  if (it->second.empty()) turns_.push_back(client);
+  it->second.push_back(std::move(task));
+  ++queued_;
+  return Posted::kQueued;
 }
 
 bool TaskPool::Stopping() {
@@ -40,12 +50,23 @@ void TaskPool::Work() {
       Await(
           &mu_,
           +[](TaskPool* pool) ABSL_NO_THREAD_SAFETY_ANALYSIS {
-            return pool->stopping_ || !pool->tasks_.empty();
+            return pool->stopping_ || pool->queued_ > 0;
           },
           this);
-      if (tasks_.empty()) return;  // stopping, and nothing left
-      task = std::move(tasks_.front());
-      tasks_.pop_front();
+      if (queued_ == 0) return;  // stopping, and nothing left
+      // The next client's turn: its oldest task, then it goes to the back
+      // of the line if it has more.
+      const void* client = turns_.front();
+      turns_.pop_front();
+      auto it = tasks_.find(client);
+      task = std::move(it->second.front());
+      it->second.pop_front();
+      --queued_;
+      if (it->second.empty()) {
+        tasks_.erase(it);
+      } else {
+        turns_.push_back(client);
+      }
     }
     task();
   }

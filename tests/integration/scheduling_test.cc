@@ -11,6 +11,8 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "client/client.h"
+#include "ptoserve/v1/service.grpc.pb.h"
+#include "tests/integration/grpc_util.h"
 #include "tests/integration/metrics_scrape.h"
 #include "tests/integration/server_process.h"
 
@@ -147,6 +149,94 @@ TEST(SchedulingTest, StreamJobsWaitingForTheBudgetAreEachAnsweredInTurn) {
   ASSERT_TRUE(status.ok()) << status;
   EXPECT_EQ(answers.size(), static_cast<size_t>(kJobs));
   for (const auto& [id, count] : answers) EXPECT_EQ(count, 1) << "job " << id;
+}
+
+// The time a Timestamp stands for.
+absl::Time TimeOf(const google::protobuf::Timestamp& t) {
+  return absl::FromUnixSeconds(t.seconds()) + absl::Nanoseconds(t.nanos());
+}
+
+// One client's stream of long top-priority jobs does not hold back another
+// client's small jobs until their priority has aged past it (a minute per
+// level here): the heavy client has used the worker, the other not, so the
+// other's job runs next, while the heavy ones run on. With one worker and
+// every heavy job admitted, the heavy client's instructions (each a 1 MiB
+// tile, a batch of its own) are queued until its last jobs' last steps.
+TEST(SchedulingTest, AHeavyClientsTopPriorityDoesNotHoldBackAnothersJobs) {
+  ServerProcess server({"--workers=1", "--priority_aging_ms=60000"});
+  constexpr int kHeavyJobs = 8;
+  constexpr int kLightJobs = 5;
+  // Each heavy job: 200 TANDs of 512x512 int32 tiles, each writing "c".
+  v1::Job heavy;
+  heavy.set_target(v1::TARGET_HOST);
+  heavy.set_priority(3);
+  for (const char* name : {"a", "b", "c"}) {
+    v1::Tile& t = (*heavy.mutable_tiles())[name];
+    t.set_dtype(v1::DTYPE_INT32);
+    t.set_rows(512);
+    t.set_cols(512);
+    if (name[0] != 'c') t.set_fill(name[0] == 'a' ? 6 : 3);
+  }
+  for (int k = 0; k < 200; ++k) {
+    v1::Instruction* inst = heavy.add_instructions();
+    inst->set_opcode(v1::OPCODE_TAND);
+    inst->set_dst("c");
+    inst->set_src0("a");
+    inst->set_src1("b");
+  }
+  auto heavy_stub = v1::TileCompute::NewStub(OwnChannel(server.address()));
+  grpc::ClientContext heavy_context;
+  heavy_context.set_deadline(In(absl::Seconds(600)));
+  auto stream = heavy_stub->ExecuteStream(&heavy_context);
+  absl::Time heavy_end = absl::InfinitePast();  // its last instruction's
+  int heavy_results = 0;
+  std::thread reader([&] {
+    v1::JobResult r;
+    while (stream->Read(&r)) {
+      EXPECT_EQ(r.status().code(), v1::OK) << r.status().message();
+      ++heavy_results;
+      for (const v1::EventRecord& e : r.events()) {
+        heavy_end = std::max(heavy_end, TimeOf(e.end_time()));
+      }
+    }
+  });
+  for (int i = 0; i < kHeavyJobs; ++i) {
+    heavy.set_id(absl::StrCat("heavy ", i));
+    ASSERT_TRUE(stream->Write(heavy));
+  }
+  stream->WritesDone();
+  // Once every heavy job is admitted, the other client's.
+  ScrapeUntil(server.metrics_url(), [](const auto& m) {
+    return Value(m, "ptoserve_jobs_in_flight") >= kHeavyJobs;
+  });
+  auto light_stub = v1::TileCompute::NewStub(OwnChannel(server.address()));
+  std::vector<int32_t> a(16 * 16, 0x0ff0), b(16 * 16, 0x3c3c);
+  v1::Job light = TandJob(a, b, 16, 16);
+  absl::Time light_end = absl::InfinitePast();
+  absl::Duration longest_wait;
+  for (int i = 0; i < kLightJobs; ++i) {
+    grpc::ClientContext context;
+    context.set_deadline(In(absl::Seconds(600)));
+    v1::JobResult r;
+    ASSERT_TRUE(light_stub->Execute(&context, light, &r).ok());
+    ASSERT_EQ(r.status().code(), v1::OK);
+    EXPECT_EQ(TileElements<int32_t>(r.tiles().at("dst")).value(),
+              std::vector<int32_t>(16 * 16, 0x0ff0 & 0x3c3c));
+    const v1::EventRecord& e = r.events(0);
+    light_end = std::max(light_end, TimeOf(e.end_time()));
+    longest_wait = std::max(longest_wait,
+                            TimeOf(e.start_time()) - TimeOf(e.enqueue_time()));
+  }
+  ASSERT_TRUE(stream->Finish().ok());
+  reader.join();
+  EXPECT_EQ(heavy_results, kHeavyJobs);
+  // Before the heavy jobs were done: none waited for them.
+  EXPECT_LT(light_end, heavy_end)
+      << "the light jobs waited " << longest_wait << " at most; the heavy "
+      << "ones ended " << heavy_end - light_end << " after the last of them";
+  std::cout << "light jobs waited at most " << longest_wait
+            << " in the queue; the heavy jobs ran on for "
+            << heavy_end - light_end << " after the last\n";
 }
 
 TEST(SchedulingTest, JobTimeoutDropsAQueuedJob) {
