@@ -12,7 +12,7 @@
 #include "absl/synchronization/mutex.h"
 #include "bench/echo_service.h"
 #include "ptoserve/v1/service.grpc.pb.h"
-#include "server/grpc_server.h"
+#include "server/transport/grpc_server.h"
 
 ABSL_FLAG(std::string, address, "127.0.0.1:50052", "Address to listen on.");
 ABSL_FLAG(int, max_message_mb, 64, "Largest message, in MiB (as ptoserve).");

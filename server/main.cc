@@ -22,9 +22,9 @@
 #include "common/cli_help.h"
 #include "core/types.h"
 #include "core/version.h"
-#include "server/grpc_server.h"
+#include "server/jobs/shared_memory.h"
 #include "server/server.h"
-#include "server/shared_memory.h"
+#include "server/transport/grpc_server.h"
 
 ABSL_FLAG(std::string, address, "127.0.0.1:50051",
           "Address to listen on, HOST:PORT; port 0 picks a free port (the "

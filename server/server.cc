@@ -8,20 +8,24 @@
 #include "absl/strings/str_cat.h"
 #include "proto/codec.h"
 #include "proto/descriptor_set.h"
-#include "server/address.h"
-#include "server/dispatcher.h"
-#include "server/grpc_metrics.h"
-#include "server/grpc_server.h"
-#include "server/memory_budget.h"
-#include "server/metrics.h"
-#include "server/metrics_endpoint.h"
-#include "server/process_metrics.h"
-#include "server/reflection.h"
-#include "server/service.h"
-#include "server/service_metrics.h"
-#include "server/shared_memory.h"
-#include "server/shared_memory_service.h"
-#include "server/task_pool.h"
+#include "server/jobs/dispatcher.h"
+#include "server/jobs/engine_runner.h"
+#include "server/jobs/gauges.h"
+#include "server/jobs/limits.h"
+#include "server/jobs/memory_budget.h"
+#include "server/jobs/shared_memory.h"
+#include "server/jobs/task_pool.h"
+#include "server/metrics/grpc_metrics.h"
+#include "server/metrics/metrics.h"
+#include "server/metrics/metrics_endpoint.h"
+#include "server/metrics/process_metrics.h"
+#include "server/metrics/service_metrics.h"
+#include "server/rpc/request_bytes.h"
+#include "server/rpc/shared_memory_service.h"
+#include "server/rpc/tile_compute_service.h"
+#include "server/transport/address.h"
+#include "server/transport/grpc_server.h"
+#include "server/transport/reflection.h"
 
 namespace ptoserve {
 
@@ -86,6 +90,7 @@ struct Server::Parts {
   std::optional<TokenAuthenticator> auth;
   TaskPool decoders;
   std::unique_ptr<Dispatcher> dispatcher;
+  std::unique_ptr<RequestBytes> request_bytes;
   std::unique_ptr<TileComputeService> service;
   std::unique_ptr<SharedMemoryService> shared_service;
   std::unique_ptr<ReflectionService> reflection;
@@ -135,28 +140,9 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
     (*credentials)
         ->SetAuthMetadataProcessor(CallGate(auth, options.tls_client_names));
   }
-  parts->metrics.WatchScheduler(&parts->scheduler);
-  parts->metrics.WatchMemoryBudget(&parts->budget);
-  parts->registry.AddGauge(
-      "ptoserve_shared_memory_regions",
-      "Shared-memory regions registered now (at most --max_shared_regions).",
-      {}, [shared = &parts->shared] {
-        return static_cast<double>(shared->regions());
-      });
-  parts->registry.AddCallbackCounter(
-      "ptoserve_shared_memory_leases_expired_total",
-      "Shared-memory regions unregistered because the connection that "
-      "registered them closed --shared_region_grace before.",
-      [shared = &parts->shared] {
-        return static_cast<double>(shared->leases_expired());
-      });
-  parts->registry.AddGauge(
-      "ptoserve_shared_memory_mapped_bytes",
-      "Bytes of shared memory mapped: regions registered, and unregistered "
-      "ones that jobs still use. They count against the memory budget.",
-      {}, [shared = &parts->shared] {
-        return static_cast<double>(shared->mapped_bytes());
-      });
+  AddSchedulerGauges(&parts->scheduler, &parts->registry);
+  AddMemoryBudgetGauges(&parts->budget, &parts->registry);
+  AddSharedMemoryGauges(&parts->shared, &parts->registry);
 
   ServerLimits limits;
   limits.max_message_bytes = options.max_message_bytes;
@@ -171,9 +157,13 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
   parts->dispatcher = std::make_unique<Dispatcher>(
       &parts->engine, &parts->scheduler, limits, &parts->metrics,
       &parts->budget, &parts->shared, &parts->finishers);
+  parts->request_bytes = std::make_unique<RequestBytes>(
+      parts->dispatcher->job_limits(), limits.max_jobs_per_batch,
+      limits.max_message_bytes, &parts->metrics, &parts->budget,
+      &parts->decoders);
   parts->service = std::make_unique<TileComputeService>(
-      parts->dispatcher.get(), limits, &parts->metrics, &parts->budget,
-      &parts->decoders, auth);
+      parts->dispatcher.get(), parts->request_bytes.get(), limits,
+      &parts->budget, auth);
   parts->shared_service =
       std::make_unique<SharedMemoryService>(&parts->shared, auth);
   parts->registry.AddCallbackCounter(

@@ -21,8 +21,8 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "core/engine.h"
-#include "server/auth.h"
-#include "server/scheduler.h"
+#include "server/jobs/scheduler.h"
+#include "server/transport/auth.h"
 
 namespace ptoserve {
 

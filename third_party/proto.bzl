@@ -5,15 +5,18 @@ build time; nothing generated is committed.
 """
 
 def cc_grpc_library(name, protos, import_dir, src_prefix = "", deps = [], **kwargs):
-    """A cc_library of the messages and gRPC stubs of `protos`.
+    """Two cc_libraries: the messages of `protos`, and their gRPC stubs.
+
+    `name + "_messages"` holds the messages alone (protobuf, no gRPC), for
+    code that must not depend on gRPC; `name` adds the stubs on top.
 
     Args:
-      name: the cc_library's name.
+      name: the stubs' cc_library's name.
       protos: .proto paths relative to `import_dir`, as they import each other.
       import_dir: the execroot path that `protos` are relative to.
       src_prefix: prepended to each entry of `protos` to form its label.
       deps: cc_grpc_library targets whose protos these import.
-      **kwargs: passed on to the cc_library (visibility, ...).
+      **kwargs: passed on to both cc_libraries (visibility, ...).
     """
     stems = [p[:-len(".proto")] for p in protos]
     hdrs = [s + ext for s in stems for ext in (".pb.h", ".grpc.pb.h")]
@@ -32,10 +35,18 @@ def cc_grpc_library(name, protos, import_dir, src_prefix = "", deps = [], **kwar
         ] + [import_dir + "/" + p for p in protos]),
     )
     native.cc_library(
-        name = name,
-        srcs = srcs,
-        hdrs = hdrs,
+        name = name + "_messages",
+        srcs = [s + ".pb.cc" for s in stems],
+        hdrs = [s + ".pb.h" for s in stems],
         includes = ["."],
-        deps = deps + ["@system//:grpc"],
+        deps = [d + "_messages" for d in deps] + ["@system//:protobuf"],
+        **kwargs
+    )
+    native.cc_library(
+        name = name,
+        srcs = [s + ".grpc.pb.cc" for s in stems],
+        hdrs = [s + ".grpc.pb.h" for s in stems],
+        includes = ["."],
+        deps = deps + [":" + name + "_messages", "@system//:grpc"],
         **kwargs
     )

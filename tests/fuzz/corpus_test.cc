@@ -19,7 +19,7 @@
 #include "gtest/gtest.h"
 #include "proto/codec.h"
 #include "ptoserve/v1/job.pb.h"
-#include "server/decode.h"
+#include "server/jobs/decode.h"
 #include "tests/fuzz/fuzz_targets.h"
 #include "tests/fuzz/fuzz_util.h"
 #include "tests/fuzz/job_mutator.h"

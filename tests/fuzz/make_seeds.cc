@@ -16,7 +16,7 @@
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "proto/codec.h"
 #include "ptoserve/v1/job.pb.h"
-#include "server/decode.h"
+#include "server/jobs/decode.h"
 #include "tests/core/asm/seed_programs.h"
 #include "tests/fuzz/fuzz_util.h"
 

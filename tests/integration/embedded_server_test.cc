@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "client/client.h"
-#include "server/address.h"
 #include "server/server.h"
+#include "server/transport/address.h"
 
 namespace ptoserve {
 namespace {

@@ -10,7 +10,7 @@
 #include <string>
 
 #include "absl/time/time.h"
-#include "server/mutex.h"
+#include "common/mutex.h"
 
 namespace ptoserve {
 

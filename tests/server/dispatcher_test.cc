@@ -1,6 +1,6 @@
 // The dispatcher without a gRPC server: jobs in, results out, and which
 // thread builds a result.
-#include "server/dispatcher.h"
+#include "server/jobs/dispatcher.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -9,7 +9,8 @@
 #include <thread>
 
 #include "absl/synchronization/notification.h"
-#include "server/metrics.h"
+#include "server/jobs/engine_runner.h"
+#include "server/metrics/metrics.h"
 
 namespace ptoserve {
 namespace {
@@ -63,15 +64,20 @@ class DispatcherTest : public ::testing::Test {
   // Dispatches `job`, runs the scheduler on this thread until it is empty,
   // and waits for the job's done.
   void Run(Dispatcher* dispatcher, const v1::Job& job, Answer* answer) {
-    absl::Status admitted = dispatcher->Dispatch(
-        job, job.ByteSizeLong(), CallInfo(), /*run_here=*/false,
-        [answer](absl::StatusOr<v1::JobResult> r, MemoryBudget::Hold hold) {
-          answer->result = std::move(r);
-          answer->thread = std::this_thread::get_id();
-          answer->held = hold.bytes();
-          answer->done.Notify();
-        });
-    ASSERT_TRUE(admitted.ok()) << admitted;
+    const CallInfo call;
+    JobRequest request;
+    request.job = &job;
+    request.request_bytes = job.ByteSizeLong();
+    request.call = &call;
+    request.done = [answer](absl::StatusOr<v1::JobResult> r,
+                            MemoryBudget::Hold hold) {
+      answer->result = std::move(r);
+      answer->thread = std::this_thread::get_id();
+      answer->held = hold.bytes();
+      answer->done.Notify();
+    };
+    const Dispatched dispatched = dispatcher->Dispatch(std::move(request));
+    ASSERT_TRUE(dispatched.status.ok()) << dispatched.status;
     while (scheduler_.RunOnce() > 0) {
     }
     ASSERT_TRUE(answer->done.WaitForNotificationWithTimeout(absl::Minutes(1)));

@@ -1,5 +1,5 @@
 // The metrics registry's text exposition, checked to the character.
-#include "server/metrics.h"
+#include "server/metrics/metrics.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // The scheduler driven by a fake clock and a recording runner (RunOnce on
 // the test thread), plus a few runs with real worker threads.
-#include "server/scheduler.h"
+#include "server/jobs/scheduler.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -10,7 +10,7 @@
 #include <thread>
 
 #include "absl/synchronization/mutex.h"
-#include "server/mutex.h"
+#include "common/mutex.h"
 #include "tests/core/test_util.h"
 
 namespace ptoserve {

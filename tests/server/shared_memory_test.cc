@@ -2,7 +2,7 @@
 // real POSIX shared-memory objects, every refusal, bounds without overflow,
 // overlaps through two names for one object, unregistering in use, and
 // objects cut short before and during use (the SIGBUS guard).
-#include "server/shared_memory.h"
+#include "server/jobs/shared_memory.h"
 
 #include <fcntl.h>
 #include <gmock/gmock.h>

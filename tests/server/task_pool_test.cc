@@ -1,6 +1,6 @@
 // The task pool: clients take turns, each holds at most its part of the
 // queue, and shutting down runs what was queued.
-#include "server/task_pool.h"
+#include "server/jobs/task_pool.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -10,7 +10,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
-#include "server/mutex.h"
+#include "common/mutex.h"
 
 namespace ptoserve {
 namespace {

@@ -1,0 +1,229 @@
+#include "server/jobs/dispatcher.h"
+
+#include <algorithm>
+#include <limits>
+#include <memory>
+#include <new>
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_format.h"
+#include "core/status_macros.h"
+#include "proto/codec.h"
+#include "server/jobs/admission.h"
+#include "server/jobs/capabilities.h"
+#include "server/jobs/decode.h"
+
+namespace ptoserve {
+
+namespace {
+
+// A job whose tiles and result are at most this large may run on the
+// thread that admitted it when the scheduler is idle; larger ones go to the
+// scheduler's workers.
+constexpr uint64_t kRunHereBytes = 1 << 20;
+// A job with more instructions than this (each an event record), or a
+// result larger than this, has its result built on the finishers.
+constexpr size_t kFinishHereInstructions = 64;
+constexpr uint64_t kFinishHereBytes = 256 << 10;
+
+// The target `job` runs on, named for its metrics.
+absl::string_view TargetLabel(const v1::Job& job, Target default_target) {
+  if (job.target() == v1::TARGET_UNSPECIFIED) return TargetName(default_target);
+  absl::StatusOr<Target> target = FromProto(job.target());
+  return target.ok() ? TargetName(*target) : "unknown";
+}
+
+}  // namespace
+
+Dispatcher::Dispatcher(const Engine* engine, Scheduler* scheduler,
+                       const ServerLimits& limits, ServiceMetrics* metrics,
+                       MemoryBudget* budget, const SharedMemoryRegistry* shared,
+                       TaskPool* finishers)
+    : engine_(engine),
+      scheduler_(scheduler),
+      metrics_(metrics),
+      budget_(budget),
+      shared_(shared),
+      finishers_(finishers),
+      limits_(limits),
+      capabilities_(CapabilitiesOf(*engine, limits)) {}
+
+Dispatched Dispatcher::Dispatch(JobRequest request) {
+  JobRecord record(
+      TargetLabel(*request.job, engine_->options().default_target));
+  bool over_budget = false;
+  Dispatched dispatched;
+  try {
+    dispatched.status = Submit(&request, &record, &over_budget);
+  } catch (const std::bad_alloc&) {
+    // Whatever Submit made is gone with the exception; the job never
+    // reached the scheduler.
+    dispatched.status = absl::ResourceExhaustedError(
+        "the server ran out of memory preparing this job; retry later");
+  }
+  if (dispatched.status.ok()) return dispatched;
+  dispatched.may_retry = over_budget && request.may_wait;
+  // A refused job never reaches its done, which counts the others.
+  if (!dispatched.may_retry) {
+    metrics_->JobAnswered(record, dispatched.status.code());
+  }
+  return dispatched;
+}
+
+// What a job's answer needs once it has run.
+struct Dispatcher::Answer {
+  Answer(std::string id, const JobRecord& record)
+      : id(std::move(id)), record(record) {}
+
+  std::string id;
+  JobRecord record;
+  MemoryBudget::Hold hold;  // the job's part of the memory budget
+  ResultEncodings encodings;
+  // The regions stay mapped until the job is done with them.
+  std::shared_ptr<const JobRegions> regions;
+  JobDone done;
+  bool build_elsewhere = false;  // on the finishers
+  const void* client = nullptr;  // whose turn it takes there
+};
+
+absl::Status Dispatcher::Submit(JobRequest* request, JobRecord* record,
+                                bool* over_budget) {
+  const v1::Job& job = *request->job;
+  const CallInfo& call = *request->call;
+  PTO_ASSIGN_OR_RETURN(DecodedJob decoded,
+                       DecodeJob(job, *engine_, shared_, call.caller_uid));
+  record->CountInstructions(decoded.spec.instructions);
+  JobTicket ticket;
+  ticket.deadline = call.deadline;
+  if (job.has_timeout()) {
+    const absl::Duration timeout = absl::Seconds(job.timeout().seconds()) +
+                                   absl::Nanoseconds(job.timeout().nanos());
+    if (timeout <= absl::ZeroDuration()) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "timeout %s is not positive", absl::FormatDuration(timeout)));
+    }
+    ticket.deadline = std::min(ticket.deadline, record->arrival + timeout);
+  }
+  // Decoding (assembly above all) takes time: a caller whose deadline has
+  // passed, or that has gone, does not get its tiles made. The deadline
+  // first, as the scheduler checks them: gRPC cancels a call whose deadline
+  // passed, so a job past its deadline is also a cancelled one.
+  if (absl::Now() >= ticket.deadline) {
+    return absl::DeadlineExceededError(
+        "the job's deadline passed while it was decoded; it never ran");
+  }
+  if (call.cancelled && call.cancelled()) {
+    return absl::CancelledError(
+        "the call was cancelled while its job was decoded");
+  }
+  auto answer = std::make_shared<Answer>(job.id(), *record);
+  // What the job will hold, checked and reserved once its tiles are known
+  // and before any of them is made.
+  const Admission admit = [&](const JobCost& cost) -> absl::Status {
+    const uint64_t result_bytes = ResultBytes(cost, decoded.encodings);
+    if (result_bytes > limits_.max_message_bytes) {
+      return absl::ResourceExhaustedError(absl::StrFormat(
+          "the result would be at least %u bytes, more than a message may be "
+          "(%u, --max_message_mb)",
+          result_bytes, limits_.max_message_bytes));
+    }
+    const Footprint f = JobFootprint(request->request_bytes, decoded, cost);
+    const uint64_t bytes = f.total();
+    if (bytes > limits_.max_job_bytes) {
+      return absl::ResourceExhaustedError(absl::StrFormat(
+          "the job would hold %u bytes (request %u, tiles the server makes "
+          "%u, result %u, built and serialized, bookkeeping %u), over the "
+          "limit of %u per job (--max_job_mb)",
+          bytes, f.request, f.tiles, f.result, f.bookkeeping,
+          limits_.max_job_bytes));
+    }
+    absl::StatusOr<MemoryBudget::Hold> reserved =
+        budget_->Reserve(bytes, call.share);
+    if (!reserved.ok()) {
+      *over_budget = true;
+      return reserved.status();
+    }
+    answer->hold = std::move(*reserved);
+    // Outputs written to shared memory cost no memory, but time.
+    uint64_t placed_bytes = 0;
+    for (const JobCost::Output& out : cost.outputs) {
+      if (decoded.encodings.Placed(out.name) != nullptr) {
+        placed_bytes += out.bytes;
+      }
+    }
+    request->run_here =
+        request->run_here &&
+        cost.tile_bytes + result_bytes + placed_bytes <= kRunHereBytes;
+    answer->build_elsewhere =
+        decoded.spec.instructions.size() > kFinishHereInstructions ||
+        result_bytes + placed_bytes > kFinishHereBytes;
+    return absl::OkStatus();
+  };
+  absl::StatusOr<std::unique_ptr<PreparedJob>> prepared =
+      engine_->Prepare(decoded.spec, admit);
+  if (!prepared.ok()) return decoded.Locate(prepared.status());
+  ticket.job = std::move(*prepared);
+  ticket.priority = static_cast<int>(
+      std::min<uint32_t>(job.priority(), std::numeric_limits<int>::max()));
+  ticket.cancelled = call.cancelled;
+  ticket.client = call.share;
+  if (!decoded.regions.empty()) {
+    answer->regions =
+        std::make_shared<const JobRegions>(std::move(decoded.regions));
+  }
+  answer->encodings = std::move(decoded.encodings);
+  answer->done = std::move(request->done);
+  answer->client = call.share.get();
+  ticket.done = [this,
+                 answer](absl::StatusOr<std::unique_ptr<PreparedJob>> ran) {
+    if (ran.ok() && answer->build_elsewhere && finishers_ != nullptr) {
+      auto job =
+          std::make_shared<std::unique_ptr<PreparedJob>>(*std::move(ran));
+      if (finishers_->Post(
+              [this, answer, job] { Finish(answer.get(), std::move(*job)); },
+              answer->client) == TaskPool::Posted::kQueued) {
+        return;
+      }
+      // The finishers are full or stopping: built here instead.
+      ran = std::move(*job);
+    }
+    Finish(answer.get(), std::move(ran));
+  };
+  return scheduler_->Submit(std::move(ticket), request->run_here);
+}
+
+void Dispatcher::Finish(
+    Answer* answer, absl::StatusOr<std::unique_ptr<PreparedJob>> ran) const {
+  if (!ran.ok()) {
+    answer->regions.reset();
+    metrics_->JobAnswered(answer->record, ran.status().code());
+    answer->done(ran.status(), std::move(answer->hold));
+    return;
+  }
+  absl::StatusOr<v1::JobResult> result;
+  try {
+    result.emplace();
+    result->set_id(answer->id);
+    ToJobResult(engine_->Finish(ran->get()), answer->encodings, &*result);
+    // A region cut short while the job ran: its bytes were not the
+    // object's.
+    if (answer->regions != nullptr) {
+      if (absl::Status intact = answer->regions->CheckIntact(); !intact.ok()) {
+        result = intact;
+      }
+    }
+    // The job is done with its regions (the result owns what it carries):
+    // let them go before the answer does, so that a client that hears it
+    // can unregister and have the mapping and its budget back at once.
+    answer->regions.reset();
+  } catch (const std::bad_alloc&) {
+    result = absl::ResourceExhaustedError(
+        "the server ran out of memory building this job's result");
+  }
+  metrics_->JobAnswered(answer->record, result.ok() ? absl::StatusCode::kOk
+                                                    : result.status().code());
+  answer->done(std::move(result), std::move(answer->hold));
+}
+
+}  // namespace ptoserve

@@ -1,0 +1,121 @@
+// Between the front doors (the gRPC service) and the engine: takes a
+// decoded v1::Job, makes it ready (assembly lowered, checked, its memory
+// reserved, its tiles made), submits it to the scheduler and turns the job
+// that ran into a v1::JobResult. No gRPC here: the front doors keep calls,
+// bytes and authentication.
+#ifndef PTOSERVE_SERVER_JOBS_DISPATCHER_H_
+#define PTOSERVE_SERVER_JOBS_DISPATCHER_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "core/engine.h"
+#include "ptoserve/v1/job.pb.h"
+#include "ptoserve/v1/service.pb.h"
+#include "server/jobs/limits.h"
+#include "server/jobs/memory_budget.h"
+#include "server/jobs/scheduler.h"
+#include "server/jobs/shared_memory.h"
+#include "server/jobs/task_pool.h"
+#include "server/metrics/service_metrics.h"
+
+namespace ptoserve {
+
+// What the dispatcher needs to know of the call a job came on.
+struct CallInfo {
+  absl::Time deadline = absl::InfiniteFuture();
+  // Whether the caller has gone; may be called on any thread.
+  std::function<bool()> cancelled;
+  // The caller's user, asked for while the job is decoded if it names a
+  // shared-memory region (null: a caller inside the process, not checked).
+  CallerUid caller_uid;
+  // The caller's client's share of the memory budget (null: bounded by the
+  // whole budget only); it also names the client to the scheduler and the
+  // finishers, which share their threads between clients.
+  std::shared_ptr<MemoryBudget::Share> share;
+};
+
+// A job's result, and its share of the memory budget, to be held until the
+// reply is on its way.
+using JobDone =
+    std::function<void(absl::StatusOr<v1::JobResult>, MemoryBudget::Hold)>;
+
+// One job for Dispatch.
+struct JobRequest {
+  // Read in place until `done` runs: it must outlive that.
+  const v1::Job* job = nullptr;
+  uint64_t request_bytes = 0;  // its request on the wire
+  // Outlives the Dispatch call (not the job).
+  const CallInfo* call = nullptr;
+  // The calling thread may run a small job itself when the scheduler is
+  // idle (Scheduler::Submit): `done` may then run before Dispatch returns.
+  bool run_here = false;
+  // A job refused only because the memory budget is full is handed back
+  // (Dispatched::may_retry) instead of answered, for the caller to offer
+  // again once it has freed some.
+  bool may_wait = false;
+  JobDone done;
+};
+
+// What became of a JobRequest.
+struct Dispatched {
+  // OK: admitted, and `done` runs exactly once later (or already has).
+  // Otherwise why it was refused; `done` never runs.
+  absl::Status status;
+  // Refused only because the memory budget was full, and may_wait was set:
+  // not counted in the metrics as answered; offer it again later.
+  bool may_retry = false;
+};
+
+class Dispatcher {
+ public:
+  // `engine`, `scheduler`, `metrics`, `budget`, `shared` (null: no shared
+  // memory) and `finishers` must outlive the dispatcher. A job whose result
+  // is heavy to build (many event records, or large tiles) has it built,
+  // and its `done` run, on `finishers` (null: none), not on the scheduler's
+  // worker that ran its last instruction: the workers stay free for
+  // batches, other clients' included. Shut `finishers` down after the
+  // scheduler.
+  Dispatcher(const Engine* engine, Scheduler* scheduler,
+             const ServerLimits& limits, ServiceMetrics* metrics,
+             MemoryBudget* budget, const SharedMemoryRegistry* shared = nullptr,
+             TaskPool* finishers = nullptr);
+
+  // Decodes, checks, reserves memory for and submits `request.job`. Every
+  // job, refused or not, is counted in `metrics` once answered (but one
+  // handed back with may_retry).
+  Dispatched Dispatch(JobRequest request);
+
+  // What a job may hold and carry (the wire scan reads them).
+  const EngineLimits& job_limits() const { return engine_->options().limits; }
+  // The server's GetCapabilities answer: fixed for its lifetime.
+  const v1::Capabilities& capabilities() const { return capabilities_; }
+
+ private:
+  struct Answer;
+
+  // Dispatch's work; notes in `record` what the metrics need to know and
+  // in `*over_budget` whether the memory budget refused it.
+  absl::Status Submit(JobRequest* request, JobRecord* record,
+                      bool* over_budget);
+  // Builds the result of the job that `ran` (or passes on why it did not)
+  // and hands it to `answer`'s done.
+  void Finish(Answer* answer,
+              absl::StatusOr<std::unique_ptr<PreparedJob>> ran) const;
+
+  const Engine* engine_;
+  Scheduler* scheduler_;
+  ServiceMetrics* metrics_;
+  MemoryBudget* budget_;
+  const SharedMemoryRegistry* shared_;
+  TaskPool* finishers_;
+  const ServerLimits limits_;
+  const v1::Capabilities capabilities_;
+};
+
+}  // namespace ptoserve
+
+#endif  // PTOSERVE_SERVER_JOBS_DISPATCHER_H_

@@ -1,0 +1,610 @@
+#include "server/jobs/shared_memory.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <limits>
+#include <mutex>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/mutex.h"
+#include "core/quote.h"
+#include "core/status_macros.h"
+
+namespace ptoserve {
+
+namespace {
+
+// --- The SIGBUS guard -------------------------------------------------------
+//
+// A mapping of a shared-memory object that its owner cuts short faults
+// (SIGBUS) on the pages past the new end. The handler finds the mapping in
+// this table, maps anonymous zero pages over the rest of it, marks it
+// faulted and returns: the access completes, and the job that made it is
+// answered an error once it ends (JobRegions::CheckIntact). A fault
+// anywhere else goes to the handler that was there before, or kills the
+// process as it would have. The table is fixed and lock-free: the handler
+// may run on any thread at any moment.
+
+struct Guarded {
+  std::atomic<uintptr_t> begin{0};
+  std::atomic<uintptr_t> end{0};
+  std::atomic<bool> faulted{false};
+};
+
+Guarded g_guarded[kMaxSharedRegions];
+absl::Mutex g_guard_mu;  // assigns slots; the handler never takes it
+struct sigaction g_previous;
+
+uintptr_t PageBytes() {
+  static const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  return page;
+}
+
+void OnSigbus(int sig, siginfo_t* info, void* context) {
+  const int saved_errno = errno;  // the interrupted code's, kept for it
+  const uintptr_t addr = reinterpret_cast<uintptr_t>(info->si_addr);
+  for (Guarded& g : g_guarded) {
+    const uintptr_t begin = g.begin.load(std::memory_order_acquire);
+    const uintptr_t end = g.end.load(std::memory_order_acquire);
+    if (begin == 0 || addr < begin || addr >= end) continue;
+    const uintptr_t page = addr & ~(PageBytes() - 1);
+    // The raw system call: no sanitizer's interceptor runs in the handler.
+    const long mapped =
+        syscall(SYS_mmap, page, end - page, PROT_READ | PROT_WRITE,
+                MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+    if (mapped == static_cast<long>(page)) {
+      g.faulted.store(true, std::memory_order_release);
+      errno = saved_errno;
+      return;
+    }
+    break;
+  }
+  // Not a region's fault: what would have happened without this handler.
+  if ((g_previous.sa_flags & SA_SIGINFO) != 0 &&
+      g_previous.sa_sigaction != nullptr) {
+    g_previous.sa_sigaction(sig, info, context);
+    return;
+  }
+  if (g_previous.sa_handler != SIG_DFL && g_previous.sa_handler != SIG_IGN) {
+    g_previous.sa_handler(sig);
+    return;
+  }
+  // The faulting access runs again and the default action ends the process.
+  signal(SIGBUS, SIG_DFL);
+}
+
+void InstallSigbusHandler() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    struct sigaction action;
+    std::memset(&action, 0, sizeof(action));
+    action.sa_sigaction = OnSigbus;
+    action.sa_flags = SA_SIGINFO | SA_NODEFER;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGBUS, &action, &g_previous);
+  });
+}
+
+// A slot for the mapping [begin, end), or -1 when all are taken.
+int Guard(uintptr_t begin, uintptr_t end) {
+  InstallSigbusHandler();
+  MutexLock lock(&g_guard_mu);
+  for (int i = 0; i < static_cast<int>(kMaxSharedRegions); ++i) {
+    Guarded& g = g_guarded[i];
+    if (g.begin.load(std::memory_order_relaxed) != 0) continue;
+    g.faulted.store(false, std::memory_order_relaxed);
+    g.end.store(end, std::memory_order_release);
+    g.begin.store(begin, std::memory_order_release);
+    return i;
+  }
+  return -1;
+}
+
+void Unguard(int slot) {
+  MutexLock lock(&g_guard_mu);
+  g_guarded[slot].begin.store(0, std::memory_order_release);
+  g_guarded[slot].end.store(0, std::memory_order_release);
+}
+
+// --- Checks
+// -------------------------------------------------------------------
+
+absl::Status CheckName(absl::string_view name) {
+  if (name.empty()) {
+    return absl::InvalidArgumentError("name is not set; name the region");
+  }
+  if (name.size() > kMaxNameBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("name %s is longer than names may be (%u bytes)",
+                        ShortQuote(name), kMaxNameBytes));
+  }
+  return absl::OkStatus();
+}
+
+// A key shm_open takes as one name in /dev/shm, starting with `prefix`.
+absl::Status CheckKey(absl::string_view key, absl::string_view prefix) {
+  constexpr size_t kMaxKeyBytes = 255;  // NAME_MAX, after the "/"
+  if (key.empty()) {
+    return absl::InvalidArgumentError(
+        "key is not set; give the shared-memory object's name, e.g. "
+        "\"/ptoserve-1\"");
+  }
+  if (key.size() > kMaxKeyBytes + 1) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("key %s is longer than an object name may be (a "
+                        "\"/\" and %u bytes)",
+                        ShortQuote(key), kMaxKeyBytes));
+  }
+  if (key[0] != '/' || key.find('/', 1) != absl::string_view::npos ||
+      key.find('\0') != absl::string_view::npos || key == "/" || key == "/." ||
+      key == "/..") {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "key %s is not a shared-memory object name: \"/\" then a name with "
+        "no \"/\"",
+        ShortQuote(key)));
+  }
+  if (!absl::StartsWith(key, prefix)) {
+    return absl::PermissionDeniedError(absl::StrFormat(
+        "key %s does not start with %s, as every key on this server must "
+        "(--shared_memory_prefix)",
+        ShortQuote(key), ShortQuote(prefix)));
+  }
+  return absl::OkStatus();
+}
+
+// The error for `what` failing on object `key` with `err`.
+absl::Status OpenError(int err, absl::string_view key) {
+  const std::string message = absl::StrFormat("shared-memory object %s: %s",
+                                              ShortQuote(key), strerror(err));
+  switch (err) {
+    case ENOENT:
+      return absl::NotFoundError(message);
+    case EACCES:
+    case EPERM:
+      return absl::PermissionDeniedError(message);
+    case ELOOP:
+      return absl::PermissionDeniedError(
+          absl::StrCat(message, " (a symbolic link, which is never followed)"));
+    case EMFILE:
+    case ENFILE:
+    case ENOMEM:
+      return absl::ResourceExhaustedError(message);
+    default:
+      return absl::InvalidArgumentError(message);
+  }
+}
+
+// [offset, offset + size) within `limit`, without overflow.
+bool Within(uint64_t offset, uint64_t size, uint64_t limit) {
+  return offset <= limit && size <= limit - offset;
+}
+
+}  // namespace
+
+// --- MappedRegion -----------------------------------------------------------
+
+MappedRegion::~MappedRegion() {
+  if (guard_ >= 0) Unguard(guard_);
+  if (map_ != nullptr) {
+    munmap(map_, map_bytes_);
+    mapped_bytes_->fetch_sub(map_bytes_, std::memory_order_relaxed);
+  }
+  if (fd_ >= 0) close(fd_);
+}
+
+absl::StatusOr<absl::Span<uint8_t>> MappedRegion::Slice(uint64_t offset,
+                                                        uint64_t size) const {
+  if (size == 0) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "the slice of region %s has size 0; give the tile's bytes",
+        ShortQuote(name_)));
+  }
+  if (!Within(offset, size, size_)) {
+    return absl::OutOfRangeError(absl::StrFormat(
+        "the slice at offset %u of %u bytes reaches past the end of region "
+        "%s (%u bytes)",
+        offset, size, ShortQuote(name_), size_));
+  }
+  return absl::MakeSpan(data_ + offset, size);
+}
+
+absl::Status MappedRegion::CheckNotFaulted() const {
+  if (g_guarded[guard_].faulted.load(std::memory_order_acquire)) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "region %s: shared-memory object %s faulted while a job used it (it "
+        "was cut short, or /dev/shm had no room for its pages); the server no "
+        "longer sees its bytes. Unregister the region and register it again",
+        ShortQuote(name_), ShortQuote(key_)));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status MappedRegion::CheckIntact() const {
+  PTO_RETURN_IF_ERROR(CheckNotFaulted());
+  struct stat st;
+  if (fstat(fd_, &st) != 0) {
+    return absl::FailedPreconditionError(
+        absl::StrFormat("region %s: %s", ShortQuote(name_), strerror(errno)));
+  }
+  if (!Within(offset_, size_, static_cast<uint64_t>(st.st_size))) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "region %s: shared-memory object %s is now %d bytes, too short for "
+        "the region (offset %u, %u bytes); unregister it, or make the object "
+        "large again",
+        ShortQuote(name_), ShortQuote(key_), st.st_size, offset_, size_));
+  }
+  return absl::OkStatus();
+}
+
+v1::Region MappedRegion::Describe() const {
+  v1::Region region;
+  region.set_name(name_);
+  region.set_key(key_);
+  region.set_offset(offset_);
+  region.set_size(size_);
+  region.set_jobs_in_flight(in_flight_.load(std::memory_order_relaxed));
+  region.set_jobs_total(total_.load(std::memory_order_relaxed));
+  region.set_registered_by_uid(registrar_);
+  region.set_outlives_connection(!lease_.has_value());
+  region.set_connection_closed(closed_at_ != absl::InfiniteFuture());
+  *region.mutable_registered_at() = ToTimestamp(registered_at_);
+  return region;
+}
+
+absl::Status MappedRegion::MayUse(uid_t caller) const {
+  return CallerMayMap(caller, owner_, mode_, key_);
+}
+
+RegionUse::RegionUse(std::shared_ptr<MappedRegion> region)
+    : region_(std::move(region)) {
+  region_->in_flight_.fetch_add(1, std::memory_order_relaxed);
+  region_->total_.fetch_add(1, std::memory_order_relaxed);
+}
+
+RegionUse::~RegionUse() {
+  if (region_ != nullptr) {
+    region_->in_flight_.fetch_sub(1, std::memory_order_relaxed);
+  }
+}
+
+// --- SharedMemoryRegistry ---------------------------------------------------
+
+SharedMemoryRegistry::SharedMemoryRegistry(const SharedMemoryOptions& options,
+                                           MemoryBudget* budget)
+    : options_(options), budget_(budget) {
+  if (!options_.enabled || options_.lease_sweep <= absl::ZeroDuration()) {
+    return;
+  }
+  sweeper_ = std::thread([this] {
+    while (true) {
+      {
+        absl::MutexLock lock(&mu_);
+        if (mu_.AwaitWithTimeout(absl::Condition(&stopping_),
+                                 options_.lease_sweep)) {
+          return;
+        }
+      }
+      SweepLeases(absl::Now());
+    }
+  });
+}
+
+SharedMemoryRegistry::~SharedMemoryRegistry() {
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+  }
+  if (sweeper_.joinable()) sweeper_.join();
+}
+
+size_t SharedMemoryRegistry::SweepLeases(absl::Time now) {
+  // The connections are looked at outside the lock (an address one reads
+  // the kernel's socket tables), so that jobs naming regions never wait
+  // for it.
+  std::vector<std::shared_ptr<MappedRegion>> leased;
+  std::vector<PeerConnection> connections;
+  {
+    MutexLock lock(&mu_);
+    for (const auto& [name, region] : regions_) {
+      if (!region->lease_.has_value()) continue;
+      leased.push_back(region);
+      connections.push_back(*region->lease_);
+    }
+  }
+  if (leased.empty()) return 0;
+  const std::vector<bool> open = ConnectionsOpen(connections);
+  std::vector<std::shared_ptr<MappedRegion>> expired;  // unmapped unlocked
+  MutexLock lock(&mu_);
+  for (size_t i = 0; i < leased.size(); ++i) {
+    if (open[i]) continue;
+    MappedRegion& region = *leased[i];
+    auto it = regions_.find(region.name_);
+    if (it == regions_.end() || it->second != leased[i]) continue;  // gone
+    // A connection that closed never opens again.
+    if (region.closed_at_ == absl::InfiniteFuture()) region.closed_at_ = now;
+    if (now - region.closed_at_ < options_.lease_grace) continue;
+    expired.push_back(std::move(it->second));
+    regions_.erase(it);
+  }
+  leases_expired_.fetch_add(expired.size(), std::memory_order_relaxed);
+  return expired.size();
+}
+
+absl::Status SharedMemoryRegistry::Off() {
+  return absl::FailedPreconditionError(
+      "shared memory is off on this server (--shared_memory; it is off by "
+      "default when the server listens beyond loopback)");
+}
+
+absl::Status CallerMayMap(uid_t caller, uid_t owner, mode_t mode,
+                          absl::string_view key) {
+  constexpr mode_t kOwnerRw = S_IRUSR | S_IWUSR, kOtherRw = S_IROTH | S_IWOTH;
+  if (caller == 0) return absl::OkStatus();
+  if (owner == caller && (mode & kOwnerRw) == kOwnerRw) {
+    return absl::OkStatus();
+  }
+  if ((mode & kOtherRw) == kOtherRw) return absl::OkStatus();
+  return absl::PermissionDeniedError(absl::StrFormat(
+      "shared-memory object %s belongs to user %u with mode %04o: the caller "
+      "(user %u) could not open it for reading and writing, so the server "
+      "does not map or use it for the caller (group permission does not "
+      "count)",
+      ShortQuote(key), owner, mode & 07777, caller));
+}
+
+absl::StatusOr<v1::Region> SharedMemoryRegistry::Register(
+    const v1::RegisterRequest& request, uid_t caller,
+    std::optional<PeerConnection> connection) {
+  if (!enabled()) return Off();
+  PTO_RETURN_IF_ERROR(CheckName(request.name()));
+  PTO_RETURN_IF_ERROR(CheckKey(request.key(), options_.key_prefix));
+  const uint64_t offset = request.offset(), size = request.size();
+  if (size == 0) {
+    return absl::InvalidArgumentError(
+        "size is 0; a region holds at least one byte");
+  }
+  if (!Within(offset, size, std::numeric_limits<int64_t>::max())) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "offset %u + size %u is past any object's end (2^63 bytes)", offset,
+        size));
+  }
+  MutexLock lock(&mu_);
+  if (regions_.count(request.name()) != 0) {
+    return absl::AlreadyExistsError(absl::StrFormat(
+        "region %s is already registered; unregister it first, or choose "
+        "another name",
+        ShortQuote(request.name())));
+  }
+  if (regions_.size() >= options_.max_regions) {
+    return absl::ResourceExhaustedError(
+        absl::StrFormat("%u regions are registered, the most this server keeps "
+                        "(--max_shared_regions); unregister one first",
+                        regions_.size()));
+  }
+  // One user's regions never take every slot from the others.
+  uint32_t callers = 0;
+  for (const auto& [name, region] : regions_) {
+    callers += region->registrar_ == caller ? 1 : 0;
+  }
+  if (callers >= options_.max_regions_per_user) {
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "user %d has %u regions registered, the most one user may "
+        "(--max_shared_regions_per_user); unregister one first",
+        caller, callers));
+  }
+  absl::StatusOr<MemoryBudget::Hold> hold = budget_->Reserve(size);
+  if (!hold.ok()) {
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "region %s of %u bytes does not fit in the memory budget: %u of %u "
+        "bytes are held now (--memory_budget_mb); mapped regions count "
+        "against it",
+        ShortQuote(request.name()), size, budget_->held(), budget_->limit()));
+  }
+  // Held by a unique_ptr until it is complete: an error on the way closes
+  // and unmaps whatever was done.
+  std::unique_ptr<MappedRegion> region(new MappedRegion());
+  region->name_ = request.name();
+  region->key_ = request.key();
+  region->offset_ = offset;
+  region->size_ = size;
+  region->hold_ = std::move(*hold);
+  // shm_open adds O_NOFOLLOW: a symbolic link in /dev/shm is refused.
+  region->fd_ = shm_open(request.key().c_str(), O_RDWR | O_CLOEXEC, 0);
+  if (region->fd_ < 0) return OpenError(errno, request.key());
+  struct stat st;
+  if (fstat(region->fd_, &st) != 0) return OpenError(errno, request.key());
+  if (!S_ISREG(st.st_mode)) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("shared-memory object %s is not a regular object",
+                        ShortQuote(request.key())));
+  }
+  PTO_RETURN_IF_ERROR(
+      CallerMayMap(caller, st.st_uid, st.st_mode, request.key()));
+  if (!Within(offset, size, static_cast<uint64_t>(st.st_size))) {
+    return absl::OutOfRangeError(absl::StrFormat(
+        "the region at offset %u of %u bytes reaches past the end of "
+        "shared-memory object %s (%d bytes)",
+        offset, size, ShortQuote(request.key()), st.st_size));
+  }
+  const uint64_t page = PageBytes();
+  const uint64_t start = offset - offset % page;
+  const uint64_t span = offset - start + size;
+  const uint64_t rounded = (span + page - 1) / page * page;
+  void* map = mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_SHARED,
+                   region->fd_, static_cast<off_t>(start));
+  if (map == MAP_FAILED) return OpenError(errno, request.key());
+  region->map_ = map;
+  region->map_bytes_ = span;
+  region->mapped_bytes_ = mapped_bytes_;
+  mapped_bytes_->fetch_add(span, std::memory_order_relaxed);
+  region->data_ = static_cast<uint8_t*>(map) + (offset - start);
+  region->extent_ = {st.st_dev, st.st_ino, offset};
+  region->owner_ = st.st_uid;
+  region->registrar_ = caller;
+  region->registered_at_ = absl::Now();
+  if (!request.outlive_connection()) region->lease_ = std::move(connection);
+  region->mode_ = st.st_mode;
+  const uintptr_t base = reinterpret_cast<uintptr_t>(map);
+  region->guard_ = Guard(base, base + rounded);
+  if (region->guard_ < 0) {
+    return absl::ResourceExhaustedError(
+        absl::StrFormat("this process maps %u regions, the most it can watch",
+                        kMaxSharedRegions));
+  }
+  v1::Region described = region->Describe();
+  regions_.emplace(request.name(),
+                   std::shared_ptr<MappedRegion>(std::move(region)));
+  return described;
+}
+
+absl::StatusOr<v1::Region> SharedMemoryRegistry::Unregister(
+    absl::string_view name, uid_t caller) {
+  if (!enabled()) return Off();
+  PTO_RETURN_IF_ERROR(CheckName(name));
+  std::shared_ptr<MappedRegion> region;
+  {
+    MutexLock lock(&mu_);
+    auto it = regions_.find(name);
+    if (it == regions_.end()) {
+      return absl::NotFoundError(
+          absl::StrFormat("no region %s is registered", ShortQuote(name)));
+    }
+    PTO_RETURN_IF_ERROR(it->second->MayUse(caller));
+    region = std::move(it->second);
+    regions_.erase(it);
+  }
+  return region->Describe();
+}
+
+v1::ListResponse SharedMemoryRegistry::List() const {
+  v1::ListResponse list;
+  MutexLock lock(&mu_);
+  for (const auto& [name, region] : regions_) {
+    *list.add_regions() = region->Describe();
+  }
+  return list;
+}
+
+size_t SharedMemoryRegistry::regions() const {
+  MutexLock lock(&mu_);
+  return regions_.size();
+}
+
+absl::StatusOr<RegionUse> SharedMemoryRegistry::Use(
+    absl::string_view name) const {
+  if (!enabled()) return Off();
+  std::shared_ptr<MappedRegion> region;
+  {
+    MutexLock lock(&mu_);
+    auto it = regions_.find(name);
+    if (it != regions_.end()) region = it->second;
+  }
+  if (region == nullptr) {
+    return absl::NotFoundError(
+        absl::StrFormat("no region %s is registered (SharedMemory.Register)",
+                        ShortQuote(name)));
+  }
+  return RegionUse(std::move(region));
+}
+
+// --- JobRegions
+// ---------------------------------------------------------------
+
+absl::StatusOr<absl::Span<uint8_t>> JobRegions::Resolve(
+    const v1::RegionSlice& slice, absl::string_view tile, bool write) {
+  if (slice.region().empty()) {
+    return absl::InvalidArgumentError("the slice names no region");
+  }
+  const MappedRegion* region = nullptr;
+  for (const RegionUse& use : uses_) {
+    if (use.region().name() == slice.region()) region = &use.region();
+  }
+  if (region == nullptr) {
+    PTO_ASSIGN_OR_RETURN(RegionUse use, registry_->Use(slice.region()));
+    if (caller_ != nullptr) {
+      if (!caller_uid_.has_value()) caller_uid_ = caller_();
+      PTO_RETURN_IF_ERROR(caller_uid_->status());
+      PTO_RETURN_IF_ERROR(use.region().MayUse(**caller_uid_));
+    }
+    // The object's size, checked once a job: a region cut short since it
+    // was registered is refused here rather than faulting later.
+    PTO_RETURN_IF_ERROR(use.region().CheckIntact());
+    uses_.push_back(std::move(use));
+    region = &uses_.back().region();
+  }
+  PTO_ASSIGN_OR_RETURN(absl::Span<uint8_t> bytes,
+                       region->Slice(slice.offset(), slice.size()));
+  const uint64_t begin = region->extent().begin + slice.offset();
+  claims_.push_back(
+      {&region->extent(), begin, begin + slice.size(), tile, write});
+  return bytes;
+}
+
+absl::Status JobRegions::CheckOverlaps() const {
+  // Written slices in object order: they must not overlap each other, and
+  // then each slice meets at most the written ones a search finds.
+  std::vector<const Claim*> writes;
+  for (const Claim& c : claims_) {
+    if (c.write) writes.push_back(&c);
+  }
+  if (writes.empty()) return absl::OkStatus();
+  auto key = [](const Claim* c) {
+    return std::make_tuple(c->extent->device, c->extent->inode, c->begin);
+  };
+  std::sort(writes.begin(), writes.end(),
+            [&](const Claim* a, const Claim* b) { return key(a) < key(b); });
+  auto same_object = [](const Claim& a, const Claim& b) {
+    return a.extent->device == b.extent->device &&
+           a.extent->inode == b.extent->inode;
+  };
+  auto what = [](const Claim& c) { return SharedFieldName(c.tile, c.write); };
+  auto overlap = [&](const Claim& a, const Claim& b) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s and %s share bytes of one shared-memory object; a slice a job "
+        "writes may overlap no other slice of the job except its own tile's "
+        "input at the same bytes",
+        what(a), what(b)));
+  };
+  for (size_t i = 1; i < writes.size(); ++i) {
+    if (same_object(*writes[i - 1], *writes[i]) &&
+        writes[i]->begin < writes[i - 1]->end) {
+      return overlap(*writes[i - 1], *writes[i]);
+    }
+  }
+  for (const Claim& c : claims_) {
+    if (c.write) continue;
+    // The first written slice of the same object that ends after c begins.
+    auto it =
+        std::partition_point(writes.begin(), writes.end(), [&](const Claim* w) {
+          return std::make_tuple(w->extent->device, w->extent->inode, w->end) <=
+                 std::make_tuple(c.extent->device, c.extent->inode, c.begin);
+        });
+    if (it == writes.end() || !same_object(**it, c) || (*it)->begin >= c.end) {
+      continue;
+    }
+    const Claim& w = **it;
+    const bool own = w.tile == c.tile && w.begin == c.begin && w.end == c.end;
+    if (!own) return overlap(c, w);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status JobRegions::CheckIntact() const {
+  for (const RegionUse& use : uses_) {
+    PTO_RETURN_IF_ERROR(use.region().CheckNotFaulted());
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace ptoserve

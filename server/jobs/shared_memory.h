@@ -1,0 +1,270 @@
+// Shared-memory regions: ranges of POSIX shared-memory objects that clients
+// on the server's host register under a name (the SharedMemory service), so
+// that jobs read tiles from them and write outputs to them in place
+// (Tile.shared, Job.output_regions) instead of copying them through gRPC.
+//
+// What a hostile client can do, and why it cannot crash the server
+// (docs/SECURITY.md says more): the server maps only regular objects under
+// /dev/shm whose name starts with the configured prefix, never through a
+// symbolic link; every slice is checked against its region's bounds with
+// arithmetic that cannot overflow before a job is admitted; the object's
+// size is checked again on each job's first use of it; and an object cut
+// short while a job reads or writes it faults (SIGBUS) into a handler that
+// puts zero pages in place of the missing ones, so the access completes
+// and the job is answered FAILED_PRECONDITION. The bytes themselves are
+// only ever computed on, never read as sizes or offsets, so contents that
+// change underneath a job give wrong elements, nothing worse.
+#ifndef PTOSERVE_SERVER_JOBS_SHARED_MEMORY_H_
+#define PTOSERVE_SERVER_JOBS_SHARED_MEMORY_H_
+
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "absl/types/span.h"
+#include "proto/codec.h"
+#include "ptoserve/v1/service.pb.h"
+#include "server/jobs/memory_budget.h"
+#include "server/transport/peer_credentials.h"
+
+namespace ptoserve {
+
+struct SharedMemoryOptions {
+  // Whether regions may be registered and used at all.
+  bool enabled = false;
+  // Every key must start with this ("/" and the start of a name).
+  std::string key_prefix = "/ptoserve";
+  // The most regions registered at once, by everyone and by one user.
+  uint32_t max_regions = 64;
+  uint32_t max_regions_per_user = 16;
+  // A region is leased to the connection that registered it, unless it
+  // asked to outlive it: it is unregistered this long after that
+  // connection closes.
+  absl::Duration lease_grace = absl::Seconds(10);
+  // How often a thread of the registry's looks at leased regions'
+  // connections (SweepLeases); zero: no thread, the owner sweeps.
+  absl::Duration lease_sweep = absl::ZeroDuration();
+};
+
+// The most regions registered at once in one process, across servers.
+inline constexpr uint32_t kMaxSharedRegions = 1024;
+
+// One registered region, mapped. The registry and each job that uses it
+// hold it; it is unmapped, and its bytes given back to the memory budget,
+// when the last of them lets go.
+class MappedRegion {
+ public:
+  ~MappedRegion();
+  MappedRegion(const MappedRegion&) = delete;
+  MappedRegion& operator=(const MappedRegion&) = delete;
+
+  const std::string& name() const { return name_; }
+  uint64_t size() const { return size_; }
+  uint8_t* data() const { return data_; }
+
+  // The bytes of [offset, offset + size) of the region, or OUT_OF_RANGE
+  // when they are not all in it. No overflow for any values.
+  absl::StatusOr<absl::Span<uint8_t>> Slice(uint64_t offset,
+                                            uint64_t size) const;
+
+  // OK while the object still holds every byte of the region (its size is
+  // read now) and no access to it has faulted; else FAILED_PRECONDITION.
+  absl::Status CheckIntact() const;
+  // The second half alone: no access has faulted (no system call).
+  absl::Status CheckNotFaulted() const;
+
+  // Where the region lies, as an object and a byte range in it: two
+  // regions of one object share bytes where their ranges overlap.
+  struct Extent {
+    dev_t device;
+    ino_t inode;
+    uint64_t begin;  // in the object
+  };
+  const Extent& extent() const { return extent_; }
+
+  // The region as List and Unregister describe it.
+  v1::Region Describe() const;
+
+  // OK when user `caller` could open the region's object for reading and
+  // writing itself (CallerMayMap, with its owner and mode at Register), so
+  // that the server does not read or write it for anyone who could not.
+  absl::Status MayUse(uid_t caller) const;
+
+ private:
+  friend class SharedMemoryRegistry;
+  friend class RegionUse;
+  MappedRegion() = default;
+
+  std::string name_, key_;
+  uint64_t offset_ = 0, size_ = 0;
+  // The connection it is leased to; none: it outlives it. The registry's
+  // lock guards them, and when the connection was seen closed.
+  std::optional<PeerConnection> lease_;
+  absl::Time closed_at_ = absl::InfiniteFuture();
+  uid_t owner_ = 0;      // the object's, at Register
+  uid_t registrar_ = 0;  // the user whose Register call made it
+  absl::Time registered_at_;
+  mode_t mode_ = 0;
+  Extent extent_{};
+  int fd_ = -1;
+  void* map_ = nullptr;  // page-aligned start of the mapping
+  size_t map_bytes_ = 0;
+  uint8_t* data_ = nullptr;  // the region's first byte, inside the mapping
+  int guard_ = -1;           // its slot in the SIGBUS handler's table
+  MemoryBudget::Hold hold_;
+  std::shared_ptr<std::atomic<uint64_t>> mapped_bytes_;  // the registry's
+  std::atomic<uint64_t> in_flight_{0};
+  std::atomic<uint64_t> total_{0};
+};
+
+// A job's hold on a region: counted in its jobs_in_flight while it lives.
+class RegionUse {
+ public:
+  explicit RegionUse(std::shared_ptr<MappedRegion> region);
+  ~RegionUse();
+  RegionUse(RegionUse&& other) noexcept = default;
+  RegionUse& operator=(RegionUse&&) = delete;
+
+  MappedRegion& region() const { return *region_; }
+
+ private:
+  std::shared_ptr<MappedRegion> region_;
+};
+
+// OK when a process of user `caller` could open an object of user `owner`
+// with permission bits `mode` for reading and writing: `caller` is root, or
+// is `owner` with read and write permission, or every user has both. Group
+// permission does not count (the server cannot see the caller's groups).
+// Else PERMISSION_DENIED naming `key`, its owner and mode.
+absl::Status CallerMayMap(uid_t caller, uid_t owner, mode_t mode,
+                          absl::string_view key);
+
+// The user a job's caller runs as, asked for when the job first names a
+// region (server/peer_credentials.h); null for callers inside the process,
+// which are not checked.
+using CallerUid = std::function<absl::StatusOr<uid_t>()>;
+
+// The regions registered with one server.
+class SharedMemoryRegistry {
+ public:
+  // `budget` must outlive the registry and every region it maps.
+  SharedMemoryRegistry(const SharedMemoryOptions& options,
+                       MemoryBudget* budget);
+
+  const SharedMemoryOptions& options() const { return options_; }
+  bool enabled() const { return options_.enabled; }
+
+  // Stops the lease thread, if there is one.
+  ~SharedMemoryRegistry();
+  SharedMemoryRegistry(const SharedMemoryRegistry&) = delete;
+  SharedMemoryRegistry& operator=(const SharedMemoryRegistry&) = delete;
+
+  // SharedMemory.Register for a caller running as user `caller`: opens and
+  // maps the object, counting the region's bytes against the memory
+  // budget. The server maps only objects the caller could open for reading
+  // and writing itself (CallerMayMap), never one it reaches through the
+  // server's own permissions. The region is leased to `connection` (the
+  // call's) unless the request asks it to outlive it or there is none.
+  // Errors as service.proto says.
+  absl::StatusOr<v1::Region> Register(
+      const v1::RegisterRequest& request, uid_t caller,
+      std::optional<PeerConnection> connection = std::nullopt);
+  // SharedMemory.Unregister for a caller running as user `caller`: forgets
+  // the name; the mapping lasts while jobs use it. NOT_FOUND for a name not
+  // registered, PERMISSION_DENIED for a caller that may not use it
+  // (MappedRegion::MayUse).
+  absl::StatusOr<v1::Region> Unregister(absl::string_view name, uid_t caller);
+  // SharedMemory.List, in name order.
+  v1::ListResponse List() const;
+  // Regions registered now, and the bytes mapped for regions registered or
+  // still used by jobs (the metrics' gauges).
+  size_t regions() const;
+  uint64_t mapped_bytes() const {
+    return mapped_bytes_->load(std::memory_order_relaxed);
+  }
+
+  // Looks at the connections of leased regions as of `now`: notes when
+  // each is first seen closed, and unregisters those whose connection
+  // closed options().lease_grace or more before `now` (jobs admitted
+  // finish against them). Returns how many it unregistered.
+  size_t SweepLeases(absl::Time now);
+  // Regions unregistered so far because their connection closed.
+  uint64_t leases_expired() const {
+    return leases_expired_.load(std::memory_order_relaxed);
+  }
+
+  // The region named `name`, held for a job; NOT_FOUND when no region has
+  // that name.
+  absl::StatusOr<RegionUse> Use(absl::string_view name) const;
+
+  // FAILED_PRECONDITION: the path is off.
+  static absl::Status Off();
+
+ private:
+  const SharedMemoryOptions options_;
+  MemoryBudget* const budget_;
+  // Shared with the regions, which may outlive a registration.
+  std::shared_ptr<std::atomic<uint64_t>> mapped_bytes_ =
+      std::make_shared<std::atomic<uint64_t>>(0);
+  std::atomic<uint64_t> leases_expired_{0};
+  mutable absl::Mutex mu_;
+  std::map<std::string, std::shared_ptr<MappedRegion>, std::less<>> regions_
+      ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread sweeper_;  // when options().lease_sweep is set
+};
+
+// The slices one job reads and writes: the codec's SharedSlices, holding
+// each region the job names until the job is done with it.
+class JobRegions final : public SharedSlices {
+ public:
+  // `registry` must outlive the resolutions' use, not this object. Each
+  // region the job names must be one the user `caller` names could open
+  // (MappedRegion::MayUse); null `caller`: not checked.
+  explicit JobRegions(const SharedMemoryRegistry* registry,
+                      CallerUid caller = nullptr)
+      : registry_(registry), caller_(std::move(caller)) {}
+
+  absl::StatusOr<absl::Span<uint8_t>> Resolve(const v1::RegionSlice& slice,
+                                              absl::string_view tile,
+                                              bool write) override;
+  absl::Status CheckOverlaps() const override;
+
+  // Whether any slice was resolved.
+  bool empty() const { return uses_.empty(); }
+  // After the job ran: FAILED_PRECONDITION if an access to a region it
+  // used faulted (the object was cut short underneath it: its results are
+  // not to be trusted). Each region's size was read at the job's first use.
+  absl::Status CheckIntact() const;
+
+ private:
+  struct Claim {
+    const MappedRegion::Extent* extent;
+    uint64_t begin, end;     // in the object
+    absl::string_view tile;  // the job's name for it (outlives the check)
+    bool write;
+  };
+
+  const SharedMemoryRegistry* registry_;
+  CallerUid caller_;
+  std::optional<absl::StatusOr<uid_t>> caller_uid_;  // asked once a job
+  std::vector<RegionUse> uses_;                      // each region once
+  std::vector<Claim> claims_;
+};
+
+}  // namespace ptoserve
+
+#endif  // PTOSERVE_SERVER_JOBS_SHARED_MEMORY_H_

@@ -1,0 +1,97 @@
+#include "server/metrics/service_metrics.h"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "core/ops.h"
+#include "core/version.h"
+
+namespace ptoserve {
+
+namespace {
+
+// From 1 us (a small backend call) to 10 s (a long queue), three per decade.
+std::vector<double> SecondsBounds() {
+  return {1e-6, 2.5e-6, 5e-6,   1e-5, 2.5e-5, 5e-5,  1e-4, 2.5e-4,
+          5e-4, 1e-3,   2.5e-3, 5e-3, 0.01,   0.025, 0.05, 0.1,
+          0.25, 0.5,    1,      2.5,  5,      10};
+}
+
+double Seconds(absl::Duration d) { return absl::ToDoubleSeconds(d); }
+
+}  // namespace
+
+void JobRecord::CountInstructions(absl::Span<const Instruction> program) {
+  for (const Instruction& inst : program) {
+    auto it = std::find_if(
+        instructions.begin(), instructions.end(),
+        [&](const auto& entry) { return entry.first == inst.opcode; });
+    if (it == instructions.end()) {
+      instructions.push_back({inst.opcode, 1});
+    } else {
+      ++it->second;
+    }
+  }
+}
+
+ServiceMetrics::ServiceMetrics(MetricsRegistry* registry)
+    : jobs_(registry->AddCounter(
+          "ptoserve_jobs_total",
+          "Jobs answered, by target and status code (OK: ran; otherwise "
+          "refused or dropped).",
+          {"target", "code"})),
+      instructions_(registry->AddCounter(
+          "ptoserve_instructions_total",
+          "Instructions of the jobs answered, by opcode, target and the "
+          "job's status code; jobs that could not be decoded have none.",
+          {"opcode", "target", "code"})),
+      request_latency_(registry->AddHistogram(
+          "ptoserve_request_latency_seconds",
+          "Per job, from its arrival to its result (or refusal), by target "
+          "and status code.",
+          {"target", "code"}, SecondsBounds())),
+      queue_time_(registry->AddHistogram(
+          "ptoserve_queue_time_seconds",
+          "Per instruction run, from the job's admission to the start of its "
+          "batch (waiting for earlier instructions included).",
+          {"opcode", "target"}, SecondsBounds())),
+      execution_time_(
+          registry->AddHistogram("ptoserve_execution_time_seconds",
+                                 "Per batch, how long its backend call took.",
+                                 {"opcode", "target"}, SecondsBounds())),
+      batch_size_(registry->AddHistogram(
+          "ptoserve_batch_size", "Per batch, the instructions it ran.",
+          {"opcode", "target"},
+          {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024})) {
+  registry->AddGauge("ptoserve_build_info",
+                     "The ptoserve version serving, as a label; always 1.",
+                     {{"version", kVersion}}, [] { return 1.0; });
+}
+
+void ServiceMetrics::JobAnswered(const JobRecord& job, absl::StatusCode code) {
+  const std::string code_name = absl::StatusCodeToString(code);
+  jobs_->With({job.target, code_name}).Increment();
+  for (const auto& [opcode, count] : job.instructions) {
+    instructions_->With({OpcodeName(opcode), job.target, code_name})
+        .Increment(count);
+  }
+  request_latency_->With({job.target, code_name})
+      .Observe(Seconds(absl::Now() - job.arrival));
+}
+
+void ServiceMetrics::BatchRan(absl::Span<const WorkItem> batch) {
+  const Event& first = batch[0].job->event(batch[0].index);
+  const LabelValues labels = {OpcodeName(first.opcode),
+                              TargetName(first.target)};
+  batch_size_->With(labels).Observe(static_cast<double>(batch.size()));
+  execution_time_->With(labels).Observe(
+      Seconds(first.end_time - first.start_time));
+  Histogram& queue_time = queue_time_->With(labels);
+  for (const WorkItem& item : batch) {
+    const Event& event = item.job->event(item.index);
+    queue_time.Observe(Seconds(event.start_time - event.enqueue_time));
+  }
+}
+
+}  // namespace ptoserve

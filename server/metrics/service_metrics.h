@@ -1,0 +1,65 @@
+// ptoserve's metrics: their names, labels and buckets, and what the service
+// and the scheduler's runner record in them. README.md ("Metrics") says
+// what each one means.
+#ifndef PTOSERVE_SERVER_METRICS_SERVICE_METRICS_H_
+#define PTOSERVE_SERVER_METRICS_SERVICE_METRICS_H_
+
+#include <cstdint>
+#include <utility>
+
+#include "absl/container/inlined_vector.h"
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "absl/types/span.h"
+#include "core/engine.h"
+#include "server/metrics/metrics.h"
+
+namespace ptoserve {
+
+// What the metrics need to know of one job, filled in as the service
+// learns it.
+struct JobRecord {
+  // `target`: a target name, or "unknown" for a target the server does not
+  // know (the job is refused, but still counted).
+  explicit JobRecord(absl::string_view target) : target(target) {}
+
+  // Counts `program`'s instructions by opcode.
+  void CountInstructions(absl::Span<const Instruction> program);
+
+  absl::Time arrival = absl::Now();
+  absl::string_view target;
+  // Instructions by opcode; empty until the job is decoded (a job that
+  // cannot be has no instructions to count).
+  absl::InlinedVector<std::pair<Opcode, uint32_t>, 2> instructions;
+};
+
+class ServiceMetrics {
+ public:
+  // Adds ptoserve's metrics to `registry`, which must outlive this.
+  explicit ServiceMetrics(MetricsRegistry* registry);
+
+  ServiceMetrics(const ServiceMetrics&) = delete;
+  ServiceMetrics& operator=(const ServiceMetrics&) = delete;
+
+  // `job` was answered with `code`: OK once it ran, else refused at once
+  // or dropped from the queue.
+  void JobAnswered(const JobRecord& job, absl::StatusCode code);
+
+  // `batch` has just run as one backend call: records its size, how long
+  // the call took, and each instruction's time in the queue.
+  // REQUIRES: `batch` is not empty and its items share a BatchKey.
+  void BatchRan(absl::Span<const WorkItem> batch);
+
+ private:
+  CounterFamily* const jobs_;
+  CounterFamily* const instructions_;
+  HistogramFamily* const request_latency_;
+  HistogramFamily* const queue_time_;
+  HistogramFamily* const execution_time_;
+  HistogramFamily* const batch_size_;
+};
+
+}  // namespace ptoserve
+
+#endif  // PTOSERVE_SERVER_METRICS_SERVICE_METRICS_H_

@@ -1,0 +1,183 @@
+#include "server/rpc/batch_stream.h"
+
+#include <algorithm>
+#include <new>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "proto/error_result.h"
+
+namespace ptoserve {
+
+namespace {
+
+// What a message of `shape` counts against the window: its jobs, and at
+// least one (its answer), so that empty batches cannot be read without end
+// while their answers pile up unwritten.
+uint64_t Counted(const BatchShape& shape) {
+  return std::max<uint64_t>(1, shape.jobs);
+}
+
+}  // namespace
+
+// One batch in flight: its jobs (read in place by the engine), its answer,
+// filled a slot per job, and the memory its jobs hold.
+struct BatchStream::Batch {
+  std::shared_ptr<v1::JobBatch> jobs;  // a refused job's emptied at once
+  v1::JobResultBatch answer;
+  Holds holds;           // under the stream's mu_
+  size_t remaining = 0;  // jobs without a result yet, under mu_
+};
+
+BatchStream::BatchStream(StreamWire* wire, uint32_t window,
+                         Dispatcher* dispatcher, const RequestBytes* bytes,
+                         CallInfo call)
+    : StreamMachine(wire, window),
+      dispatcher_(dispatcher),
+      bytes_(bytes),
+      call_(std::move(call)) {}
+
+void BatchStream::Take(grpc::ByteBuffer* message, uint64_t number) {
+  const std::string what = absl::StrCat("stream message ", number);
+  absl::StatusOr<BatchShape> shape = bytes_->InspectBatch(*message, what);
+  if (!shape.ok()) {
+    Refuse(shape.status());
+    return;
+  }
+  const uint64_t jobs = Counted(*shape);
+  Expect(jobs);
+  if (RequestBytes::Light(shape->total, message->Length())) {
+    // Without the lock: when the scheduler is idle the jobs run on this
+    // thread, one after the other (no hand-off), and their results take
+    // mu_.
+    WithoutLock([&] {
+      Start(bytes_->Parse<v1::JobBatch>(*message, what), *shape,
+            /*run_here=*/true);
+    });
+    return;
+  }
+  // Decoded off gRPC's threads, which then start its jobs.
+  BeginWork();
+  absl::Status offloaded =
+      bytes_->Offload(*message, call_.share, what,
+                      [this, what, shape = *shape](const grpc::ByteBuffer& b) {
+                        Start(bytes_->Parse<v1::JobBatch>(b, what), shape,
+                              /*run_here=*/false);
+                        MutexLock lock(&mu_);
+                        EndWork();
+                        Resume();
+                      });
+  if (!offloaded.ok()) {
+    EndWork();
+    Forget(jobs);
+    Refuse(offloaded);
+  }
+}
+
+void BatchStream::Start(absl::StatusOr<std::shared_ptr<v1::JobBatch>> parsed,
+                        const BatchShape& shape, bool run_here) {
+  if (!parsed.ok()) {
+    MutexLock lock(&mu_);
+    Forget(Counted(shape));
+    Refuse(parsed.status());
+    return;
+  }
+  auto batch = std::make_shared<Batch>();
+  batch->jobs = *std::move(parsed);
+  const int n = batch->jobs->jobs_size();
+  for (int i = 0; i < n; ++i) batch->answer.add_results();
+  if (n == 0) {
+    grpc::ByteBuffer bytes = Encoded(&batch->answer);
+    MutexLock lock(&mu_);
+    Push(std::move(bytes), {}, 1);
+    return;
+  }
+  {
+    MutexLock lock(&mu_);
+    batch->remaining = n;
+  }
+  for (int i = 0; i < n; ++i) {
+    const v1::Job& job = batch->jobs->jobs(i);
+    JobRequest request;
+    request.job = &job;
+    request.request_bytes = shape.job_bytes[i];
+    request.call = &call_;
+    request.run_here = run_here;
+    request.done = [this, batch, i](absl::StatusOr<v1::JobResult> r,
+                                    MemoryBudget::Hold hold) {
+      v1::JobResult* slot = batch->answer.mutable_results(i);
+      if (r.ok()) {
+        slot->Swap(&*r);
+      } else {
+        ToErrorResult(batch->jobs->jobs(i).id(), r.status(), slot);
+      }
+      Answered(batch, std::move(hold));
+    };
+    const Dispatched dispatched = dispatcher_->Dispatch(std::move(request));
+    if (!dispatched.status.ok()) {
+      ToErrorResult(job.id(), dispatched.status,
+                    batch->answer.mutable_results(i));
+      // Nothing refers to a refused job: its bytes (which no share of the
+      // budget covers) go now, not when its neighbours are done.
+      v1::Job().Swap(batch->jobs->mutable_jobs(i));
+      Answered(batch, MemoryBudget::Hold());
+    }
+  }
+}
+
+void BatchStream::Answered(const std::shared_ptr<Batch>& batch,
+                           MemoryBudget::Hold hold) {
+  // Each job writes only its own slot; the last one, which mu_ orders after
+  // the others, serializes the answer (outside the lock) and queues it.
+  {
+    MutexLock lock(&mu_);
+    batch->holds.push_back(std::move(hold));
+    if (--batch->remaining > 0) return;
+  }
+  // The number of jobs before Encoded, which may replace the results.
+  const uint64_t jobs = batch->answer.results_size();
+  grpc::ByteBuffer bytes = Encoded(&batch->answer);
+  MutexLock lock(&mu_);
+  Push(std::move(bytes), std::move(batch->holds), jobs);
+}
+
+void BatchStream::Refuse(const absl::Status& status) {
+  v1::JobResultBatch answer;
+  ToErrorResult("", status, answer.add_results());
+  Expect(1);
+  Push(Encoded(&answer), {}, 1);
+}
+
+grpc::ByteBuffer BatchStream::Encoded(v1::JobResultBatch* answer) const {
+  grpc::ByteBuffer bytes;
+  absl::Status encoded;
+  try {
+    encoded = bytes_->Encode(*answer, &bytes);
+  } catch (const std::bad_alloc&) {
+    encoded = absl::ResourceExhaustedError(
+        "the server ran out of memory serializing this batch's answer");
+  }
+  if (encoded.ok()) return bytes;
+  const absl::Status why(encoded.code(),
+                         absl::StrCat("the batch's answer could not be sent: ",
+                                      encoded.message()));
+  for (v1::JobResult& result : *answer->mutable_results()) {
+    ToErrorResult(std::string(result.id()), why, &result);
+  }
+  if (bytes_->Encode(*answer, &bytes).ok()) return bytes;
+  // Even its errors, with their ids, are too large (many jobs and a small
+  // --max_message_mb): the batch is answered as one refused message.
+  const int jobs = answer->results_size();
+  answer->Clear();
+  ToErrorResult(
+      "",
+      absl::Status(why.code(), absl::StrFormat("%s; %d results, each an "
+                                               "error, were too large too",
+                                               why.message(), jobs)),
+      answer->add_results());
+  (void)bytes_->Encode(*answer, &bytes);
+  return bytes;
+}
+
+}  // namespace ptoserve

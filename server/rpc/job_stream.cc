@@ -1,0 +1,144 @@
+#include "server/rpc/job_stream.h"
+
+#include <new>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "proto/error_result.h"
+
+namespace ptoserve {
+
+JobStream::JobStream(StreamWire* wire, uint32_t window, Dispatcher* dispatcher,
+                     const RequestBytes* bytes, CallInfo call)
+    : StreamMachine(wire, window),
+      dispatcher_(dispatcher),
+      bytes_(bytes),
+      call_(std::move(call)) {}
+
+void JobStream::Take(grpc::ByteBuffer* message, uint64_t number) {
+  Expect(1);
+  const uint64_t request_bytes = message->Length();
+  const std::string what = absl::StrCat("stream message ", number);
+  absl::StatusOr<WireShape> shape = bytes_->Inspect(*message, what);
+  if (!shape.ok()) {
+    // Its id is unknown: the result carries none, and the stream goes on.
+    PushError("", shape.status());
+    return;
+  }
+  if (RequestBytes::Light(*shape, request_bytes)) {
+    Admit(bytes_->Parse<v1::Job>(*message, what), request_bytes, shape->id);
+    return;
+  }
+  // Decoded off gRPC's threads.
+  BeginWork();
+  absl::Status offloaded = bytes_->Offload(
+      *message, call_.share, what,
+      [this, what, request_bytes, id = shape->id](const grpc::ByteBuffer& b) {
+        absl::StatusOr<std::shared_ptr<v1::Job>> job =
+            bytes_->Parse<v1::Job>(b, what);
+        MutexLock lock(&mu_);
+        EndWork();
+        Admit(std::move(job), request_bytes, id);
+        Resume();
+      });
+  if (!offloaded.ok()) {
+    EndWork();
+    PushError(shape->id, offloaded);
+  }
+}
+
+void JobStream::Admit(absl::StatusOr<std::shared_ptr<v1::Job>> job,
+                      uint64_t request_bytes, const std::string& id) {
+  if (!job.ok()) {
+    PushError(id, job.status());
+    return;
+  }
+  Waiting waiting{*std::move(job), request_bytes};
+  // Behind the jobs already waiting for room (a job decoded off gRPC's
+  // threads can finish decoding while others wait): none is dropped, and
+  // they start in the order they came.
+  if (!waiting_.empty()) {
+    waiting_.push_back(std::move(waiting));
+    return;
+  }
+  Start(std::move(waiting));
+}
+
+bool JobStream::Start(Waiting waiting) {
+  const std::string id = waiting.job->id();
+  // Admitted or answered, not written yet: not decoding, not waiting, not
+  // this one.
+  const int64_t in_flight = static_cast<int64_t>(unanswered()) -
+                            static_cast<int64_t>(working()) -
+                            static_cast<int64_t>(waiting_.size()) - 1;
+  JobRequest request;
+  request.job = waiting.job.get();
+  request.request_bytes = waiting.request_bytes;
+  request.call = &call_;
+  // Not run_here: done takes mu_, which this thread holds.
+  request.may_wait = in_flight > 0;
+  request.done = [this, id, job = waiting.job](absl::StatusOr<v1::JobResult> r,
+                                               MemoryBudget::Hold hold) {
+    // Serialized before taking mu_: a large result does not hold up this
+    // stream's events or its other jobs' completions.
+    v1::JobResult failed;
+    if (!r.ok()) ToErrorResult(id, r.status(), &failed);
+    grpc::ByteBuffer bytes = Encoded(r.ok() ? *r : failed);
+    Holds holds;
+    holds.push_back(std::move(hold));
+    MutexLock lock(&mu_);
+    Push(std::move(bytes), std::move(holds), 1);
+  };
+  const Dispatched dispatched = dispatcher_->Dispatch(std::move(request));
+  if (dispatched.status.ok()) return true;
+  if (dispatched.may_retry) {
+    waiting_.push_front(std::move(waiting));
+    return false;
+  }
+  PushError(id, dispatched.status);
+  return true;
+}
+
+void JobStream::Room() {
+  // Its share of the budget is back: the jobs waiting for room, in order.
+  while (!waiting_.empty()) {
+    Waiting job = std::move(waiting_.front());
+    waiting_.pop_front();
+    if (!Start(std::move(job))) break;
+  }
+}
+
+uint64_t JobStream::DropWaiting() {
+  const uint64_t dropped = waiting_.size();
+  waiting_.clear();
+  return dropped;
+}
+
+void JobStream::PushError(const std::string& id, const absl::Status& status) {
+  v1::JobResult result;
+  ToErrorResult(id, status, &result);
+  Push(Encoded(result), {}, 1);
+}
+
+grpc::ByteBuffer JobStream::Encoded(const v1::JobResult& result) const {
+  grpc::ByteBuffer bytes;
+  absl::Status encoded;
+  try {
+    encoded = bytes_->Encode(result, &bytes);
+  } catch (const std::bad_alloc&) {
+    encoded = absl::ResourceExhaustedError(
+        "the server ran out of memory serializing this job's result");
+  }
+  if (encoded.ok()) return bytes;
+  // The error in place of the result, with its id (at most 256 bytes,
+  // kMaxNameBytes: it fits any message limit), else without it.
+  v1::JobResult failed;
+  ToErrorResult(result.id(), encoded, &failed);
+  if (!bytes_->Encode(failed, &bytes).ok()) {
+    ToErrorResult("", encoded, &failed);
+    (void)bytes_->Encode(failed, &bytes);
+  }
+  return bytes;
+}
+
+}  // namespace ptoserve

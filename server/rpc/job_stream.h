@@ -1,0 +1,66 @@
+// ExecuteStream: serialized Jobs in, serialized JobResults out, each job
+// answered on its own as it finishes (StreamMachine's rules). A job whose
+// memory the budget cannot hold yet waits, and the stream reads no
+// further, until one of the stream's own results is written (or is
+// refused if the stream has nothing else in flight).
+#ifndef PTOSERVE_SERVER_RPC_JOB_STREAM_H_
+#define PTOSERVE_SERVER_RPC_JOB_STREAM_H_
+
+#include <deque>
+#include <memory>
+#include <string>
+
+#include "server/jobs/dispatcher.h"
+#include "server/rpc/request_bytes.h"
+#include "server/rpc/stream_machine.h"
+
+namespace ptoserve {
+
+class JobStream final : public StreamMachine {
+ public:
+  // `wire`, `dispatcher` and `bytes` must outlive the stream. `call` is
+  // the stream's call: every job of it is one of its client's.
+  JobStream(StreamWire* wire, uint32_t window, Dispatcher* dispatcher,
+            const RequestBytes* bytes, CallInfo call);
+
+ private:
+  // A decoded job not yet admitted.
+  struct Waiting {
+    std::shared_ptr<const v1::Job> job;  // read in place until answered
+    uint64_t request_bytes;
+  };
+
+  void Take(grpc::ByteBuffer* message, uint64_t number) override;
+  bool ReadBlocked() const override { return !waiting_.empty(); }
+  void Room() override;
+  uint64_t DropWaiting() override;
+
+  // A decoded job (or why it is not one: answered with `id`, the id read
+  // from its bytes) into the stream.
+  void Admit(absl::StatusOr<std::shared_ptr<v1::Job>> job,
+             uint64_t request_bytes, const std::string& id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Admits `waiting` (or answers it with its refusal) and returns true; or,
+  // while the budget is full and the stream has other jobs in flight (whose
+  // results will free some), puts it first among the waiting jobs and
+  // returns false. REQUIRES: `waiting` is counted as unanswered, and is
+  // neither waiting nor being decoded.
+  bool Start(Waiting waiting) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Answers one job with `status`.
+  void PushError(const std::string& id, const absl::Status& status)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // `result` serialized; one too large to send, or that memory does not
+  // suffice to serialize, becomes its job's error.
+  grpc::ByteBuffer Encoded(const v1::JobResult& result) const;
+
+  Dispatcher* const dispatcher_;
+  const RequestBytes* const bytes_;
+  const CallInfo call_;
+  // Decoded jobs the memory budget has no room for yet, in the order they
+  // came; no reads meanwhile.
+  std::deque<Waiting> waiting_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace ptoserve
+
+#endif  // PTOSERVE_SERVER_RPC_JOB_STREAM_H_

@@ -1,0 +1,84 @@
+#include "server/rpc/stream_machine.h"
+
+#include <utility>
+
+namespace ptoserve {
+
+StreamMachine::StreamMachine(StreamWire* wire, uint32_t window)
+    : wire_(wire), window_(window) {}
+
+void StreamMachine::Start() {
+  MutexLock lock(&mu_);
+  reading_ = true;
+  wire_->StartRead(&request_);
+}
+
+void StreamMachine::ReadDone(bool ok) {
+  MutexLock lock(&mu_);
+  reading_ = false;
+  if (!ok) {
+    reads_done_ = true;
+    MaybeFinish();
+    return;
+  }
+  // request_ is free for the next read from here on, which another of the
+  // stream's events may start while Take works without the lock.
+  grpc::ByteBuffer message;
+  message.Swap(&request_);
+  Take(&message, ++received_);
+  Resume();
+}
+
+void StreamMachine::WriteDone(bool ok) {
+  MutexLock lock(&mu_);
+  writing_ = false;
+  unanswered_ -= outbox_.front().jobs;
+  outbox_.pop_front();      // gives its part of the budget back
+  if (!ok) broken_ = true;  // the client is gone: drop what is left
+  if (!broken_) Room();
+  MaybeWrite();
+  Resume();
+}
+
+void StreamMachine::Done() { MutexLock lock(&mu_); }
+
+void StreamMachine::Push(grpc::ByteBuffer bytes, Holds holds, uint64_t jobs) {
+  outbox_.push_back(Outgoing{std::move(bytes), std::move(holds), jobs});
+  MaybeWrite();
+}
+
+void StreamMachine::MaybeWrite() {
+  if (writing_ || finished_) return;
+  if (broken_) {
+    for (const Outgoing& out : outbox_) unanswered_ -= out.jobs;
+    outbox_.clear();
+    unanswered_ -= DropWaiting();
+    MaybeFinish();
+    return;
+  }
+  if (outbox_.empty()) return;
+  writing_ = true;
+  wire_->StartWrite(&outbox_.front().bytes);
+}
+
+void StreamMachine::MaybeRead() {
+  if (reading_ || reads_done_ || broken_ || ReadBlocked() ||
+      unanswered_ >= window_) {
+    return;
+  }
+  reading_ = true;
+  wire_->StartRead(&request_);
+}
+
+void StreamMachine::MaybeFinish() {
+  if (finished_ || unanswered_ > 0 || writing_ || reading_ || working_ > 0) {
+    return;
+  }
+  if (!reads_done_ && !broken_) return;
+  finished_ = true;
+  wire_->Finish(broken_ ? grpc::Status(grpc::StatusCode::CANCELLED,
+                                       "the client stopped reading results")
+                        : grpc::Status::OK);
+}
+
+}  // namespace ptoserve

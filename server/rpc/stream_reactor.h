@@ -1,0 +1,46 @@
+// A StreamMachine on gRPC: the bidi reactor of one ExecuteStream or
+// ExecuteBatches call, which passes gRPC's events to the machine, carries
+// out its reads, writes and end, and watches its writes for a client that
+// stops reading (server/rpc/stall_watch.h). Deletes itself, and the
+// machine, when gRPC is done with the call.
+#ifndef PTOSERVE_SERVER_RPC_STREAM_REACTOR_H_
+#define PTOSERVE_SERVER_RPC_STREAM_REACTOR_H_
+
+#include <grpcpp/grpcpp.h>
+
+#include <memory>
+
+#include "server/rpc/stall_watch.h"
+#include "server/rpc/stream_machine.h"
+
+namespace ptoserve {
+
+class StreamReactor final
+    : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>,
+      public StreamWire {
+ public:
+  // Watched in `stalls` (which must outlive the call) as `context`'s call.
+  StreamReactor(StallWatch* stalls, grpc::CallbackServerContext* context);
+
+  // Runs `machine`, made with this as its wire, until the call is done.
+  // Call once, right after construction.
+  void Run(std::unique_ptr<StreamMachine> machine);
+
+  void OnReadDone(bool ok) override { machine_->ReadDone(ok); }
+  void OnWriteDone(bool ok) override;
+  void OnDone() override;
+
+  // The machine's wire.
+  void StartRead(grpc::ByteBuffer* message) override;
+  void StartWrite(const grpc::ByteBuffer* message) override;
+  void Finish(const grpc::Status& status) override;
+
+ private:
+  StallWatch* const stalls_;
+  StallWatch::Call stall_;
+  std::unique_ptr<StreamMachine> machine_;
+};
+
+}  // namespace ptoserve
+
+#endif  // PTOSERVE_SERVER_RPC_STREAM_REACTOR_H_

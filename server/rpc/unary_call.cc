@@ -1,0 +1,44 @@
+#include "server/rpc/unary_call.h"
+
+#include "common/mutex.h"
+
+namespace ptoserve {
+
+UnaryCall::UnaryCall(const GrpcMetrics::Method* calls, StallWatch* stalls,
+                     grpc::CallbackServerContext* context)
+    : calls_(calls), stalls_(stalls), context_(context) {
+  if (calls_ == nullptr) return;
+  calls_->started->Increment();
+  calls_->received->Increment();
+}
+
+void UnaryCall::Answer(const grpc::Status& status) {
+  if (calls_ != nullptr) {
+    const int code = status.error_code();
+    calls_->handled[code >= 0 && code < 17 ? code : grpc::StatusCode::UNKNOWN]
+        ->Increment();
+    if (status.ok()) calls_->sent->Increment();
+    answered_ = true;
+  }
+  // An answer with a body waits on the client's reading it.
+  if (status.ok()) {
+    stalls_->Add(&stall_, context_);
+    stall_.Writing();
+  }
+  // Stated to ThreadSanitizer: gRPC orders Finish before OnDone through
+  // queues it cannot see, and the fields above are written on one thread
+  // (the scheduler's) and freed on another (gRPC's).
+  TsanReleasing(this);
+  Finish(status);
+}
+
+void UnaryCall::OnDone() {
+  TsanAcquired(this);
+  stalls_->Remove(&stall_);
+  if (calls_ != nullptr && !answered_) {
+    calls_->handled[grpc::StatusCode::CANCELLED]->Increment();
+  }
+  delete this;
+}
+
+}  // namespace ptoserve

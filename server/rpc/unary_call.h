@@ -1,0 +1,52 @@
+// One Execute call's reactor: holds the request's job (the engine reads
+// inputs in place), the call's description and the job's part of the
+// memory budget until gRPC is done with the reply, counts the call in the
+// gRPC metrics, and watches an answer with a body for a client that does
+// not read it. Deletes itself when gRPC is done with the call.
+#ifndef PTOSERVE_SERVER_RPC_UNARY_CALL_H_
+#define PTOSERVE_SERVER_RPC_UNARY_CALL_H_
+
+#include <grpcpp/grpcpp.h>
+
+#include <memory>
+
+#include "server/jobs/dispatcher.h"
+#include "server/metrics/grpc_metrics.h"
+#include "server/rpc/stall_watch.h"
+
+namespace ptoserve {
+
+class UnaryCall final : public grpc::ServerUnaryReactor {
+ public:
+  // `calls` (null: not counted here) and `stalls` must outlive the call.
+  UnaryCall(const GrpcMetrics::Method* calls, StallWatch* stalls,
+            grpc::CallbackServerContext* context);
+
+  // Ends the call with `status` (a reply with a body waits on the client
+  // reading it). Call once.
+  void Answer(const grpc::Status& status);
+
+  void OnDone() override;
+  // OnDone only frees (OnCancel is the base's no-op), so gRPC may run it
+  // on the thread that completes the call, as it does for its own default
+  // reactor, instead of handing it to its executor thread: that hand-off
+  // was a thread wake-up per call, about 1.5 context switches per request
+  // against 0.15 for a server using the default reactor.
+  bool InternalInlineable() override { return true; }
+
+  // What the call holds while the job runs and its reply goes out.
+  std::shared_ptr<const v1::Job> job;
+  CallInfo info;
+  MemoryBudget::Hold hold;
+
+ private:
+  const GrpcMetrics::Method* const calls_;
+  StallWatch* const stalls_;
+  grpc::CallbackServerContext* const context_;
+  StallWatch::Call stall_;
+  bool answered_ = false;
+};
+
+}  // namespace ptoserve
+
+#endif  // PTOSERVE_SERVER_RPC_UNARY_CALL_H_

@@ -1,0 +1,189 @@
+#include "server/transport/grpc_server.h"
+
+#include <grpc/compression.h>
+#include <grpcpp/health_check_service_interface.h>
+#include <netdb.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <iostream>
+#include <thread>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "server/transport/address.h"
+
+namespace ptoserve {
+
+namespace {
+
+sigset_t ShutdownSignals() {
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  return signals;
+}
+
+// "127.0.0.1:0" with port 43210 bound -> "127.0.0.1:43210".
+std::string WithPort(const std::string& address, int port) {
+  return absl::StrCat(address.substr(0, address.rfind(':')), ":", port);
+}
+
+// Why `address` cannot be listened on, as the system says it ("Address
+// already in use"), found by binding a socket of our own the way gRPC
+// would; empty if that bind succeeds (gRPC failed for another reason).
+std::string WhyCannotBind(const std::string& address) {
+  absl::StatusOr<AddrInfoList> found = ResolveListenAddress(address);
+  if (!found.ok()) return std::string(found.status().message());
+  std::string why;
+  for (addrinfo* a = found->get(); a != nullptr && why.empty();
+       a = a->ai_next) {
+    const int fd = socket(a->ai_family, a->ai_socktype, a->ai_protocol);
+    if (fd < 0) continue;
+    const int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (bind(fd, a->ai_addr, a->ai_addrlen) != 0) why = std::strerror(errno);
+    close(fd);
+  }
+  return why;
+}
+
+constexpr int kMaxStreamsPerConnection = 256;
+
+// Hands gRPC, which owns its interceptor factories, one that it does not.
+class BorrowedInterceptor final
+    : public grpc::experimental::ServerInterceptorFactoryInterface {
+ public:
+  explicit BorrowedInterceptor(
+      grpc::experimental::ServerInterceptorFactoryInterface* factory)
+      : factory_(factory) {}
+  grpc::experimental::Interceptor* CreateServerInterceptor(
+      grpc::experimental::ServerRpcInfo* info) override {
+    return factory_->CreateServerInterceptor(info);
+  }
+
+ private:
+  grpc::experimental::ServerInterceptorFactoryInterface* const factory_;
+};
+
+}  // namespace
+
+absl::StatusOr<RunningServer> StartGrpcServer(
+    const GrpcSettings& settings, const std::vector<grpc::Service*>& services) {
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::ServerBuilder builder;
+  int port = 0;
+  RunningServer running;
+  if (!settings.tls && !absl::StartsWith(settings.address, "unix:")) {
+    ListenerOptions options;
+    options.handshake_timeout = settings.handshake_timeout;
+    absl::StatusOr<std::unique_ptr<Listener>> listener =
+        Listener::Bind(settings.address, options);
+    if (!listener.ok()) return listener.status();
+    running.listener = std::move(*listener);
+  } else {
+    builder.AddListeningPort(settings.address, settings.credentials, &port);
+  }
+  builder.AddChannelArgument(
+      GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS,
+      static_cast<int>(absl::ToInt64Milliseconds(settings.handshake_timeout)));
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_IDLE_MS,
+                             static_cast<int>(absl::ToInt64Milliseconds(
+                                 settings.max_connection_idle)));
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 60 * 1000);
+  // Calls one connection may have open at once (gRPC's default is
+  // unbounded); a client needing more opens another connection.
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS,
+                             kMaxStreamsPerConnection);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 20 * 1000);
+  builder.SetMaxReceiveMessageSize(settings.max_message_bytes);
+  builder.SetMaxSendMessageSize(settings.max_message_bytes);
+  // No compressed messages, either way. gRPC inflates a compressed request
+  // whole, before any size limit applies to what it inflated to (about
+  // 1 MiB of gzip makes 1 GiB), on every method, health and reflection
+  // included, and before a token is checked. With both algorithms off, a
+  // call that declares one ("grpc-encoding: gzip") is refused with
+  // UNIMPLEMENTED as its headers arrive, before its message is read, and
+  // answers are never compressed (docs/SECURITY.md, "Compression").
+  builder.SetCompressionAlgorithmSupportStatus(GRPC_COMPRESS_DEFLATE, false);
+  builder.SetCompressionAlgorithmSupportStatus(GRPC_COMPRESS_GZIP, false);
+  // gRPC sets SO_REUSEPORT by default, which lets a second server bind a
+  // port that is in use and take a share of its connections.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  for (grpc::Service* service : services) builder.RegisterService(service);
+  if (settings.interceptor != nullptr) {
+    std::vector<
+        std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
+        interceptors;
+    interceptors.push_back(
+        std::make_unique<BorrowedInterceptor>(settings.interceptor));
+    builder.experimental().SetInterceptorCreators(std::move(interceptors));
+  }
+  running.server = builder.BuildAndStart();
+  if (running.listener != nullptr && running.server != nullptr) {
+    port = running.listener->port();
+    running.listener->Start(running.server.get());
+  }
+  if (running.server == nullptr || port == 0) {
+    const std::string why = WhyCannotBind(settings.address);
+    return absl::UnavailableError(absl::StrCat(
+        "cannot listen on ", settings.address, ": ",
+        !why.empty()   ? why
+        : settings.tls ? "gRPC could not use the TLS certificate and key "
+                         "(is --tls_key the key of --tls_cert?)"
+                       : "gRPC refused the address"));
+  }
+  running.address = WithPort(settings.address, port);
+  grpc::HealthCheckServiceInterface* health =
+      running.server->GetHealthCheckService();
+  health->SetServingStatus(true);
+  return running;
+}
+
+void BlockShutdownSignals() {
+  sigset_t signals = ShutdownSignals();
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+}
+
+void ServeUntilSignalled(RunningServer* running, absl::Duration grace,
+                         absl::Duration lame_duck, const std::string& name,
+                         const std::function<void()>& stop_accepting,
+                         const std::function<void()>& drain) {
+  grpc::Server* server = running->server.get();
+  std::thread shutdown(
+      [running, server, grace, lame_duck, name, &stop_accepting, &drain] {
+        sigset_t signals = ShutdownSignals();
+        int signal = 0;
+        sigwait(&signals, &signal);
+        std::cout << name << ": " << (signal == SIGINT ? "SIGINT" : "SIGTERM")
+                  << ", draining in-flight calls" << std::endl;
+        const absl::Time start = absl::Now();
+        stop_accepting();
+        server->GetHealthCheckService()->SetServingStatus(false);
+        drain();
+        const absl::Duration drained = absl::Now() - start;
+        absl::SleepFor(lame_duck);
+        if (running->listener != nullptr) running->listener->Stop();
+        // Returns once every call has finished and every connection has
+        // taken its GOAWAY (gRPC's graceful GOAWAY waits for the client's
+        // ping ack), or at the grace's end, when it cuts both off.
+        const absl::Time closing = absl::Now();
+        server->Shutdown(std::chrono::system_clock::now() +
+                         absl::ToChronoMicroseconds(grace));
+        std::cout << name << ": accepted jobs answered in "
+                  << absl::FormatDuration(drained)
+                  << ", calls and connections closed in "
+                  << absl::FormatDuration(absl::Now() - closing) << " (of "
+                  << absl::FormatDuration(grace) << " allowed)" << std::endl;
+      });
+  server->Wait();
+  shutdown.join();
+}
+
+}  // namespace ptoserve

@@ -1,0 +1,80 @@
+// The gRPC plumbing every ptoserve server binary shares (ptoserve itself
+// and the echo baseline in bench/), so that both run with the same settings.
+#ifndef PTOSERVE_SERVER_TRANSPORT_GRPC_SERVER_H_
+#define PTOSERVE_SERVER_TRANSPORT_GRPC_SERVER_H_
+
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/support/server_interceptor.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "server/transport/listener.h"
+
+namespace ptoserve {
+
+struct GrpcSettings {
+  std::string address;    // HOST:PORT; port 0 picks a free one
+  int max_message_bytes;  // largest request or response
+  // Plaintext by default; see server/auth.h for TLS. A plaintext TCP
+  // server accepts its connections through a Listener (server/listener.h);
+  // a TLS one through gRPC's own listener.
+  std::shared_ptr<grpc::ServerCredentials> credentials =
+      grpc::InsecureServerCredentials();
+  bool tls = false;  // whether `credentials` are TLS
+  // A connection that has not completed its HTTP/2 (or TLS) handshake by
+  // then is closed.
+  absl::Duration handshake_timeout = absl::Seconds(10);
+  // A connection with no call for this long is closed (GOAWAY first).
+  absl::Duration max_connection_idle = absl::Minutes(10);
+  // Sees every call (null: none); must outlive the server.
+  grpc::experimental::ServerInterceptorFactoryInterface* interceptor = nullptr;
+};
+
+struct RunningServer {
+  std::unique_ptr<grpc::Server> server;
+  std::string address;  // with the port actually bound
+  // Plaintext TCP only; stops before the server does.
+  std::unique_ptr<Listener> listener;
+};
+
+// Starts a callback-API server for `services` with the standard health
+// service (SERVING for the server). Idle peers are pinged every minute and
+// dropped if they do not answer within 20 s.
+// UNAVAILABLE, with the reason, if it cannot listen.
+absl::StatusOr<RunningServer> StartGrpcServer(
+    const GrpcSettings& settings, const std::vector<grpc::Service*>& services);
+
+// Blocks SIGINT and SIGTERM in the calling thread and every thread it starts
+// later. Call first thing in main.
+void BlockShutdownSignals();
+
+// Waits for SIGINT or SIGTERM, then:
+//  1. runs `stop_accepting`, which should make the server refuse new work
+//     with UNAVAILABLE from then on and return at once;
+//  2. reports NOT_SERVING: a caller who sees it is refused, never accepted;
+//  3. runs `drain`, which should return once accepted work is answered (the
+//     server still takes calls);
+//  4. keeps taking calls for `lame_duck` more, so that callers who come
+//     late are told UNAVAILABLE (retry elsewhere) rather than cut off;
+//  5. stops accepting connections, and stops the server, letting calls in
+//     flight finish for up to `grace`. gRPC's graceful GOAWAY also waits
+//     that long for each connection's client to answer its ping: a client
+//     with nothing polling its channel (a C++ client between calls) answers
+//     at gRPC's backup poll, about every 5 s, and one that never reads holds
+//     the server until the grace runs out.
+// Returns once the server has stopped.
+// REQUIRES: BlockShutdownSignals() ran before any thread started.
+void ServeUntilSignalled(
+    RunningServer* running, absl::Duration grace, absl::Duration lame_duck,
+    const std::string& name,
+    const std::function<void()>& stop_accepting = [] {},
+    const std::function<void()>& drain = [] {});
+
+}  // namespace ptoserve
+
+#endif  // PTOSERVE_SERVER_TRANSPORT_GRPC_SERVER_H_

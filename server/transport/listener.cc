@@ -1,0 +1,227 @@
+#include "server/transport/listener.h"
+
+#include <fcntl.h>
+#include <grpcpp/server_posix.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <deque>
+#include <iostream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "server/transport/address.h"
+
+namespace ptoserve {
+
+namespace {
+
+// What every HTTP/2 client sends first (RFC 9113, section 3.4).
+constexpr char kPreface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+constexpr int kPrefaceBytes = sizeof(kPreface) - 1;
+
+absl::Status Unavailable(const std::string& address, const std::string& why) {
+  return absl::UnavailableError(
+      absl::StrCat("cannot listen on ", address, ": ", why));
+}
+
+void CloseAll(const std::vector<int>& fds) {
+  for (int fd : fds) close(fd);
+}
+
+// The soft limit on open files, or a large number if there is none.
+int OpenFileLimit() {
+  rlimit limit;
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0 ||
+      limit.rlim_cur == RLIM_INFINITY || limit.rlim_cur > (1 << 30)) {
+    return 1 << 30;
+  }
+  return static_cast<int>(limit.rlim_cur);
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Listener>> Listener::Bind(
+    const std::string& address, const ListenerOptions& options) {
+  absl::StatusOr<AddrInfoList> resolved = ResolveListenAddress(address);
+  if (!resolved.ok()) {
+    return Unavailable(address, std::string(resolved.status().message()));
+  }
+  addrinfo* found = resolved->get();
+  bool has_v4 = false;
+  for (addrinfo* a = found; a != nullptr; a = a->ai_next) {
+    has_v4 |= a->ai_family == AF_INET;
+  }
+  std::vector<int> fds;
+  int bound_port = 0;
+  std::string why;
+  for (addrinfo* a = found; a != nullptr && why.empty(); a = a->ai_next) {
+    if (a->ai_family != AF_INET && a->ai_family != AF_INET6) continue;
+    const int fd =
+        socket(a->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+      why = std::strerror(errno);
+      break;
+    }
+    const int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (a->ai_family == AF_INET6 && has_v4) {
+      setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+    }
+    // Port 0 picks one port, shared by every address.
+    if (bound_port != 0) {
+      reinterpret_cast<sockaddr_in*>(a->ai_addr)->sin_port = htons(bound_port);
+    }
+    if (bind(fd, a->ai_addr, a->ai_addrlen) != 0 ||
+        listen(fd, SOMAXCONN) != 0) {
+      why = std::strerror(errno);
+      close(fd);
+      break;
+    }
+    sockaddr_storage bound{};
+    socklen_t length = sizeof(bound);
+    getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &length);
+    bound_port = ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+    fds.push_back(fd);
+  }
+  if (!why.empty() || fds.empty()) {
+    CloseAll(fds);
+    return Unavailable(address, why.empty() ? "no IPv4 or IPv6 address" : why);
+  }
+  return std::unique_ptr<Listener>(
+      new Listener(std::move(fds), bound_port, options));
+}
+
+Listener::Listener(std::vector<int> fds, int port,
+                   const ListenerOptions& options)
+    : fds_(std::move(fds)), port_(port), options_(options) {
+  if (pipe2(wake_, O_CLOEXEC | O_NONBLOCK) != 0) wake_[0] = wake_[1] = -1;
+}
+
+Listener::~Listener() {
+  Stop();
+  if (wake_[0] >= 0) close(wake_[0]);
+  if (wake_[1] >= 0) close(wake_[1]);
+}
+
+void Listener::Start(grpc::Server* server) {
+  thread_ = std::thread([this, server] { Run(server); });
+}
+
+void Listener::Stop() {
+  if (thread_.joinable()) {
+    const char byte = 0;
+    (void)!write(wake_[1], &byte, 1);
+    thread_.join();
+  }
+  CloseAll(fds_);
+  fds_.clear();
+}
+
+void Listener::Run(grpc::Server* server) {
+  struct Pending {
+    int fd;
+    absl::Time deadline;
+  };
+  std::deque<Pending> pending;  // oldest first, so deadlines ascend
+  int spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  const int fd_limit = OpenFileLimit();
+  const auto drop = [](int fd, std::atomic<uint64_t>* counter) {
+    close(fd);
+    counter->fetch_add(1, std::memory_order_relaxed);
+  };
+  std::vector<pollfd> polled;
+  for (;;) {
+    polled.clear();
+    polled.push_back({wake_[0], POLLIN, 0});
+    for (int fd : fds_) polled.push_back({fd, POLLIN, 0});
+    for (const Pending& p : pending) polled.push_back({p.fd, POLLIN, 0});
+    int timeout_ms = -1;
+    if (!pending.empty()) {
+      timeout_ms = static_cast<int>(std::max<int64_t>(
+          0, absl::ToInt64Milliseconds(pending.front().deadline - absl::Now()) +
+                 1));
+    }
+    if (poll(polled.data(), polled.size(), timeout_ms) < 0 && errno != EINTR) {
+      break;
+    }
+    if (polled[0].revents != 0) break;  // Stop
+
+    // Connections that sent something (SO_RCVLOWAT: the whole preface),
+    // closed, or failed: in `pending` order, so walk both together.
+    std::deque<Pending> still;
+    for (size_t i = 0; i < pending.size(); ++i) {
+      const Pending& p = pending[i];
+      if (polled[1 + fds_.size() + i].revents == 0) {
+        still.push_back(p);
+        continue;
+      }
+      char head[kPrefaceBytes];
+      const ssize_t n = recv(p.fd, head, sizeof(head), MSG_PEEK);
+      if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+        still.push_back(p);
+      } else if (n == kPrefaceBytes && std::memcmp(head, kPreface, n) == 0) {
+        const int one = 1;
+        setsockopt(p.fd, SOL_SOCKET, SO_RCVLOWAT, &one, sizeof(one));
+        grpc::AddInsecureChannelFromFd(server, p.fd);
+        stats_.accepted.fetch_add(1, std::memory_order_relaxed);
+      } else if (n > 0 && n < kPrefaceBytes &&
+                 std::memcmp(head, kPreface, n) == 0) {
+        still.push_back(p);  // the rest is on its way
+      } else {
+        drop(p.fd, &stats_.rejected);  // not HTTP/2, closed or failed
+      }
+    }
+    pending.swap(still);
+    const absl::Time now = absl::Now();
+    while (!pending.empty() && pending.front().deadline <= now) {
+      drop(pending.front().fd, &stats_.timed_out);
+      pending.pop_front();
+    }
+
+    for (size_t l = 0; l < fds_.size(); ++l) {
+      if (polled[1 + l].revents == 0) continue;
+      for (;;) {
+        const int fd =
+            accept4(fds_[l], nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+          if (errno == EINTR || errno == ECONNABORTED) continue;
+          if ((errno == EMFILE || errno == ENFILE) && spare >= 0) {
+            // Out of descriptors: free the spare to take the connection
+            // off the queue, close it, and take the spare back.
+            close(spare);
+            const int shed = accept4(fds_[l], nullptr, nullptr, SOCK_CLOEXEC);
+            if (shed >= 0) drop(shed, &stats_.shed);
+            spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
+            continue;
+          }
+          break;  // EAGAIN: all taken (or an error the next poll retries)
+        }
+        if (fd >= fd_limit - options_.reserve_fds) {
+          drop(fd, &stats_.shed);
+          continue;
+        }
+        if (pending.size() >= options_.max_pending) {
+          drop(pending.front().fd, &stats_.shed);
+          pending.pop_front();
+        }
+        const int one = 1;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+        const int preface = kPrefaceBytes;
+        setsockopt(fd, SOL_SOCKET, SO_RCVLOWAT, &preface, sizeof(preface));
+        pending.push_back({fd, absl::Now() + options_.handshake_timeout});
+      }
+    }
+  }
+  for (const Pending& p : pending) close(p.fd);
+  if (spare >= 0) close(spare);
+}
+
+}  // namespace ptoserve

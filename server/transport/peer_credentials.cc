@@ -1,0 +1,300 @@
+#include "server/transport/peer_credentials.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+
+#include <array>
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/base/const_init.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "absl/synchronization/mutex.h"
+#include "common/mutex.h"
+#include "core/quote.h"
+#include "core/status_macros.h"
+
+namespace ptoserve {
+
+namespace {
+
+// An IPv6 address (IPv4 ones as ::ffff:a.b.c.d) and a port.
+struct Endpoint {
+  std::array<uint8_t, 16> address{};
+  uint16_t port = 0;
+  bool operator==(const Endpoint& o) const {
+    return address == o.address && port == o.port;
+  }
+};
+
+std::array<uint8_t, 16> MappedV4(const in_addr& v4) {
+  std::array<uint8_t, 16> a{};
+  a[10] = a[11] = 0xff;
+  std::memcpy(a.data() + 12, &v4, 4);
+  return a;
+}
+
+// The far end of the connected socket `fd`, when it is a TCP one.
+std::optional<Endpoint> FarEnd(int fd) {
+  sockaddr_storage ss{};
+  socklen_t n = sizeof(ss);
+  if (getpeername(fd, reinterpret_cast<sockaddr*>(&ss), &n) != 0) {
+    return std::nullopt;
+  }
+  Endpoint e;
+  if (ss.ss_family == AF_INET) {
+    const auto& in = reinterpret_cast<const sockaddr_in&>(ss);
+    e.address = MappedV4(in.sin_addr);
+    e.port = ntohs(in.sin_port);
+    return e;
+  }
+  if (ss.ss_family == AF_INET6) {
+    const auto& in6 = reinterpret_cast<const sockaddr_in6&>(ss);
+    std::memcpy(e.address.data(), &in6.sin6_addr, 16);
+    e.port = ntohs(in6.sin6_port);
+    return e;
+  }
+  return std::nullopt;
+}
+
+// gRPC's "ipv4:HOST:PORT" or "ipv6:[HOST]:PORT" (the brackets may be
+// escaped as %5B and %5D), or "fd:N" for a connection the server accepted
+// itself and handed to gRPC (server/listener.h): the socket is this
+// process's descriptor N, which stays open while a call on it runs.
+std::optional<Endpoint> ParsePeer(absl::string_view peer) {
+  if (absl::ConsumePrefix(&peer, "fd:")) {
+    int fd = -1;
+    if (!absl::SimpleAtoi(peer, &fd) || fd < 0) return std::nullopt;
+    return FarEnd(fd);
+  }
+  const bool v4 = absl::ConsumePrefix(&peer, "ipv4:");
+  if (!v4 && !absl::ConsumePrefix(&peer, "ipv6:")) return std::nullopt;
+  const size_t colon = peer.rfind(':');
+  if (colon == absl::string_view::npos) return std::nullopt;
+  Endpoint e;
+  uint32_t port = 0;
+  if (!absl::SimpleAtoi(peer.substr(colon + 1), &port) || port > 0xffff) {
+    return std::nullopt;
+  }
+  e.port = static_cast<uint16_t>(port);
+  std::string host =
+      absl::StrReplaceAll(peer.substr(0, colon), {{"%5B", "["}, {"%5D", "]"}});
+  if (v4) {
+    in_addr a;
+    if (inet_pton(AF_INET, host.c_str(), &a) != 1) return std::nullopt;
+    e.address = MappedV4(a);
+    return e;
+  }
+  absl::string_view h = host;
+  if (!absl::ConsumePrefix(&h, "[") || !absl::ConsumeSuffix(&h, "]")) {
+    return std::nullopt;
+  }
+  host = std::string(h.substr(0, h.find('%')));  // no zone
+  in6_addr a;
+  if (inet_pton(AF_INET6, host.c_str(), &a) != 1) return std::nullopt;
+  std::memcpy(e.address.data(), &a, 16);
+  return e;
+}
+
+// A table's "ADDRESS:PORT" in hex, each 32-bit word of the address as the
+// kernel prints it (the word's bytes as they lie in memory, read as a host
+// integer).
+std::optional<Endpoint> ParseTableEndpoint(absl::string_view text) {
+  const size_t colon = text.find(':');
+  if (colon == absl::string_view::npos) return std::nullopt;
+  const absl::string_view hex = text.substr(0, colon);
+  if (hex.size() != 8 && hex.size() != 32) return std::nullopt;
+  std::array<uint8_t, 16> raw{};
+  for (size_t w = 0; w < hex.size() / 8; ++w) {
+    uint32_t word = 0;
+    if (!absl::SimpleHexAtoi(hex.substr(w * 8, 8), &word)) return std::nullopt;
+    std::memcpy(raw.data() + w * 4, &word, 4);
+  }
+  Endpoint e;
+  if (hex.size() == 8) {
+    in_addr a;
+    std::memcpy(&a, raw.data(), 4);
+    e.address = MappedV4(a);
+  } else {
+    e.address = raw;
+  }
+  uint32_t port = 0;
+  if (!absl::SimpleHexAtoi(text.substr(colon + 1), &port) || port > 0xffff) {
+    return std::nullopt;
+  }
+  e.port = static_cast<uint16_t>(port);
+  return e;
+}
+
+std::string ReadFile(const char* path) {
+  std::ifstream in(path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+}  // namespace
+
+namespace {
+
+// The established sockets of this host at `want`, from the tables' text.
+struct Socket {
+  uid_t uid;
+  ino_t inode;
+};
+std::vector<Socket> SocketsAt(const Endpoint& want, absl::string_view tcp,
+                              absl::string_view tcp6) {
+  std::vector<Socket> found;
+  for (absl::string_view table : {tcp, tcp6}) {
+    for (absl::string_view line : absl::StrSplit(table, '\n')) {
+      // sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout
+      // inode ...
+      std::vector<absl::string_view> f =
+          absl::StrSplit(line, ' ', absl::SkipEmpty());
+      if (f.size() < 10 || f[3] != "01") continue;  // ESTABLISHED only
+      const std::optional<Endpoint> local = ParseTableEndpoint(f[1]);
+      uint32_t uid = 0;
+      uint64_t inode = 0;
+      if (!local.has_value() || !(*local == want) ||
+          !absl::SimpleAtoi(f[7], &uid) || !absl::SimpleAtoi(f[9], &inode)) {
+        continue;
+      }
+      found.push_back({static_cast<uid_t>(uid), static_cast<ino_t>(inode)});
+    }
+  }
+  return found;
+}
+
+absl::Status NotOnTcp(absl::string_view peer) {
+  return absl::PermissionDeniedError(absl::StrFormat(
+      "the caller (%s) is not on a TCP connection, so the server cannot "
+      "tell which user it runs as",
+      ShortQuote(peer)));
+}
+
+absl::Status NoSocket(absl::string_view peer) {
+  return absl::PermissionDeniedError(absl::StrFormat(
+      "the caller (%s) has no socket on this host (another host, or "
+      "another network namespace), so the server cannot tell which user "
+      "it runs as; shared memory serves clients on the server's host",
+      ShortQuote(peer)));
+}
+
+// Descriptor N of "fd:N", when it is a socket; its inode in `st`.
+std::optional<int> SocketDescriptor(absl::string_view peer, struct stat* st) {
+  int fd = -1;
+  if (!absl::ConsumePrefix(&peer, "fd:") || !absl::SimpleAtoi(peer, &fd) ||
+      fd < 0 || fstat(fd, st) != 0 || !S_ISSOCK(st->st_mode)) {
+    return std::nullopt;
+  }
+  return fd;
+}
+
+bool Established(int fd) {
+  tcp_info info{};
+  socklen_t n = sizeof(info);
+  return getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &n) == 0 &&
+         info.tcpi_state == TCP_ESTABLISHED;
+}
+
+}  // namespace
+
+absl::StatusOr<uid_t> PeerUidIn(absl::string_view peer, absl::string_view tcp,
+                                absl::string_view tcp6) {
+  const std::optional<Endpoint> want = ParsePeer(peer);
+  if (!want.has_value()) return NotOnTcp(peer);
+  const std::vector<Socket> sockets = SocketsAt(*want, tcp, tcp6);
+  if (sockets.empty()) return NoSocket(peer);
+  for (const Socket& s : sockets) {
+    if (s.uid != sockets[0].uid) {
+      return absl::PermissionDeniedError(absl::StrFormat(
+          "the caller's address (%s) belongs to sockets of two users (%u "
+          "and %u)",
+          ShortQuote(peer), sockets[0].uid, s.uid));
+    }
+  }
+  return sockets[0].uid;
+}
+
+absl::StatusOr<uid_t> PeerUid(absl::string_view peer) {
+  return PeerUidIn(peer, ReadFile("/proc/net/tcp"), ReadFile("/proc/net/tcp6"));
+}
+
+absl::StatusOr<uid_t> CachedPeerUid(absl::string_view peer) {
+  struct stat st;
+  const std::optional<int> socket = SocketDescriptor(peer, &st);
+  if (!socket.has_value()) return PeerUid(peer);
+  const int fd = *socket;
+  struct Known {
+    ino_t inode;
+    uid_t uid;
+  };
+  static absl::Mutex mu(absl::kConstInit);
+  // At most one entry a descriptor: bounded by the open-file limit.
+  static auto* known = new absl::flat_hash_map<int, Known>();
+  {
+    MutexLock lock(&mu);
+    auto it = known->find(fd);
+    if (it != known->end() && it->second.inode == st.st_ino) {
+      return it->second.uid;
+    }
+  }
+  PTO_ASSIGN_OR_RETURN(uid_t uid, PeerUid(peer));
+  MutexLock lock(&mu);
+  (*known)[fd] = Known{st.st_ino, uid};
+  return uid;
+}
+
+absl::StatusOr<PeerConnection> FindConnection(absl::string_view peer) {
+  struct stat st;
+  if (SocketDescriptor(peer, &st).has_value()) {
+    return PeerConnection{std::string(peer), st.st_ino};
+  }
+  const std::optional<Endpoint> want = ParsePeer(peer);
+  if (!want.has_value()) return NotOnTcp(peer);
+  const std::vector<Socket> sockets =
+      SocketsAt(*want, ReadFile("/proc/net/tcp"), ReadFile("/proc/net/tcp6"));
+  if (sockets.size() != 1) return NoSocket(peer);
+  return PeerConnection{std::string(peer), sockets[0].inode};
+}
+
+std::vector<bool> ConnectionsOpen(
+    absl::Span<const PeerConnection> connections) {
+  std::vector<bool> open(connections.size(), false);
+  std::optional<std::string> tcp, tcp6;  // read once, if needed
+  for (size_t i = 0; i < connections.size(); ++i) {
+    const PeerConnection& c = connections[i];
+    struct stat st;
+    if (const std::optional<int> fd = SocketDescriptor(c.peer, &st)) {
+      open[i] = st.st_ino == c.inode && Established(*fd);
+      continue;
+    }
+    if (absl::StartsWith(c.peer, "fd:")) continue;  // the descriptor closed
+    const std::optional<Endpoint> at = ParsePeer(c.peer);
+    if (!at.has_value()) continue;
+    if (!tcp.has_value()) {
+      tcp = ReadFile("/proc/net/tcp");
+      tcp6 = ReadFile("/proc/net/tcp6");
+    }
+    for (const Socket& s : SocketsAt(*at, *tcp, *tcp6)) {
+      open[i] = open[i] || s.inode == c.inode;
+    }
+  }
+  return open;
+}
+
+}  // namespace ptoserve

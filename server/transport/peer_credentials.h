@@ -1,0 +1,63 @@
+// Which user a caller on this host runs as, from the TCP connection its
+// call came on: the kernel's socket tables (/proc/net/tcp, /proc/net/tcp6)
+// list each socket with its address and the user that opened it, so the
+// client's end of a loopback connection names the client's user. The
+// shared-memory path uses it to map only objects the caller itself could
+// open (server/shared_memory.h).
+#ifndef PTOSERVE_SERVER_TRANSPORT_PEER_CREDENTIALS_H_
+#define PTOSERVE_SERVER_TRANSPORT_PEER_CREDENTIALS_H_
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+
+namespace ptoserve {
+
+// The user id that owns the established TCP socket at `peer`, gRPC's peer
+// string for a call ("ipv4:127.0.0.1:54321", "ipv6:[::1]:54321", or
+// "fd:N" for a connection this process accepted as descriptor N), in this
+// network namespace. PERMISSION_DENIED, saying why, when `peer` is not a
+// TCP address, when no socket of this host has that address (the caller is
+// on another host or in another network namespace), or when sockets of two
+// users do.
+absl::StatusOr<uid_t> PeerUid(absl::string_view peer);
+
+// PeerUid, remembered for connections this process accepted ("fd:N"): by
+// descriptor, with the socket's inode, so that a descriptor reused for
+// another connection is looked up again. One fstat and a lookup for a
+// connection seen before (the tables are read once per connection); other
+// peers are looked up every time.
+absl::StatusOr<uid_t> CachedPeerUid(absl::string_view peer);
+
+// The same, looked up in `tcp` and `tcp6`, the texts of /proc/net/tcp and
+// /proc/net/tcp6.
+absl::StatusOr<uid_t> PeerUidIn(absl::string_view peer, absl::string_view tcp,
+                                absl::string_view tcp6);
+
+// A connection a call came on, as the server can find it again later: a
+// shared-memory region's lease lasts while its registering connection is
+// open (server/shared_memory.h).
+struct PeerConnection {
+  std::string peer;  // gRPC's peer string
+  // "fd:N": the server's socket's inode; an address: the caller's socket's.
+  ino_t inode = 0;
+};
+
+// The connection a call from `peer` came on, open now; PERMISSION_DENIED
+// as PeerUid says when it cannot be found.
+absl::StatusOr<PeerConnection> FindConnection(absl::string_view peer);
+
+// Which of `connections` are open now: an "fd:N" one while descriptor N is
+// still the same socket and established, an address one while an
+// established socket of this host has that address and inode (the tables
+// are read once a call, and only for address ones).
+std::vector<bool> ConnectionsOpen(absl::Span<const PeerConnection> connections);
+
+}  // namespace ptoserve
+
+#endif  // PTOSERVE_SERVER_TRANSPORT_PEER_CREDENTIALS_H_
