@@ -15,11 +15,12 @@ host, tiles may live in shared memory instead of travelling as bytes:
         client.tand(a, 0x0f, out=c)                  # the server writes c
 """
 
-from ptoserve_client.client import (MAX_TILE_BYTES, Client, PtoserveError,
-                                    Result, ServerMetadata, as_tile_array,
-                                    assembly_job, binary_job, decode_tile,
-                                    encode_operands, encode_tile, make_job,
-                                    shared_slice, tile_dtype)
+from ptoserve_client.client import (MAX_TILE_BYTES, Client, Result,
+                                    ServerMetadata, assembly_job, binary_job,
+                                    decode_tile, encode_operands, encode_tile,
+                                    make_job, shared_slice)
+from ptoserve_client.dtypes import as_tile_array, tile_dtype
+from ptoserve_client.errors import PtoserveError
 from ptoserve_client.shared import SharedRegion
 
 # The client's version (the package's, read by pyproject.toml): the same

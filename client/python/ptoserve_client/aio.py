@@ -29,14 +29,15 @@ import numpy as np
 
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from ptoserve.v1 import job_pb2, service_pb2, service_pb2_grpc
+from ptoserve_client.channels import open_channel
 from ptoserve_client.client import (_CLOSE_TIMEOUT_S, _NOT_LIVE,
-                                    _UNREGISTERED, DTypeLike, Operand,
-                                    PtoserveError, Result, ServerMetadata,
-                                    Step, Target, TileLike, _error,
-                                    _name_prefix, _RegionBook,
-                                    _shared_memory_off, assembly_job,
-                                    binary_job, health_name, make_job,
-                                    open_channel)
+                                    _UNREGISTERED, Result, ServerMetadata,
+                                    Step, Target, TileLike, _name_prefix,
+                                    _RegionBook, _shared_memory_off,
+                                    assembly_job, binary_job, health_name,
+                                    make_job)
+from ptoserve_client.dtypes import DTypeLike, Operand
+from ptoserve_client.errors import PtoserveError, _error
 
 if TYPE_CHECKING:
     from ptoserve_client.shared import SharedRegion

@@ -15,7 +15,6 @@ the server in place (`Job.output_regions`).
 
 import concurrent.futures
 import dataclasses
-import json
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, Union
@@ -25,77 +24,31 @@ import numpy as np
 
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from ptoserve.v1 import job_pb2, service_pb2, service_pb2_grpc, tile_pb2
+# channel_target was defined here before the package had its channels
+# module, and is still imported from here.
+from ptoserve_client.channels import (_MAX_MESSAGE_BYTES, channel_target,
+                                      open_channel)
+from ptoserve_client.dtypes import (_DTYPE_NAMES, _DTYPES, _NUMPY_DTYPES,
+                                    DTypeLike, Operand, _cast,
+                                    _has_tile_dtype, as_tile_array,
+                                    tile_dtype)
+from ptoserve_client.errors import PtoserveError, _error, _status_error
 
 if TYPE_CHECKING:
     from ptoserve_client.shared import SharedRegion
 
-# (numpy kind, item size) -> wire element type.
-_DTYPES = {
-    ("i", 1): tile_pb2.DTYPE_INT8,
-    ("u", 1): tile_pb2.DTYPE_UINT8,
-    ("i", 2): tile_pb2.DTYPE_INT16,
-    ("u", 2): tile_pb2.DTYPE_UINT16,
-    ("i", 4): tile_pb2.DTYPE_INT32,
-    ("u", 4): tile_pb2.DTYPE_UINT32,
-}
-_NUMPY_DTYPES = {wire: np.dtype(f"{kind}{size}")
-                 for (kind, size), wire in _DTYPES.items()}
-_DTYPE_NAMES = "int8, uint8, int16, uint16, int32, uint32"
-
-# The server's default --max_message_mb.
-_MAX_MESSAGE_BYTES = 64 << 20
 # The most bytes the client allocates for one tile it builds (a broadcast
 # operand) or decodes (a fill or zero-filled tile, whose size its message
 # does not bound): no message could carry a larger one.
 MAX_TILE_BYTES = _MAX_MESSAGE_BYTES
 
-# gRPC status codes by number, for JobStatus.code.
-_STATUS_CODES = {code.value[0]: code for code in grpc.StatusCode}
-
-# As the C++ SDK's (client/client.cc): round robin over every address the
-# target resolves to; Execute and GetCapabilities, which have no side
-# effects, are retried on another server when one is gone or going away
-# (UNAVAILABLE: unreachable or refusing calls in its lame duck; CANCELLED:
-# what gRPC answers calls that reach a server as it closes). A call whose
-# deadline passes is never retried.
-_SERVICE_CONFIG = json.dumps({
-    "loadBalancingConfig": [{"round_robin": {}}],
-    "methodConfig": [{
-        "name": [{"service": "ptoserve.v1.TileCompute", "method": "Execute"},
-                 {"service": "ptoserve.v1.TileCompute",
-                  "method": "GetCapabilities"}],
-        "retryPolicy": {
-            "maxAttempts": 5,
-            "initialBackoff": "0.05s",
-            "maxBackoff": "1s",
-            "backoffMultiplier": 2,
-            "retryableStatusCodes": ["UNAVAILABLE", "CANCELLED"],
-        },
-    }],
-})
-
 # What a liveness probe reads as "no server there" rather than an error.
 _NOT_LIVE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
 
-
-def channel_target(address: str) -> str:
-    """The gRPC target for `address`: HOST:PORT, a comma-separated list of
-    them ("10.0.0.5:50051,10.0.0.6:50051", IPv6 in brackets), or any gRPC
-    target with a scheme ("dns:///ptoserve.default.svc:50051")."""
-    if "," not in address or ":/" in address or address.startswith(
-            ("ipv4:", "ipv6:")):
-        return address
-    return ("ipv6:" if address.startswith("[") else "ipv4:") + address
-
 # "host", "a2a3", "a5", a job_pb2.Target value, or None: the server's default.
 Target = str | int | None
-# One of the six element types as numpy spells it: np.int16, "uint8",
-# np.dtype("<u4"), ...; None: the operands' own.
-DTypeLike = np.dtype | type | str | None
 # A 2-D array, or anything np.asarray makes one of (nested lists of ints).
 TileLike = np.ndarray | Sequence | tile_pb2.Tile
-# An operand of tand/txor: TileLike, a 1-D row, or one integer.
-Operand = np.ndarray | Sequence | int | np.integer
 # (opcode, dst, src0, src1[, tmp]) with opcode "tand" or "txor", or a
 # ptoserve.v1.Instruction.
 Step = tuple[str, ...] | job_pb2.Instruction
@@ -104,19 +57,6 @@ Step = tuple[str, ...] | job_pb2.Instruction
 Regions = Union[Mapping[str, "SharedRegion"], Iterable["SharedRegion"],
                 "SharedRegion", None]
 T = TypeVar("T")
-
-
-class PtoserveError(Exception):
-    """A failed call: the gRPC status code and the server's message."""
-
-    def __init__(self, code: grpc.StatusCode, details: str):
-        super().__init__(f"{code.name}: {details}")
-        self.code = code
-        self.details = details
-
-
-def _error(error: grpc.RpcError) -> PtoserveError:
-    return PtoserveError(error.code(), error.details())
 
 
 @dataclasses.dataclass
@@ -160,9 +100,7 @@ class Result:
             type is not the tile's, or the job returned no such tile.
         """
         if result.status.code:
-            raise PtoserveError(
-                _STATUS_CODES.get(result.status.code, grpc.StatusCode.UNKNOWN),
-                result.status.message)
+            raise _status_error(result.status.code, result.status.message)
         out = out or {}
         tiles = {}
         for name, tile in result.tiles.items():
@@ -205,63 +143,6 @@ class ServerMetadata:
                    targets=[_target_name(t.target)
                             for t in capabilities.targets],
                    default_target=_target_name(capabilities.default_target))
-
-
-def tile_dtype(dtype: DTypeLike) -> np.dtype:
-    """np.dtype(dtype) if it is one of the six element types TAND and TXOR
-    take; TypeError otherwise."""
-    try:
-        resolved = np.dtype(dtype)
-    except TypeError:
-        resolved = None
-    if resolved is None or (resolved.kind, resolved.itemsize) not in _DTYPES:
-        raise TypeError(f"dtype {dtype!r} is not one of {_DTYPE_NAMES}")
-    return resolved
-
-
-def _has_tile_dtype(array: np.ndarray) -> bool:
-    return (array.dtype.kind, array.dtype.itemsize) in _DTYPES
-
-
-def _cast(array: np.ndarray, dtype: np.dtype, name: str) -> np.ndarray:
-    """`array` as `dtype`, refusing what is no integer (TypeError) and any
-    value that does not fit (ValueError): never a silent wraparound."""
-    kind = array.dtype.kind
-    if kind == "O" and all(type(v) is int for v in array.flat):
-        pass  # Python ints beyond 64 bits: compared exactly below
-    elif kind not in "iu":
-        raise TypeError(
-            f"{name} has {array.dtype} elements; TAND and TXOR take "
-            f"integers ({_DTYPE_NAMES}), and floats, bools and other kinds "
-            "are not converted implicitly: convert with .astype() first")
-    if np.can_cast(array.dtype, dtype, "safe"):
-        return array.astype(dtype, copy=False)
-    info = np.iinfo(dtype)
-    outside = (array < info.min) | (array > info.max)
-    if outside.any():
-        index = tuple(int(i) for i in np.argwhere(outside)[0])
-        where = f"{name}[{', '.join(map(str, index))}]" if index else name
-        raise ValueError(
-            f"{where} = {array[index]} does not fit {dtype.name} "
-            f"[{info.min}, {info.max}]")
-    return array.astype(dtype)
-
-
-def as_tile_array(value: Operand, dtype: DTypeLike = None,
-                  name: str = "tile") -> np.ndarray:
-    """`value` (an array, nested lists of integers, or one integer) as an
-    array of an element type: `dtype` if given (every value checked to fit:
-    ValueError names the first that does not), else its own, which must be
-    one of the six (TypeError). Floats and bools are never converted
-    (TypeError). `name` labels the errors."""
-    array = np.asarray(value)
-    if dtype is not None:
-        return _cast(array, tile_dtype(dtype), name)
-    if not _has_tile_dtype(array):
-        raise TypeError(
-            f"{name} dtype {array.dtype} is not one of {_DTYPE_NAMES}; "
-            "pass dtype= to convert it (values are checked to fit)")
-    return array
 
 
 def _region_list(regions: Regions) -> list["SharedRegion"]:
@@ -635,30 +516,6 @@ def assembly_job(text: str, tiles: Mapping[str, TileLike],
     """The ptoserve.v1.Job that Client.run_assembly would send; `out` and
     `regions` as make_job's."""
     return _job(tiles, outputs, target, dtype, regions, out, assembly=text)
-
-
-def open_channel(grpc_module: Any, address: str, *, tls: bool = False,
-                 root_certificates: bytes | None = None,
-                 certificate_chain: bytes | None = None,
-                 private_key: bytes | None = None) -> Any:
-    """A channel to `address` from `grpc_module` (grpc, or grpc.aio for
-    asyncio) with the client's message limits and service config."""
-    options = [
-        ("grpc.max_send_message_length", _MAX_MESSAGE_BYTES),
-        ("grpc.max_receive_message_length", _MAX_MESSAGE_BYTES),
-        ("grpc.service_config", _SERVICE_CONFIG),
-        ("grpc.enable_retries", 1),
-    ]
-    if (certificate_chain is None) != (private_key is None):
-        raise ValueError("certificate_chain and private_key go together")
-    if tls or root_certificates or certificate_chain:
-        credentials = grpc.ssl_channel_credentials(
-            root_certificates=root_certificates, private_key=private_key,
-            certificate_chain=certificate_chain)
-        return grpc_module.secure_channel(channel_target(address),
-                                          credentials, options=options)
-    return grpc_module.insecure_channel(channel_target(address),
-                                        options=options)
 
 
 def health_name(response: health_pb2.HealthCheckResponse) -> str:

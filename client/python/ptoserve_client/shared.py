@@ -44,7 +44,8 @@ from typing import Any
 import numpy as np
 
 from ptoserve.v1 import service_pb2, tile_pb2
-from ptoserve_client.client import DTypeLike, PtoserveError, as_tile_array
+from ptoserve_client.dtypes import DTypeLike, as_tile_array
+from ptoserve_client.errors import PtoserveError
 
 # Each array starts at a multiple of this many bytes from the region's
 # start (itself page-aligned): a cache line, and every element type's size.
