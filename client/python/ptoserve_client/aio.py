@@ -21,7 +21,6 @@ region.aclose()` or `async with`:
 """
 
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING
 
 import grpc
 import grpc.aio
@@ -31,16 +30,15 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from ptoserve.v1 import job_pb2, service_pb2, service_pb2_grpc
 from ptoserve_client.channels import open_channel
 from ptoserve_client.client import (_CLOSE_TIMEOUT_S, _NOT_LIVE,
-                                    _UNREGISTERED, Result, ServerMetadata,
-                                    Step, Target, TileLike, _name_prefix,
-                                    _RegionBook, _shared_memory_off,
-                                    assembly_job, binary_job, health_name,
-                                    make_job)
+                                    _UNREGISTERED, _name_prefix, _RegionBook,
+                                    _shared_memory_off, health_name)
 from ptoserve_client.dtypes import DTypeLike, Operand
 from ptoserve_client.errors import PtoserveError, _error
-
-if TYPE_CHECKING:
-    from ptoserve_client.shared import SharedRegion
+from ptoserve_client.jobs import (Step, Target, assembly_job, binary_job,
+                                  make_job)
+from ptoserve_client.results import Result, ServerMetadata
+from ptoserve_client.shared import SharedRegion
+from ptoserve_client.tiles import TileLike
 
 
 class Client:
@@ -105,16 +103,15 @@ class Client:
     # --- Shared memory ------------------------------------------------------
 
     @property
-    def regions(self) -> dict[str, "SharedRegion"]:
+    def regions(self) -> dict[str, SharedRegion]:
         """The regions registered through this client, by name."""
         return self._book.snapshot()
 
     async def shared_region(self, size: int, *,
-                            timeout: float | None = None) -> "SharedRegion":
+                            timeout: float | None = None) -> SharedRegion:
         """A new region of `size` bytes registered with the server, as
         ptoserve_client.Client.shared_region; close it with `await
         region.aclose()` or `async with` (or with the client)."""
-        from ptoserve_client.shared import SharedRegion
         info = (await self.capabilities(timeout=timeout)).shared_memory
         if not info.enabled:
             raise _shared_memory_off()
@@ -126,7 +123,7 @@ class Client:
             raise
         return region
 
-    async def _register(self, region: "SharedRegion", timeout: float | None,
+    async def _register(self, region: SharedRegion, timeout: float | None,
                         owned: bool) -> service_pb2.Region:
         answer = await self._call(self._shared.Register,
                                   region.register_request(), timeout)
@@ -134,13 +131,13 @@ class Client:
         region._attach(self)
         return answer
 
-    async def register_region(self, region: "SharedRegion", *,
+    async def register_region(self, region: SharedRegion, *,
                               timeout: float | None = None
                               ) -> service_pb2.Region:
         """Registers `region`, as ptoserve_client.Client.register_region."""
         return await self._register(region, timeout, owned=False)
 
-    async def unregister_region(self, region: "SharedRegion | str", *,
+    async def unregister_region(self, region: SharedRegion | str, *,
                                 timeout: float | None = None
                                 ) -> service_pb2.Region:
         """Unregisters a region (or a name), as
@@ -160,7 +157,7 @@ class Client:
                                       service_pb2.ListRequest(),
                                       timeout)).regions)
 
-    async def _release_region(self, region: "SharedRegion") -> None:
+    async def _release_region(self, region: SharedRegion) -> None:
         """SharedRegion.aclose(): unregisters it; NOT_FOUND and
         UNAVAILABLE are no error."""
         try:

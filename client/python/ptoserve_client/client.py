@@ -1,521 +1,38 @@
-"""A thin Python layer over the generated ptoserve.v1 gRPC stub.
+"""Client, the blocking ptoserve client: calls that wait for their answer,
+and *_async ones that return a concurrent.futures.Future at once.
 
-Tiles are 2-D numpy arrays of int8, uint8, int16, uint16, int32 or uint32;
-they travel as raw little-endian row-major bytes (`Tile.data`), or as one
-number (`Tile.fill`) when every element is the same, and come back as
-arrays of the same dtype and shape. Events are the server's
-`ptoserve.v1.EventRecord` messages, unchanged.
-
-On the server's host, tiles may instead live in shared memory
-(ptoserve_client.shared.SharedRegion, Client.shared_region): an operand
-that is an array inside a region registered with the client travels as
-`Tile.shared`, a few bytes, and `out=` arrays in a region are written by
-the server in place (`Job.output_regions`).
+Tiles are 2-D numpy arrays (ptoserve_client.tiles). On the server's
+host they may instead live in shared memory (Client.shared_region, a
+SharedRegion): an operand that is an array inside a region registered
+with the client travels as `Tile.shared`, a few bytes, and `out=` arrays
+in a region are written by the server in place (`Job.output_regions`).
+Events are the server's `ptoserve.v1.EventRecord` messages, unchanged.
 """
 
 import concurrent.futures
-import dataclasses
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar, Union
+from typing import Any, TypeVar
 
 import grpc
 import numpy as np
 
 from grpc_health.v1 import health_pb2, health_pb2_grpc
-from ptoserve.v1 import job_pb2, service_pb2, service_pb2_grpc, tile_pb2
+from ptoserve.v1 import job_pb2, service_pb2, service_pb2_grpc
 # channel_target was defined here before the package had its channels
 # module, and is still imported from here.
-from ptoserve_client.channels import (_MAX_MESSAGE_BYTES, channel_target,
-                                      open_channel)
-from ptoserve_client.dtypes import (_DTYPE_NAMES, _DTYPES, _NUMPY_DTYPES,
-                                    DTypeLike, Operand, _cast,
-                                    _has_tile_dtype, as_tile_array,
-                                    tile_dtype)
-from ptoserve_client.errors import PtoserveError, _error, _status_error
-
-if TYPE_CHECKING:
-    from ptoserve_client.shared import SharedRegion
-
-# The most bytes the client allocates for one tile it builds (a broadcast
-# operand) or decodes (a fill or zero-filled tile, whose size its message
-# does not bound): no message could carry a larger one.
-MAX_TILE_BYTES = _MAX_MESSAGE_BYTES
+from ptoserve_client.channels import channel_target, open_channel
+from ptoserve_client.dtypes import DTypeLike, Operand
+from ptoserve_client.errors import PtoserveError, _error
+from ptoserve_client.jobs import (Step, Target, assembly_job, binary_job,
+                                  make_job)
+from ptoserve_client.results import Result, ServerMetadata
+from ptoserve_client.shared import SharedRegion
+from ptoserve_client.tiles import TileLike
 
 # What a liveness probe reads as "no server there" rather than an error.
 _NOT_LIVE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
-
-# "host", "a2a3", "a5", a job_pb2.Target value, or None: the server's default.
-Target = str | int | None
-# A 2-D array, or anything np.asarray makes one of (nested lists of ints).
-TileLike = np.ndarray | Sequence | tile_pb2.Tile
-# (opcode, dst, src0, src1[, tmp]) with opcode "tand" or "txor", or a
-# ptoserve.v1.Instruction.
-Step = tuple[str, ...] | job_pb2.Instruction
-# Shared-memory regions whose arrays travel as slices: one SharedRegion,
-# several, or a mapping of names to them (Client.regions).
-Regions = Union[Mapping[str, "SharedRegion"], Iterable["SharedRegion"],
-                "SharedRegion", None]
 T = TypeVar("T")
-
-
-@dataclasses.dataclass
-class Result:
-    """What a job returned, decoded.
-
-    tiles: the output tiles by name, each the whole physical tile: the
-        `out=` array itself for a tile the call named one for, an array
-        in the shared-memory region for one the server wrote there, a new
-        array otherwise.
-    events: one ptoserve.v1.EventRecord per instruction, in order.
-    target: the target the job ran under: "host", "a2a3" or "a5".
-    """
-
-    tiles: dict[str, np.ndarray]
-    events: list[job_pb2.EventRecord]
-    target: str
-
-    @property
-    def dst(self) -> np.ndarray:
-        """The dst of Client.tand and Client.txor."""
-        return self.tiles["dst"]
-
-    def as_numpy(self, name: str) -> np.ndarray | None:
-        """Output tile `name`, or None if the job returned no such tile
-        (as tritonclient's InferResult.as_numpy)."""
-        return self.tiles.get(name)
-
-    @classmethod
-    def from_proto(cls, result: job_pb2.JobResult, regions: Regions = None,
-                   out: Mapping[str, np.ndarray] | None = None) -> "Result":
-        """Decodes a ptoserve.v1.JobResult. Raises PtoserveError for a
-        failed one (a stream's result with a non-zero status.code).
-
-        regions: the shared-memory regions the job's output_regions name
-            (e.g. Client.regions): a tile the server wrote to one decodes
-            as an array in it (decode_tile).
-        out: output name -> the array that receives it, as Client.run's
-            out=: the array itself is the tile (a tile that came back as
-            bytes is copied into it). ValueError if its shape or element
-            type is not the tile's, or the job returned no such tile.
-        """
-        if result.status.code:
-            raise _status_error(result.status.code, result.status.message)
-        out = out or {}
-        tiles = {}
-        for name, tile in result.tiles.items():
-            target = out.get(name)
-            if target is None:
-                tiles[name] = decode_tile(tile, regions=regions)
-                continue
-            _check_out_matches(target, tile, name)
-            if not tile.HasField("shared"):
-                np.copyto(target, decode_tile(tile), casting="equiv")
-            tiles[name] = target
-        missing = sorted(set(out) - set(tiles))
-        if missing:
-            raise ValueError(
-                f"out names {', '.join(map(repr, missing))}, which the job "
-                f"did not return (it returned {sorted(tiles)})")
-        return cls(tiles=tiles, events=list(result.events),
-                   target=_target_name(result.target))
-
-
-@dataclasses.dataclass(frozen=True)
-class ServerMetadata:
-    """What get_server_metadata() returns (tritonclient's name for it).
-
-    name: "ptoserve". version: the server's, e.g. "0.1.0".
-    targets: the targets it runs, e.g. ["host", "a2a3", "a5"].
-    default_target: the target of jobs that leave it unset.
-    """
-
-    name: str
-    version: str
-    targets: list[str]
-    default_target: str
-
-    @classmethod
-    def from_capabilities(
-            cls, capabilities: service_pb2.Capabilities) -> "ServerMetadata":
-        """Picks the metadata out of a ptoserve.v1.Capabilities."""
-        return cls(name="ptoserve", version=capabilities.server_version,
-                   targets=[_target_name(t.target)
-                            for t in capabilities.targets],
-                   default_target=_target_name(capabilities.default_target))
-
-
-def _region_list(regions: Regions) -> list["SharedRegion"]:
-    if regions is None:
-        return []
-    if isinstance(regions, Mapping):
-        regions = regions.values()
-    elif hasattr(regions, "slice") and hasattr(regions, "view"):
-        return [regions]  # one SharedRegion
-    return list(regions)
-
-
-def shared_slice(array: Any, regions: Regions) -> tile_pb2.RegionSlice | None:
-    """The ptoserve.v1.RegionSlice `array` occupies if it lies wholly in
-    one of `regions` (open SharedRegions) as a C-contiguous, little-endian
-    block; None otherwise (it then travels as bytes)."""
-    if not isinstance(array, np.ndarray):
-        return None
-    for region in _region_list(regions):
-        where = region.slice(array)
-        if where is not None:
-            return where
-    return None
-
-
-def _region_by_name(regions: Regions) -> dict[str, "SharedRegion"]:
-    return {region.name: region for region in _region_list(regions)}
-
-
-def encode_tile(array: TileLike, valid: tuple[int, int] | None = None,
-                dtype: DTypeLike = None, *,
-                regions: Regions = None) -> tile_pb2.Tile:
-    """A ptoserve.v1.Tile holding `array` as data, with valid region `valid`
-    (rows, cols; None: the whole tile). `dtype` converts it first, as
-    as_tile_array does. An array in one of `regions` (shared_slice) is
-    referenced as Tile.shared instead, its elements not copied."""
-    array = as_tile_array(array, dtype)
-    if array.ndim != 2:
-        raise ValueError(f"a tile is a 2-D array, not {array.ndim}-D")
-    rows, cols = array.shape
-    valid_rows, valid_cols = valid or (0, 0)
-    wire_dtype = _DTYPES[array.dtype.kind, array.dtype.itemsize]
-    where = shared_slice(array, regions)
-    if where is not None:
-        return tile_pb2.Tile(dtype=wire_dtype, rows=rows, cols=cols,
-                             valid_rows=valid_rows, valid_cols=valid_cols,
-                             shared=where)
-    data = array.astype(array.dtype.newbyteorder("<"), copy=False).tobytes()
-    return tile_pb2.Tile(dtype=wire_dtype, rows=rows, cols=cols,
-                         valid_rows=valid_rows, valid_cols=valid_cols,
-                         data=data)
-
-
-def encode_operands(src0: Operand, src1: Operand,
-                    valid: tuple[int, int] | None = None,
-                    dtype: DTypeLike = None, *, regions: Regions = None
-                    ) -> tuple[tile_pb2.Tile, tile_pb2.Tile]:
-    """The two tiles Client.tand/txor send for `src0` and `src1`.
-
-    Element type: `dtype` if given, else that of the operand that is an
-    array of one of the six types (the other, e.g. a Python int, a list or
-    an int64 array, is converted to it); both are checked to fit. Two
-    arrays of different element types need dtype= (TypeError).
-
-    Shape: the operands broadcast as numpy broadcasts them, and the result
-    must be 2-D: a scalar, a 1-D row of `cols` values, a (1, cols) row or
-    a (rows, 1) column stretches over the other operand. An operand of one
-    element travels as `Tile.fill`, a few bytes whatever the shape; any
-    other is sent whole (broadcast to the shape, at most MAX_TILE_BYTES),
-    except an operand of the whole shape that lies in one of `regions`
-    (shared_slice): that one travels as Tile.shared, its elements not
-    copied.
-    """
-    arrays = [np.asarray(src0), np.asarray(src1)]
-    if dtype is None:
-        own = {a.dtype.newbyteorder("=") for a in arrays
-               if _has_tile_dtype(a)}
-        if len(own) > 1:
-            raise TypeError(
-                f"src0 is {arrays[0].dtype} and src1 is {arrays[1].dtype}: "
-                "TAND and TXOR take one element type; pass dtype= to "
-                "convert both (values are checked to fit)")
-        if not own:
-            raise TypeError(
-                f"neither operand is an array of {_DTYPE_NAMES} "
-                f"(src0: {arrays[0].dtype}, src1: {arrays[1].dtype}); pass "
-                "dtype=, e.g. dtype=np.int32")
-        dtype = next(iter(own))
-    dtype = tile_dtype(dtype)
-    arrays = [_cast(a, dtype, f"src{i}") for i, a in enumerate(arrays)]
-    try:
-        shape = np.broadcast_shapes(*(a.shape for a in arrays))
-    except ValueError:
-        raise ValueError(
-            f"src0 {arrays[0].shape} and src1 {arrays[1].shape} do not "
-            "broadcast to one shape") from None
-    if len(shape) != 2:
-        raise ValueError(
-            f"src0 {arrays[0].shape} and src1 {arrays[1].shape} broadcast "
-            f"to {len(shape)}-D; a tile is 2-D (a 1-D operand is a row)")
-    rows, cols = shape
-    valid_rows, valid_cols = valid or (0, 0)
-    tiles = []
-    for array in arrays:
-        if array.size == 1:
-            tiles.append(tile_pb2.Tile(
-                dtype=_DTYPES[dtype.kind, dtype.itemsize], rows=rows,
-                cols=cols, valid_rows=valid_rows, valid_cols=valid_cols,
-                fill=float(array.item())))
-            continue
-        if array.shape == shape:
-            tiles.append(encode_tile(array, valid, regions=regions))
-            continue
-        if rows * cols * dtype.itemsize > MAX_TILE_BYTES:
-            raise ValueError(
-                f"broadcasting to {rows}x{cols} {dtype.name} takes more than "
-                f"{MAX_TILE_BYTES} bytes")
-        tiles.append(encode_tile(np.broadcast_to(array, shape), valid))
-    return tiles[0], tiles[1]
-
-
-def decode_tile(tile: tile_pb2.Tile, max_bytes: int = MAX_TILE_BYTES, *,
-                regions: Regions = None) -> np.ndarray:
-    """The elements of a ptoserve.v1.Tile (data, values, fill or none of
-    them) as a rows x cols array of its dtype. ValueError for a tile over
-    `max_bytes` (before anything is allocated) or whose elements do not
-    match its shape and dtype.
-
-    A tile in shared memory (Tile.shared, as a result's output_regions
-    tiles come back) is an array in that region, no copy: `regions` must
-    hold it (e.g. Client.regions), else ValueError.
-    """
-    dtype = _NUMPY_DTYPES.get(tile.dtype)
-    if dtype is None:
-        raise TypeError(
-            f"tile dtype {tile_pb2.DType.Name(tile.dtype)} has no decoder")
-    if tile.HasField("shared"):
-        where = tile.shared
-        region = _region_by_name(regions).get(where.region)
-        if region is None:
-            raise ValueError(
-                f"the tile is in shared-memory region {where.region!r} "
-                f"(offset {where.offset}, {where.size} bytes), which is not "
-                "among the regions given (regions=, e.g. Client.regions)")
-        if tile.rows * tile.cols * dtype.itemsize != where.size:
-            raise ValueError(
-                f"tile of {tile.rows}x{tile.cols} {dtype.name} is "
-                f"{tile.rows * tile.cols * dtype.itemsize} bytes; its slice "
-                f"of region {where.region!r} is {where.size}")
-        return region.view(where.offset, (tile.rows, tile.cols), dtype)
-    elements = tile.rows * tile.cols
-    if elements * dtype.itemsize > max_bytes:
-        raise ValueError(
-            f"tile of {tile.rows}x{tile.cols} {dtype.name} is over "
-            f"{max_bytes} bytes")
-    if tile.HasField("fill"):
-        info = np.iinfo(dtype)
-        if not (tile.fill.is_integer() and info.min <= tile.fill <= info.max):
-            raise ValueError(f"tile fill {tile.fill} is not an integer in "
-                             f"the {dtype.name} range")
-        flat = np.full(elements, int(tile.fill), dtype=dtype)
-    elif tile.values:
-        if len(tile.values) != elements:
-            raise ValueError(f"tile has {len(tile.values)} values for "
-                             f"{tile.rows}x{tile.cols} elements")
-        numbers = np.array(tile.values)  # float64: exact for every int32
-        with np.errstate(invalid="ignore"):
-            flat = numbers.astype(dtype)
-        if not np.array_equal(flat, numbers):
-            raise ValueError(f"tile values are not all integers in the "
-                             f"{dtype.name} range")
-    elif tile.data:
-        if len(tile.data) != elements * dtype.itemsize:
-            raise ValueError(
-                f"tile data is {len(tile.data)} bytes; {tile.rows}x"
-                f"{tile.cols} {dtype.name} is {elements * dtype.itemsize}")
-        flat = np.frombuffer(tile.data, dtype=dtype.newbyteorder("<"))
-    else:  # no encoding: a zero-filled tile
-        flat = np.zeros(elements, dtype=dtype)
-    return flat.astype(dtype).reshape(tile.rows, tile.cols)
-
-
-def _target_value(target: Target) -> int:
-    if target is None:
-        return job_pb2.TARGET_UNSPECIFIED
-    if isinstance(target, str):
-        return job_pb2.Target.Value("TARGET_" + target.upper())
-    return target
-
-
-def _target_name(target: int) -> str:
-    return job_pb2.Target.Name(target)[len("TARGET_"):].lower()
-
-
-def _instruction(step: Step) -> job_pb2.Instruction:
-    if isinstance(step, job_pb2.Instruction):
-        return step
-    # (opcode, dst, src0) for an instruction of one source (tnot).
-    opcode, dst, src0, *rest = step
-    src1, tmp = (list(rest) + ["", ""])[:2]
-    return job_pb2.Instruction(
-        opcode=job_pb2.Opcode.Value("OPCODE_" + opcode.upper()),
-        dst=dst, src0=src0, src1=src1, tmp=tmp)
-
-
-def _same_slice(a: tile_pb2.RegionSlice, b: tile_pb2.RegionSlice) -> bool:
-    return (a.region, a.offset, a.size) == (b.region, b.offset, b.size)
-
-
-def _overlap(a: tile_pb2.RegionSlice, b: tile_pb2.RegionSlice) -> bool:
-    return (a.region == b.region and a.offset < b.offset + b.size
-            and b.offset < a.offset + a.size)
-
-
-def _check_out(array: Any, label: str) -> np.ndarray:
-    """`array` if it can receive a tile: a writeable 2-D numpy array of one
-    of the six element types."""
-    if not isinstance(array, np.ndarray):
-        raise TypeError(f"{label} is a {type(array).__name__}; it must be a "
-                        "numpy array")
-    if not _has_tile_dtype(array):
-        raise TypeError(f"{label} dtype {array.dtype} is not one of "
-                        f"{_DTYPE_NAMES}")
-    if array.ndim != 2:
-        raise ValueError(f"{label} is {array.ndim}-D; a tile is 2-D")
-    if not array.flags.writeable:
-        raise ValueError(f"{label} is read-only")
-    return array
-
-
-def _check_out_matches(array: np.ndarray, tile: tile_pb2.Tile,
-                       label: str) -> None:
-    """ValueError unless `array` has `tile`'s shape and element type."""
-    dtype = _NUMPY_DTYPES.get(tile.dtype)
-    if (dtype is None or array.shape != (tile.rows, tile.cols)
-            or (array.dtype.kind, array.dtype.itemsize) != (
-                dtype.kind, dtype.itemsize)):
-        what = dtype.name if dtype is not None else tile_pb2.DType.Name(
-            tile.dtype)
-        raise ValueError(
-            f"{label} is {array.shape[0]}x{array.shape[1]} {array.dtype.name}"
-            f"; the tile is {tile.rows}x{tile.cols} {what}")
-
-
-def _place_outputs(job: job_pb2.Job, out: Mapping[str, np.ndarray],
-                   regions: Regions) -> None:
-    """Names each `out` array that lies in one of `regions` in
-    job.output_regions, so that the server writes that output there. One
-    whose bytes overlap another slice of the job (other than its own
-    tile's input at the same bytes, an in-place update) is left out: the
-    server would refuse the job, so that output comes back as bytes and is
-    copied into the array instead (Result.from_proto)."""
-    placed: list[tile_pb2.RegionSlice] = []
-    for name, array in out.items():
-        label = f"out[{name!r}]"
-        _check_out(array, label)
-        if name in job.tiles:
-            _check_out_matches(array, job.tiles[name], label)
-        where = shared_slice(array, regions)
-        if where is None:
-            continue
-        clash = any(
-            _overlap(where, tile.shared)
-            and not (tile_name == name and _same_slice(where, tile.shared))
-            for tile_name, tile in job.tiles.items()
-            if tile.HasField("shared"))
-        if clash or any(_overlap(where, other) for other in placed):
-            continue
-        job.output_regions[name].CopyFrom(where)
-        placed.append(where)
-
-
-def _job(tiles: Mapping[str, TileLike], outputs: Iterable[str] | None,
-         target: Target, dtype: DTypeLike = None, regions: Regions = None,
-         out: Mapping[str, np.ndarray] | None = None,
-         **program) -> job_pb2.Job:
-    job = job_pb2.Job(target=_target_value(target),
-                      outputs=list(outputs or ()), **program)
-    for name, tile in tiles.items():
-        job.tiles[name].CopyFrom(
-            tile if isinstance(tile, tile_pb2.Tile)
-            else encode_tile(as_tile_array(tile, dtype, f"tile {name!r}"),
-                             regions=regions))
-    if out:
-        _place_outputs(job, out, regions)
-    return job
-
-
-def make_job(program: Sequence[Step], tiles: Mapping[str, TileLike],
-             outputs: Iterable[str] | None = None, target: Target = None,
-             job_id: str = "", dtype: DTypeLike = None, *,
-             out: Mapping[str, np.ndarray] | None = None,
-             regions: Regions = None) -> job_pb2.Job:
-    """The ptoserve.v1.Job that Client.run would send, with Job.id
-    `job_id`: for Client.execute_stream, which matches results by it.
-
-    regions: shared-memory regions (e.g. Client.regions): a tile array
-        in one of them travels as Tile.shared (encode_tile).
-    out: output name -> array: those in one of `regions` are named in
-        Job.output_regions, so the server writes them there; decode the
-        result with Result.from_proto(result, regions, out), which also
-        copies the others into their arrays.
-    """
-    job = _job(tiles, outputs, target, dtype, regions, out,
-               instructions=[_instruction(step) for step in program])
-    job.id = job_id
-    return job
-
-
-def binary_job(opcode: str, src0: Operand, src1: Operand,
-               valid: tuple[int, int] | None = None, target: Target = None,
-               dtype: DTypeLike = None, *, out: np.ndarray | None = None,
-               regions: Regions = None) -> job_pb2.Job:
-    """The ptoserve.v1.Job of Client.tand (opcode "tand") or txor: tiles
-    "src0" and "src1" from encode_operands (arrays in `regions` as
-    Tile.shared), output "dst".
-
-    out: the array dst goes to (decode with Result.from_proto(result,
-        regions, {"dst": out})). In one of `regions`, the server writes it
-        there (Job.output_regions); if it is src0 or src1 itself, the
-        instruction runs in place on that operand's tile, renamed "dst".
-        With a `valid` region smaller than the tile, out's elements
-        outside it are sent along as dst's, so they keep their values.
-    """
-    tmp = ("tmp",) if opcode == "txor" else ()
-    operands = ["src0", "src1"]
-    tiles = dict(zip(operands, encode_operands(src0, src1, valid, dtype,
-                                               regions=regions)))
-    where = None
-    if out is not None:
-        first = tiles["src0"]
-        _check_out_matches(_check_out(out, "out"), first, "out")
-        partial = (first.valid_rows or first.rows,
-                   first.valid_cols or first.cols) != (first.rows, first.cols)
-        where = shared_slice(out, regions)
-        shared = {name: tiles[name].shared for name in operands
-                  if tiles[name].HasField("shared")}
-        aliases = [name for name, s in shared.items()
-                   if where is not None and _same_slice(s, where)]
-        if where is not None and any(
-                _overlap(s, where) for name, s in shared.items()
-                if name not in aliases):
-            where = None  # overlaps an operand: written back as bytes
-        elif aliases:
-            # In place: the aliased operand's tile is dst.
-            tiles["dst"] = tiles[aliases[0]]
-            for name in aliases:
-                del tiles[name]
-            operands = ["dst" if name in aliases else name
-                        for name in operands]
-        elif where is not None and partial:
-            # Its own input at the same bytes: kept outside the valid region.
-            tiles["dst"] = tile_pb2.Tile(
-                dtype=first.dtype, rows=first.rows, cols=first.cols,
-                valid_rows=first.valid_rows, valid_cols=first.valid_cols,
-                shared=where)
-        if where is None and partial:
-            tiles["dst"] = encode_tile(out, valid)
-    job = make_job([(opcode, "dst", *operands) + tmp], tiles=tiles,
-                   outputs=["dst"], target=target)
-    if where is not None:
-        job.output_regions["dst"].CopyFrom(where)
-    return job
-
-
-def assembly_job(text: str, tiles: Mapping[str, TileLike],
-                 outputs: Iterable[str] | None = None, target: Target = None,
-                 dtype: DTypeLike = None, *,
-                 out: Mapping[str, np.ndarray] | None = None,
-                 regions: Regions = None) -> job_pb2.Job:
-    """The ptoserve.v1.Job that Client.run_assembly would send; `out` and
-    `regions` as make_job's."""
-    return _job(tiles, outputs, target, dtype, regions, out, assembly=text)
 
 
 def health_name(response: health_pb2.HealthCheckResponse) -> str:
@@ -543,25 +60,25 @@ class _RegionBook:
 
     def __init__(self):
         self._lock = threading.Lock()
-        self._regions: dict[str, "SharedRegion"] = {}
+        self._regions: dict[str, SharedRegion] = {}
         self._owned: set[str] = set()
 
-    def add(self, region: "SharedRegion", owned: bool = False) -> None:
+    def add(self, region: SharedRegion, owned: bool = False) -> None:
         with self._lock:
             self._regions[region.name] = region
             if owned:
                 self._owned.add(region.name)
 
-    def remove(self, name: str) -> "SharedRegion | None":
+    def remove(self, name: str) -> SharedRegion | None:
         with self._lock:
             self._owned.discard(name)
             return self._regions.pop(name, None)
 
-    def snapshot(self) -> dict[str, "SharedRegion"]:
+    def snapshot(self) -> dict[str, SharedRegion]:
         with self._lock:
             return dict(self._regions)
 
-    def take_all(self) -> list[tuple["SharedRegion", bool]]:
+    def take_all(self) -> list[tuple[SharedRegion, bool]]:
         """Every region and whether the client made it; forgets them."""
         with self._lock:
             taken = [(region, name in self._owned)
@@ -690,21 +207,20 @@ class Client:
     # --- Shared memory ------------------------------------------------------
 
     @property
-    def regions(self) -> dict[str, "SharedRegion"]:
+    def regions(self) -> dict[str, SharedRegion]:
         """The shared-memory regions registered through this client, by
         name: what make_job(regions=...) and Result.from_proto(regions=...)
         take for jobs sent on a stream."""
         return self._book.snapshot()
 
     def shared_region(self, size: int, *,
-                      timeout: float | None = None) -> "SharedRegion":
+                      timeout: float | None = None) -> SharedRegion:
         """A new shared-memory region of `size` bytes, registered with the
         server (under the key prefix its capabilities give) and closed
         with the client: region.array(shape, dtype) hands out arrays in
         it. Close it sooner with region.close() or `with`. Raises
         PtoserveError (FAILED_PRECONDITION) when the server has shared
         memory off, e.g. because it is not on this host's loopback."""
-        from ptoserve_client.shared import SharedRegion
         info = self.capabilities(timeout=timeout).shared_memory
         if not info.enabled:
             raise _shared_memory_off()
@@ -716,7 +232,7 @@ class Client:
             raise
         return region
 
-    def _register(self, region: "SharedRegion", timeout: float | None,
+    def _register(self, region: SharedRegion, timeout: float | None,
                   owned: bool) -> service_pb2.Region:
         answer = self._call(self._shared.Register, region.register_request(),
                             timeout)
@@ -724,14 +240,14 @@ class Client:
         region._attach(self)
         return answer
 
-    def register_region(self, region: "SharedRegion", *,
+    def register_region(self, region: SharedRegion, *,
                         timeout: float | None = None) -> service_pb2.Region:
         """Registers `region` (a SharedRegion) with the server under its
         name, as the ptoserve.v1.Region returned says. From now on, its
         arrays travel as slices of it. region.close() unregisters it."""
         return self._register(region, timeout, owned=False)
 
-    def unregister_region(self, region: "SharedRegion | str", *,
+    def unregister_region(self, region: SharedRegion | str, *,
                           timeout: float | None = None) -> service_pb2.Region:
         """Unregisters a region (a SharedRegion, or a name as registered):
         jobs naming it from now on get NOT_FOUND, and its arrays travel as
@@ -751,7 +267,7 @@ class Client:
         return list(self._call(self._shared.List, service_pb2.ListRequest(),
                                timeout).regions)
 
-    def _release_region(self, region: "SharedRegion") -> None:
+    def _release_region(self, region: SharedRegion) -> None:
         """SharedRegion.close(): unregisters it; a server that no longer
         has it (NOT_FOUND) or is gone (UNAVAILABLE) is no error."""
         try:

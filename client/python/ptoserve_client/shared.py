@@ -37,7 +37,7 @@ import os
 import secrets
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from multiprocessing import shared_memory
 from typing import Any
 
@@ -320,3 +320,36 @@ class SharedRegion:
 
     async def __aexit__(self, *exc_info) -> None:
         await self.aclose()
+
+
+# Shared-memory regions whose arrays travel as slices: one SharedRegion,
+# several, or a mapping of names to them (Client.regions).
+Regions = (Mapping[str, SharedRegion] | Iterable[SharedRegion] | SharedRegion
+           | None)
+
+
+def _region_list(regions: Regions) -> list[SharedRegion]:
+    if regions is None:
+        return []
+    if isinstance(regions, Mapping):
+        regions = regions.values()
+    elif hasattr(regions, "slice") and hasattr(regions, "view"):
+        return [regions]  # one SharedRegion
+    return list(regions)
+
+
+def _region_by_name(regions: Regions) -> dict[str, SharedRegion]:
+    return {region.name: region for region in _region_list(regions)}
+
+
+def shared_slice(array: Any, regions: Regions) -> tile_pb2.RegionSlice | None:
+    """The ptoserve.v1.RegionSlice `array` occupies if it lies wholly in
+    one of `regions` (open SharedRegions) as a C-contiguous, little-endian
+    block; None otherwise (it then travels as bytes)."""
+    if not isinstance(array, np.ndarray):
+        return None
+    for region in _region_list(regions):
+        where = region.slice(array)
+        if where is not None:
+            return where
+    return None
