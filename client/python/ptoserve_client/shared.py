@@ -271,6 +271,32 @@ class SharedRegion:
         except FileNotFoundError:
             pass  # removed by someone else
 
+    def _end_close(self, failures: list[PtoserveError | None]) -> None:
+        """Frees the region once each client released it, then raises the
+        first of their `failures` (None: that client released it)."""
+        self._free()
+        error = next((failure for failure in failures if failure), None)
+        if error is not None:
+            raise error
+
+    def _release_from(self, client: Any) -> PtoserveError | None:
+        """Unregisters the region from `client`: the error, or None."""
+        try:
+            client._release_region(self)
+        except PtoserveError as failure:
+            return failure
+        return None
+
+    async def _arelease_from(self, client: Any) -> PtoserveError | None:
+        """_release_from for a client whose release may be a coroutine."""
+        try:
+            released = client._release_region(self)
+            if inspect.isawaitable(released):
+                await released
+        except PtoserveError as failure:
+            return failure
+        return None
+
     def close(self) -> None:
         """Unregisters the region from every client it is registered with,
         unmaps it and removes the object. A server that no longer knows it
@@ -279,35 +305,15 @@ class SharedRegion:
         nothing. RuntimeError (and nothing done) if an asyncio client has
         it registered: use aclose()."""
         clients = self._begin_close(asyncio=False)
-        if clients is None:
-            return
-        error = None
-        for client in clients:
-            try:
-                client._release_region(self)
-            except PtoserveError as failure:
-                error = error or failure
-        self._free()
-        if error is not None:
-            raise error
+        if clients is not None:
+            self._end_close([self._release_from(c) for c in clients])
 
     async def aclose(self) -> None:
         """close() for a region registered with asyncio clients
         (ptoserve_client.aio.Client) too."""
         clients = self._begin_close(asyncio=True)
-        if clients is None:
-            return
-        error = None
-        for client in clients:
-            try:
-                released = client._release_region(self)
-                if inspect.isawaitable(released):
-                    await released
-            except PtoserveError as failure:
-                error = error or failure
-        self._free()
-        if error is not None:
-            raise error
+        if clients is not None:
+            self._end_close([await self._arelease_from(c) for c in clients])
 
     def __enter__(self) -> "SharedRegion":
         return self
