@@ -10,91 +10,31 @@ Events are the server's `ptoserve.v1.EventRecord` messages, unchanged.
 """
 
 import concurrent.futures
-import threading
+import functools
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any
 
 import grpc
 import numpy as np
 
-from grpc_health.v1 import health_pb2, health_pb2_grpc
-from ptoserve.v1 import job_pb2, service_pb2, service_pb2_grpc
-# channel_target was defined here before the package had its channels
-# module, and is still imported from here.
-from ptoserve_client.channels import channel_target, open_channel
-from ptoserve_client.dtypes import DTypeLike, Operand
+from grpc_health.v1 import health_pb2
+from ptoserve.v1 import job_pb2, service_pb2
+from ptoserve_client.base import (_UNREGISTERED, ClientBase, T,
+                                  _not_live, binary_method, health_name)
+from ptoserve_client.channels import channel_target
+from ptoserve_client.dtypes import DTypeLike
 from ptoserve_client.errors import PtoserveError, _error
-from ptoserve_client.jobs import (Step, Target, assembly_job, binary_job,
-                                  make_job)
+from ptoserve_client.jobs import Step, Target, assembly_job, make_job
 from ptoserve_client.results import Result, ServerMetadata
 from ptoserve_client.shared import SharedRegion
 from ptoserve_client.tiles import TileLike
 
-# What a liveness probe reads as "no server there" rather than an error.
-_NOT_LIVE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
-T = TypeVar("T")
+# channel_target was defined here before the package had its channels
+# module, and is still imported from here.
+__all__ = ["Client", "channel_target"]
 
 
-def health_name(response: health_pb2.HealthCheckResponse) -> str:
-    """The status name of a grpc.health.v1 response, e.g. "SERVING"."""
-    return health_pb2.HealthCheckResponse.ServingStatus.Name(response.status)
-
-
-def _shared_memory_off() -> PtoserveError:
-    return PtoserveError(
-        grpc.StatusCode.FAILED_PRECONDITION,
-        "shared memory is off on this server (Capabilities.shared_memory."
-        "enabled is false: the server's --shared_memory, off by default when "
-        "it listens beyond loopback)")
-
-
-def _name_prefix(info: service_pb2.SharedMemoryInfo) -> str:
-    """The start of an object name the server takes: its key prefix
-    without the "/" ("ptoserve" for "/ptoserve")."""
-    return info.key_prefix.lstrip("/") or "ptoserve"
-
-
-class _RegionBook:
-    """The shared-memory regions one client has registered, by name, and
-    which of them it made (and so closes)."""
-
-    def __init__(self):
-        self._lock = threading.Lock()
-        self._regions: dict[str, SharedRegion] = {}
-        self._owned: set[str] = set()
-
-    def add(self, region: SharedRegion, owned: bool = False) -> None:
-        with self._lock:
-            self._regions[region.name] = region
-            if owned:
-                self._owned.add(region.name)
-
-    def remove(self, name: str) -> SharedRegion | None:
-        with self._lock:
-            self._owned.discard(name)
-            return self._regions.pop(name, None)
-
-    def snapshot(self) -> dict[str, SharedRegion]:
-        with self._lock:
-            return dict(self._regions)
-
-    def take_all(self) -> list[tuple[SharedRegion, bool]]:
-        """Every region and whether the client made it; forgets them."""
-        with self._lock:
-            taken = [(region, name in self._owned)
-                     for name, region in self._regions.items()]
-            self._regions.clear()
-            self._owned.clear()
-            return taken
-
-
-_UNREGISTERED = (grpc.StatusCode.NOT_FOUND, grpc.StatusCode.UNAVAILABLE,
-                 grpc.StatusCode.CANCELLED)
-# The longest close() waits for each Unregister call.
-_CLOSE_TIMEOUT_S = 5.0
-
-
-class Client:
+class Client(ClientBase):
     """A connection to a ptoserve server.
 
     Every method raises PtoserveError with the server's code and message
@@ -109,54 +49,19 @@ class Client:
     slices of it, and out= arrays in it are written by the server in place.
     """
 
-    def __init__(self, address: str = "127.0.0.1:50051",
-                 timeout: float = 30.0, *, tls: bool = False,
-                 root_certificates: bytes | None = None,
-                 certificate_chain: bytes | None = None,
-                 private_key: bytes | None = None,
-                 token: str | None = None):
-        """Opens a channel to `address`; the connection is made on the
-        first call. `address` is HOST:PORT, a comma-separated list of them,
-        or a gRPC target such as dns:///NAME:PORT: calls are spread over
-        every server round robin, and a call a server refuses as it goes
-        away is retried on another (see _SERVICE_CONFIG). `timeout` is each
-        call's default deadline in seconds.
-
-        tls: connect with TLS (implied by any of the three PEM arguments).
-        root_certificates: PEM of the CA that signed the server's
-            certificate (None: the system's roots).
-        certificate_chain, private_key: PEM of this client's certificate
-            and key, for a server that requires them (--tls_client_ca).
-        token: sent as "authorization: Bearer <token>" with every call,
-            for a server with --auth_token_file.
-        """
-        self._channel = open_channel(
-            grpc, address, tls=tls, root_certificates=root_certificates,
-            certificate_chain=certificate_chain, private_key=private_key)
-        self._metadata = ((("authorization", f"Bearer {token}"),)
-                          if token else None)
-        self._stub = service_pb2_grpc.TileComputeStub(self._channel)
-        self._shared = service_pb2_grpc.SharedMemoryStub(self._channel)
-        self._health = health_pb2_grpc.HealthStub(self._channel)
-        self._timeout = timeout
-        self._book = _RegionBook()
-
     def close(self) -> None:
         """Closes the regions shared_region() made (unregistered, unmapped,
         unlinked), unregisters those register_region() registered, and
         closes the channel. Errors unregistering are ignored (each call
         waits at most 5 s, or the client's timeout if shorter)."""
-        for region, owned in self._book.take_all():
-            region._detach(self)
+        for request, deadline, made in self._closing():
             try:
-                self._call(self._shared.Unregister,
-                           service_pb2.UnregisterRequest(name=region.name),
-                           min(self._timeout, _CLOSE_TIMEOUT_S))
+                self._call(self._shared.Unregister, request, deadline)
             except PtoserveError:
                 pass
-            if owned:
+            if made is not None:
                 try:
-                    region.close()
+                    made.close()
                 except (PtoserveError, RuntimeError):
                     pass
         self._channel.close()
@@ -166,9 +71,6 @@ class Client:
 
     def __exit__(self, *exc_info) -> None:
         self.close()
-
-    def _deadline(self, timeout: float | None) -> float:
-        return self._timeout if timeout is None else timeout
 
     def _call(self, method, request, timeout: float | None):
         try:
@@ -206,13 +108,6 @@ class Client:
 
     # --- Shared memory ------------------------------------------------------
 
-    @property
-    def regions(self) -> dict[str, SharedRegion]:
-        """The shared-memory regions registered through this client, by
-        name: what make_job(regions=...) and Result.from_proto(regions=...)
-        take for jobs sent on a stream."""
-        return self._book.snapshot()
-
     def shared_region(self, size: int, *,
                       timeout: float | None = None) -> SharedRegion:
         """A new shared-memory region of `size` bytes, registered with the
@@ -221,10 +116,8 @@ class Client:
         it. Close it sooner with region.close() or `with`. Raises
         PtoserveError (FAILED_PRECONDITION) when the server has shared
         memory off, e.g. because it is not on this host's loopback."""
-        info = self.capabilities(timeout=timeout).shared_memory
-        if not info.enabled:
-            raise _shared_memory_off()
-        region = SharedRegion(size, prefix=_name_prefix(info))
+        region = self._new_region(
+            self.capabilities(timeout=timeout).shared_memory, size)
         try:
             self._register(region, timeout, owned=True)
         except BaseException:
@@ -236,8 +129,7 @@ class Client:
                   owned: bool) -> service_pb2.Region:
         answer = self._call(self._shared.Register, region.register_request(),
                             timeout)
-        self._book.add(region, owned)
-        region._attach(self)
+        self._adopt(region, owned)
         return answer
 
     def register_region(self, region: SharedRegion, *,
@@ -253,12 +145,8 @@ class Client:
         jobs naming it from now on get NOT_FOUND, and its arrays travel as
         bytes again. Returns the ptoserve.v1.Region, with jobs_in_flight
         the jobs still using it (they finish against it)."""
-        name = region if isinstance(region, str) else region.name
-        forgotten = self._book.remove(name)
-        if forgotten is not None:
-            forgotten._detach(self)
-        return self._call(self._shared.Unregister,
-                          service_pb2.UnregisterRequest(name=name), timeout)
+        return self._call(self._shared.Unregister, self._forget(region),
+                          timeout)
 
     def list_regions(self, *, timeout: float | None = None
                      ) -> list[service_pb2.Region]:
@@ -278,19 +166,6 @@ class Client:
 
     # --- Jobs ----------------------------------------------------------------
 
-    def _decoder(self, out: Mapping[str, np.ndarray] | None
-                 ) -> Callable[[job_pb2.JobResult], Result]:
-        return lambda result: Result.from_proto(result, self._book.snapshot(),
-                                                out)
-
-    def _binary(self, opcode: str, src0: Operand, src1: Operand,
-                valid: tuple[int, int] | None, target: Target,
-                dtype: DTypeLike, out: np.ndarray | None
-                ) -> tuple[job_pb2.Job, dict[str, np.ndarray] | None]:
-        job = binary_job(opcode, src0, src1, valid, target, dtype, out=out,
-                         regions=self._book.snapshot())
-        return job, None if out is None else {"dst": out}
-
     def execute(self, job: job_pb2.Job, *,
                 timeout: float | None = None) -> job_pb2.JobResult:
         """Runs a raw ptoserve.v1.Job and returns the raw JobResult."""
@@ -301,10 +176,24 @@ class Client:
         """execute() without waiting: a Future of the JobResult."""
         return self._future(self._stub.Execute, job, timeout, lambda r: r)
 
-    def tand(self, src0: Operand, src1: Operand,
-             valid: tuple[int, int] | None = None, target: Target = None, *,
-             dtype: DTypeLike = None, out: np.ndarray | None = None,
-             timeout: float | None = None) -> Result:
+    def run_job(self, job: job_pb2.Job, *,
+                out: Mapping[str, np.ndarray] | None = None,
+                timeout: float | None = None) -> Result:
+        """Runs a ptoserve.v1.Job (make_job, binary_job, assembly_job) and
+        decodes its result: tiles written to this client's regions as
+        arrays in them, and `out` as Result.from_proto says."""
+        return self._decode(self.execute(job, timeout=timeout), out)
+
+    def run_job_async(self, job: job_pb2.Job, *,
+                      out: Mapping[str, np.ndarray] | None = None,
+                      timeout: float | None = None
+                      ) -> "concurrent.futures.Future[Result]":
+        """run_job() without waiting: a Future of its Result."""
+        return self._future(self._stub.Execute, job, timeout,
+                            functools.partial(self._decode, out=out))
+
+    tand = binary_method(
+        "tand", run_job,
         """dst = src0 & src1 over the valid region (rows, cols; None: the
         whole tile). The result's dst is zero outside it. The operands are
         arrays, rows or integers, converted and broadcast as
@@ -317,40 +206,19 @@ class Client:
         in a registered region the server writes it there (it may be src0
         or src1 itself: in place); elsewhere it is copied in. With out=,
         out's elements outside the valid region keep their values.
-        """
-        job, out = self._binary("tand", src0, src1, valid, target, dtype, out)
-        return self.run_job(job, out=out, timeout=timeout)
-
-    def txor(self, src0: Operand, src1: Operand,
-             valid: tuple[int, int] | None = None, target: Target = None, *,
-             dtype: DTypeLike = None, out: np.ndarray | None = None,
-             timeout: float | None = None) -> Result:
+        """)
+    txor = binary_method(
+        "txor", run_job,
         """dst = src0 ^ src1 over the valid region, as tand; the server
-        allocates a2a3's tmp."""
-        job, out = self._binary("txor", src0, src1, valid, target, dtype, out)
-        return self.run_job(job, out=out, timeout=timeout)
-
-    def tand_async(self, src0: Operand, src1: Operand,
-                   valid: tuple[int, int] | None = None,
-                   target: Target = None, *, dtype: DTypeLike = None,
-                   out: np.ndarray | None = None,
-                   timeout: float | None = None
-                   ) -> "concurrent.futures.Future[Result]":
+        allocates a2a3's tmp.""")
+    tand_async = binary_method(
+        "tand", run_job_async,
         """tand() without waiting: a Future of its Result. Conversion
         errors (TypeError, ValueError) raise here, before anything is
-        sent."""
-        job, out = self._binary("tand", src0, src1, valid, target, dtype, out)
-        return self.run_job_async(job, out=out, timeout=timeout)
-
-    def txor_async(self, src0: Operand, src1: Operand,
-                   valid: tuple[int, int] | None = None,
-                   target: Target = None, *, dtype: DTypeLike = None,
-                   out: np.ndarray | None = None,
-                   timeout: float | None = None
-                   ) -> "concurrent.futures.Future[Result]":
-        """txor() without waiting, as tand_async."""
-        job, out = self._binary("txor", src0, src1, valid, target, dtype, out)
-        return self.run_job_async(job, out=out, timeout=timeout)
+        sent.""")
+    txor_async = binary_method(
+        "txor", run_job_async,
+        """txor() without waiting, as tand_async.""")
 
     def run(self, program: Sequence[Step], tiles: Mapping[str, TileLike],
             outputs: Iterable[str] | None = None, target: Target = None, *,
@@ -387,7 +255,8 @@ class Client:
                   out: Mapping[str, np.ndarray] | None = None,
                   timeout: float | None = None
                   ) -> "concurrent.futures.Future[Result]":
-        """run() without waiting: a Future of its Result."""
+        """run() without waiting: a Future of its Result. Conversion
+        errors raise here, before anything is sent, as tand_async's."""
         return self.run_job_async(
             make_job(program, tiles, outputs, target, dtype=dtype, out=out,
                      regions=self._book.snapshot()), out=out, timeout=timeout)
@@ -410,27 +279,11 @@ class Client:
                            out: Mapping[str, np.ndarray] | None = None,
                            timeout: float | None = None
                            ) -> "concurrent.futures.Future[Result]":
-        """run_assembly() without waiting: a Future of its Result."""
+        """run_assembly() without waiting, as run_async."""
         return self.run_job_async(
             assembly_job(text, tiles, outputs, target, dtype, out=out,
                          regions=self._book.snapshot()),
             out=out, timeout=timeout)
-
-    def run_job(self, job: job_pb2.Job, *,
-                out: Mapping[str, np.ndarray] | None = None,
-                timeout: float | None = None) -> Result:
-        """Runs a ptoserve.v1.Job (make_job, binary_job, assembly_job) and
-        decodes its result: tiles written to this client's regions as
-        arrays in them, and `out` as Result.from_proto says."""
-        return self._decoder(out)(self.execute(job, timeout=timeout))
-
-    def run_job_async(self, job: job_pb2.Job, *,
-                      out: Mapping[str, np.ndarray] | None = None,
-                      timeout: float | None = None
-                      ) -> "concurrent.futures.Future[Result]":
-        """run_job() without waiting: a Future of its Result."""
-        return self._future(self._stub.Execute, job, timeout,
-                            self._decoder(out))
 
     def execute_stream(self, jobs: Iterable[job_pb2.Job],
                        timeout: float | None = None
@@ -504,9 +357,7 @@ class Client:
         try:
             self.health(timeout=timeout)
         except PtoserveError as error:
-            if error.code in _NOT_LIVE:
-                return False
-            raise
+            return _not_live(error)
         return True
 
     def is_server_ready(self, *, timeout: float | None = None) -> bool:
@@ -515,6 +366,4 @@ class Client:
         try:
             return self.health(timeout=timeout) == "SERVING"
         except PtoserveError as error:
-            if error.code in _NOT_LIVE:
-                return False
-            raise
+            return _not_live(error)
