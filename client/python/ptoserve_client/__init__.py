@@ -15,12 +15,14 @@ host, tiles may live in shared memory instead of travelling as bytes:
         client.tand(a, 0x0f, out=c)                  # the server writes c
 """
 
-from ptoserve_client.client import (MAX_TILE_BYTES, Client, PtoserveError,
-                                    Result, ServerMetadata, as_tile_array,
-                                    assembly_job, binary_job, decode_tile,
-                                    encode_operands, encode_tile, make_job,
-                                    shared_slice, tile_dtype)
-from ptoserve_client.shared import SharedRegion
+from ptoserve_client.client import Client
+from ptoserve_client.dtypes import as_tile_array, tile_dtype
+from ptoserve_client.errors import PtoserveError
+from ptoserve_client.jobs import assembly_job, binary_job, make_job
+from ptoserve_client.results import Result, ServerMetadata
+from ptoserve_client.shared import SharedRegion, shared_slice
+from ptoserve_client.tiles import (MAX_TILE_BYTES, decode_tile,
+                                   encode_operands, encode_tile)
 
 # The client's version (the package's, read by pyproject.toml): the same
 # as the server it ships with.

@@ -20,69 +20,61 @@ region.aclose()` or `async with`:
             r = await client.tand(a, 0x0f, out=c)   # the server writes c
 """
 
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING
+import functools
+from collections.abc import (AsyncIterator, Awaitable, Callable, Coroutine,
+                             Iterable, Mapping, Sequence)
+from typing import Any
 
 import grpc
 import grpc.aio
 import numpy as np
 
-from grpc_health.v1 import health_pb2, health_pb2_grpc
-from ptoserve.v1 import job_pb2, service_pb2, service_pb2_grpc
-from ptoserve_client.client import (_CLOSE_TIMEOUT_S, _NOT_LIVE,
-                                    _UNREGISTERED, DTypeLike, Operand,
-                                    PtoserveError, Result, ServerMetadata,
-                                    Step, Target, TileLike, _error,
-                                    _name_prefix, _RegionBook,
-                                    _shared_memory_off, assembly_job,
-                                    binary_job, health_name, make_job,
-                                    open_channel)
-
-if TYPE_CHECKING:
-    from ptoserve_client.shared import SharedRegion
+from grpc_health.v1 import health_pb2
+from ptoserve.v1 import job_pb2, service_pb2
+from ptoserve_client.base import (_UNREGISTERED, ClientBase, T,
+                                  _not_live, binary_method, health_name)
+from ptoserve_client.dtypes import DTypeLike
+from ptoserve_client.errors import PtoserveError, _error
+from ptoserve_client.jobs import Step, Target, assembly_job, make_job
+from ptoserve_client.results import Result, ServerMetadata
+from ptoserve_client.shared import SharedRegion
+from ptoserve_client.tiles import TileLike
 
 
-class Client:
+def _coroutine(method: Callable[..., Awaitable[T]]
+               ) -> Callable[..., Coroutine[Any, Any, T]]:
+    """`method`, which returns an awaitable, as a coroutine function, like
+    this client's other methods: it starts, and raises its errors, where
+    it is awaited."""
+
+    @functools.wraps(method)
+    async def coroutine(*args: Any, **kwargs: Any) -> T:
+        return await method(*args, **kwargs)
+
+    return coroutine
+
+
+class Client(ClientBase):
     """An asyncio connection to a ptoserve server: ptoserve_client.Client's
     methods as coroutines, with the same arguments, results and errors
     (PtoserveError with the gRPC code and the server's message; `timeout`
     on every call, None: the client's). Use as an async context manager,
     or await close()."""
 
-    def __init__(self, address: str = "127.0.0.1:50051",
-                 timeout: float = 30.0, *, tls: bool = False,
-                 root_certificates: bytes | None = None,
-                 certificate_chain: bytes | None = None,
-                 private_key: bytes | None = None,
-                 token: str | None = None):
-        """As ptoserve_client.Client."""
-        self._channel = open_channel(
-            grpc.aio, address, tls=tls, root_certificates=root_certificates,
-            certificate_chain=certificate_chain, private_key=private_key)
-        self._metadata = ((("authorization", f"Bearer {token}"),)
-                          if token else None)
-        self._stub = service_pb2_grpc.TileComputeStub(self._channel)
-        self._shared = service_pb2_grpc.SharedMemoryStub(self._channel)
-        self._health = health_pb2_grpc.HealthStub(self._channel)
-        self._timeout = timeout
-        self._book = _RegionBook()
+    _grpc = grpc.aio
 
     async def close(self) -> None:
         """Closes the regions shared_region() made, unregisters the others
         (errors ignored), and closes the channel, cancelling calls still
         in flight."""
-        for region, owned in self._book.take_all():
-            region._detach(self)
+        for request, deadline, made in self._closing():
             try:
-                await self._call(
-                    self._shared.Unregister,
-                    service_pb2.UnregisterRequest(name=region.name),
-                    min(self._timeout, _CLOSE_TIMEOUT_S))
+                await self._call(self._shared.Unregister, request, deadline)
             except PtoserveError:
                 pass
-            if owned:
+            if made is not None:
                 try:
-                    await region.aclose()
+                    await made.aclose()
                 except PtoserveError:
                     pass
         await self._channel.close()
@@ -95,29 +87,20 @@ class Client:
 
     async def _call(self, method, request, timeout: float | None):
         try:
-            return await method(
-                request, timeout=self._timeout if timeout is None else timeout,
-                metadata=self._metadata)
+            return await method(request, timeout=self._deadline(timeout),
+                                metadata=self._metadata)
         except grpc.RpcError as error:
             raise _error(error) from None
 
     # --- Shared memory ------------------------------------------------------
 
-    @property
-    def regions(self) -> dict[str, "SharedRegion"]:
-        """The regions registered through this client, by name."""
-        return self._book.snapshot()
-
     async def shared_region(self, size: int, *,
-                            timeout: float | None = None) -> "SharedRegion":
+                            timeout: float | None = None) -> SharedRegion:
         """A new region of `size` bytes registered with the server, as
         ptoserve_client.Client.shared_region; close it with `await
         region.aclose()` or `async with` (or with the client)."""
-        from ptoserve_client.shared import SharedRegion
-        info = (await self.capabilities(timeout=timeout)).shared_memory
-        if not info.enabled:
-            raise _shared_memory_off()
-        region = SharedRegion(size, prefix=_name_prefix(info))
+        region = self._new_region(
+            (await self.capabilities(timeout=timeout)).shared_memory, size)
         try:
             await self._register(region, timeout, owned=True)
         except BaseException:
@@ -125,32 +108,26 @@ class Client:
             raise
         return region
 
-    async def _register(self, region: "SharedRegion", timeout: float | None,
+    async def _register(self, region: SharedRegion, timeout: float | None,
                         owned: bool) -> service_pb2.Region:
         answer = await self._call(self._shared.Register,
                                   region.register_request(), timeout)
-        self._book.add(region, owned)
-        region._attach(self)
+        self._adopt(region, owned)
         return answer
 
-    async def register_region(self, region: "SharedRegion", *,
+    async def register_region(self, region: SharedRegion, *,
                               timeout: float | None = None
                               ) -> service_pb2.Region:
         """Registers `region`, as ptoserve_client.Client.register_region."""
         return await self._register(region, timeout, owned=False)
 
-    async def unregister_region(self, region: "SharedRegion | str", *,
+    async def unregister_region(self, region: SharedRegion | str, *,
                                 timeout: float | None = None
                                 ) -> service_pb2.Region:
         """Unregisters a region (or a name), as
         ptoserve_client.Client.unregister_region."""
-        name = region if isinstance(region, str) else region.name
-        forgotten = self._book.remove(name)
-        if forgotten is not None:
-            forgotten._detach(self)
         return await self._call(self._shared.Unregister,
-                                service_pb2.UnregisterRequest(name=name),
-                                timeout)
+                                self._forget(region), timeout)
 
     async def list_regions(self, *, timeout: float | None = None
                            ) -> list[service_pb2.Region]:
@@ -159,7 +136,7 @@ class Client:
                                       service_pb2.ListRequest(),
                                       timeout)).regions)
 
-    async def _release_region(self, region: "SharedRegion") -> None:
+    async def _release_region(self, region: SharedRegion) -> None:
         """SharedRegion.aclose(): unregisters it; NOT_FOUND and
         UNAVAILABLE are no error."""
         try:
@@ -180,35 +157,12 @@ class Client:
                       timeout: float | None = None) -> Result:
         """Runs a ptoserve.v1.Job and decodes its result, as
         ptoserve_client.Client.run_job."""
-        result = await self.execute(job, timeout=timeout)
-        return Result.from_proto(result, self._book.snapshot(), out)
+        return self._decode(await self.execute(job, timeout=timeout), out)
 
-    async def _binary(self, opcode: str, src0: Operand, src1: Operand,
-                      valid: tuple[int, int] | None, target: Target,
-                      dtype: DTypeLike, out: np.ndarray | None,
-                      timeout: float | None) -> Result:
-        job = binary_job(opcode, src0, src1, valid, target, dtype, out=out,
-                         regions=self._book.snapshot())
-        return await self.run_job(
-            job, out=None if out is None else {"dst": out}, timeout=timeout)
-
-    async def tand(self, src0: Operand, src1: Operand,
-                   valid: tuple[int, int] | None = None,
-                   target: Target = None, *, dtype: DTypeLike = None,
-                   out: np.ndarray | None = None,
-                   timeout: float | None = None) -> Result:
-        """dst = src0 & src1, as ptoserve_client.Client.tand."""
-        return await self._binary("tand", src0, src1, valid, target, dtype,
-                                  out, timeout)
-
-    async def txor(self, src0: Operand, src1: Operand,
-                   valid: tuple[int, int] | None = None,
-                   target: Target = None, *, dtype: DTypeLike = None,
-                   out: np.ndarray | None = None,
-                   timeout: float | None = None) -> Result:
-        """dst = src0 ^ src1, as ptoserve_client.Client.txor."""
-        return await self._binary("txor", src0, src1, valid, target, dtype,
-                                  out, timeout)
+    tand = _coroutine(binary_method(
+        "tand", run_job, "dst = src0 & src1, as ptoserve_client.Client.tand."))
+    txor = _coroutine(binary_method(
+        "txor", run_job, "dst = src0 ^ src1, as ptoserve_client.Client.txor."))
 
     async def run(self, program: Sequence[Step],
                   tiles: Mapping[str, TileLike],
@@ -290,9 +244,7 @@ class Client:
         try:
             await self.health(timeout=timeout)
         except PtoserveError as error:
-            if error.code in _NOT_LIVE:
-                return False
-            raise
+            return _not_live(error)
         return True
 
     async def is_server_ready(self, *, timeout: float | None = None) -> bool:
@@ -300,6 +252,4 @@ class Client:
         try:
             return await self.health(timeout=timeout) == "SERVING"
         except PtoserveError as error:
-            if error.code in _NOT_LIVE:
-                return False
-            raise
+            return _not_live(error)

@@ -37,14 +37,15 @@ import os
 import secrets
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from multiprocessing import shared_memory
 from typing import Any
 
 import numpy as np
 
 from ptoserve.v1 import service_pb2, tile_pb2
-from ptoserve_client.client import DTypeLike, PtoserveError, as_tile_array
+from ptoserve_client.dtypes import DTypeLike, as_tile_array
+from ptoserve_client.errors import PtoserveError
 
 # Each array starts at a multiple of this many bytes from the region's
 # start (itself page-aligned): a cache line, and every element type's size.
@@ -270,6 +271,32 @@ class SharedRegion:
         except FileNotFoundError:
             pass  # removed by someone else
 
+    def _end_close(self, failures: list[PtoserveError | None]) -> None:
+        """Frees the region once each client released it, then raises the
+        first of their `failures` (None: that client released it)."""
+        self._free()
+        error = next((failure for failure in failures if failure), None)
+        if error is not None:
+            raise error
+
+    def _release_from(self, client: Any) -> PtoserveError | None:
+        """Unregisters the region from `client`: the error, or None."""
+        try:
+            client._release_region(self)
+        except PtoserveError as failure:
+            return failure
+        return None
+
+    async def _arelease_from(self, client: Any) -> PtoserveError | None:
+        """_release_from for a client whose release may be a coroutine."""
+        try:
+            released = client._release_region(self)
+            if inspect.isawaitable(released):
+                await released
+        except PtoserveError as failure:
+            return failure
+        return None
+
     def close(self) -> None:
         """Unregisters the region from every client it is registered with,
         unmaps it and removes the object. A server that no longer knows it
@@ -278,35 +305,15 @@ class SharedRegion:
         nothing. RuntimeError (and nothing done) if an asyncio client has
         it registered: use aclose()."""
         clients = self._begin_close(asyncio=False)
-        if clients is None:
-            return
-        error = None
-        for client in clients:
-            try:
-                client._release_region(self)
-            except PtoserveError as failure:
-                error = error or failure
-        self._free()
-        if error is not None:
-            raise error
+        if clients is not None:
+            self._end_close([self._release_from(c) for c in clients])
 
     async def aclose(self) -> None:
         """close() for a region registered with asyncio clients
         (ptoserve_client.aio.Client) too."""
         clients = self._begin_close(asyncio=True)
-        if clients is None:
-            return
-        error = None
-        for client in clients:
-            try:
-                released = client._release_region(self)
-                if inspect.isawaitable(released):
-                    await released
-            except PtoserveError as failure:
-                error = error or failure
-        self._free()
-        if error is not None:
-            raise error
+        if clients is not None:
+            self._end_close([await self._arelease_from(c) for c in clients])
 
     def __enter__(self) -> "SharedRegion":
         return self
@@ -319,3 +326,36 @@ class SharedRegion:
 
     async def __aexit__(self, *exc_info) -> None:
         await self.aclose()
+
+
+# Shared-memory regions whose arrays travel as slices: one SharedRegion,
+# several, or a mapping of names to them (Client.regions).
+Regions = (Mapping[str, SharedRegion] | Iterable[SharedRegion] | SharedRegion
+           | None)
+
+
+def _region_list(regions: Regions) -> list[SharedRegion]:
+    if regions is None:
+        return []
+    if isinstance(regions, Mapping):
+        regions = regions.values()
+    elif hasattr(regions, "slice") and hasattr(regions, "view"):
+        return [regions]  # one SharedRegion
+    return list(regions)
+
+
+def _region_by_name(regions: Regions) -> dict[str, SharedRegion]:
+    return {region.name: region for region in _region_list(regions)}
+
+
+def shared_slice(array: Any, regions: Regions) -> tile_pb2.RegionSlice | None:
+    """The ptoserve.v1.RegionSlice `array` occupies if it lies wholly in
+    one of `regions` (open SharedRegions) as a C-contiguous, little-endian
+    block; None otherwise (it then travels as bytes)."""
+    if not isinstance(array, np.ndarray):
+        return None
+    for region in _region_list(regions):
+        where = region.slice(array)
+        if where is not None:
+            return where
+    return None
