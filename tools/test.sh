@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the whole test suite, offline:
 #   1. every test (unit, integration, Python client, manifests), after
-#      checking that every C++ file is formatted (tools/format --check);
+#      checking that every C++ file is formatted (tools/format --check) and
+#      that the code keeps its structure (tools/check_layout);
 #   2. the same under AddressSanitizer + UndefinedBehaviorSanitizer;
 #   3. the scheduler, streaming and integration tests under ThreadSanitizer;
 #   4. each fuzz target for PTOSERVE_FUZZ_SECONDS (default 60; 0 skips).
@@ -52,10 +53,14 @@ stage() {  # KEY NAME BAZEL-TEST-ARGS...
   echo "=== ${name}: $((SECONDS - start)) s"
 }
 
-# Every C++ file as clang-format writes it (tools/format fixes them).
+# Every C++ file as clang-format writes it (tools/format fixes them), and
+# the structure's rules: files within 500 lines, the server's layers
+# pointing down (tools/check_layout).
 if selected tests; then
   echo "=== format"
   tools/format --check || status=1
+  echo "=== layout"
+  tools/check_layout || status=1
 fi
 disk_cache=${PTOSERVE_DISK_CACHE-$HOME/.cache/ptoserve-disk-cache}
 # Built with clang (.bazelrc's --config=clang, about 30 % faster to compile);

@@ -13,6 +13,7 @@
 #include "core/job.h"
 #include "proto/codec.h"
 #include "ptoserve/v1/job.pb.h"
+#include "server/jobs/job_regions.h"
 #include "server/jobs/shared_memory.h"
 
 namespace ptoserve {

@@ -13,6 +13,7 @@
 #include "server/jobs/admission.h"
 #include "server/jobs/capabilities.h"
 #include "server/jobs/decode.h"
+#include "server/jobs/job_regions.h"
 
 namespace ptoserve {
 

@@ -1,17 +1,14 @@
 #include "server/jobs/shared_memory.h"
 
 #include <fcntl.h>
-#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <limits>
-#include <mutex>
 #include <utility>
 
 #include "absl/strings/match.h"
@@ -20,105 +17,14 @@
 #include "common/mutex.h"
 #include "core/quote.h"
 #include "core/status_macros.h"
+#include "server/jobs/sigbus_guard.h"
 
 namespace ptoserve {
 
+// Every registered region has a slot in the SIGBUS guard's table.
+static_assert(kMaxSharedRegions <= kGuardSlots);
+
 namespace {
-
-// --- The SIGBUS guard -------------------------------------------------------
-//
-// A mapping of a shared-memory object that its owner cuts short faults
-// (SIGBUS) on the pages past the new end. The handler finds the mapping in
-// this table, maps anonymous zero pages over the rest of it, marks it
-// faulted and returns: the access completes, and the job that made it is
-// answered an error once it ends (JobRegions::CheckIntact). A fault
-// anywhere else goes to the handler that was there before, or kills the
-// process as it would have. The table is fixed and lock-free: the handler
-// may run on any thread at any moment.
-
-struct Guarded {
-  std::atomic<uintptr_t> begin{0};
-  std::atomic<uintptr_t> end{0};
-  std::atomic<bool> faulted{false};
-};
-
-Guarded g_guarded[kMaxSharedRegions];
-absl::Mutex g_guard_mu;  // assigns slots; the handler never takes it
-struct sigaction g_previous;
-
-uintptr_t PageBytes() {
-  static const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
-  return page;
-}
-
-void OnSigbus(int sig, siginfo_t* info, void* context) {
-  const int saved_errno = errno;  // the interrupted code's, kept for it
-  const uintptr_t addr = reinterpret_cast<uintptr_t>(info->si_addr);
-  for (Guarded& g : g_guarded) {
-    const uintptr_t begin = g.begin.load(std::memory_order_acquire);
-    const uintptr_t end = g.end.load(std::memory_order_acquire);
-    if (begin == 0 || addr < begin || addr >= end) continue;
-    const uintptr_t page = addr & ~(PageBytes() - 1);
-    // The raw system call: no sanitizer's interceptor runs in the handler.
-    const long mapped =
-        syscall(SYS_mmap, page, end - page, PROT_READ | PROT_WRITE,
-                MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
-    if (mapped == static_cast<long>(page)) {
-      g.faulted.store(true, std::memory_order_release);
-      errno = saved_errno;
-      return;
-    }
-    break;
-  }
-  // Not a region's fault: what would have happened without this handler.
-  if ((g_previous.sa_flags & SA_SIGINFO) != 0 &&
-      g_previous.sa_sigaction != nullptr) {
-    g_previous.sa_sigaction(sig, info, context);
-    return;
-  }
-  if (g_previous.sa_handler != SIG_DFL && g_previous.sa_handler != SIG_IGN) {
-    g_previous.sa_handler(sig);
-    return;
-  }
-  // The faulting access runs again and the default action ends the process.
-  signal(SIGBUS, SIG_DFL);
-}
-
-void InstallSigbusHandler() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    struct sigaction action;
-    std::memset(&action, 0, sizeof(action));
-    action.sa_sigaction = OnSigbus;
-    action.sa_flags = SA_SIGINFO | SA_NODEFER;
-    sigemptyset(&action.sa_mask);
-    sigaction(SIGBUS, &action, &g_previous);
-  });
-}
-
-// A slot for the mapping [begin, end), or -1 when all are taken.
-int Guard(uintptr_t begin, uintptr_t end) {
-  InstallSigbusHandler();
-  MutexLock lock(&g_guard_mu);
-  for (int i = 0; i < static_cast<int>(kMaxSharedRegions); ++i) {
-    Guarded& g = g_guarded[i];
-    if (g.begin.load(std::memory_order_relaxed) != 0) continue;
-    g.faulted.store(false, std::memory_order_relaxed);
-    g.end.store(end, std::memory_order_release);
-    g.begin.store(begin, std::memory_order_release);
-    return i;
-  }
-  return -1;
-}
-
-void Unguard(int slot) {
-  MutexLock lock(&g_guard_mu);
-  g_guarded[slot].begin.store(0, std::memory_order_release);
-  g_guarded[slot].end.store(0, std::memory_order_release);
-}
-
-// --- Checks
-// -------------------------------------------------------------------
 
 absl::Status CheckName(absl::string_view name) {
   if (name.empty()) {
@@ -195,7 +101,7 @@ bool Within(uint64_t offset, uint64_t size, uint64_t limit) {
 // --- MappedRegion -----------------------------------------------------------
 
 MappedRegion::~MappedRegion() {
-  if (guard_ >= 0) Unguard(guard_);
+  if (guard_ >= 0) UnguardMapping(guard_);
   if (map_ != nullptr) {
     munmap(map_, map_bytes_);
     mapped_bytes_->fetch_sub(map_bytes_, std::memory_order_relaxed);
@@ -220,7 +126,7 @@ absl::StatusOr<absl::Span<uint8_t>> MappedRegion::Slice(uint64_t offset,
 }
 
 absl::Status MappedRegion::CheckNotFaulted() const {
-  if (g_guarded[guard_].faulted.load(std::memory_order_acquire)) {
+  if (MappingFaulted(guard_)) {
     return absl::FailedPreconditionError(absl::StrFormat(
         "region %s: shared-memory object %s faulted while a job used it (it "
         "was cut short, or /dev/shm had no room for its pages); the server no "
@@ -456,7 +362,7 @@ absl::StatusOr<v1::Region> SharedMemoryRegistry::Register(
   if (!request.outlive_connection()) region->lease_ = std::move(connection);
   region->mode_ = st.st_mode;
   const uintptr_t base = reinterpret_cast<uintptr_t>(map);
-  region->guard_ = Guard(base, base + rounded);
+  region->guard_ = GuardMapping(base, base + rounded);
   if (region->guard_ < 0) {
     return absl::ResourceExhaustedError(
         absl::StrFormat("this process maps %u regions, the most it can watch",
@@ -516,95 +422,6 @@ absl::StatusOr<RegionUse> SharedMemoryRegistry::Use(
                         ShortQuote(name)));
   }
   return RegionUse(std::move(region));
-}
-
-// --- JobRegions
-// ---------------------------------------------------------------
-
-absl::StatusOr<absl::Span<uint8_t>> JobRegions::Resolve(
-    const v1::RegionSlice& slice, absl::string_view tile, bool write) {
-  if (slice.region().empty()) {
-    return absl::InvalidArgumentError("the slice names no region");
-  }
-  const MappedRegion* region = nullptr;
-  for (const RegionUse& use : uses_) {
-    if (use.region().name() == slice.region()) region = &use.region();
-  }
-  if (region == nullptr) {
-    PTO_ASSIGN_OR_RETURN(RegionUse use, registry_->Use(slice.region()));
-    if (caller_ != nullptr) {
-      if (!caller_uid_.has_value()) caller_uid_ = caller_();
-      PTO_RETURN_IF_ERROR(caller_uid_->status());
-      PTO_RETURN_IF_ERROR(use.region().MayUse(**caller_uid_));
-    }
-    // The object's size, checked once a job: a region cut short since it
-    // was registered is refused here rather than faulting later.
-    PTO_RETURN_IF_ERROR(use.region().CheckIntact());
-    uses_.push_back(std::move(use));
-    region = &uses_.back().region();
-  }
-  PTO_ASSIGN_OR_RETURN(absl::Span<uint8_t> bytes,
-                       region->Slice(slice.offset(), slice.size()));
-  const uint64_t begin = region->extent().begin + slice.offset();
-  claims_.push_back(
-      {&region->extent(), begin, begin + slice.size(), tile, write});
-  return bytes;
-}
-
-absl::Status JobRegions::CheckOverlaps() const {
-  // Written slices in object order: they must not overlap each other, and
-  // then each slice meets at most the written ones a search finds.
-  std::vector<const Claim*> writes;
-  for (const Claim& c : claims_) {
-    if (c.write) writes.push_back(&c);
-  }
-  if (writes.empty()) return absl::OkStatus();
-  auto key = [](const Claim* c) {
-    return std::make_tuple(c->extent->device, c->extent->inode, c->begin);
-  };
-  std::sort(writes.begin(), writes.end(),
-            [&](const Claim* a, const Claim* b) { return key(a) < key(b); });
-  auto same_object = [](const Claim& a, const Claim& b) {
-    return a.extent->device == b.extent->device &&
-           a.extent->inode == b.extent->inode;
-  };
-  auto what = [](const Claim& c) { return SharedFieldName(c.tile, c.write); };
-  auto overlap = [&](const Claim& a, const Claim& b) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "%s and %s share bytes of one shared-memory object; a slice a job "
-        "writes may overlap no other slice of the job except its own tile's "
-        "input at the same bytes",
-        what(a), what(b)));
-  };
-  for (size_t i = 1; i < writes.size(); ++i) {
-    if (same_object(*writes[i - 1], *writes[i]) &&
-        writes[i]->begin < writes[i - 1]->end) {
-      return overlap(*writes[i - 1], *writes[i]);
-    }
-  }
-  for (const Claim& c : claims_) {
-    if (c.write) continue;
-    // The first written slice of the same object that ends after c begins.
-    auto it =
-        std::partition_point(writes.begin(), writes.end(), [&](const Claim* w) {
-          return std::make_tuple(w->extent->device, w->extent->inode, w->end) <=
-                 std::make_tuple(c.extent->device, c.extent->inode, c.begin);
-        });
-    if (it == writes.end() || !same_object(**it, c) || (*it)->begin >= c.end) {
-      continue;
-    }
-    const Claim& w = **it;
-    const bool own = w.tile == c.tile && w.begin == c.begin && w.end == c.end;
-    if (!own) return overlap(c, w);
-  }
-  return absl::OkStatus();
-}
-
-absl::Status JobRegions::CheckIntact() const {
-  for (const RegionUse& use : uses_) {
-    PTO_RETURN_IF_ERROR(use.region().CheckNotFaulted());
-  }
-  return absl::OkStatus();
 }
 
 }  // namespace ptoserve

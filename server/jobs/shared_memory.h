@@ -227,44 +227,6 @@ class SharedMemoryRegistry {
   std::thread sweeper_;  // when options().lease_sweep is set
 };
 
-// The slices one job reads and writes: the codec's SharedSlices, holding
-// each region the job names until the job is done with it.
-class JobRegions final : public SharedSlices {
- public:
-  // `registry` must outlive the resolutions' use, not this object. Each
-  // region the job names must be one the user `caller` names could open
-  // (MappedRegion::MayUse); null `caller`: not checked.
-  explicit JobRegions(const SharedMemoryRegistry* registry,
-                      CallerUid caller = nullptr)
-      : registry_(registry), caller_(std::move(caller)) {}
-
-  absl::StatusOr<absl::Span<uint8_t>> Resolve(const v1::RegionSlice& slice,
-                                              absl::string_view tile,
-                                              bool write) override;
-  absl::Status CheckOverlaps() const override;
-
-  // Whether any slice was resolved.
-  bool empty() const { return uses_.empty(); }
-  // After the job ran: FAILED_PRECONDITION if an access to a region it
-  // used faulted (the object was cut short underneath it: its results are
-  // not to be trusted). Each region's size was read at the job's first use.
-  absl::Status CheckIntact() const;
-
- private:
-  struct Claim {
-    const MappedRegion::Extent* extent;
-    uint64_t begin, end;     // in the object
-    absl::string_view tile;  // the job's name for it (outlives the check)
-    bool write;
-  };
-
-  const SharedMemoryRegistry* registry_;
-  CallerUid caller_;
-  std::optional<absl::StatusOr<uid_t>> caller_uid_;  // asked once a job
-  std::vector<RegionUse> uses_;                      // each region once
-  std::vector<Claim> claims_;
-};
-
 }  // namespace ptoserve
 
 #endif  // PTOSERVE_SERVER_JOBS_SHARED_MEMORY_H_

@@ -52,8 +52,8 @@ void BatchStream::Take(grpc::ByteBuffer* message, uint64_t number) {
     // thread, one after the other (no hand-off), and their results take
     // mu_.
     WithoutLock([&] {
-      Start(bytes_->Parse<v1::JobBatch>(*message, what), *shape,
-            /*run_here=*/true);
+      StartJobs(bytes_->Parse<v1::JobBatch>(*message, what), *shape,
+                /*run_here=*/true);
     });
     return;
   }
@@ -62,8 +62,8 @@ void BatchStream::Take(grpc::ByteBuffer* message, uint64_t number) {
   absl::Status offloaded =
       bytes_->Offload(*message, call_.share, what,
                       [this, what, shape = *shape](const grpc::ByteBuffer& b) {
-                        Start(bytes_->Parse<v1::JobBatch>(b, what), shape,
-                              /*run_here=*/false);
+                        StartJobs(bytes_->Parse<v1::JobBatch>(b, what), shape,
+                                  /*run_here=*/false);
                         MutexLock lock(&mu_);
                         EndWork();
                         Resume();
@@ -75,8 +75,9 @@ void BatchStream::Take(grpc::ByteBuffer* message, uint64_t number) {
   }
 }
 
-void BatchStream::Start(absl::StatusOr<std::shared_ptr<v1::JobBatch>> parsed,
-                        const BatchShape& shape, bool run_here) {
+void BatchStream::StartJobs(
+    absl::StatusOr<std::shared_ptr<v1::JobBatch>> parsed,
+    const BatchShape& shape, bool run_here) {
   if (!parsed.ok()) {
     MutexLock lock(&mu_);
     Forget(Counted(shape));

@@ -33,8 +33,9 @@ class BatchStream final : public StreamMachine {
 
   // Dispatches every job of `parsed` (`shape.jobs` of them, already counted
   // as unanswered), with JobRequest's `run_here`.
-  void Start(absl::StatusOr<std::shared_ptr<v1::JobBatch>> parsed,
-             const BatchShape& shape, bool run_here) ABSL_LOCKS_EXCLUDED(mu_);
+  void StartJobs(absl::StatusOr<std::shared_ptr<v1::JobBatch>> parsed,
+                 const BatchShape& shape, bool run_here)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // One of `batch`'s jobs has its result in its slot; the last one queues
   // the batch's answer.
   void Answered(const std::shared_ptr<Batch>& batch, MemoryBudget::Hold hold)

@@ -61,10 +61,10 @@ void JobStream::Admit(absl::StatusOr<std::shared_ptr<v1::Job>> job,
     waiting_.push_back(std::move(waiting));
     return;
   }
-  Start(std::move(waiting));
+  StartJob(std::move(waiting));
 }
 
-bool JobStream::Start(Waiting waiting) {
+bool JobStream::StartJob(Waiting waiting) {
   const std::string id = waiting.job->id();
   // Admitted or answered, not written yet: not decoding, not waiting, not
   // this one.
@@ -104,7 +104,7 @@ void JobStream::Room() {
   while (!waiting_.empty()) {
     Waiting job = std::move(waiting_.front());
     waiting_.pop_front();
-    if (!Start(std::move(job))) break;
+    if (!StartJob(std::move(job))) break;
   }
 }
 

@@ -45,7 +45,7 @@ class JobStream final : public StreamMachine {
   // results will free some), puts it first among the waiting jobs and
   // returns false. REQUIRES: `waiting` is counted as unanswered, and is
   // neither waiting nor being decoded.
-  bool Start(Waiting waiting) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool StartJob(Waiting waiting) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Answers one job with `status`.
   void PushError(const std::string& id, const absl::Status& status)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

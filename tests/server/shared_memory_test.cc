@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "server/jobs/job_regions.h"
 #include "tests/server/loopback.h"
 
 namespace ptoserve {

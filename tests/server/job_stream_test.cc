@@ -1,0 +1,195 @@
+// ExecuteStream's machine with a fake wire, the real dispatcher and a
+// scheduler the test runs by hand: jobs answered once each, with their ids,
+// errors in place, and jobs over the budget waiting their turn.
+#include "server/rpc/job_stream.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "server/jobs/engine_runner.h"
+#include "server/metrics/metrics.h"
+
+namespace ptoserve {
+namespace {
+
+class FakeWire final : public StreamWire {
+ public:
+  void StartRead(grpc::ByteBuffer* message) override { read_ = message; }
+  void StartWrite(const grpc::ByteBuffer* message) override {
+    write_ = message;
+  }
+  void Finish(const grpc::Status& status) override { finished_ = status; }
+
+  // Completes the pending read with `message`, or as the end of sending.
+  void Send(StreamMachine* machine, std::optional<std::string> message) {
+    ASSERT_NE(read_, nullptr);
+    grpc::ByteBuffer* target = std::exchange(read_, nullptr);
+    if (message.has_value()) {
+      grpc::Slice slice(*message);
+      *target = grpc::ByteBuffer(&slice, 1);
+    }
+    machine->ReadDone(message.has_value());
+  }
+  // Completes the pending write; returns what was written.
+  v1::JobResult Receive(StreamMachine* machine) {
+    v1::JobResult result;
+    EXPECT_NE(write_, nullptr);
+    if (write_ == nullptr) return result;
+    std::vector<grpc::Slice> slices;
+    EXPECT_TRUE(write_->Dump(&slices).ok());
+    std::string bytes;
+    for (const grpc::Slice& s : slices) {
+      bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
+    }
+    EXPECT_TRUE(result.ParseFromString(bytes));
+    write_ = nullptr;
+    machine->WriteDone(true);
+    return result;
+  }
+
+  bool reading() const { return read_ != nullptr; }
+  bool writing() const { return write_ != nullptr; }
+  const std::optional<grpc::Status>& finished() const { return finished_; }
+
+ private:
+  grpc::ByteBuffer* read_ = nullptr;
+  const grpc::ByteBuffer* write_ = nullptr;
+  std::optional<grpc::Status> finished_;
+};
+
+SchedulerOptions NoWorkers() {
+  SchedulerOptions options;
+  options.workers = 0;
+  return options;
+}
+
+// A 64x64 int32 TAND of fills: its result (dst, 16 KiB) comes back as data.
+std::string Tand(const std::string& id, int a, int b) {
+  v1::Job job;
+  job.set_id(id);
+  for (const auto& [name, fill] : {std::pair{"a", a}, {"b", b}}) {
+    v1::Tile& t = (*job.mutable_tiles())[name];
+    t.set_dtype(v1::DTYPE_INT32);
+    t.set_rows(64);
+    t.set_cols(64);
+    t.set_fill(fill);
+  }
+  v1::Instruction* inst = job.add_instructions();
+  inst->set_opcode(v1::OPCODE_TAND);
+  inst->set_dst("c");
+  inst->set_src0("a");
+  inst->set_src1("b");
+  job.add_outputs("c");
+  return job.SerializeAsString();
+}
+
+int32_t First(const v1::JobResult& r) {
+  const std::string& data = r.tiles().at("c").data();
+  return *reinterpret_cast<const int32_t*>(data.data());
+}
+
+class JobStreamTest : public ::testing::Test {
+ protected:
+  void Open(uint64_t budget_bytes, uint32_t window) {
+    budget_.emplace(budget_bytes);
+    ServerLimits limits;
+    limits.max_message_bytes = 64 << 20;
+    limits.max_job_bytes = budget_bytes;
+    limits.memory_budget_bytes = budget_bytes;
+    dispatcher_.emplace(&engine_, &scheduler_, limits, &metrics_, &*budget_);
+    bytes_.emplace(dispatcher_->job_limits(), 256, 64 << 20, &metrics_,
+                   &*budget_, &decoders_);
+    CallInfo call;
+    call.share = budget_->ShareOf("the test");
+    stream_.emplace(&wire_, window, &*dispatcher_, &*bytes_, call);
+    stream_->Start();
+  }
+  // Runs whatever the scheduler holds.
+  void Run() {
+    while (scheduler_.RunOnce() > 0) {
+    }
+  }
+
+  const Engine engine_{EngineOptions{}};
+  MetricsRegistry registry_;
+  ServiceMetrics metrics_{&registry_};
+  EngineRunner runner_{&engine_, &metrics_};
+  Scheduler scheduler_{NoWorkers(), &runner_};
+  TaskPool decoders_{1, 16};
+  std::optional<MemoryBudget> budget_;
+  std::optional<Dispatcher> dispatcher_;
+  std::optional<RequestBytes> bytes_;
+  FakeWire wire_;
+  std::optional<JobStream> stream_;
+};
+
+TEST_F(JobStreamTest, EachJobIsAnsweredOnceWithItsIdAndErrorsInPlace) {
+  Open(/*budget_bytes=*/256 << 20, /*window=*/16);
+  wire_.Send(&*stream_, Tand("one", 0x0ff0, 0x3c3c));
+  wire_.Send(&*stream_, "\xff\xff not a job");
+  std::string missing = Tand("two", 1, 3);
+  wire_.Send(&*stream_, missing);
+  wire_.Send(&*stream_, std::nullopt);
+  // The broken message is answered at once, without an id.
+  v1::JobResult broken = wire_.Receive(&*stream_);
+  EXPECT_EQ(broken.id(), "");
+  EXPECT_EQ(broken.status().code(), v1::INVALID_ARGUMENT);
+  EXPECT_THAT(broken.status().message(),
+              ::testing::HasSubstr("stream message 2"));
+  Run();
+  std::map<std::string, int32_t> first;
+  for (int i = 0; i < 2; ++i) {
+    v1::JobResult r = wire_.Receive(&*stream_);
+    ASSERT_EQ(r.status().code(), v1::OK) << r.status().message();
+    first[r.id()] = First(r);
+  }
+  EXPECT_THAT(first, ::testing::UnorderedElementsAre(
+                         ::testing::Pair("one", 0x0ff0 & 0x3c3c),
+                         ::testing::Pair("two", 1 & 3)));
+  EXPECT_FALSE(wire_.writing());
+  ASSERT_TRUE(wire_.finished().has_value());
+  EXPECT_TRUE(wire_.finished()->ok());
+  EXPECT_EQ(budget_->held(), 0u);
+  stream_->Done();
+}
+
+// A budget with room for about two jobs: the third waits (and the stream
+// reads no further) until a result is written, then runs; every job is
+// answered, in the order they came.
+TEST_F(JobStreamTest, JobsOverTheBudgetWaitTheirTurn) {
+  Open(/*budget_bytes=*/200 << 10, /*window=*/16);
+  int sent = 0;
+  bool held_back = false;  // the stream stopped reading with room in its window
+  std::vector<std::string> ids;
+  for (int step = 0; step < 100 && ids.size() < 5; ++step) {
+    if (wire_.reading() && sent < 5) {
+      wire_.Send(&*stream_, Tand(std::to_string(sent), sent, 0xff));
+      ++sent;
+      continue;
+    }
+    if (wire_.reading() && sent == 5) {
+      wire_.Send(&*stream_, std::nullopt);
+      ++sent;
+    }
+    held_back = held_back || (sent < 5 && !wire_.reading());
+    Run();
+    ASSERT_TRUE(wire_.writing()) << ids.size() << " answered";
+    v1::JobResult r = wire_.Receive(&*stream_);
+    ASSERT_EQ(r.status().code(), v1::OK) << r.status().message();
+    EXPECT_EQ(First(r), std::stoi(r.id()) & 0xff);
+    ids.push_back(r.id());
+  }
+  EXPECT_TRUE(held_back);
+  EXPECT_THAT(ids, ::testing::ElementsAre("0", "1", "2", "3", "4"));
+  ASSERT_TRUE(wire_.finished().has_value());
+  EXPECT_TRUE(wire_.finished()->ok());
+  EXPECT_EQ(budget_->held(), 0u);
+  stream_->Done();
+}
+
+}  // namespace
+}  // namespace ptoserve
