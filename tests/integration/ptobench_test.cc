@@ -110,22 +110,25 @@ TEST(PtobenchTest, BacksOffOnUnavailable) {
   EXPECT_LT(errors, 200) << r.output;
 }
 
-// Open loop: at --rate=200 for 1 s, about 200 calls are measured whatever
-// the server's speed, and the concurrency column says there was none.
+// Open loop: at --rate=50 for 2 s, about 100 calls are measured, and the
+// concurrency column says there was none. The rate is one a sanitizer build
+// of the server keeps up with on a loaded machine (at 200 a second, one
+// answered 80 in CI under ASan): the figure is ptobench's pacing, not the
+// server's speed.
 TEST(PtobenchTest, RateSendsThatManyRequestsASecond) {
   ServerProcess server;
   CommandResult r =
       RunCommand("bench/ptobench --server=" + server.address() +
-                 " --format=csv --csv_header=false --duration=1s --warmup=0.2s"
-                 " --rate=200 --connections=2 --threads=2");
+                 " --format=csv --csv_header=false --duration=2s --warmup=0.2s"
+                 " --rate=50 --connections=2 --threads=2");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   std::vector<std::string> lines =
       absl::StrSplit(r.output, '\n', absl::SkipEmpty());
   ASSERT_EQ(lines.size(), 1u) << r.output;
   EXPECT_EQ(CsvFields(lines[0]).at(2), "0") << r.output;
   EXPECT_EQ(CsvErrors(lines[0]), 0) << r.output;
-  EXPECT_GT(CsvRate(lines[0]), 150) << r.output;
-  EXPECT_LT(CsvRate(lines[0]), 250) << r.output;
+  EXPECT_GT(CsvRate(lines[0]), 37.5) << r.output;
+  EXPECT_LT(CsvRate(lines[0]), 62.5) << r.output;
 }
 
 TEST(PtobenchTest, SweepPrintsOneLinePerConcurrency) {
@@ -174,7 +177,10 @@ TEST(PtobenchTest, BatchModeCountsJobsAndMessages) {
   ASSERT_TRUE(absl::SimpleAtod(fields[6], &requests)) << r.output;
   ASSERT_TRUE(absl::SimpleAtod(fields[7], &tiles)) << r.output;
   EXPECT_GT(requests, 0) << r.output;
-  EXPECT_NEAR(tiles / requests, 8, 0.01) << r.output;
+  // Eight tiles a request, each figure rounded to 0.1 in the CSV: at a few
+  // requests a second (a sanitizer build) the rounding is most of the
+  // difference.
+  EXPECT_NEAR(tiles, 8 * requests, 0.05 + 8 * 0.05) << r.output;
   EXPECT_EQ(CsvErrors(absl::StripAsciiWhitespace(r.output)), 0) << r.output;
   // A batch over the server's limit: every message refused, and why.
   r = RunMeasured("bench/ptobench --server=" + server.address() +
