@@ -30,17 +30,12 @@ struct BatchStream::Batch {
   size_t remaining = 0;  // jobs without a result yet, under mu_
 };
 
-BatchStream::BatchStream(StreamWire* wire, uint32_t window,
-                         Dispatcher* dispatcher, const RequestBytes* bytes,
-                         CallInfo call)
-    : StreamMachine(wire, window),
-      dispatcher_(dispatcher),
-      bytes_(bytes),
-      call_(std::move(call)) {}
+BatchStream::BatchStream(StreamWire* wire, uint32_t window, StreamJobs jobs)
+    : StreamMachine(wire, window), jobs_(std::move(jobs)) {}
 
 void BatchStream::Take(grpc::ByteBuffer* message, uint64_t number) {
   const std::string what = absl::StrCat("stream message ", number);
-  absl::StatusOr<BatchShape> shape = bytes_->InspectBatch(*message, what);
+  absl::StatusOr<BatchShape> shape = jobs_.bytes->InspectBatch(*message, what);
   if (!shape.ok()) {
     Refuse(shape.status());
     return;
@@ -52,22 +47,22 @@ void BatchStream::Take(grpc::ByteBuffer* message, uint64_t number) {
     // thread, one after the other (no hand-off), and their results take
     // mu_.
     WithoutLock([&] {
-      StartJobs(bytes_->Parse<v1::JobBatch>(*message, what), *shape,
+      StartJobs(jobs_.bytes->Parse<v1::JobBatch>(*message, what), *shape,
                 /*run_here=*/true);
     });
     return;
   }
   // Decoded off gRPC's threads, which then start its jobs.
   BeginWork();
-  absl::Status offloaded =
-      bytes_->Offload(*message, call_.share, what,
-                      [this, what, shape = *shape](const grpc::ByteBuffer& b) {
-                        StartJobs(bytes_->Parse<v1::JobBatch>(b, what), shape,
-                                  /*run_here=*/false);
-                        MutexLock lock(&mu_);
-                        EndWork();
-                        Resume();
-                      });
+  absl::Status offloaded = jobs_.bytes->Offload(
+      *message, jobs_.call.share, what,
+      [this, what, shape = *shape](const grpc::ByteBuffer& b) {
+        StartJobs(jobs_.bytes->Parse<v1::JobBatch>(b, what), shape,
+                  /*run_here=*/false);
+        MutexLock lock(&mu_);
+        EndWork();
+        Resume();
+      });
   if (!offloaded.ok()) {
     EndWork();
     Forget(jobs);
@@ -103,7 +98,7 @@ void BatchStream::StartJobs(
     JobRequest request;
     request.job = &job;
     request.request_bytes = shape.job_bytes[i];
-    request.call = &call_;
+    request.call = &jobs_.call;
     request.run_here = run_here;
     request.done = [this, batch, i](absl::StatusOr<v1::JobResult> r,
                                     MemoryBudget::Hold hold) {
@@ -115,7 +110,8 @@ void BatchStream::StartJobs(
       }
       Answered(batch, std::move(hold));
     };
-    const Dispatched dispatched = dispatcher_->Dispatch(std::move(request));
+    const Dispatched dispatched =
+        jobs_.dispatcher->Dispatch(std::move(request));
     if (!dispatched.status.ok()) {
       ToErrorResult(job.id(), dispatched.status,
                     batch->answer.mutable_results(i));
@@ -154,7 +150,7 @@ grpc::ByteBuffer BatchStream::Encoded(v1::JobResultBatch* answer) const {
   grpc::ByteBuffer bytes;
   absl::Status encoded;
   try {
-    encoded = bytes_->Encode(*answer, &bytes);
+    encoded = jobs_.bytes->Encode(*answer, &bytes);
   } catch (const std::bad_alloc&) {
     encoded = absl::ResourceExhaustedError(
         "the server ran out of memory serializing this batch's answer");
@@ -166,7 +162,7 @@ grpc::ByteBuffer BatchStream::Encoded(v1::JobResultBatch* answer) const {
   for (v1::JobResult& result : *answer->mutable_results()) {
     ToErrorResult(std::string(result.id()), why, &result);
   }
-  if (bytes_->Encode(*answer, &bytes).ok()) return bytes;
+  if (jobs_.bytes->Encode(*answer, &bytes).ok()) return bytes;
   // Even its errors, with their ids, are too large (many jobs and a small
   // --max_message_mb): the batch is answered as one refused message.
   const int jobs = answer->results_size();
@@ -177,7 +173,7 @@ grpc::ByteBuffer BatchStream::Encoded(v1::JobResultBatch* answer) const {
                                                "error, were too large too",
                                                why.message(), jobs)),
       answer->add_results());
-  (void)bytes_->Encode(*answer, &bytes);
+  (void)jobs_.bytes->Encode(*answer, &bytes);
   return bytes;
 }
 

@@ -13,18 +13,15 @@
 #include <memory>
 #include <string>
 
-#include "server/jobs/dispatcher.h"
-#include "server/rpc/request_bytes.h"
+#include "server/rpc/stream_jobs.h"
 #include "server/rpc/stream_machine.h"
 
 namespace ptoserve {
 
 class BatchStream final : public StreamMachine {
  public:
-  // `wire`, `dispatcher` and `bytes` must outlive the stream. `call` is
-  // the stream's call: every job of it is one of its client's.
-  BatchStream(StreamWire* wire, uint32_t window, Dispatcher* dispatcher,
-              const RequestBytes* bytes, CallInfo call);
+  // `wire` must outlive the stream.
+  BatchStream(StreamWire* wire, uint32_t window, StreamJobs jobs);
 
  private:
   struct Batch;
@@ -47,9 +44,7 @@ class BatchStream final : public StreamMachine {
   // job, RESOURCE_EXHAUSTED (each result keeping its id) saying so.
   grpc::ByteBuffer Encoded(v1::JobResultBatch* answer) const;
 
-  Dispatcher* const dispatcher_;
-  const RequestBytes* const bytes_;
-  const CallInfo call_;
+  const StreamJobs jobs_;
 };
 
 }  // namespace ptoserve

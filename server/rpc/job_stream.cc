@@ -8,34 +8,31 @@
 
 namespace ptoserve {
 
-JobStream::JobStream(StreamWire* wire, uint32_t window, Dispatcher* dispatcher,
-                     const RequestBytes* bytes, CallInfo call)
-    : StreamMachine(wire, window),
-      dispatcher_(dispatcher),
-      bytes_(bytes),
-      call_(std::move(call)) {}
+JobStream::JobStream(StreamWire* wire, uint32_t window, StreamJobs jobs)
+    : StreamMachine(wire, window), jobs_(std::move(jobs)) {}
 
 void JobStream::Take(grpc::ByteBuffer* message, uint64_t number) {
   Expect(1);
   const uint64_t request_bytes = message->Length();
   const std::string what = absl::StrCat("stream message ", number);
-  absl::StatusOr<WireShape> shape = bytes_->Inspect(*message, what);
+  absl::StatusOr<WireShape> shape = jobs_.bytes->Inspect(*message, what);
   if (!shape.ok()) {
     // Its id is unknown: the result carries none, and the stream goes on.
     PushError("", shape.status());
     return;
   }
   if (RequestBytes::Light(*shape, request_bytes)) {
-    Admit(bytes_->Parse<v1::Job>(*message, what), request_bytes, shape->id);
+    Admit(jobs_.bytes->Parse<v1::Job>(*message, what), request_bytes,
+          shape->id);
     return;
   }
   // Decoded off gRPC's threads.
   BeginWork();
-  absl::Status offloaded = bytes_->Offload(
-      *message, call_.share, what,
+  absl::Status offloaded = jobs_.bytes->Offload(
+      *message, jobs_.call.share, what,
       [this, what, request_bytes, id = shape->id](const grpc::ByteBuffer& b) {
         absl::StatusOr<std::shared_ptr<v1::Job>> job =
-            bytes_->Parse<v1::Job>(b, what);
+            jobs_.bytes->Parse<v1::Job>(b, what);
         MutexLock lock(&mu_);
         EndWork();
         Admit(std::move(job), request_bytes, id);
@@ -74,7 +71,7 @@ bool JobStream::StartJob(Waiting waiting) {
   JobRequest request;
   request.job = waiting.job.get();
   request.request_bytes = waiting.request_bytes;
-  request.call = &call_;
+  request.call = &jobs_.call;
   // Not run_here: done takes mu_, which this thread holds.
   request.may_wait = in_flight > 0;
   request.done = [this, id, job = waiting.job](absl::StatusOr<v1::JobResult> r,
@@ -89,7 +86,7 @@ bool JobStream::StartJob(Waiting waiting) {
     MutexLock lock(&mu_);
     Push(std::move(bytes), std::move(holds), 1);
   };
-  const Dispatched dispatched = dispatcher_->Dispatch(std::move(request));
+  const Dispatched dispatched = jobs_.dispatcher->Dispatch(std::move(request));
   if (dispatched.status.ok()) return true;
   if (dispatched.may_retry) {
     waiting_.push_front(std::move(waiting));
@@ -124,7 +121,7 @@ grpc::ByteBuffer JobStream::Encoded(const v1::JobResult& result) const {
   grpc::ByteBuffer bytes;
   absl::Status encoded;
   try {
-    encoded = bytes_->Encode(result, &bytes);
+    encoded = jobs_.bytes->Encode(result, &bytes);
   } catch (const std::bad_alloc&) {
     encoded = absl::ResourceExhaustedError(
         "the server ran out of memory serializing this job's result");
@@ -134,9 +131,9 @@ grpc::ByteBuffer JobStream::Encoded(const v1::JobResult& result) const {
   // kMaxNameBytes: it fits any message limit), else without it.
   v1::JobResult failed;
   ToErrorResult(result.id(), encoded, &failed);
-  if (!bytes_->Encode(failed, &bytes).ok()) {
+  if (!jobs_.bytes->Encode(failed, &bytes).ok()) {
     ToErrorResult("", encoded, &failed);
-    (void)bytes_->Encode(failed, &bytes);
+    (void)jobs_.bytes->Encode(failed, &bytes);
   }
   return bytes;
 }

@@ -10,18 +10,15 @@
 #include <memory>
 #include <string>
 
-#include "server/jobs/dispatcher.h"
-#include "server/rpc/request_bytes.h"
+#include "server/rpc/stream_jobs.h"
 #include "server/rpc/stream_machine.h"
 
 namespace ptoserve {
 
 class JobStream final : public StreamMachine {
  public:
-  // `wire`, `dispatcher` and `bytes` must outlive the stream. `call` is
-  // the stream's call: every job of it is one of its client's.
-  JobStream(StreamWire* wire, uint32_t window, Dispatcher* dispatcher,
-            const RequestBytes* bytes, CallInfo call);
+  // `wire` must outlive the stream.
+  JobStream(StreamWire* wire, uint32_t window, StreamJobs jobs);
 
  private:
   // A decoded job not yet admitted.
@@ -53,9 +50,7 @@ class JobStream final : public StreamMachine {
   // suffice to serialize, becomes its job's error.
   grpc::ByteBuffer Encoded(const v1::JobResult& result) const;
 
-  Dispatcher* const dispatcher_;
-  const RequestBytes* const bytes_;
-  const CallInfo call_;
+  const StreamJobs jobs_;
   // Decoded jobs the memory budget has no room for yet, in the order they
   // came; no reads meanwhile.
   std::deque<Waiting> waiting_ ABSL_GUARDED_BY(mu_);

@@ -20,18 +20,20 @@ grpc::ServerUnaryReactor* SharedMemoryService::Answer(
   return reactor;
 }
 
+absl::StatusOr<uid_t> SharedMemoryService::Caller(
+    const grpc::CallbackServerContext& context) const {
+  if (absl::Status allowed = Authorize(context); !allowed.ok()) return allowed;
+  if (!registry_->enabled()) return SharedMemoryRegistry::Off();
+  // The caller's user, from its end of the connection: the server maps only
+  // what that user could open itself, and only a caller who may use a
+  // region may take it away (MayUse).
+  return CachedPeerUid(context.peer());
+}
+
 grpc::ServerUnaryReactor* SharedMemoryService::Register(
     grpc::CallbackServerContext* context, const v1::RegisterRequest* request,
     v1::Region* region) {
-  if (absl::Status allowed = Authorize(*context); !allowed.ok()) {
-    return Answer<v1::Region>(context, allowed, region);
-  }
-  if (!registry_->enabled()) {
-    return Answer<v1::Region>(context, SharedMemoryRegistry::Off(), region);
-  }
-  // The caller's user, from its end of the connection: the server maps only
-  // what that user could open itself.
-  absl::StatusOr<uid_t> caller = CachedPeerUid(context->peer());
+  absl::StatusOr<uid_t> caller = Caller(*context);
   if (!caller.ok()) return Answer<v1::Region>(context, caller.status(), region);
   // Leased to this call's connection, unless it asks to outlive it.
   std::optional<PeerConnection> connection;
@@ -50,14 +52,7 @@ grpc::ServerUnaryReactor* SharedMemoryService::Register(
 grpc::ServerUnaryReactor* SharedMemoryService::Unregister(
     grpc::CallbackServerContext* context, const v1::UnregisterRequest* request,
     v1::Region* region) {
-  if (absl::Status allowed = Authorize(*context); !allowed.ok()) {
-    return Answer<v1::Region>(context, allowed, region);
-  }
-  if (!registry_->enabled()) {
-    return Answer<v1::Region>(context, SharedMemoryRegistry::Off(), region);
-  }
-  // Only a caller who may use the region may take it away (MayUse).
-  absl::StatusOr<uid_t> caller = CachedPeerUid(context->peer());
+  absl::StatusOr<uid_t> caller = Caller(*context);
   if (!caller.ok()) return Answer<v1::Region>(context, caller.status(), region);
   return Answer(context, registry_->Unregister(request->name(), *caller),
                 region);

@@ -35,6 +35,10 @@ class SharedMemoryService final : public v1::SharedMemory::CallbackService {
   template <typename T>
   grpc::ServerUnaryReactor* Answer(grpc::CallbackServerContext* context,
                                    absl::StatusOr<T> answer, T* out);
+  // The user `context`'s caller runs as, or why it may not call: no token,
+  // the shared-memory path off, or a caller not on this host.
+  absl::StatusOr<uid_t> Caller(
+      const grpc::CallbackServerContext& context) const;
   absl::Status Authorize(const grpc::CallbackServerContext& context) const {
     return auth_ == nullptr ? absl::OkStatus() : auth_->Check(context);
   }

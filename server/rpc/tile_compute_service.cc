@@ -140,8 +140,9 @@ TileComputeService::ExecuteStream(grpc::CallbackServerContext* context) {
     return new RefusedStream(ToGrpcStatus(allowed));
   }
   auto* reactor = new StreamReactor(&stalls_, context);
-  reactor->Run(std::make_unique<JobStream>(reactor, stream_window_, dispatcher_,
-                                           bytes_, CallOf(context)));
+  reactor->Run(std::make_unique<JobStream>(
+      reactor, stream_window_,
+      StreamJobs{dispatcher_, bytes_, CallOf(context)}));
   return reactor;
 }
 
@@ -152,7 +153,8 @@ TileComputeService::ExecuteBatches(grpc::CallbackServerContext* context) {
   }
   auto* reactor = new StreamReactor(&stalls_, context);
   reactor->Run(std::make_unique<BatchStream>(
-      reactor, stream_window_, dispatcher_, bytes_, CallOf(context)));
+      reactor, stream_window_,
+      StreamJobs{dispatcher_, bytes_, CallOf(context)}));
   return reactor;
 }
 

@@ -105,7 +105,7 @@ class JobStreamTest : public ::testing::Test {
                    &*budget_, &decoders_);
     CallInfo call;
     call.share = budget_->ShareOf("the test");
-    stream_.emplace(&wire_, window, &*dispatcher_, &*bytes_, call);
+    stream_.emplace(&wire_, window, StreamJobs{&*dispatcher_, &*bytes_, call});
     stream_->Start();
   }
   // Runs whatever the scheduler holds.
