@@ -35,16 +35,17 @@ constexpr char kServiceConfig[] = R"({
   }]
 })";
 
-std::shared_ptr<grpc::ChannelCredentials> Credentials(const ClientOptions& o) {
-  if (!o.tls) return grpc::InsecureChannelCredentials();
+}  // namespace
+
+std::shared_ptr<grpc::ChannelCredentials> ChannelCredentials(
+    const ClientOptions& options) {
+  if (!options.tls) return grpc::InsecureChannelCredentials();
   grpc::SslCredentialsOptions ssl;
-  ssl.pem_root_certs = o.tls_ca_pem;
-  ssl.pem_cert_chain = o.tls_cert_pem;
-  ssl.pem_private_key = o.tls_key_pem;
+  ssl.pem_root_certs = options.tls_ca_pem;
+  ssl.pem_cert_chain = options.tls_cert_pem;
+  ssl.pem_private_key = options.tls_key_pem;
   return grpc::SslCredentials(ssl);
 }
-
-}  // namespace
 
 std::string ChannelTarget(const std::string& address) {
   const bool list = address.find(',') != std::string::npos;
@@ -65,7 +66,7 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Connect(
     args.SetSslTargetNameOverride(options.tls_server_name);
   }
   auto channel = grpc::CreateCustomChannel(ChannelTarget(address),
-                                           Credentials(options), args);
+                                           ChannelCredentials(options), args);
   const auto deadline = std::chrono::system_clock::now() +
                         absl::ToChronoMilliseconds(options.connect_timeout);
   // Waits for a connection, but no longer than the first failure of every

@@ -45,6 +45,12 @@ struct ClientOptions {
 // gRPC name such as "dns:///ptoserve.default.svc:50051".
 std::string ChannelTarget(const std::string& address);
 
+// Plaintext, or with options.tls TLS with its certificates: the
+// credentials of Client::Connect's channel, for callers that make their own
+// (tls_server_name goes in the channel's arguments).
+std::shared_ptr<grpc::ChannelCredentials> ChannelCredentials(
+    const ClientOptions& options);
+
 // The wire element type of T (int8_t ... uint32_t).
 template <typename T>
 constexpr v1::DType DTypeOf() {
