@@ -35,16 +35,17 @@ constexpr char kServiceConfig[] = R"({
   }]
 })";
 
-std::shared_ptr<grpc::ChannelCredentials> Credentials(const ClientOptions& o) {
-  if (!o.tls) return grpc::InsecureChannelCredentials();
+}  // namespace
+
+std::shared_ptr<grpc::ChannelCredentials> ChannelCredentials(
+    const ClientOptions& options) {
+  if (!options.tls) return grpc::InsecureChannelCredentials();
   grpc::SslCredentialsOptions ssl;
-  ssl.pem_root_certs = o.tls_ca_pem;
-  ssl.pem_cert_chain = o.tls_cert_pem;
-  ssl.pem_private_key = o.tls_key_pem;
+  ssl.pem_root_certs = options.tls_ca_pem;
+  ssl.pem_cert_chain = options.tls_cert_pem;
+  ssl.pem_private_key = options.tls_key_pem;
   return grpc::SslCredentials(ssl);
 }
-
-}  // namespace
 
 std::string ChannelTarget(const std::string& address) {
   const bool list = address.find(',') != std::string::npos;
@@ -65,7 +66,7 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Connect(
     args.SetSslTargetNameOverride(options.tls_server_name);
   }
   auto channel = grpc::CreateCustomChannel(ChannelTarget(address),
-                                           Credentials(options), args);
+                                           ChannelCredentials(options), args);
   const auto deadline = std::chrono::system_clock::now() +
                         absl::ToChronoMilliseconds(options.connect_timeout);
   // Waits for a connection, but no longer than the first failure of every
@@ -140,106 +141,90 @@ void Client::ConfigureContext(grpc::ClientContext* context) const {
   }
 }
 
-absl::StatusOr<v1::JobResult> Client::Execute(const v1::Job& job) const {
+template <typename Stub, typename Request, typename Response>
+absl::StatusOr<Response> Client::Call(
+    Stub* stub,
+    grpc::Status (Stub::*method)(grpc::ClientContext*, const Request&,
+                                 Response*),
+    const Request& request) const {
   grpc::ClientContext context;
   ConfigureContext(&context);
-  v1::JobResult result;
-  grpc::Status status = stub_->Execute(&context, job, &result);
+  Response response;
+  grpc::Status status = (stub->*method)(&context, request, &response);
   if (!status.ok()) return FromGrpc(status);
-  return result;
+  return response;
+}
+
+absl::StatusOr<v1::JobResult> Client::Execute(const v1::Job& job) const {
+  return Call(stub_.get(), &v1::TileCompute::Stub::Execute, job);
+}
+
+template <typename Request, typename Response>
+absl::Status Client::Exchange(
+    std::unique_ptr<grpc::ClientReaderWriter<Request, Response>> (
+        v1::TileCompute::Stub::*open)(grpc::ClientContext*),
+    absl::Span<const Request> requests,
+    const std::function<void(Response)>& on_response) const {
+  grpc::ClientContext context;
+  ConfigureContext(&context);
+  auto stream = (stub_.get()->*open)(&context);
+  // Writes block while the server's window is full, so they run beside the
+  // reads rather than before them.
+  std::thread writer([&] {
+    for (const Request& request : requests) {
+      if (!stream->Write(request)) break;
+    }
+    stream->WritesDone();
+  });
+  Response response;
+  while (stream->Read(&response)) on_response(std::move(response));
+  writer.join();
+  return FromGrpc(stream->Finish());
 }
 
 absl::Status Client::ExecuteStream(
     absl::Span<const v1::Job> jobs,
     const std::function<void(v1::JobResult)>& on_result) const {
-  grpc::ClientContext context;
-  ConfigureContext(&context);
-  auto stream = stub_->ExecuteStream(&context);
-  // Writes block while the server's window is full, so they run beside the
-  // reads rather than before them.
-  std::thread writer([&] {
-    for (const v1::Job& job : jobs) {
-      if (!stream->Write(job)) break;
-    }
-    stream->WritesDone();
-  });
-  v1::JobResult result;
-  while (stream->Read(&result)) on_result(std::move(result));
-  writer.join();
-  return FromGrpc(stream->Finish());
+  return Exchange(&v1::TileCompute::Stub::ExecuteStream, jobs, on_result);
 }
 
 absl::Status Client::ExecuteBatches(
     absl::Span<const v1::JobBatch> batches,
     const std::function<void(v1::JobResultBatch)>& on_answer) const {
-  grpc::ClientContext context;
-  ConfigureContext(&context);
-  auto stream = stub_->ExecuteBatches(&context);
-  // As ExecuteStream: writes block while the server's window is full.
-  std::thread writer([&] {
-    for (const v1::JobBatch& batch : batches) {
-      if (!stream->Write(batch)) break;
-    }
-    stream->WritesDone();
-  });
-  v1::JobResultBatch answer;
-  while (stream->Read(&answer)) on_answer(std::move(answer));
-  writer.join();
-  return FromGrpc(stream->Finish());
+  return Exchange(&v1::TileCompute::Stub::ExecuteBatches, batches, on_answer);
 }
 
 absl::StatusOr<v1::Capabilities> Client::GetCapabilities() const {
-  grpc::ClientContext context;
-  ConfigureContext(&context);
-  v1::Capabilities capabilities;
-  grpc::Status status = stub_->GetCapabilities(
-      &context, v1::GetCapabilitiesRequest(), &capabilities);
-  if (!status.ok()) return FromGrpc(status);
-  return capabilities;
+  return Call(stub_.get(), &v1::TileCompute::Stub::GetCapabilities,
+              v1::GetCapabilitiesRequest());
 }
 
 absl::StatusOr<v1::Region> Client::RegisterRegion(
     const v1::RegisterRequest& request) const {
-  grpc::ClientContext context;
-  ConfigureContext(&context);
-  v1::Region region;
-  grpc::Status status = shared_stub_->Register(&context, request, &region);
-  if (!status.ok()) return FromGrpc(status);
-  return region;
+  return Call(shared_stub_.get(), &v1::SharedMemory::Stub::Register, request);
 }
 
 absl::StatusOr<v1::Region> Client::UnregisterRegion(
     const std::string& name) const {
-  grpc::ClientContext context;
-  ConfigureContext(&context);
   v1::UnregisterRequest request;
   request.set_name(name);
-  v1::Region region;
-  grpc::Status status = shared_stub_->Unregister(&context, request, &region);
-  if (!status.ok()) return FromGrpc(status);
-  return region;
+  return Call(shared_stub_.get(), &v1::SharedMemory::Stub::Unregister, request);
 }
 
 absl::StatusOr<v1::ListResponse> Client::ListRegions() const {
-  grpc::ClientContext context;
-  ConfigureContext(&context);
-  v1::ListResponse list;
-  grpc::Status status = shared_stub_->List(&context, v1::ListRequest(), &list);
-  if (!status.ok()) return FromGrpc(status);
-  return list;
+  return Call(shared_stub_.get(), &v1::SharedMemory::Stub::List,
+              v1::ListRequest());
 }
 
 absl::StatusOr<std::string> Client::Health(const std::string& service) const {
   auto stub = grpc::health::v1::Health::NewStub(channel_);
-  grpc::ClientContext context;
-  ConfigureContext(&context);
   grpc::health::v1::HealthCheckRequest request;
   request.set_service(service);
-  grpc::health::v1::HealthCheckResponse response;
-  grpc::Status status = stub->Check(&context, request, &response);
-  if (!status.ok()) return FromGrpc(status);
+  absl::StatusOr<grpc::health::v1::HealthCheckResponse> response =
+      Call(stub.get(), &grpc::health::v1::Health::Stub::Check, request);
+  if (!response.ok()) return response.status();
   return grpc::health::v1::HealthCheckResponse::ServingStatus_Name(
-      response.status());
+      response->status());
 }
 
 }  // namespace ptoserve

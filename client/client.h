@@ -45,6 +45,12 @@ struct ClientOptions {
 // gRPC name such as "dns:///ptoserve.default.svc:50051".
 std::string ChannelTarget(const std::string& address);
 
+// Plaintext, or with options.tls TLS with its certificates: the
+// credentials of Client::Connect's channel, for callers that make their own
+// (tls_server_name goes in the channel's arguments).
+std::shared_ptr<grpc::ChannelCredentials> ChannelCredentials(
+    const ClientOptions& options);
+
 // The wire element type of T (int8_t ... uint32_t).
 template <typename T>
 constexpr v1::DType DTypeOf() {
@@ -159,6 +165,22 @@ class Client {
   Client(std::shared_ptr<grpc::Channel> channel, const ClientOptions& options);
   // Sets the call's deadline and credentials.
   void ConfigureContext(grpc::ClientContext* context) const;
+  // Calls `method` of `stub` with `request`, its context configured;
+  // gRPC's error as a Status.
+  template <typename Stub, typename Request, typename Response>
+  absl::StatusOr<Response> Call(
+      Stub* stub,
+      grpc::Status (Stub::*method)(grpc::ClientContext*, const Request&,
+                                   Response*),
+      const Request& request) const;
+  // Runs the stream that `open` starts: writes `requests` while
+  // `on_response` sees each response as it arrives; the stream's status.
+  template <typename Request, typename Response>
+  absl::Status Exchange(
+      std::unique_ptr<grpc::ClientReaderWriter<Request, Response>> (
+          v1::TileCompute::Stub::*open)(grpc::ClientContext*),
+      absl::Span<const Request> requests,
+      const std::function<void(Response)>& on_response) const;
 
   template <typename T>
   absl::StatusOr<TileResult<T>> RunBinary(v1::Opcode opcode,
