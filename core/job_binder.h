@@ -28,14 +28,15 @@ namespace ptoserve {
 namespace internal {
 
 // Turns a JobSpec into a PreparedJob, one stage at a time; each stage
-// returns the first problem it finds. The stages that place tiles in a
-// unified buffer are in job_binder_buffer.cc, the others in job_binder.cc.
+// returns the first problem it finds. The stage that places tiles in a
+// unified buffer is in job_binder_buffer.cc, the others in job_binder.cc.
 class JobBinder {
  public:
   JobBinder(const JobSpec& spec, const EngineLimits& limits,
             const BackendRegistry& backends, Target default_target,
             const Admission& admit);
 
+  // Runs every stage (Engine::Prepare's contract); a binder binds once.
   absl::StatusOr<std::unique_ptr<PreparedJob>> Bind() &&;
 
  private:
