@@ -31,7 +31,8 @@ struct OpInfo {
   absl::string_view name;
   // "tand": assembly (`tand`, `pto.tand`) and ptoctl's command.
   absl::string_view mnemonic;
-  // Its number in ptoserve.v1.Opcode (server/codec.cc checks each).
+  // Its number in ptoserve.v1.Opcode (proto/codec.cc converts by it;
+  // codec_test checks each).
   int wire_value;
   // How many sources it reads: 2 (src0, src1), or 1 (src0 only).
   int sources;

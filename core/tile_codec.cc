@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_format.h"
 #include "core/error_site.h"
+#include "core/status_macros.h"
 
 namespace ptoserve {
 
@@ -36,6 +37,18 @@ bool HasValueEncoding(DType dtype) {
   return dtype != DType::kFloat16 && dtype != DType::kBFloat16;
 }
 
+// The error for tile `name` when its elements cannot travel as numbers
+// (`how`: "sent as values", "given as fill").
+absl::Status CheckValueEncoding(const TileDesc& desc, absl::string_view name,
+                                absl::string_view how) {
+  if (HasValueEncoding(desc.dtype)) return absl::OkStatus();
+  return AtTile(absl::InvalidArgumentError(
+                    absl::StrFormat("tile \"%s\": %s elements cannot be %s; "
+                                    "send data",
+                                    name, DTypeName(desc.dtype), how)),
+                name);
+}
+
 }  // namespace
 
 absl::Status CheckDataSize(const TileDesc& desc, absl::string_view name,
@@ -54,13 +67,7 @@ absl::Status CheckDataSize(const TileDesc& desc, absl::string_view name,
 
 absl::Status CheckValueCount(const TileDesc& desc, absl::string_view name,
                              size_t count) {
-  if (!HasValueEncoding(desc.dtype)) {
-    return AtTile(
-        absl::InvalidArgumentError(absl::StrFormat(
-            "tile \"%s\": %s elements cannot be sent as values; send data",
-            name, DTypeName(desc.dtype))),
-        name);
-  }
+  PTO_RETURN_IF_ERROR(CheckValueEncoding(desc, name, "sent as values"));
   if (count != desc.elements()) {
     return AtTile(absl::InvalidArgumentError(absl::StrFormat(
                       "tile \"%s\": values has %u entries, expected %u (one "
@@ -152,13 +159,7 @@ absl::Status FillFromValues(absl::Span<const double> values,
 
 absl::Status CheckFill(const TileDesc& desc, absl::string_view name,
                        double value) {
-  if (!HasValueEncoding(desc.dtype)) {
-    return AtTile(
-        absl::InvalidArgumentError(absl::StrFormat(
-            "tile \"%s\": %s elements cannot be given as fill; send data", name,
-            DTypeName(desc.dtype))),
-        name);
-  }
+  PTO_RETURN_IF_ERROR(CheckValueEncoding(desc, name, "given as fill"));
   if (std::string problem = ValueProblem(desc.dtype, value); !problem.empty()) {
     return AtTile(absl::InvalidArgumentError(absl::StrFormat(
                       "tile \"%s\": fill = %.17g %s", name, value, problem)),

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 
+#include "core/types.h"
 #include "ptoserve/v1/tile.pb.h"
 
 namespace ptoserve {
@@ -11,22 +12,9 @@ namespace ptoserve {
 // Bytes per element of `dtype` in Tile.data; 0 for a value that names no
 // element type (unset, unknown).
 inline size_t WireElementBytes(int dtype) {
-  switch (dtype) {
-    case v1::DTYPE_INT8:
-    case v1::DTYPE_UINT8:
-      return 1;
-    case v1::DTYPE_INT16:
-    case v1::DTYPE_UINT16:
-    case v1::DTYPE_FLOAT16:
-    case v1::DTYPE_BFLOAT16:
-      return 2;
-    case v1::DTYPE_INT32:
-    case v1::DTYPE_UINT32:
-    case v1::DTYPE_FLOAT32:
-      return 4;
-    default:
-      return 0;
-  }
+  if (dtype == v1::DTYPE_UNSPECIFIED || !v1::DType_IsValid(dtype)) return 0;
+  // The wire lists the engine's element types in the engine's order, from 1.
+  return ElementBytes(static_cast<DType>(dtype - 1));
 }
 
 }  // namespace ptoserve

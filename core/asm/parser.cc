@@ -1,8 +1,8 @@
 #include "core/asm/parser.h"
 
-#include <algorithm>
-#include <iterator>
 #include <limits>
+#include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -12,6 +12,8 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
 #include "core/asm/lexer.h"
+#include "core/asm/token_reader.h"
+#include "core/asm/type_parser.h"
 #include "core/ops.h"
 #include "core/status_macros.h"
 
@@ -19,16 +21,6 @@ namespace ptoserve {
 namespace pasm {
 
 namespace {
-
-constexpr Location kLocations[] = {
-    Location::kVec, Location::kMat,  Location::kLeft,   Location::kRight,
-    Location::kAcc, Location::kBias, Location::kScaling};
-
-constexpr char kKeyList[] =
-    "loc, dtype, rows, cols, v_row, v_col, blayout, slayout, fractal or pad";
-constexpr char kElementTypeList[] =
-    "i8, i16, i32, si8, si16, si32, ui8, ui16, ui32, int8, int16, int32, "
-    "uint8, uint16, uint32, f16, bf16, f32, float16, bfloat16 or float32";
 
 // "tand" -> TAND; with `prefixed`, "pto.tand" -> TAND.
 std::optional<Opcode> Mnemonic(absl::string_view word, bool prefixed) {
@@ -71,27 +63,27 @@ std::string Spelled(Opcode opcode, Form form) {
 
 class Parser {
  public:
-  explicit Parser(std::vector<Token> tokens) : tokens_(std::move(tokens)) {}
+  explicit Parser(std::vector<Token> tokens) : in_(std::move(tokens)) {}
 
   absl::StatusOr<Program> Run() && {
     Program program;
-    while (Peek().kind != TokenKind::kEnd) {
-      if (Peek().kind == TokenKind::kNewline) {
-        Next();
+    while (in_.Peek().kind != TokenKind::kEnd) {
+      if (in_.Peek().kind == TokenKind::kNewline) {
+        in_.Next();
         continue;
       }
       Statement statement;
-      statement.pos = Peek().pos;
-      if (Peek().kind == TokenKind::kComment) {
-        statement.node = Comment{CommentText(Next())};
+      statement.pos = in_.Peek().pos;
+      if (in_.Peek().kind == TokenKind::kComment) {
+        statement.node = Comment{CommentText(in_.Next())};
       } else {
         PTO_RETURN_IF_ERROR(ParseStatement(&statement));
-        if (Peek().kind == TokenKind::kComment) {
-          statement.trailing_comment = CommentText(Next());
+        if (in_.Peek().kind == TokenKind::kComment) {
+          statement.trailing_comment = CommentText(in_.Next());
         }
-        if (Peek().kind != TokenKind::kNewline &&
-            Peek().kind != TokenKind::kEnd) {
-          return Error(Peek(), "expected end of line after the statement");
+        if (in_.Peek().kind != TokenKind::kNewline &&
+            in_.Peek().kind != TokenKind::kEnd) {
+          return Error(in_.Peek(), "expected end of line after the statement");
         }
       }
       program.statements.push_back(std::move(statement));
@@ -100,44 +92,12 @@ class Parser {
   }
 
  private:
-  const Token& Peek() const { return tokens_[at_]; }
-  // REQUIRES: Peek() is not kEnd, the last token.
-  const Token& Next() { return tokens_[at_++]; }
-
-  bool PeekPunct(absl::string_view punct) const {
-    return Peek().kind == TokenKind::kPunct && Peek().text == punct;
-  }
-  bool PeekWord(absl::string_view word) const {
-    return Peek().kind == TokenKind::kWord && Peek().text == word;
-  }
-
-  // "L:C: <expected>, found <what is at `at`>"
-  static absl::Status Error(const Token& at, absl::string_view expected) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        ToString(at.pos), ": ", expected, ", found ", Describe(at)));
-  }
-  // "L:C: <message>", for errors about the token itself.
-  static absl::Status ErrorAbout(const Token& at, absl::string_view message) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(ToString(at.pos), ": ", message));
-  }
-
-  // Consumes punctuation `punct`, or fails with "expected '<punct>'
-  // <context>".
-  absl::Status Expect(absl::string_view punct, absl::string_view context) {
-    if (!PeekPunct(punct)) {
-      return Error(Peek(), absl::StrCat("expected '", punct, "' ", context));
-    }
-    Next();
-    return absl::OkStatus();
-  }
-
   static std::string CommentText(const Token& token) {
     return std::string(absl::StripTrailingAsciiWhitespace(token.text));
   }
 
   absl::Status ParseStatement(Statement* statement) {
-    const Token& first = Peek();
+    const Token& first = in_.Peek();
     if (first.kind == TokenKind::kTileName) return ParseDefinition(statement);
     if (first.kind == TokenKind::kWord) {
       if (first.text == "pto.tassign") return ParseBinding(statement);
@@ -171,11 +131,11 @@ class Parser {
 
   // %name, as `role` (e.g. "as the first operand of 'tand'").
   absl::StatusOr<ValueRef> ParseOperand(absl::string_view role) {
-    if (Peek().kind != TokenKind::kTileName) {
-      return Error(Peek(),
+    if (in_.Peek().kind != TokenKind::kTileName) {
+      return Error(in_.Peek(),
                    absl::StrCat("expected a tile name (`%name`) ", role));
     }
-    const Token& token = Next();
+    const Token& token = in_.Next();
     ValueRef operand;
     operand.name = std::string(token.text);
     operand.pos = token.pos;
@@ -189,8 +149,8 @@ class Parser {
   absl::Status ParseDefinition(Statement* statement) {
     Operation op;
     PTO_ASSIGN_OR_RETURN(op.dst, ParseOperand(""));
-    PTO_RETURN_IF_ERROR(Expect("=", absl::StrCat("after %", op.dst.name)));
-    const Token& mnemonic = Peek();
+    PTO_RETURN_IF_ERROR(in_.Expect("=", absl::StrCat("after %", op.dst.name)));
+    const Token& mnemonic = in_.Peek();
     std::optional<Opcode> opcode;
     if (mnemonic.kind == TokenKind::kWord) {
       if ((opcode = Mnemonic(mnemonic.text, false))) {
@@ -207,40 +167,40 @@ class Parser {
     }
     op.opcode = *opcode;
     const bool two = Op(op.opcode).sources == 2;
-    Next();
+    in_.Next();
     const std::string name = Spelled(op.opcode, op.form);
     PTO_ASSIGN_OR_RETURN(op.src0, ParseOperand(absl::StrCat(
                                       "as the first operand of '", name, "'")));
     const ValueRef* last = &op.src0;
     if (two) {
       PTO_RETURN_IF_ERROR(
-          Expect(",", absl::StrCat("after operand %", op.src0.name)));
+          in_.Expect(",", absl::StrCat("after operand %", op.src0.name)));
       PTO_ASSIGN_OR_RETURN(
           op.src1,
           ParseOperand(absl::StrCat("as the second operand of '", name, "'")));
       last = &op.src1;
     }
-    PTO_RETURN_IF_ERROR(
-        Expect(":", absl::StrCat("and the types after operand %", last->name)));
+    PTO_RETURN_IF_ERROR(in_.Expect(
+        ":", absl::StrCat("and the types after operand %", last->name)));
     if (op.form == Form::kSync) {
-      PTO_ASSIGN_OR_RETURN(TileBufType type, ParseType());
+      PTO_ASSIGN_OR_RETURN(TileBufType type, ParseType(&in_));
       op.src0.type = op.dst.type = type;
       if (two) op.src1.type = type;
     } else {
-      PTO_RETURN_IF_ERROR(Expect(
+      PTO_RETURN_IF_ERROR(in_.Expect(
           "(", two ? "to start the operand types of the SSA form `(T, T) -> T`"
                    : "to start the operand type of the SSA form `(T) -> T`"));
-      PTO_ASSIGN_OR_RETURN(op.src0.type, ParseType());
+      PTO_ASSIGN_OR_RETURN(op.src0.type, ParseType(&in_));
       if (two) {
         PTO_RETURN_IF_ERROR(
-            Expect(",", absl::StrCat("after the type of %", op.src0.name)));
-        PTO_ASSIGN_OR_RETURN(op.src1.type, ParseType());
+            in_.Expect(",", absl::StrCat("after the type of %", op.src0.name)));
+        PTO_ASSIGN_OR_RETURN(op.src1.type, ParseType(&in_));
       }
-      PTO_RETURN_IF_ERROR(Expect(
+      PTO_RETURN_IF_ERROR(in_.Expect(
           ")", two ? "after the two operand types" : "after the operand type"));
       PTO_RETURN_IF_ERROR(
-          Expect("->", "and the result type after the operand types"));
-      PTO_ASSIGN_OR_RETURN(op.dst.type, ParseType());
+          in_.Expect("->", "and the result type after the operand types"));
+      PTO_ASSIGN_OR_RETURN(op.dst.type, ParseType(&in_));
     }
     statement->node = std::move(op);
     return absl::OkStatus();
@@ -251,7 +211,7 @@ class Parser {
     Operation op;
     op.opcode = opcode;
     op.form = Form::kDps;
-    const std::string name = std::string(Next().text);
+    const std::string name = std::string(in_.Next().text);
     const OpInfo& info = Op(opcode);
     const size_t min_inputs = static_cast<size_t>(info.sources);
     const size_t max_inputs = min_inputs + (info.accepts_tmp ? 1 : 0);
@@ -264,22 +224,24 @@ class Parser {
                      max_inputs == 1 ? " input (" : " inputs (", sources,
                      info.accepts_tmp ? "[, tmp])" : ")");
 
-    if (!PeekWord("ins")) {
-      return Error(Peek(), absl::StrCat("expected 'ins(' after '", name, "'"));
+    if (!in_.PeekWord("ins")) {
+      return Error(in_.Peek(),
+                   absl::StrCat("expected 'ins(' after '", name, "'"));
     }
-    Next();
-    PTO_RETURN_IF_ERROR(Expect("(", "after 'ins'"));
+    in_.Next();
+    PTO_RETURN_IF_ERROR(in_.Expect("(", "after 'ins'"));
     std::vector<ValueRef> inputs;
     PTO_ASSIGN_OR_RETURN(
         ValueRef first,
         ParseOperand(absl::StrCat("as the first input of '", name, "'")));
     inputs.push_back(std::move(first));
-    while (!PeekPunct(":")) {
-      if (!PeekPunct(",")) {
-        return Error(Peek(), absl::StrCat("expected ',' or ':' after operand %",
-                                          inputs.back().name));
+    while (!in_.PeekPunct(":")) {
+      if (!in_.PeekPunct(",")) {
+        return Error(in_.Peek(),
+                     absl::StrCat("expected ',' or ':' after operand %",
+                                  inputs.back().name));
       }
-      Next();
+      in_.Next();
       PTO_ASSIGN_OR_RETURN(ValueRef input, ParseOperand("after ','"));
       if (inputs.size() == max_inputs) {
         return ErrorAbout(
@@ -289,29 +251,31 @@ class Parser {
       inputs.push_back(std::move(input));
     }
     if (inputs.size() < min_inputs) {
-      return ErrorAbout(Peek(), absl::StrCat(arity, ", found ", inputs.size()));
+      return ErrorAbout(in_.Peek(),
+                        absl::StrCat(arity, ", found ", inputs.size()));
     }
-    Next();  // ':'
+    in_.Next();  // ':'
     for (size_t i = 0; i < inputs.size(); ++i) {
       if (i > 0) {
         PTO_RETURN_IF_ERROR(
-            Expect(",", absl::StrCat("and a type for each of the ",
-                                     inputs.size(), " inputs")));
+            in_.Expect(",", absl::StrCat("and a type for each of the ",
+                                         inputs.size(), " inputs")));
       }
-      PTO_ASSIGN_OR_RETURN(inputs[i].type, ParseType());
+      PTO_ASSIGN_OR_RETURN(inputs[i].type, ParseType(&in_));
     }
-    PTO_RETURN_IF_ERROR(Expect(")", absl::StrCat("after the types of the ",
-                                                 inputs.size(), " inputs")));
-    if (!PeekWord("outs")) {
-      return Error(Peek(), "expected 'outs(' after 'ins(...)'");
+    PTO_RETURN_IF_ERROR(in_.Expect(
+        ")",
+        absl::StrCat("after the types of the ", inputs.size(), " inputs")));
+    if (!in_.PeekWord("outs")) {
+      return Error(in_.Peek(), "expected 'outs(' after 'ins(...)'");
     }
-    Next();
-    PTO_RETURN_IF_ERROR(Expect("(", "after 'outs'"));
+    in_.Next();
+    PTO_RETURN_IF_ERROR(in_.Expect("(", "after 'outs'"));
     PTO_ASSIGN_OR_RETURN(op.dst, ParseOperand("as the output"));
-    PTO_RETURN_IF_ERROR(
-        Expect(":", absl::StrCat("and the type after operand %", op.dst.name)));
-    PTO_ASSIGN_OR_RETURN(op.dst.type, ParseType());
-    PTO_RETURN_IF_ERROR(Expect(")", "after the output type"));
+    PTO_RETURN_IF_ERROR(in_.Expect(
+        ":", absl::StrCat("and the type after operand %", op.dst.name)));
+    PTO_ASSIGN_OR_RETURN(op.dst.type, ParseType(&in_));
+    PTO_RETURN_IF_ERROR(in_.Expect(")", "after the output type"));
 
     op.src0 = std::move(inputs[0]);
     if (min_inputs == 2) op.src1 = std::move(inputs[1]);
@@ -322,222 +286,26 @@ class Parser {
 
   // pto.tassign %tile, @tile(ADDRESS)
   absl::Status ParseBinding(Statement* statement) {
-    Next();
+    in_.Next();
     Binding binding;
     PTO_ASSIGN_OR_RETURN(ValueRef tile, ParseOperand("after 'pto.tassign'"));
     binding.tile = std::move(tile.name);
     binding.tile_pos = tile.pos;
-    PTO_RETURN_IF_ERROR(Expect(",", absl::StrCat("after %", binding.tile)));
-    if (Peek().kind != TokenKind::kSymbol || Peek().text != "tile") {
-      return Error(Peek(), "expected '@tile(ADDRESS)'");
+    PTO_RETURN_IF_ERROR(in_.Expect(",", absl::StrCat("after %", binding.tile)));
+    if (in_.Peek().kind != TokenKind::kSymbol || in_.Peek().text != "tile") {
+      return Error(in_.Peek(), "expected '@tile(ADDRESS)'");
     }
-    Next();
-    PTO_RETURN_IF_ERROR(Expect("(", "after '@tile'"));
+    in_.Next();
+    PTO_RETURN_IF_ERROR(in_.Expect("(", "after '@tile'"));
     PTO_ASSIGN_OR_RETURN(binding.address,
-                         ParseNumber("an address", "address",
-                                     std::numeric_limits<uint64_t>::max()));
-    PTO_RETURN_IF_ERROR(Expect(")", "after the address"));
+                         in_.ParseNumber("an address", "address",
+                                         std::numeric_limits<uint64_t>::max()));
+    PTO_RETURN_IF_ERROR(in_.Expect(")", "after the address"));
     statement->node = std::move(binding);
     return absl::OkStatus();
   }
 
-  // A decimal or 0x-hexadecimal number of at most `max`.
-  absl::StatusOr<uint64_t> ParseNumber(absl::string_view what,
-                                       absl::string_view name, uint64_t max) {
-    if (Peek().kind != TokenKind::kNumber) {
-      return Error(Peek(), absl::StrCat("expected ", what));
-    }
-    const Token& token = Next();
-    absl::string_view digits = token.text;
-    const bool hex =
-        digits.size() > 2 && (digits[1] == 'x' || digits[1] == 'X');
-    if (hex) digits.remove_prefix(2);
-    const uint64_t base = hex ? 16 : 10;
-    uint64_t value = 0;
-    for (char c : digits) {
-      const uint64_t digit =
-          absl::ascii_isdigit(c) ? c - '0' : absl::ascii_tolower(c) - 'a' + 10;
-      if (value > (max - digit) / base) {
-        return ErrorAbout(token,
-                          absl::StrCat(name, " ", token.text,
-                                       " is too large (at most ", max, ")"));
-      }
-      value = value * base + digit;
-    }
-    return value;
-  }
-
-  absl::StatusOr<uint32_t> ParseSize(absl::string_view key) {
-    PTO_ASSIGN_OR_RETURN(
-        uint64_t value, ParseNumber(absl::StrCat("a number after '", key, "='"),
-                                    key, std::numeric_limits<uint32_t>::max()));
-    return static_cast<uint32_t>(value);
-  }
-
-  absl::StatusOr<ValidExtent> ParseValidExtent(absl::string_view key) {
-    if (PeekPunct("?")) {
-      Next();
-      return ValidExtent{};
-    }
-    PTO_ASSIGN_OR_RETURN(
-        uint64_t value,
-        ParseNumber(absl::StrCat("a number or '?' after '", key, "='"), key,
-                    std::numeric_limits<uint32_t>::max()));
-    return ValidExtent{static_cast<uint32_t>(value)};
-  }
-
-  // A word among `choices` (parallel to `values`), else an error listing
-  // them.
-  template <typename T, size_t N>
-  absl::StatusOr<T> ParseChoice(absl::string_view key,
-                                const absl::string_view (&choices)[N],
-                                const T (&values)[N]) {
-    if (Peek().kind == TokenKind::kWord) {
-      for (size_t i = 0; i < N; ++i) {
-        if (Peek().text == choices[i]) {
-          Next();
-          return values[i];
-        }
-      }
-    }
-    std::string listed;
-    for (size_t i = 0; i < N; ++i) {
-      absl::StrAppend(&listed,
-                      i == 0       ? ""
-                      : i + 1 == N ? " or "
-                                   : ", ",
-                      choices[i]);
-    }
-    return Error(Peek(),
-                 absl::StrCat("expected ", listed, " after '", key, "='"));
-  }
-
-  absl::StatusOr<ElementType> ParseDType() {
-    if (Peek().kind == TokenKind::kWord) {
-      if (std::optional<ElementType> type = ParseElementType(Peek().text)) {
-        Next();
-        return *type;
-      }
-      return ErrorAbout(Peek(),
-                        absl::StrCat("unknown element type '", Peek().text,
-                                     "'; expected ", kElementTypeList));
-    }
-    return Error(Peek(), "expected an element type after 'dtype='");
-  }
-
-  template <typename T>
-  static absl::Status SetOnce(const Token& key, std::optional<T>* field,
-                              T value) {
-    if (field->has_value()) {
-      return ErrorAbout(key,
-                        absl::StrCat("key '", key.text, "' is given twice"));
-    }
-    *field = std::move(value);
-    return absl::OkStatus();
-  }
-
-  // One `key=value` of a spelled-out type.
-  absl::Status ParseKeyValue(TileBufType* type) {
-    if (Peek().kind != TokenKind::kWord) {
-      return Error(Peek(), absl::StrCat("expected a key (", kKeyList, ")"));
-    }
-    const Token& key = Next();
-    const absl::string_view k = key.text;
-    static constexpr absl::string_view kKeys[] = {
-        "loc",   "dtype",   "rows",    "cols",    "v_row",
-        "v_col", "blayout", "slayout", "fractal", "pad"};
-    if (std::find(std::begin(kKeys), std::end(kKeys), k) == std::end(kKeys)) {
-      return ErrorAbout(
-          key, absl::StrCat("unknown key '", k, "' in the tile type; expected ",
-                            kKeyList));
-    }
-    PTO_RETURN_IF_ERROR(Expect("=", absl::StrCat("after '", k, "'")));
-    static constexpr absl::string_view kLocationNames[] = {
-        "vec", "mat", "left", "right", "acc", "bias", "scaling"};
-    static constexpr absl::string_view kLayoutNames[] = {"row_major",
-                                                         "col_major"};
-    static constexpr Layout kLayouts[] = {Layout::kRowMajor, Layout::kColMajor};
-    static constexpr absl::string_view kBoxNames[] = {"none_box", "row_major",
-                                                      "col_major"};
-    static constexpr BoxLayout kBoxes[] = {
-        BoxLayout::kNoneBox, BoxLayout::kRowMajor, BoxLayout::kColMajor};
-    if (k == "loc") {
-      PTO_ASSIGN_OR_RETURN(Location v,
-                           ParseChoice(k, kLocationNames, kLocations));
-      return SetOnce(key, &type->loc, v);
-    }
-    if (k == "dtype") {
-      PTO_ASSIGN_OR_RETURN(ElementType v, ParseDType());
-      return SetOnce(key, &type->dtype, v);
-    }
-    if (k == "blayout") {
-      PTO_ASSIGN_OR_RETURN(Layout v, ParseChoice(k, kLayoutNames, kLayouts));
-      return SetOnce(key, &type->blayout, v);
-    }
-    if (k == "slayout") {
-      PTO_ASSIGN_OR_RETURN(BoxLayout v, ParseChoice(k, kBoxNames, kBoxes));
-      return SetOnce(key, &type->slayout, v);
-    }
-    if (k == "v_row" || k == "v_col") {
-      PTO_ASSIGN_OR_RETURN(ValidExtent v, ParseValidExtent(k));
-      return SetOnce(key, k == "v_row" ? &type->v_row : &type->v_col, v);
-    }
-    std::optional<uint32_t>* field = k == "rows"      ? &type->rows
-                                     : k == "cols"    ? &type->cols
-                                     : k == "fractal" ? &type->fractal
-                                                      : &type->pad;
-    PTO_ASSIGN_OR_RETURN(uint32_t v, ParseSize(k));
-    return SetOnce(key, field, v);
-  }
-
-  // !pto.tile<...>, !pto.tile_buf<key=value, ...>
-  absl::StatusOr<TileBufType> ParseType() {
-    const Token& start = Peek();
-    if (start.kind != TokenKind::kTypeName) {
-      return Error(start,
-                   "expected a tile type (`!pto.tile<...>` or "
-                   "`!pto.tile_buf<...>`)");
-    }
-    TileBufType type;
-    type.pos = start.pos;
-    if (start.text == "pto.tile") {
-      type.name = TypeName::kTile;
-    } else if (start.text == "pto.tile_buf") {
-      type.name = TypeName::kTileBuf;
-    } else {
-      return ErrorAbout(start, absl::StrCat("unknown type '!", start.text,
-                                            "'; expected !pto.tile<...> or "
-                                            "!pto.tile_buf<...>"));
-    }
-    Next();
-    PTO_RETURN_IF_ERROR(Expect("<", absl::StrCat("after '!", start.text, "'")));
-    if (PeekPunct("...")) {
-      Next();
-      PTO_RETURN_IF_ERROR(Expect(">", "after '...'"));
-      return type;
-    }
-    if (Peek().kind != TokenKind::kWord) {
-      return Error(Peek(), absl::StrCat("expected '...' or a key (", kKeyList,
-                                        ") after '<'"));
-    }
-    type.elided = false;
-    while (true) {
-      const size_t key_at = at_;
-      PTO_RETURN_IF_ERROR(ParseKeyValue(&type));
-      if (PeekPunct(">")) break;
-      if (!PeekPunct(",")) {
-        return Error(Peek(), absl::StrCat("expected ',' or '>' after '",
-                                          tokens_[key_at].text, "=",
-                                          tokens_[at_ - 1].text, "'"));
-      }
-      Next();
-    }
-    Next();  // '>'
-    return type;
-  }
-
-  std::vector<Token> tokens_;
-  size_t at_ = 0;
+  TokenReader in_;
 };
 
 }  // namespace

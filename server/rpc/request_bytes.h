@@ -7,6 +7,7 @@
 #ifndef PTOSERVE_SERVER_RPC_REQUEST_BYTES_H_
 #define PTOSERVE_SERVER_RPC_REQUEST_BYTES_H_
 
+#include <google/protobuf/message.h>
 #include <grpcpp/grpcpp.h>
 
 #include <cstdint>
@@ -16,7 +17,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "core/engine.h"
-#include "proto/codec.h"
+#include "proto/wire_scan.h"
 #include "server/jobs/memory_budget.h"
 #include "server/jobs/task_pool.h"
 #include "server/metrics/service_metrics.h"

@@ -32,6 +32,7 @@
 #include "core/quote.h"
 #include "core/status_macros.h"
 #include "proto/codec.h"
+#include "proto/wire_scan.h"
 #include "ptoserve/v1/job.pb.h"
 #include "server/jobs/admission.h"
 #include "server/jobs/decode.h"

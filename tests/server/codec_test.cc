@@ -1,5 +1,5 @@
-// server/codec: the wire scan that runs before a request is parsed, and the
-// translation of a parsed job into the engine's terms.
+// proto/wire_scan and proto/codec: the wire scan that runs before a request
+// is parsed, and the translation of a parsed job into the engine's terms.
 #include "proto/codec.h"
 
 #include <gmock/gmock.h>
@@ -12,6 +12,7 @@
 #include "core/engine.h"
 #include "core/ops.h"
 #include "proto/wire.h"
+#include "proto/wire_scan.h"
 #include "tests/core/test_util.h"
 
 namespace ptoserve {
