@@ -249,8 +249,9 @@ void Scheduler::SweepExpired(absl::Time now, std::vector<Completion>* out) {
   }
   for (auto& [job, why] : expired) Drop(job, std::move(why), out);
   // Idle clients the others have caught up with.
-  absl::erase_if(clients_, [&](const auto& entry) {
-    return entry.second->live_jobs == 0 && entry.second->used <= virtual_now_;
+  const double served = virtual_now_;
+  absl::erase_if(clients_, [served](const auto& entry) {
+    return entry.second->live_jobs == 0 && entry.second->used <= served;
   });
 }
 
