@@ -20,10 +20,7 @@ region.aclose()` or `async with`:
             r = await client.tand(a, 0x0f, out=c)   # the server writes c
 """
 
-import functools
-from collections.abc import (AsyncIterator, Awaitable, Callable, Coroutine,
-                             Iterable, Mapping, Sequence)
-from typing import Any
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 
 import grpc
 import grpc.aio
@@ -31,27 +28,14 @@ import numpy as np
 
 from grpc_health.v1 import health_pb2
 from ptoserve.v1 import job_pb2, service_pb2
-from ptoserve_client.base import (_UNREGISTERED, ClientBase, T,
-                                  _not_live, binary_method, health_name)
-from ptoserve_client.dtypes import DTypeLike
+from ptoserve_client.base import (_UNREGISTERED, ClientBase, _not_live,
+                                  health_name)
+from ptoserve_client.dtypes import DTypeLike, Operand
 from ptoserve_client.errors import PtoserveError, _error
 from ptoserve_client.jobs import Step, Target, assembly_job, make_job
 from ptoserve_client.results import Result, ServerMetadata
 from ptoserve_client.shared import SharedRegion
 from ptoserve_client.tiles import TileLike
-
-
-def _coroutine(method: Callable[..., Awaitable[T]]
-               ) -> Callable[..., Coroutine[Any, Any, T]]:
-    """`method`, which returns an awaitable, as a coroutine function, like
-    this client's other methods: it starts, and raises its errors, where
-    it is awaited."""
-
-    @functools.wraps(method)
-    async def coroutine(*args: Any, **kwargs: Any) -> T:
-        return await method(*args, **kwargs)
-
-    return coroutine
 
 
 class Client(ClientBase):
@@ -159,10 +143,25 @@ class Client(ClientBase):
         ptoserve_client.Client.run_job."""
         return self._decode(await self.execute(job, timeout=timeout), out)
 
-    tand = _coroutine(binary_method(
-        "tand", run_job, "dst = src0 & src1, as ptoserve_client.Client.tand."))
-    txor = _coroutine(binary_method(
-        "txor", run_job, "dst = src0 ^ src1, as ptoserve_client.Client.txor."))
+    async def tand(self, src0: Operand, src1: Operand,
+                   valid: tuple[int, int] | None = None,
+                   target: Target = None, *, dtype: DTypeLike = None,
+                   out: np.ndarray | None = None,
+                   timeout: float | None = None) -> Result:
+        """dst = src0 & src1, as ptoserve_client.Client.tand."""
+        job, dst = self._binary("tand", src0, src1, valid, target, dtype,
+                                out)
+        return await self.run_job(job, out=dst, timeout=timeout)
+
+    async def txor(self, src0: Operand, src1: Operand,
+                   valid: tuple[int, int] | None = None,
+                   target: Target = None, *, dtype: DTypeLike = None,
+                   out: np.ndarray | None = None,
+                   timeout: float | None = None) -> Result:
+        """dst = src0 ^ src1, as ptoserve_client.Client.txor."""
+        job, dst = self._binary("txor", src0, src1, valid, target, dtype,
+                                out)
+        return await self.run_job(job, out=dst, timeout=timeout)
 
     async def run(self, program: Sequence[Step],
                   tiles: Mapping[str, TileLike],

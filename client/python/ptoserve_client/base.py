@@ -5,7 +5,7 @@ the part of each call that waits on nothing. Each client adds how it
 waits: blocking, with futures, or as coroutines."""
 
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any, TypeVar
 
 import grpc
@@ -79,34 +79,6 @@ class _RegionBook:
             return taken
 
 
-def binary_method(opcode: str, run: Callable[..., T],
-                  doc: str) -> Callable[..., T]:
-    """A client's tand or txor (`opcode`), or its *_async form: the methods
-    differ only in the opcode and in `run`, the client's run_job or
-    run_job_async (whose suffix the name takes), which gets binary_job's
-    Job over the client's regions, with the out= array as dst's, and whose
-    answer the method returns. `doc` is its docstring."""
-
-    def method(self, src0: Operand, src1: Operand,
-               valid: tuple[int, int] | None = None, target: Target = None,
-               *, dtype: DTypeLike = None, out: np.ndarray | None = None,
-               timeout: float | None = None) -> T:
-        job = binary_job(opcode, src0, src1, valid, target, dtype, out=out,
-                         regions=self._book.snapshot())
-        # Looked up on self, so that a subclass's run_job is the one used.
-        return getattr(self, run.__name__)(
-            job, out=None if out is None else {"dst": out}, timeout=timeout)
-
-    method.__name__ = opcode + run.__name__.removeprefix("run_job")
-    method.__qualname__ = (
-        f"{run.__qualname__.rpartition('.')[0]}.{method.__name__}")
-    method.__module__ = run.__module__
-    method.__doc__ = doc
-    # What static checkers infer for T, spelled out for help().
-    method.__annotations__["return"] = run.__annotations__["return"]
-    return method
-
-
 class ClientBase:
     """The state of a connection to a ptoserve server, and the steps of its
     calls that both clients take alike."""
@@ -153,6 +125,17 @@ class ClientBase:
                 out: Mapping[str, np.ndarray] | None) -> Result:
         """Result.from_proto over the regions registered now."""
         return Result.from_proto(result, self._book.snapshot(), out)
+
+    def _binary(self, opcode: str, src0: Operand, src1: Operand,
+                valid: tuple[int, int] | None, target: Target,
+                dtype: DTypeLike, out: np.ndarray | None
+                ) -> tuple[job_pb2.Job, Mapping[str, np.ndarray] | None]:
+        """What tand and txor (`opcode`) run: binary_job's Job over the
+        regions registered now, and where its dst goes (`out`), for
+        run_job's out=."""
+        job = binary_job(opcode, src0, src1, valid, target, dtype, out=out,
+                         regions=self._book.snapshot())
+        return job, None if out is None else {"dst": out}
 
     # --- Shared memory ------------------------------------------------------
 

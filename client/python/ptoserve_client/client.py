@@ -20,9 +20,9 @@ import numpy as np
 from grpc_health.v1 import health_pb2
 from ptoserve.v1 import job_pb2, service_pb2
 from ptoserve_client.base import (_UNREGISTERED, ClientBase, T,
-                                  _not_live, binary_method, health_name)
+                                  _not_live, health_name)
 from ptoserve_client.channels import channel_target
-from ptoserve_client.dtypes import DTypeLike
+from ptoserve_client.dtypes import DTypeLike, Operand
 from ptoserve_client.errors import PtoserveError, _error
 from ptoserve_client.jobs import Step, Target, assembly_job, make_job
 from ptoserve_client.results import Result, ServerMetadata
@@ -192,8 +192,10 @@ class Client(ClientBase):
         return self._future(self._stub.Execute, job, timeout,
                             functools.partial(self._decode, out=out))
 
-    tand = binary_method(
-        "tand", run_job,
+    def tand(self, src0: Operand, src1: Operand,
+             valid: tuple[int, int] | None = None, target: Target = None,
+             *, dtype: DTypeLike = None, out: np.ndarray | None = None,
+             timeout: float | None = None) -> Result:
         """dst = src0 & src1 over the valid region (rows, cols; None: the
         whole tile). The result's dst is zero outside it. The operands are
         arrays, rows or integers, converted and broadcast as
@@ -206,19 +208,40 @@ class Client(ClientBase):
         in a registered region the server writes it there (it may be src0
         or src1 itself: in place); elsewhere it is copied in. With out=,
         out's elements outside the valid region keep their values.
-        """)
-    txor = binary_method(
-        "txor", run_job,
+        """
+        job, dst = self._binary("tand", src0, src1, valid, target, dtype,
+                                out)
+        return self.run_job(job, out=dst, timeout=timeout)
+
+    def txor(self, src0: Operand, src1: Operand,
+             valid: tuple[int, int] | None = None, target: Target = None,
+             *, dtype: DTypeLike = None, out: np.ndarray | None = None,
+             timeout: float | None = None) -> Result:
         """dst = src0 ^ src1 over the valid region, as tand; the server
-        allocates a2a3's tmp.""")
-    tand_async = binary_method(
-        "tand", run_job_async,
+        allocates a2a3's tmp."""
+        job, dst = self._binary("txor", src0, src1, valid, target, dtype,
+                                out)
+        return self.run_job(job, out=dst, timeout=timeout)
+
+    def tand_async(self, src0: Operand, src1: Operand,
+                   valid: tuple[int, int] | None = None, target: Target = None,
+                   *, dtype: DTypeLike = None, out: np.ndarray | None = None,
+                   timeout: float | None = None) -> "concurrent.futures.Future[Result]":
         """tand() without waiting: a Future of its Result. Conversion
         errors (TypeError, ValueError) raise here, before anything is
-        sent.""")
-    txor_async = binary_method(
-        "txor", run_job_async,
-        """txor() without waiting, as tand_async.""")
+        sent."""
+        job, dst = self._binary("tand", src0, src1, valid, target, dtype,
+                                out)
+        return self.run_job_async(job, out=dst, timeout=timeout)
+
+    def txor_async(self, src0: Operand, src1: Operand,
+                   valid: tuple[int, int] | None = None, target: Target = None,
+                   *, dtype: DTypeLike = None, out: np.ndarray | None = None,
+                   timeout: float | None = None) -> "concurrent.futures.Future[Result]":
+        """txor() without waiting, as tand_async."""
+        job, dst = self._binary("txor", src0, src1, valid, target, dtype,
+                                out)
+        return self.run_job_async(job, out=dst, timeout=timeout)
 
     def run(self, program: Sequence[Step], tiles: Mapping[str, TileLike],
             outputs: Iterable[str] | None = None, target: Target = None, *,
