@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "common/mutex.h"
+
 namespace ptoserve {
 
 using Reactor = grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>;
@@ -14,15 +16,25 @@ StreamReactor::StreamReactor(StallWatch* stalls,
 
 void StreamReactor::Run(std::unique_ptr<StreamMachine> machine) {
   machine_ = std::move(machine);
+  // Stated to ThreadSanitizer: gRPC runs the events after this, on other
+  // threads, ordered through queues it cannot see.
+  TsanReleasing(this);
   machine_->Start();
 }
 
+void StreamReactor::OnReadDone(bool ok) {
+  TsanAcquired(this);
+  machine_->ReadDone(ok);
+}
+
 void StreamReactor::OnWriteDone(bool ok) {
+  TsanAcquired(this);
   stall_.Written();
   machine_->WriteDone(ok);
 }
 
 void StreamReactor::OnDone() {
+  TsanAcquired(this);
   machine_->Done();
   stalls_->Remove(&stall_);
   delete this;

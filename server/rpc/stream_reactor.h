@@ -26,7 +26,7 @@ class StreamReactor final
   // Call once, right after construction.
   void Run(std::unique_ptr<StreamMachine> machine);
 
-  void OnReadDone(bool ok) override { machine_->ReadDone(ok); }
+  void OnReadDone(bool ok) override;
   void OnWriteDone(bool ok) override;
   void OnDone() override;
 
