@@ -19,10 +19,12 @@ namespace ptoserve {
 
 namespace {
 
-// A job whose tiles and result are at most this large may run on the
-// thread that admitted it when the scheduler is idle; larger ones go to the
-// scheduler's workers.
+// A job whose tiles and result are at most this large, with at most this
+// many instructions, may run to completion on the thread that admitted it
+// (JobRequest::run_here); larger ones go to the scheduler's workers, which
+// may run independent instructions of one job at once.
 constexpr uint64_t kRunHereBytes = 1 << 20;
+constexpr size_t kRunHereInstructions = 64;
 // A job with more instructions than this (each an event record), or a
 // result larger than this, has its result built on the finishers.
 constexpr size_t kFinishHereInstructions = 64;
@@ -47,6 +49,12 @@ Dispatcher::Dispatcher(const Engine* engine, Scheduler* scheduler,
       budget_(budget),
       shared_(shared),
       finishers_(finishers),
+      // With a queue delay, the operator asked for jobs to wait for
+      // company: none runs without the scheduler.
+      max_running_here_(scheduler->options().max_queue_delay >
+                                absl::ZeroDuration()
+                            ? 0
+                            : std::max(1, scheduler->options().workers)),
       limits_(limits),
       capabilities_(CapabilitiesOf(*engine, limits)) {}
 
@@ -95,6 +103,13 @@ absl::Status Dispatcher::Submit(JobRequest* request, JobRecord* record,
   PTO_ASSIGN_OR_RETURN(DecodedJob decoded,
                        DecodeJob(job, *engine_, shared_, call.caller_uid));
   record->CountInstructions(decoded.spec.instructions);
+  // The scheduler's rule, checked here too: a job that runs to completion
+  // never reaches it.
+  if (job.priority() >= limits_.priority_levels) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "priority %u is out of range: this server has priority levels 0 to %u",
+        job.priority(), limits_.priority_levels - 1));
+  }
   JobTicket ticket;
   ticket.deadline = call.deadline;
   if (job.has_timeout()) {
@@ -155,7 +170,8 @@ absl::Status Dispatcher::Submit(JobRequest* request, JobRecord* record,
     }
     request->run_here =
         request->run_here &&
-        cost.tile_bytes + result_bytes + placed_bytes <= kRunHereBytes;
+        cost.tile_bytes + result_bytes + placed_bytes <= kRunHereBytes &&
+        decoded.spec.instructions.size() <= kRunHereInstructions;
     answer->build_elsewhere =
         decoded.spec.instructions.size() > kFinishHereInstructions ||
         result_bytes + placed_bytes > kFinishHereBytes;
@@ -164,11 +180,6 @@ absl::Status Dispatcher::Submit(JobRequest* request, JobRecord* record,
   absl::StatusOr<std::unique_ptr<PreparedJob>> prepared =
       engine_->Prepare(decoded.spec, admit);
   if (!prepared.ok()) return decoded.Locate(prepared.status());
-  ticket.job = std::move(*prepared);
-  ticket.priority = static_cast<int>(
-      std::min<uint32_t>(job.priority(), std::numeric_limits<int>::max()));
-  ticket.cancelled = call.cancelled;
-  ticket.client = call.share;
   if (!decoded.regions.empty()) {
     answer->regions =
         std::make_shared<const JobRegions>(std::move(decoded.regions));
@@ -176,6 +187,27 @@ absl::Status Dispatcher::Submit(JobRequest* request, JobRecord* record,
   answer->encodings = std::move(decoded.encodings);
   answer->done = std::move(request->done);
   answer->client = call.share.get();
+  // Run to completion: a small job runs here, from its request to its
+  // result, with no hand-off, unless the scheduler has work waiting (this
+  // job would pass it by: priorities and clients' shares are the
+  // scheduler's), the server is shutting down (the scheduler refuses it),
+  // or as many jobs as it has workers already run this way.
+  if (request->run_here && max_running_here_ > 0 && scheduler_->Idle() &&
+      !scheduler_->Stopping()) {
+    if (const int running = running_here_.fetch_add(1) + 1;
+        running <= max_running_here_) {
+      RunHere(prepared->get());
+      running_here_.fetch_sub(1);
+      Finish(answer.get(), *std::move(prepared));
+      return absl::OkStatus();
+    }
+    running_here_.fetch_sub(1);
+  }
+  ticket.job = *std::move(prepared);
+  ticket.priority = static_cast<int>(
+      std::min<uint32_t>(job.priority(), std::numeric_limits<int>::max()));
+  ticket.cancelled = call.cancelled;
+  ticket.client = call.share;
   ticket.done = [this,
                  answer](absl::StatusOr<std::unique_ptr<PreparedJob>> ran) {
     if (ran.ok() && answer->build_elsewhere && finishers_ != nullptr) {
@@ -191,7 +223,18 @@ absl::Status Dispatcher::Submit(JobRequest* request, JobRecord* record,
     }
     Finish(answer.get(), std::move(ran));
   };
-  return scheduler_->Submit(std::move(ticket), request->run_here);
+  return scheduler_->Submit(std::move(ticket));
+}
+
+void Dispatcher::RunHere(PreparedJob* job) const {
+  // In order: every instruction's predecessors come before it.
+  for (uint32_t i = 0; i < job->num_instructions(); ++i) {
+    const WorkItem item{job, i};
+    const absl::Span<const WorkItem> one(&item, 1);
+    engine_->RunBatch(one);
+    metrics_->BatchRan(one);
+  }
+  metrics_->RanHere();
 }
 
 void Dispatcher::Finish(

@@ -6,6 +6,7 @@
 #ifndef PTOSERVE_SERVER_JOBS_DISPATCHER_H_
 #define PTOSERVE_SERVER_JOBS_DISPATCHER_H_
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -50,8 +51,9 @@ struct JobRequest {
   uint64_t request_bytes = 0;  // its request on the wire
   // Outlives the Dispatch call (not the job).
   const CallInfo* call = nullptr;
-  // The calling thread may run a small job itself when the scheduler is
-  // idle (Scheduler::Submit): `done` may then run before Dispatch returns.
+  // The calling thread may run a small job to completion itself, without
+  // the scheduler, when the scheduler has nothing waiting: `done` may then
+  // run before Dispatch returns.
   bool run_here = false;
   // A job refused only because the memory budget is full is handed back
   // (Dispatched::may_retry) instead of answered, for the caller to offer
@@ -101,6 +103,8 @@ class Dispatcher {
   // in `*over_budget` whether the memory budget refused it.
   absl::Status Submit(JobRequest* request, JobRecord* record,
                       bool* over_budget);
+  // Runs every instruction of `job` on this thread, in order.
+  void RunHere(PreparedJob* job) const;
   // Builds the result of the job that `ran` (or passes on why it did not)
   // and hands it to `answer`'s done.
   void Finish(Answer* answer,
@@ -112,6 +116,11 @@ class Dispatcher {
   MemoryBudget* budget_;
   const SharedMemoryRegistry* shared_;
   TaskPool* finishers_;
+  // Jobs running to completion on their callers' threads, and the most at
+  // once: the scheduler's workers, as many as it would run (none with a
+  // queue delay: jobs are to wait for company then).
+  std::atomic<int> running_here_{0};
+  const int max_running_here_;
   const ServerLimits limits_;
   const v1::Capabilities capabilities_;
 };

@@ -95,7 +95,7 @@ Scheduler::~Scheduler() {
   }
 }
 
-absl::Status Scheduler::Submit(JobTicket ticket, bool run_here) {
+absl::Status Scheduler::Submit(JobTicket ticket) {
   if (ticket.priority < 0 || ticket.priority >= options_.priority_levels) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "priority %d is out of range: this server has priority levels 0 to %d",
@@ -113,24 +113,11 @@ absl::Status Scheduler::Submit(JobTicket ticket, bool run_here) {
   state->unfinished = n;
   state->ticket = std::move(ticket);
 
-  {
-    MutexLock lock(&mu_);
-    // Only an idle scheduler runs work on the caller: under load the
-    // workers batch it with what is queued already.
-    run_here = run_here && queued_ == 0;
-    PTO_RETURN_IF_ERROR(AddJob(std::move(state), /*notify=*/!run_here));
-  }
-  if (!run_here) return absl::OkStatus();
-  absl::Time wake = absl::InfiniteFuture();
-  RunReadyBatch(&wake);
-  // Whatever that left queued (work that was not due, or more than one
-  // batch) is the workers' to run.
   MutexLock lock(&mu_);
-  if (queued_ > 0) ++arrivals_;
-  return absl::OkStatus();
+  return AddJob(std::move(state));
 }
 
-absl::Status Scheduler::AddJob(std::unique_ptr<JobState> state, bool notify) {
+absl::Status Scheduler::AddJob(std::unique_ptr<JobState> state) {
   const size_t n = state->unfinished;
   if (stopping_) {
     return absl::UnavailableError("the server is shutting down");
@@ -147,13 +134,13 @@ absl::Status Scheduler::AddJob(std::unique_ptr<JobState> state, bool notify) {
         "the capacity of %u; retry later",
         queued_, n, options_.queue_capacity));
   }
-  queued_ += n;
+  SetQueued(queued_ + n);
   JobState* job = state.get();
   job->client = Join(job->ticket.client);
   job->live = live_.insert(live_.end(), std::move(state));
   const absl::Time now = clock_->Now();
   for (uint32_t i = 0; i < n; ++i) {
-    if (job->waiting[i] == 0) Enqueue(job, i, now, notify);
+    if (job->waiting[i] == 0) Enqueue(job, i, now);
   }
   return absl::OkStatus();
 }
@@ -194,12 +181,11 @@ size_t Scheduler::BatchLimit(const BatchKey& key) const {
                               options_.max_batch_size);
 }
 
-void Scheduler::Enqueue(JobState* job, uint32_t index, absl::Time now,
-                        bool notify) {
+void Scheduler::Enqueue(JobState* job, uint32_t index, absl::Time now) {
   const BatchKey key = BatchKey::Of(*job->ticket.job, index);
   queues_[key][LaneId{job->ticket.priority, job->client}].push_back(
       Item{job, index, now});
-  if (notify) ++arrivals_;
+  ++arrivals_;
 }
 
 void Scheduler::Drop(JobState* job, absl::Status status,
@@ -207,7 +193,7 @@ void Scheduler::Drop(JobState* job, absl::Status status,
   if (job->dropped) return;
   job->dropped = true;
   job->drop_status = std::move(status);
-  queued_ -= job->unfinished - job->running;
+  SetQueued(queued_ - (job->unfinished - job->running));
   // A retired job is deleted once answered: no queue may point to it then.
   absl::flat_hash_set<BatchKey> keys;
   for (uint32_t i = 0; i < job->waiting.size(); ++i) {
@@ -389,7 +375,7 @@ size_t Scheduler::RunReadyBatch(absl::Time* wake) {
     }
     batch = std::move(live);
     for (const Item& item : batch) ++item.job->running;
-    queued_ -= batch.size();
+    SetQueued(queued_ - batch.size());
   }
   Deliver(&completions);
   if (batch.empty()) return 0;
@@ -451,6 +437,7 @@ void Scheduler::Work() {
 void Scheduler::StopAccepting() {
   MutexLock lock(&mu_);
   stopping_ = true;
+  stopping_hint_.store(true, std::memory_order_release);
   ++arrivals_;
 }
 

@@ -24,6 +24,7 @@
 #ifndef PTOSERVE_SERVER_JOBS_SCHEDULER_H_
 #define PTOSERVE_SERVER_JOBS_SCHEDULER_H_
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -134,12 +135,7 @@ class Scheduler {
   // priority out of range, RESOURCE_EXHAUSTED when the queue cannot hold
   // the job, UNAVAILABLE once shutting down.
   //
-  // With `run_here`, if nothing else is queued, the calling thread runs the
-  // job's first batch itself instead of waking a worker: at low load that
-  // saves a thread hand-off per job, while under load the workers still
-  // batch everything queued. Then done may run on the calling thread before
-  // Submit returns: the caller must not hold a lock that done takes.
-  absl::Status Submit(JobTicket ticket, bool run_here = false);
+  absl::Status Submit(JobTicket ticket);
 
   // Refuses new jobs from now on (UNAVAILABLE) and lets partial batches go
   // without waiting for company; returns at once. Idempotent.
@@ -157,6 +153,16 @@ class Scheduler {
 
   // Instructions admitted and not yet run.
   size_t queued() const;
+  // Whether nothing is queued, read without the lock (a hint: it may change
+  // at once).
+  bool Idle() const {
+    return queued_hint_.load(std::memory_order_relaxed) == 0;
+  }
+  // Whether StopAccepting has run, read without the lock: work for this
+  // scheduler is refused from then on, even work that would not reach it.
+  bool Stopping() const {
+    return stopping_hint_.load(std::memory_order_acquire);
+  }
   // Clients with jobs in flight, who share the workers.
   size_t active_clients() const;
   // How far the client furthest ahead has used more worker time than the
@@ -214,11 +220,15 @@ class Scheduler {
   void Leave(ClientState* client) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Makes `state` live and queues its ready instructions, or refuses it as
   // Submit does (then it is deleted and its done never runs).
-  absl::Status AddJob(std::unique_ptr<JobState> state, bool notify)
+  absl::Status AddJob(std::unique_ptr<JobState> state)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // `notify`: wake idle workers for it.
-  void Enqueue(JobState* job, uint32_t index, absl::Time now,
-               bool notify = true) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Queues instruction `index` of `job`, and wakes idle workers for it.
+  void Enqueue(JobState* job, uint32_t index, absl::Time now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void SetQueued(size_t queued) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    queued_ = queued;
+    queued_hint_.store(queued, std::memory_order_relaxed);
+  }
   // Drops `job` (its done runs with `status`) and takes its queued
   // instructions out of the queues.
   void Drop(JobState* job, absl::Status status, std::vector<Completion>* out)
@@ -257,7 +267,10 @@ class Scheduler {
   // The worker time used by the client served last, in seconds: where a
   // client that joins starts.
   double virtual_now_ ABSL_GUARDED_BY(mu_) = 0;
-  size_t queued_ ABSL_GUARDED_BY(mu_) = 0;       // instructions not run
+  size_t queued_ ABSL_GUARDED_BY(mu_) = 0;  // instructions not run
+  std::atomic<size_t> queued_hint_{0};      // queued_, for Idle
+  std::atomic<bool> stopping_hint_{false};  // stopping_, for Stopping
+
   size_t undelivered_ ABSL_GUARDED_BY(mu_) = 0;  // retired, done not run
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   uint64_t arrivals_ ABSL_GUARDED_BY(mu_) = 0;  // wakes idle workers

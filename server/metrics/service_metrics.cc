@@ -62,8 +62,13 @@ ServiceMetrics::ServiceMetrics(MetricsRegistry* registry)
                                  {"opcode", "target"}, SecondsBounds())),
       batch_size_(registry->AddHistogram(
           "ptoserve_batch_size", "Per batch, the instructions it ran.",
-          {"opcode", "target"},
-          {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024})) {
+          {"opcode", "target"}, {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024})),
+      ran_here_(&registry
+                     ->AddCounter("ptoserve_jobs_run_here_total",
+                                  "Jobs run to completion on the thread that "
+                                  "received them, without the scheduler.",
+                                  {})
+                     ->With({})) {
   registry->AddGauge("ptoserve_build_info",
                      "The ptoserve version serving, as a label; always 1.",
                      {{"version", kVersion}}, [] { return 1.0; });

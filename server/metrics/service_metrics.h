@@ -51,6 +51,10 @@ class ServiceMetrics {
   // REQUIRES: `batch` is not empty and its items share a BatchKey.
   void BatchRan(absl::Span<const WorkItem> batch);
 
+  // A job ran to completion on the thread that admitted it, without the
+  // scheduler.
+  void RanHere() { ran_here_->Increment(); }
+
  private:
   CounterFamily* const jobs_;
   CounterFamily* const instructions_;
@@ -58,6 +62,7 @@ class ServiceMetrics {
   HistogramFamily* const queue_time_;
   HistogramFamily* const execution_time_;
   HistogramFamily* const batch_size_;
+  Counter* const ran_here_;
 };
 
 }  // namespace ptoserve
