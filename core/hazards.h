@@ -17,30 +17,33 @@ namespace internal {
 // Tracks, per tile, which earlier instructions a new one must follow.
 class HazardTracker {
  public:
-  explicit HazardTracker(size_t num_tiles)
-      : last_writer_(num_tiles, -1), readers_(num_tiles) {}
+  explicit HazardTracker(size_t num_tiles) : tiles_(num_tiles) {}
 
   // Appends to `deps` the instructions that an access to tile `slot` must
   // follow.
   void Add(size_t slot, bool writes, std::vector<uint32_t>* deps) const {
-    if (last_writer_[slot] >= 0) deps->push_back(last_writer_[slot]);
-    if (writes) {
-      for (uint32_t r : readers_[slot]) deps->push_back(r);
-    }
+    const Tile& tile = tiles_[slot];
+    if (tile.last_writer >= 0) deps->push_back(tile.last_writer);
+    if (writes)
+      deps->insert(deps->end(), tile.readers.begin(), tile.readers.end());
   }
   // Records instruction `index`'s access to tile `slot`.
   void Commit(size_t slot, bool writes, uint32_t index) {
+    Tile& tile = tiles_[slot];
     if (writes) {
-      last_writer_[slot] = index;
-      readers_[slot].clear();
+      tile.last_writer = index;
+      tile.readers.clear();
     } else {
-      readers_[slot].push_back(index);
+      tile.readers.push_back(index);
     }
   }
 
  private:
-  std::vector<int64_t> last_writer_;
-  std::vector<std::vector<uint32_t>> readers_;
+  struct Tile {
+    int64_t last_writer = -1;
+    absl::InlinedVector<uint32_t, 2> readers;  // since the last write
+  };
+  std::vector<Tile> tiles_;
 };
 
 // The same for a unified buffer, by bytes rather than tiles: tiles that

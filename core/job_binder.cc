@@ -4,7 +4,6 @@
 #include <cstring>
 #include <utility>
 
-#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "core/error_site.h"
@@ -38,6 +37,16 @@ JobBinder::JobBinder(const JobSpec& spec, const EngineLimits& limits,
       job_(std::make_unique<PreparedJob>()) {
   job_->target_ = target_;
   job_->backend_ = &backend_;
+  // Sized once: declared tiles, and at most a dst and a tmp an instruction.
+  const size_t instructions = spec.instructions.size();
+  const size_t slots = spec.tiles.size() + 2 * instructions;
+  slot_of_.reserve(slots);
+  descs_.reserve(slots);
+  job_->slots_.reserve(slots);
+  recorder_.reserve(instructions);
+  wiring_.reserve(instructions);
+  job_->events_.reserve(instructions);
+  job_->bound_.reserve(instructions);
 }
 
 absl::StatusOr<std::unique_ptr<PreparedJob>> JobBinder::Bind() && {
@@ -96,14 +105,14 @@ absl::Status JobBinder::CheckCounts() const {
   return absl::OkStatus();
 }
 
-std::vector<bool> JobBinder::Borrowed() const {
-  std::vector<bool> borrowed(job_->slots_.size(), false);
+SlotSet JobBinder::Borrowed() const {
+  SlotSet borrowed(job_->slots_.size());
   for (size_t s = 0; s < spec_.tiles.size(); ++s) {
-    borrowed[s] = spec_.tiles[s].encoding == Encoding::kData;
+    if (spec_.tiles[s].encoding == Encoding::kData) borrowed.Insert(s);
   }
   for (const Wiring& w : wiring_) {
-    borrowed[w.dst] = false;
-    if (w.tmp) borrowed[*w.tmp] = false;
+    borrowed.Erase(w.dst);
+    if (w.tmp) borrowed.Erase(*w.tmp);
   }
   return borrowed;
 }
@@ -114,9 +123,9 @@ JobCost JobBinder::Cost() const {
   if (in_buffer_) {
     cost.tile_bytes = plan_.high_water;
   } else {
-    const std::vector<bool> borrowed = Borrowed();
+    const SlotSet borrowed = Borrowed();
     for (size_t s = 0; s < descs_.size(); ++s) {
-      if (!borrowed[s] && job_->place_[s] == nullptr) {
+      if (!borrowed.Contains(s) && job_->place_[s] == nullptr) {
         cost.tile_bytes += descs_[s].bytes();
       }
     }
@@ -282,10 +291,10 @@ absl::Status JobBinder::BindInstruction(size_t i) {
 }
 
 absl::Status JobBinder::ResolveOutputs() {
-  absl::flat_hash_set<size_t> seen;
+  SlotSet seen(job_->slots_.size());
   if (spec_.outputs.empty()) {
     for (const Wiring& w : wiring_) {
-      if (seen.insert(w.dst).second) job_->outputs_.push_back(w.dst);
+      if (seen.Insert(w.dst)) job_->outputs_.push_back(w.dst);
     }
     return absl::OkStatus();
   }
@@ -295,7 +304,7 @@ absl::Status JobBinder::ResolveOutputs() {
       return absl::InvalidArgumentError(
           absl::StrFormat("outputs: \"%s\" is not a tile of the job", name));
     }
-    if (seen.insert(it->second).second) job_->outputs_.push_back(it->second);
+    if (seen.Insert(it->second)) job_->outputs_.push_back(it->second);
   }
   return absl::OkStatus();
 }
@@ -374,10 +383,10 @@ void JobBinder::DerivePredecessors() {
 }
 
 absl::Status JobBinder::FillTiles() {
-  absl::flat_hash_set<size_t> written;
+  SlotSet written(job_->slots_.size());
   for (const Wiring& w : wiring_) {
-    written.insert(w.dst);
-    if (w.tmp) written.insert(*w.tmp);
+    written.Insert(w.dst);
+    if (w.tmp) written.Insert(*w.tmp);
   }
   auto& slots = job_->slots_;
   if (in_buffer_) job_->buffer_.assign(plan_.high_water, '\0');
@@ -401,7 +410,7 @@ absl::Status JobBinder::FillTiles() {
         continue;
       }
     } else if (in != nullptr && in->encoding == Encoding::kData &&
-               !written.contains(s)) {
+               !written.Contains(s)) {
       slots[s].tile.emplace(Tile::Borrow(
           descs_[s], reinterpret_cast<const uint8_t*>(in->data.data())));
       continue;

@@ -27,6 +27,19 @@
 namespace ptoserve {
 namespace internal {
 
+// A set of a job's slots (indices below a job's slot count), on the stack
+// for the few slots most jobs have.
+class SlotSet {
+ public:
+  explicit SlotSet(size_t slots) : in_(slots, false) {}
+  bool Insert(size_t s) { return !std::exchange(in_[s], true); }
+  void Erase(size_t s) { in_[s] = false; }
+  bool Contains(size_t s) const { return in_[s]; }
+
+ private:
+  absl::InlinedVector<bool, 16> in_;
+};
+
 // Turns a JobSpec into a PreparedJob, one stage at a time; each stage
 // returns the first problem it finds. The stage that places tiles in a
 // unified buffer is in job_binder_buffer.cc, the others in job_binder.cc.
@@ -55,7 +68,7 @@ class JobBinder {
 
   // Which slots FillTiles will borrow rather than own: declared inputs sent
   // as data that no instruction writes.
-  std::vector<bool> Borrowed() const;
+  SlotSet Borrowed() const;
 
   JobCost Cost() const;
 

@@ -190,6 +190,12 @@ class WireScan {
   // Skips a name of `length` bytes, noting it if it is longer than names
   // may be (quoting its start).
   void Name(uint32_t length, absl::string_view where) {
+    NameAt(length, [where] { return std::string(where); });
+  }
+  // As above, `where` made only for the message: a name in bounds costs no
+  // formatting.
+  template <typename Where>
+  void NameAt(uint32_t length, Where where) {
     if (length <= kMaxNameBytes) return Skip(length);
     std::string start;
     if (!in_.ReadString(&start, 32)) {
@@ -197,8 +203,8 @@ class WireScan {
       return;
     }
     Fail(absl::InvalidArgumentError(absl::StrFormat(
-        "%s \"%s...\" (%u bytes) is longer than names may be (%u bytes)", where,
-        absl::CHexEscape(start), length, kMaxNameBytes)));
+        "%s \"%s...\" (%u bytes) is longer than names may be (%u bytes)",
+        where(), absl::CHexEscape(start), length, kMaxNameBytes)));
     Skip(length - 32);
   }
 
@@ -236,7 +242,9 @@ class WireScan {
                 "instruction %u waits on more than %u events, the limit",
                 instructions_ - 1, limits_.max_waits_per_instruction)));
           }
-          Name(n, absl::StrFormat("instruction %u: a name", instructions_ - 1));
+          NameAt(n, [this] {
+            return absl::StrFormat("instruction %u: a name", instructions_ - 1);
+          });
         });
       case 6:  // outputs
         if (++outputs_ == limits_.max_tiles_per_job + 1) {

@@ -22,25 +22,27 @@ std::string SupportedNames(absl::Span<const DType> dtypes) {
   });
 }
 
-// Formats rule violations with the instruction's coordinates in front.
+// Formats rule violations with the instruction's coordinates in front,
+// only when one is broken: an instruction that keeps the rules costs none.
 class RuleError {
  public:
   RuleError(const InstructionSig& inst, Target target)
-      : prefix_(absl::StrFormat("instruction %u (%s on %s): ", inst.index,
-                                OpcodeName(inst.opcode), TargetName(target))),
-        index_(inst.index) {}
+      : inst_(inst), target_(target) {}
 
   template <typename... Args>
   absl::Status operator()(const absl::FormatSpec<Args...>& format,
                           const Args&... args) const {
     return AtInstruction(
-        absl::InvalidArgumentError(prefix_ + absl::StrFormat(format, args...)),
-        index_);
+        absl::InvalidArgumentError(absl::StrCat(
+            absl::StrFormat("instruction %u (%s on %s): ", inst_.index,
+                            OpcodeName(inst_.opcode), TargetName(target_)),
+            absl::StrFormat(format, args...))),
+        inst_.index);
   }
 
  private:
-  std::string prefix_;
-  size_t index_;
+  const InstructionSig& inst_;
+  Target target_;
 };
 
 }  // namespace

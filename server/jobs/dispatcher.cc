@@ -4,6 +4,7 @@
 #include <limits>
 #include <memory>
 #include <new>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -36,6 +37,50 @@ absl::string_view TargetLabel(const v1::Job& job, Target default_target) {
   absl::StatusOr<Target> target = FromProto(job.target());
   return target.ok() ? TargetName(*target) : "unknown";
 }
+
+// A protobuf arena for one job's result, whose first block is its thread's
+// and serves job after job: a small result is built, serialized and freed
+// with no heap allocation. The result dies with the arena; only one arena a
+// thread has the block at once (another, nested, starts on the heap).
+class ScratchArena {
+ public:
+  ScratchArena() : arena_(std::in_place, Options(&owns_block_)) {}
+  ~ScratchArena() {
+    arena_.reset();  // before the block is another's
+    if (owns_block_) block_in_use_ = false;
+  }
+  ScratchArena(const ScratchArena&) = delete;
+  ScratchArena& operator=(const ScratchArena&) = delete;
+
+  v1::JobResult* NewResult() {
+    return google::protobuf::Arena::CreateMessage<v1::JobResult>(&*arena_);
+  }
+
+ private:
+  // Big enough for a 64x64 int32 tile and a few dozen events.
+  static constexpr size_t kBlockBytes = 32 << 10;
+
+  static google::protobuf::ArenaOptions Options(bool* owns_block) {
+    google::protobuf::ArenaOptions options;
+    *owns_block = !block_in_use_;
+    if (*owns_block) {
+      block_in_use_ = true;
+      options.initial_block = block_;
+      options.initial_block_size = kBlockBytes;
+    }
+    return options;
+  }
+
+  static thread_local bool block_in_use_;
+  alignas(std::max_align_t) static thread_local char block_[kBlockBytes];
+
+  bool owns_block_ = false;
+  std::optional<google::protobuf::Arena> arena_;
+};
+
+thread_local bool ScratchArena::block_in_use_ = false;
+alignas(std::max_align_t) thread_local char ScratchArena::block_
+    [ScratchArena::kBlockBytes];
 
 }  // namespace
 
@@ -92,8 +137,9 @@ struct Dispatcher::Answer {
   // The regions stay mapped until the job is done with them.
   std::shared_ptr<const JobRegions> regions;
   JobDone done;
-  bool build_elsewhere = false;  // on the finishers
-  const void* client = nullptr;  // whose turn it takes there
+  v1::JobResult* result = nullptr;  // the caller's, or null
+  bool build_elsewhere = false;     // on the finishers
+  const void* client = nullptr;     // whose turn it takes there
 };
 
 absl::Status Dispatcher::Submit(JobRequest* request, JobRecord* record,
@@ -186,6 +232,7 @@ absl::Status Dispatcher::Submit(JobRequest* request, JobRecord* record,
   }
   answer->encodings = std::move(decoded.encodings);
   answer->done = std::move(request->done);
+  answer->result = request->result;
   answer->client = call.share.get();
   // Run to completion: a small job runs here, from its request to its
   // result, with no hand-off, unless the scheduler has work waiting (this
@@ -245,11 +292,14 @@ void Dispatcher::Finish(
     answer->done(ran.status(), std::move(answer->hold));
     return;
   }
-  absl::StatusOr<v1::JobResult> result;
+  // Built where the caller asked, or on this thread's scratch arena.
+  std::optional<ScratchArena> scratch;
+  absl::StatusOr<v1::JobResult*> result = answer->result;
   try {
-    result.emplace();
-    result->set_id(answer->id);
-    ToJobResult(engine_->Finish(ran->get()), answer->encodings, &*result);
+    if (answer->result == nullptr) result = scratch.emplace().NewResult();
+    v1::JobResult* built = *result;
+    built->set_id(answer->id);
+    ToJobResult(engine_->Finish(ran->get()), answer->encodings, built);
     // A region cut short while the job ran: its bytes were not the
     // object's.
     if (answer->regions != nullptr) {

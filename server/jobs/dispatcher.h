@@ -40,9 +40,11 @@ struct CallInfo {
 };
 
 // A job's result, and its share of the memory budget, to be held until the
-// reply is on its way.
+// reply is on its way. The result is the dispatcher's and lives only while
+// `done` runs (serialize it, or Swap what is wanted out of it), unless the
+// request named where to build it (JobRequest::result).
 using JobDone =
-    std::function<void(absl::StatusOr<v1::JobResult>, MemoryBudget::Hold)>;
+    std::function<void(absl::StatusOr<v1::JobResult*>, MemoryBudget::Hold)>;
 
 // One job for Dispatch.
 struct JobRequest {
@@ -59,6 +61,10 @@ struct JobRequest {
   // (Dispatched::may_retry) instead of answered, for the caller to offer
   // again once it has freed some.
   bool may_wait = false;
+  // Where the result is built, if the caller keeps it (it must outlive
+  // `done`, and nothing else may touch it until then); null: on the
+  // dispatcher's scratch memory, reused from job to job.
+  v1::JobResult* result = nullptr;
   JobDone done;
 };
 

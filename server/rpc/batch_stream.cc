@@ -100,13 +100,13 @@ void BatchStream::StartJobs(
     request.request_bytes = shape.job_bytes[i];
     request.call = &jobs_.call;
     request.run_here = run_here;
-    request.done = [this, batch, i](absl::StatusOr<v1::JobResult> r,
+    // Built in its slot of the answer, which only this job writes.
+    request.result = batch->answer.mutable_results(i);
+    request.done = [this, batch, i](absl::StatusOr<v1::JobResult*> r,
                                     MemoryBudget::Hold hold) {
-      v1::JobResult* slot = batch->answer.mutable_results(i);
-      if (r.ok()) {
-        slot->Swap(&*r);
-      } else {
-        ToErrorResult(batch->jobs->jobs(i).id(), r.status(), slot);
+      if (!r.ok()) {
+        ToErrorResult(batch->jobs->jobs(i).id(), r.status(),
+                      batch->answer.mutable_results(i));
       }
       Answered(batch, std::move(hold));
     };

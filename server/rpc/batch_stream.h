@@ -26,7 +26,8 @@ class BatchStream final : public StreamMachine {
  private:
   struct Batch;
 
-  void Take(grpc::ByteBuffer* message, uint64_t number) override;
+  void Take(grpc::ByteBuffer* message, uint64_t number) override
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Dispatches every job of `parsed` (`shape.jobs` of them, already counted
   // as unanswered), with JobRequest's `run_here`.

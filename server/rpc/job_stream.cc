@@ -74,13 +74,13 @@ bool JobStream::StartJob(Waiting waiting) {
   request.call = &jobs_.call;
   // Not run_here: done takes mu_, which this thread holds.
   request.may_wait = in_flight > 0;
-  request.done = [this, id, job = waiting.job](absl::StatusOr<v1::JobResult> r,
+  request.done = [this, id, job = waiting.job](absl::StatusOr<v1::JobResult*> r,
                                                MemoryBudget::Hold hold) {
     // Serialized before taking mu_: a large result does not hold up this
     // stream's events or its other jobs' completions.
     v1::JobResult failed;
     if (!r.ok()) ToErrorResult(id, r.status(), &failed);
-    grpc::ByteBuffer bytes = Encoded(r.ok() ? *r : failed);
+    grpc::ByteBuffer bytes = Encoded(r.ok() ? **r : failed);
     Holds holds;
     holds.push_back(std::move(hold));
     MutexLock lock(&mu_);

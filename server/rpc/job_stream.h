@@ -27,10 +27,13 @@ class JobStream final : public StreamMachine {
     uint64_t request_bytes;
   };
 
-  void Take(grpc::ByteBuffer* message, uint64_t number) override;
-  bool ReadBlocked() const override { return !waiting_.empty(); }
-  void Room() override;
-  uint64_t DropWaiting() override;
+  void Take(grpc::ByteBuffer* message, uint64_t number) override
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool ReadBlocked() const override ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return !waiting_.empty();
+  }
+  void Room() override ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  uint64_t DropWaiting() override ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // A decoded job (or why it is not one: answered with `id`, the id read
   // from its bytes) into the stream.

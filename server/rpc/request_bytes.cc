@@ -6,6 +6,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "core/status_macros.h"
 #include "grpcpp/impl/codegen/proto_utils.h"
 #include "grpcpp/support/proto_buffer_reader.h"
 #include "ptoserve/v1/job.pb.h"
@@ -60,15 +61,13 @@ absl::StatusOr<WireShape> RequestBytes::Inspect(const grpc::ByteBuffer& bytes,
                                                 absl::string_view what) const {
   // What the parse would cost, checked first: 4M repeated wait_events
   // (16 MB on the wire) would take 160 MB as protobuf strings.
-  grpc::ByteBuffer shared(bytes);  // shares the slices, copies no bytes
-  grpc::ProtoBufferReader reader(&shared);
+  grpc::ProtoBufferReader reader(const_cast<grpc::ByteBuffer*>(&bytes));
   return Named(CheckJobWire(&reader, bytes.Length(), job_limits_), bytes, what);
 }
 
 absl::StatusOr<BatchShape> RequestBytes::InspectBatch(
     const grpc::ByteBuffer& bytes, absl::string_view what) const {
-  grpc::ByteBuffer shared(bytes);
-  grpc::ProtoBufferReader reader(&shared);
+  grpc::ProtoBufferReader reader(const_cast<grpc::ByteBuffer*>(&bytes));
   return Named(CheckJobBatchWire(&reader, bytes.Length(), job_limits_,
                                  max_jobs_per_batch_),
                bytes, what);
@@ -80,17 +79,16 @@ bool RequestBytes::Light(const WireShape& shape, uint64_t bytes) {
          shape.assembly_bytes <= kLightAssemblyBytes;
 }
 
-template <typename M>
-absl::StatusOr<std::shared_ptr<M>> RequestBytes::Parse(
-    const grpc::ByteBuffer& bytes, absl::string_view what) const {
+absl::Status RequestBytes::ParseInto(const grpc::ByteBuffer& bytes,
+                                     absl::string_view what,
+                                     google::protobuf::Message* message) const {
   // Parsed straight from the slices. Not through gRPC's Deserialize: on a
   // parse failure that builds protobuf's InitializationErrorString, which
   // walks the half-parsed message (its `tiles` map included) only to say
   // nothing useful about a proto3 message, and crashed on corrupt input in
-  // the ThreadSanitizer build.
-  grpc::ByteBuffer shared(bytes);  // shares the slices, copies no bytes
-  grpc::ProtoBufferReader reader(&shared);
-  auto message = std::make_shared<M>();
+  // the ThreadSanitizer build. The reader only reads the buffer; it takes
+  // it by pointer.
+  grpc::ProtoBufferReader reader(const_cast<grpc::ByteBuffer*>(&bytes));
   bool parsed = false;
   try {
     parsed = reader.status().ok() &&
@@ -106,8 +104,24 @@ absl::StatusOr<std::shared_ptr<M>> RequestBytes::Parse(
     return absl::InvalidArgumentError(absl::StrFormat(
         "%s (%u bytes) is not a %s: its protobuf encoding is truncated or "
         "corrupt",
-        what, bytes.Length(), M::descriptor()->full_name()));
+        what, bytes.Length(), message->GetDescriptor()->full_name()));
   }
+  return absl::OkStatus();
+}
+
+template <typename M>
+absl::StatusOr<std::shared_ptr<M>> RequestBytes::Parse(
+    const grpc::ByteBuffer& bytes, absl::string_view what) const {
+  std::shared_ptr<M> message;
+  try {
+    message = std::make_shared<M>();
+  } catch (const std::bad_alloc&) {
+    CountRefused(absl::StatusCode::kResourceExhausted);
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "%s (%u bytes): the server ran out of memory decoding it", what,
+        bytes.Length()));
+  }
+  PTO_RETURN_IF_ERROR(ParseInto(bytes, what, message.get()));
   return message;
 }
 

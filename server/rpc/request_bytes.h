@@ -54,6 +54,9 @@ class RequestBytes {
   template <typename M>
   absl::StatusOr<std::shared_ptr<M>> Parse(const grpc::ByteBuffer& bytes,
                                            absl::string_view what) const;
+  // As Parse, into `message` (which may live on an arena).
+  absl::Status ParseInto(const grpc::ByteBuffer& bytes, absl::string_view what,
+                         google::protobuf::Message* message) const;
 
   // Runs `decode` with `bytes` (sharing their slices) on the decoders, for
   // the client of `share`, whose part of the memory budget holds the bytes

@@ -109,25 +109,24 @@ grpc::ServerUnaryReactor* TileComputeService::Execute(
 void TileComputeService::RunUnary(UnaryCall* call,
                                   const grpc::ByteBuffer& request,
                                   grpc::ByteBuffer* response, bool run_here) {
-  absl::StatusOr<std::shared_ptr<v1::Job>> job =
-      bytes_->Parse<v1::Job>(request, "the request");
-  if (!job.ok()) {
-    call->Answer(ToGrpcStatus(job.status()));
+  auto* job = google::protobuf::Arena::CreateMessage<v1::Job>(call->arena());
+  if (absl::Status parsed = bytes_->ParseInto(request, "the request", job);
+      !parsed.ok()) {
+    call->Answer(ToGrpcStatus(parsed));
     return;
   }
-  call->job = *std::move(job);
+  call->job = job;
   JobRequest dispatch;
-  dispatch.job = call->job.get();
+  dispatch.job = job;
   dispatch.request_bytes = request.Length();
   dispatch.call = &call->info;
   // With run_here, a unary call's thread runs a small job itself when the
   // scheduler is idle: no hand-off.
   dispatch.run_here = run_here;
-  dispatch.done = [this, call, response](absl::StatusOr<v1::JobResult> r,
+  dispatch.done = [this, call, response](absl::StatusOr<v1::JobResult*> r,
                                          MemoryBudget::Hold hold) {
     call->hold = std::move(hold);
-    absl::Status encoded = r.ok() ? bytes_->Encode(*r, response) : r.status();
-    call->job.reset();  // the result holds what it needs
+    absl::Status encoded = r.ok() ? bytes_->Encode(**r, response) : r.status();
     call->Answer(ToGrpcStatus(encoded));
   };
   const Dispatched dispatched = dispatcher_->Dispatch(std::move(dispatch));

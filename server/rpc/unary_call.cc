@@ -4,9 +4,23 @@
 
 namespace ptoserve {
 
+namespace {
+
+google::protobuf::ArenaOptions FirstBlock(char* block, size_t bytes) {
+  google::protobuf::ArenaOptions options;
+  options.initial_block = block;
+  options.initial_block_size = bytes;
+  return options;
+}
+
+}  // namespace
+
 UnaryCall::UnaryCall(const GrpcMetrics::Method* calls, StallWatch* stalls,
                      grpc::CallbackServerContext* context)
-    : calls_(calls), stalls_(stalls), context_(context) {
+    : arena_(FirstBlock(first_block_, kFirstBlockBytes)),
+      calls_(calls),
+      stalls_(stalls),
+      context_(context) {
   if (calls_ == nullptr) return;
   calls_->started->Increment();
   calls_->received->Increment();

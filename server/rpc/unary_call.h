@@ -1,13 +1,16 @@
 // One Execute call's reactor: holds the request's job (the engine reads
-// inputs in place), the call's description and the job's part of the
+// inputs in place), parsed on an arena whose first block is the call's own,
+// the call's description and the job's part of the
 // memory budget until gRPC is done with the reply, counts the call in the
 // gRPC metrics, and watches an answer with a body for a client that does
 // not read it. Deletes itself when gRPC is done with the call.
 #ifndef PTOSERVE_SERVER_RPC_UNARY_CALL_H_
 #define PTOSERVE_SERVER_RPC_UNARY_CALL_H_
 
+#include <google/protobuf/arena.h>
 #include <grpcpp/grpcpp.h>
 
+#include <cstddef>
 #include <memory>
 
 #include "server/jobs/dispatcher.h"
@@ -34,12 +37,21 @@ class UnaryCall final : public grpc::ServerUnaryReactor {
   // against 0.15 for a server using the default reactor.
   bool InternalInlineable() override { return true; }
 
+  // Where the request's job is parsed: it lives as long as the call.
+  google::protobuf::Arena* arena() { return &arena_; }
+
   // What the call holds while the job runs and its reply goes out.
-  std::shared_ptr<const v1::Job> job;
+  const v1::Job* job = nullptr;  // on arena()
   CallInfo info;
   MemoryBudget::Hold hold;
 
  private:
+  // Enough for a job's messages (not its tiles' bytes, which protobuf
+  // keeps on the heap) of a few tiles and instructions.
+  static constexpr size_t kFirstBlockBytes = 2048;
+
+  alignas(std::max_align_t) char first_block_[kFirstBlockBytes];
+  google::protobuf::Arena arena_;
   const GrpcMetrics::Method* const calls_;
   StallWatch* const stalls_;
   grpc::CallbackServerContext* const context_;

@@ -69,9 +69,13 @@ class DispatcherTest : public ::testing::Test {
     request.job = &job;
     request.request_bytes = job.ByteSizeLong();
     request.call = &call;
-    request.done = [answer](absl::StatusOr<v1::JobResult> r,
+    request.done = [answer](absl::StatusOr<v1::JobResult*> r,
                             MemoryBudget::Hold hold) {
-      answer->result = std::move(r);
+      if (r.ok()) {
+        answer->result = **r;  // the dispatcher's until done returns
+      } else {
+        answer->result = r.status();
+      }
       answer->thread = std::this_thread::get_id();
       answer->held = hold.bytes();
       answer->done.Notify();

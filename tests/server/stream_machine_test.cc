@@ -101,7 +101,8 @@ class CountingMachine final : public StreamMachine {
   }
 
  private:
-  void Take(grpc::ByteBuffer* message, uint64_t number) override {
+  void Take(grpc::ByteBuffer* message, uint64_t number) override
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     std::vector<grpc::Slice> slices;
     ASSERT_TRUE(message->Dump(&slices).ok());
     const std::string text(reinterpret_cast<const char*>(slices[0].begin()),
