@@ -43,6 +43,20 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / TICK  # utime + stime
 
 
+def switches(pid):
+    """Context switches so far, voluntary and not, of all `pid`'s threads."""
+    total = 0
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{task}/status") as f:
+                for line in f:
+                    if "ctxt_switches:" in line:
+                        total += int(line.split()[1])
+        except OSError:
+            pass  # the thread ended
+    return total
+
+
 def start(cmd, port):
     proc = subprocess.Popen(["taskset", "-c", "0"] + cmd +
                             [f"--address=127.0.0.1:{port}"],
@@ -70,7 +84,8 @@ def run(generator, extra, port, server_pid, seconds, warmup, check, conc,
             while proc.poll() is None:
                 try:
                     series.append((time.monotonic(), cpu_seconds(server_pid),
-                                   cpu_seconds(proc.pid)))
+                                   cpu_seconds(proc.pid),
+                                   switches(server_pid)))
                 except (OSError, IndexError, ValueError):
                     pass  # the generator exited between poll and read
                 time.sleep(0.05)
@@ -82,15 +97,15 @@ def run(generator, extra, port, server_pid, seconds, warmup, check, conc,
         hi = end - 0.3
         lo = hi - max(0.2, seconds - 0.5)
         inside = [x for x in series if lo <= x[0] <= hi] or series[-1:]
-        (t0, s0, g0), (t1, s1, g1) = inside[0], inside[-1]
+        (t0, s0, g0, w0), (t1, s1, g1, w1) = inside[0], inside[-1]
         if t1 <= t0:
             sys.exit(f"{' '.join(cmd)}: too short to sample")
         gen = g1 - g0
     else:
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        s0, t0 = cpu_seconds(server_pid), time.monotonic()
+        s0, t0, w0 = cpu_seconds(server_pid), time.monotonic(), None
         out = subprocess.run(cmd, capture_output=True, text=True, check=False)
-        s1, t1 = cpu_seconds(server_pid), time.monotonic()
+        s1, t1, w1 = cpu_seconds(server_pid), time.monotonic(), None
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         gen = (after.ru_utime + after.ru_stime - before.ru_utime -
                before.ru_stime)
@@ -99,7 +114,14 @@ def run(generator, extra, port, server_pid, seconds, warmup, check, conc,
         sys.exit(f"{' '.join(cmd)} failed: {out.stdout} {out.stderr}")
     wall = t1 - t0
     row = rows[0]
-    return {"rps": float(row["requests_per_s"]),
+    rps = float(row["requests_per_s"])
+    # Per answered call, over the window (--cpu=window only): the server's
+    # CPU time and its threads' context switches.
+    per_call = {}
+    if w0 is not None and rps > 0:
+        per_call = {"cpu_us": 1e6 * (s1 - s0) / wall / rps,
+                    "switches": (w1 - w0) / wall / rps}
+    return {**per_call, "rps": rps,
             "tps": float(row["tiles_per_s"]), "p50": float(row["p50_us"]),
             "p99": float(row["p99_us"]), "errors": int(row["errors"]),
             "server_cpu": 100 * (s1 - s0) / wall, "gen_cpu": 100 * gen / wall}
@@ -112,7 +134,8 @@ def main():
     parser.add_argument("--generator", action="append", required=True,
                         help="NAME=PATH[,flag...]")
     parser.add_argument("--servers", default="plain,echo,ptoserve",
-                        help="of plain, echo, ptoserve, python (the peer: "
+                        help="of plain, tand (the plain server computing "
+                        "TAND), echo, ptoserve, python (the peer: "
                         "bench/python_peer_server.py)")
     parser.add_argument("--concurrency", default="1,8,32")
     parser.add_argument("--rounds", type=int, default=3)
@@ -130,6 +153,7 @@ def main():
 
     known = {
         "plain": ([f"{args.bin}/bench/plain_echo_server"], 50181, "false"),
+        "tand": ([f"{args.bin}/bench/plain_tand_server"], 50185, "true"),
         "echo": ([f"{args.bin}/bench/echo_server"], 50182, "false"),
         "ptoserve": ([f"{args.bin}/server/ptoserve", "--metrics_address="] +
                      [f for f in args.ptoserve_flags.split(",") if f],
@@ -158,9 +182,12 @@ def main():
                     r = run(path, extra, port, procs[s].pid, args.seconds,
                             args.warmup, check, c, args.cpu == "window")
                     results.setdefault((c, s, g), []).append(r)
+        window = args.cpu == "window"
         print("| concurrency | server | generator | requests/s | rounds | tiles/s"
-              " | p50 us | p99 us | server CPU % | generator CPU % | errors |")
-        print("|---|---|---|---|---|---|---|---|---|---|---|")
+              " | p50 us | p99 us | server CPU % | generator CPU % | errors |"
+              + (" server CPU us/call | switches/call |" if window else ""))
+        print("|---|---|---|---|---|---|---|---|---|---|---|"
+              + ("---|---|" if window else ""))
         for (c, s, g), rs in results.items():
             med = {k: statistics.median(r[k] for r in rs) for k in rs[0]}
             spread = "-".join(f"{min(r['rps'] for r in rs):,.0f}".split()) + \
@@ -168,7 +195,9 @@ def main():
             print(f"| {c} | {s} | {g} | {med['rps']:,.0f} | {spread} | "
                   f"{med['tps']:,.0f} | {med['p50']:.0f} | {med['p99']:.0f} | "
                   f"{med['server_cpu']:.0f} | {med['gen_cpu']:.0f} | "
-                  f"{sum(r['errors'] for r in rs)} |")
+                  f"{sum(r['errors'] for r in rs)} |"
+                  + (f" {med.get('cpu_us', 0):.1f} | "
+                     f"{med.get('switches', 0):.2f} |" if window else ""))
     finally:
         for p in procs.values():
             p.terminate()

@@ -1,5 +1,5 @@
-// The dispatcher without a gRPC server: jobs in, results out, and which
-// thread builds a result.
+// The dispatcher without a gRPC server: jobs in, results out, which thread
+// builds a result, and which jobs run to completion on the calling thread.
 #include "server/jobs/dispatcher.h"
 
 #include <gmock/gmock.h>
@@ -8,6 +8,7 @@
 #include <optional>
 #include <thread>
 
+#include "absl/strings/match.h"
 #include "absl/synchronization/notification.h"
 #include "server/jobs/engine_runner.h"
 #include "server/metrics/metrics.h"
@@ -96,6 +97,37 @@ class DispatcherTest : public ::testing::Test {
     EXPECT_GT(answer->held, 0u);
   }
 
+  // Dispatches `job` as a small unary call would (run_here), with `call`,
+  // and returns what Dispatch said; `answer` sees the done.
+  absl::Status Offer(Dispatcher* dispatcher, const v1::Job& job,
+                     const CallInfo& call, Answer* answer) {
+    JobRequest request;
+    request.job = &job;
+    request.request_bytes = job.ByteSizeLong();
+    request.call = &call;
+    request.run_here = true;
+    request.done = [answer](absl::StatusOr<v1::JobResult*> r,
+                            MemoryBudget::Hold) {
+      if (r.ok()) {
+        answer->result = **r;
+      } else {
+        answer->result = r.status();
+      }
+      answer->thread = std::this_thread::get_id();
+      answer->done.Notify();
+    };
+    return dispatcher->Dispatch(std::move(request)).status;
+  }
+
+  // How many jobs ran to completion where they were dispatched.
+  int RanHere() const {
+    const std::string text = registry_.Render();
+    const std::string name = "\nptoserve_jobs_run_here_total ";
+    const size_t at = text.find(name);
+    if (at == std::string::npos) return -1;
+    return std::stoi(text.substr(at + name.size()));
+  }
+
   const Engine engine_{EngineOptions{}};
   MetricsRegistry registry_;
   ServiceMetrics metrics_{&registry_};
@@ -133,6 +165,156 @@ TEST_F(DispatcherTest, FinishersThatRefuseLeaveTheResultToTheWorker) {
   Answer after;
   Run(&dispatcher, Chain(65), &after);
   EXPECT_EQ(after.thread, std::this_thread::get_id());
+}
+
+// Run to completion: with nothing waiting in the scheduler, a small job runs
+// from its request to its result on the thread that dispatched it, and is
+// answered before Dispatch returns.
+TEST_F(DispatcherTest, ASmallJobRunsToCompletionWhereItArrives) {
+  Dispatcher dispatcher(&engine_, &scheduler_, limits_, &metrics_, &budget_,
+                        nullptr, nullptr);
+  const v1::Job job = Chain(3);
+  Answer answer;
+  ASSERT_TRUE(Offer(&dispatcher, job, CallInfo(), &answer).ok());
+  ASSERT_TRUE(answer.done.HasBeenNotified());
+  EXPECT_EQ(answer.thread, std::this_thread::get_id());
+  ASSERT_TRUE(answer.result->ok()) << answer.result->status();
+  const v1::JobResult& r = **answer.result;
+  ASSERT_EQ(r.events_size(), 3);
+  const std::string& c = r.tiles().at("c").data();
+  ASSERT_EQ(c.size(), 16u * 16 * 4);
+  for (size_t i = 0; i < c.size(); i += 4) {
+    ASSERT_EQ(*reinterpret_cast<const int32_t*>(c.data() + i), 0x0ff0 & 0x3c3c);
+  }
+  EXPECT_EQ(RanHere(), 1);
+  EXPECT_EQ(scheduler_.RunOnce(), 0u);  // the scheduler never saw it
+  EXPECT_EQ(budget_.held(), 0u);
+}
+
+// Once the scheduler has work waiting, a small job does not pass it by: it
+// queues, and the scheduler's priorities order it. Here a priority-3 job
+// offered after two priority-0 jobs of the same client runs first.
+TEST_F(DispatcherTest,
+       ASmallJobQueuesBehindNothingButPriorityWhenTheSchedulerIsBusy) {
+  limits_.priority_levels = 4;
+  Dispatcher dispatcher(&engine_, &scheduler_, limits_, &metrics_, &budget_,
+                        nullptr, nullptr);
+  CallInfo call;
+  call.share = budget_.ShareOf("one client");
+  const v1::Job low = Chain(65);  // too large to run here
+  Answer low1, low2, high;
+  ASSERT_TRUE(Offer(&dispatcher, low, call, &low1).ok());
+  ASSERT_TRUE(Offer(&dispatcher, low, call, &low2).ok());
+  v1::Job urgent = Chain(1);
+  urgent.set_priority(3);
+  ASSERT_TRUE(Offer(&dispatcher, urgent, call, &high).ok());
+  EXPECT_FALSE(high.done.HasBeenNotified());
+  EXPECT_EQ(RanHere(), 0);
+  // The urgent job's one instruction is the first the scheduler runs.
+  ASSERT_GT(scheduler_.RunOnce(), 0u);
+  EXPECT_TRUE(high.done.HasBeenNotified());
+  EXPECT_FALSE(low1.done.HasBeenNotified());
+  while (scheduler_.RunOnce() > 0) {
+  }
+  ASSERT_TRUE(low1.done.HasBeenNotified() && low2.done.HasBeenNotified());
+  EXPECT_TRUE(low1.result->ok() && low2.result->ok() && high.result->ok());
+  EXPECT_EQ(RanHere(), 0);
+}
+
+// The run-to-completion path keeps the deadline and cancellation rules:
+// a job whose timeout has passed, or whose caller has gone, never runs.
+TEST_F(DispatcherTest, RunningHereKeepsDeadlinesAndCancellation) {
+  Dispatcher dispatcher(&engine_, &scheduler_, limits_, &metrics_, &budget_,
+                        nullptr, nullptr);
+  v1::Job hurried = Chain(1);
+  hurried.mutable_timeout()->set_nanos(1);
+  Answer late;
+  const absl::Status timed_out = Offer(&dispatcher, hurried, CallInfo(), &late);
+  EXPECT_EQ(timed_out.code(), absl::StatusCode::kDeadlineExceeded) << timed_out;
+  CallInfo past;
+  past.deadline = absl::Now() - absl::Seconds(1);
+  Answer expired;
+  EXPECT_EQ(Offer(&dispatcher, Chain(1), past, &expired).code(),
+            absl::StatusCode::kDeadlineExceeded);
+  CallInfo gone;
+  gone.cancelled = [] { return true; };
+  Answer cancelled;
+  EXPECT_EQ(Offer(&dispatcher, Chain(1), gone, &cancelled).code(),
+            absl::StatusCode::kCancelled);
+  EXPECT_FALSE(late.done.HasBeenNotified() || expired.done.HasBeenNotified() ||
+               cancelled.done.HasBeenNotified());
+  EXPECT_EQ(RanHere(), 0);
+  EXPECT_EQ(budget_.held(), 0u);
+}
+
+// A job dispatched from within another's done (a stream answering one job
+// and starting the next on the same thread) runs to completion too, and its
+// result does not take the first one's memory: the first result reads the
+// same after the second is built.
+TEST_F(DispatcherTest, AResultBuiltWithinAnothersDoneLeavesItIntact) {
+  Dispatcher dispatcher(&engine_, &scheduler_, limits_, &metrics_, &budget_,
+                        nullptr, nullptr);
+  v1::Job outer_job = Chain(2);
+  outer_job.set_id("outer");
+  v1::Job inner_job = Chain(5);
+  inner_job.set_id("inner");
+  const CallInfo call;
+  Answer inner;
+  std::string outer_before, outer_after;
+  int inner_events = -1;
+  JobRequest request;
+  request.job = &outer_job;
+  request.request_bytes = outer_job.ByteSizeLong();
+  request.call = &call;
+  request.run_here = true;
+  request.done = [&](absl::StatusOr<v1::JobResult*> r, MemoryBudget::Hold) {
+    ASSERT_TRUE(r.ok()) << r.status();
+    outer_before = (*r)->SerializeAsString();
+    ASSERT_TRUE(Offer(&dispatcher, inner_job, call, &inner).ok());
+    ASSERT_TRUE(inner.done.HasBeenNotified());
+    inner_events = (*inner.result)->events_size();
+    outer_after = (*r)->SerializeAsString();
+  };
+  ASSERT_TRUE(dispatcher.Dispatch(std::move(request)).status.ok());
+  EXPECT_EQ(RanHere(), 2);
+  EXPECT_EQ(inner_events, 5);
+  ASSERT_FALSE(outer_before.empty());
+  EXPECT_EQ(outer_after, outer_before);
+  v1::JobResult outer;
+  ASSERT_TRUE(outer.ParseFromString(outer_after));
+  EXPECT_EQ(outer.id(), "outer");
+  EXPECT_EQ(outer.events_size(), 2);
+}
+
+// A server shutting down runs nothing more here: the job goes to the
+// scheduler, which refuses it.
+TEST_F(DispatcherTest, NothingRunsHereOnceTheSchedulerStops) {
+  Dispatcher dispatcher(&engine_, &scheduler_, limits_, &metrics_, &budget_,
+                        nullptr, nullptr);
+  scheduler_.Shutdown();
+  const v1::Job job = Chain(1);
+  Answer answer;
+  const absl::Status status = Offer(&dispatcher, job, CallInfo(), &answer);
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable) << status;
+  EXPECT_FALSE(answer.done.HasBeenNotified());
+  EXPECT_EQ(RanHere(), 0);
+}
+
+// With a queue delay the operator asked jobs to wait for company: none runs
+// here.
+TEST_F(DispatcherTest, AQueueDelayTurnsRunningHereOff) {
+  SchedulerOptions options = NoWorkers();
+  options.max_queue_delay = absl::Milliseconds(1);
+  Scheduler scheduler(options, &runner_);
+  Dispatcher dispatcher(&engine_, &scheduler, limits_, &metrics_, &budget_,
+                        nullptr, nullptr);
+  const v1::Job job = Chain(1);
+  Answer answer;
+  ASSERT_TRUE(Offer(&dispatcher, job, CallInfo(), &answer).ok());
+  EXPECT_FALSE(answer.done.HasBeenNotified());
+  while (!answer.done.HasBeenNotified()) scheduler.RunOnce();
+  EXPECT_TRUE(answer.result->ok());
+  EXPECT_EQ(RanHere(), 0);
 }
 
 }  // namespace
