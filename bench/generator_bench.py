@@ -147,6 +147,9 @@ def main():
                         "(start-up included), or over the measured window")
     parser.add_argument("--ptoserve_flags", default="",
                         help="comma-separated flags added to ptoserve's")
+    parser.add_argument("--builds", default="",
+                        help="NAME=PATH,... of other ptoserve builds, each a "
+                        "server named NAME (e.g. before=/tmp/ptoserve)")
     parser.add_argument("--pairs", default="",
                         help="SERVER:GENERATOR,... to run (default: all)")
     args = parser.parse_args()
@@ -161,6 +164,11 @@ def main():
         "python": (["/usr/bin/python3", "bench/python_peer_server.py"],
                    50184, "true"),
     }
+    for i, build in enumerate(b for b in args.builds.split(",") if b):
+        name, path = build.split("=", 1)
+        known[name] = ([path, "--metrics_address="] +
+                       [f for f in args.ptoserve_flags.split(",") if f],
+                       50190 + i, "true")
     servers = args.servers.split(",")
     procs = {s: start(known[s][0], known[s][1]) for s in servers}
     try:

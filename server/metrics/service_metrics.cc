@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "common/mutex.h"
 #include "core/ops.h"
 #include "core/version.h"
 
@@ -74,28 +75,78 @@ ServiceMetrics::ServiceMetrics(MetricsRegistry* registry)
                      {{"version", kVersion}}, [] { return 1.0; });
 }
 
+const ServiceMetrics::JobSeries* ServiceMetrics::CachedJob(
+    absl::string_view target, int code) {
+  int t = 0;
+  while (t < kTargets && TargetName(kEveryTarget[t]) != target) ++t;
+  if (t == kTargets || code < 0 || code >= kCodes) return nullptr;
+  std::atomic<const JobSeries*>& slot = job_series_[t * kCodes + code];
+  if (const JobSeries* series = slot.load(std::memory_order_acquire)) {
+    return series;
+  }
+  const std::string code_name =
+      absl::StatusCodeToString(static_cast<absl::StatusCode>(code));
+  auto series = std::make_unique<JobSeries>();
+  series->jobs = &jobs_->With({target, code_name});
+  series->latency = &request_latency_->With({target, code_name});
+  for (int op = 0; op < kOpcodeCount; ++op) {
+    series->instructions[op] = &instructions_->With(
+        {OpcodeName(static_cast<Opcode>(op)), target, code_name});
+  }
+  const JobSeries* made = series.get();
+  MutexLock lock(&cache_mu_);
+  // Another thread may have made the same: both point at the same series.
+  job_kept_.push_back(std::move(series));
+  slot.store(made, std::memory_order_release);
+  return made;
+}
+
+const ServiceMetrics::BatchSeries& ServiceMetrics::CachedBatch(Opcode opcode,
+                                                               Target target) {
+  std::atomic<const BatchSeries*>& slot =
+      batch_series_[static_cast<int>(opcode) * kTargets +
+                    static_cast<int>(target)];
+  if (const BatchSeries* series = slot.load(std::memory_order_acquire)) {
+    return *series;
+  }
+  const LabelValues labels = {OpcodeName(opcode), TargetName(target)};
+  auto series = std::make_unique<BatchSeries>(
+      BatchSeries{&batch_size_->With(labels), &execution_time_->With(labels),
+                  &queue_time_->With(labels)});
+  const BatchSeries* made = series.get();
+  MutexLock lock(&cache_mu_);
+  batch_kept_.push_back(std::move(series));
+  slot.store(made, std::memory_order_release);
+  return *made;
+}
+
 void ServiceMetrics::JobAnswered(const JobRecord& job, absl::StatusCode code) {
+  const double latency = Seconds(absl::Now() - job.arrival);
+  if (const JobSeries* series = CachedJob(job.target, static_cast<int>(code))) {
+    series->jobs->Increment();
+    for (const auto& [opcode, count] : job.instructions) {
+      series->instructions[static_cast<int>(opcode)]->Increment(count);
+    }
+    series->latency->Observe(latency);
+    return;
+  }
   const std::string code_name = absl::StatusCodeToString(code);
   jobs_->With({job.target, code_name}).Increment();
   for (const auto& [opcode, count] : job.instructions) {
     instructions_->With({OpcodeName(opcode), job.target, code_name})
         .Increment(count);
   }
-  request_latency_->With({job.target, code_name})
-      .Observe(Seconds(absl::Now() - job.arrival));
+  request_latency_->With({job.target, code_name}).Observe(latency);
 }
 
 void ServiceMetrics::BatchRan(absl::Span<const WorkItem> batch) {
   const Event& first = batch[0].job->event(batch[0].index);
-  const LabelValues labels = {OpcodeName(first.opcode),
-                              TargetName(first.target)};
-  batch_size_->With(labels).Observe(static_cast<double>(batch.size()));
-  execution_time_->With(labels).Observe(
-      Seconds(first.end_time - first.start_time));
-  Histogram& queue_time = queue_time_->With(labels);
+  const BatchSeries& series = CachedBatch(first.opcode, first.target);
+  series.size->Observe(static_cast<double>(batch.size()));
+  series.execution->Observe(Seconds(first.end_time - first.start_time));
   for (const WorkItem& item : batch) {
     const Event& event = item.job->event(item.index);
-    queue_time.Observe(Seconds(event.start_time - event.enqueue_time));
+    series.queue->Observe(Seconds(event.start_time - event.enqueue_time));
   }
 }
 

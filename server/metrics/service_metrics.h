@@ -4,12 +4,18 @@
 #ifndef PTOSERVE_SERVER_METRICS_SERVICE_METRICS_H_
 #define PTOSERVE_SERVER_METRICS_SERVICE_METRICS_H_
 
+#include <array>
+#include <atomic>
 #include <cstdint>
+#include <iterator>
+#include <memory>
 #include <utility>
+#include <vector>
 
 #include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "core/engine.h"
@@ -56,6 +62,27 @@ class ServiceMetrics {
   void RanHere() { ran_here_->Increment(); }
 
  private:
+  // A job's series for its target and code, resolved at first use and
+  // kept: a job costs no lookup in the families.
+  struct JobSeries {
+    Counter* jobs;
+    Histogram* latency;
+    std::array<Counter*, kOpcodeCount> instructions;  // by opcode
+  };
+  // A batch's series for its opcode and target.
+  struct BatchSeries {
+    Histogram* size;
+    Histogram* execution;
+    Histogram* queue;
+  };
+  static constexpr int kCodes = 17;  // absl::StatusCode 0..16
+  static constexpr int kTargets = std::size(kEveryTarget);
+
+  // Null for a label set not kept (a target by another name, a code out of
+  // range): those are looked up in the families each time.
+  const JobSeries* CachedJob(absl::string_view target, int code);
+  const BatchSeries& CachedBatch(Opcode opcode, Target target);
+
   CounterFamily* const jobs_;
   CounterFamily* const instructions_;
   HistogramFamily* const request_latency_;
@@ -63,6 +90,14 @@ class ServiceMetrics {
   HistogramFamily* const execution_time_;
   HistogramFamily* const batch_size_;
   Counter* const ran_here_;
+  // Filled at first use; a series, once made, lives as long as its family.
+  std::array<std::atomic<const JobSeries*>, kTargets * kCodes> job_series_{};
+  std::array<std::atomic<const BatchSeries*>, kOpcodeCount * kTargets>
+      batch_series_{};
+  absl::Mutex cache_mu_;
+  std::vector<std::unique_ptr<JobSeries>> job_kept_ ABSL_GUARDED_BY(cache_mu_);
+  std::vector<std::unique_ptr<BatchSeries>> batch_kept_
+      ABSL_GUARDED_BY(cache_mu_);
 };
 
 }  // namespace ptoserve
