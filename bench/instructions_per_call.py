@@ -29,10 +29,11 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.path.join(ROOT, "bazel-bin")
 
 
-def ptobench(address, seconds, concurrency, shape, warmup, check):
+def ptobench(address, seconds, concurrency, args, warmup, check):
     out = subprocess.run(
         [os.path.join(BIN, "bench/ptobench"), f"--server={address}",
-         "--mode=unary", f"--shape={shape}", f"--concurrency={concurrency}",
+         "--mode=unary", f"--shape={args.shape}", f"--target={args.target}",
+         f"--opcode={args.opcode}", f"--concurrency={concurrency}",
          f"--duration={seconds}s", f"--warmup={warmup}s", "--format=csv",
          "--csv_header=false", f"--check={str(check).lower()}"],
         capture_output=True, text=True, check=False)
@@ -76,11 +77,10 @@ def measure(name, command, port, args, check):
                     sys.exit(f"{name} did not start under callgrind")
                 time.sleep(0.5)
             for c in args.concurrency.split(","):
-                ptobench(address, 2, int(c), args.shape, 0, check)  # warm-up
+                ptobench(address, 2, int(c), args, 0, check)  # warm-up
                 subprocess.run(["callgrind_control", "-z", str(server.pid)],
                                capture_output=True, check=True)
-                calls = ptobench(address, args.seconds, int(c), args.shape, 0,
-                                 check)
+                calls = ptobench(address, args.seconds, int(c), args, 0, check)
                 for f in glob.glob(f"{out}/cg.*"):
                     os.remove(f)
                 subprocess.run(["callgrind_control", "-d", str(server.pid)],
@@ -102,23 +102,31 @@ def main():
         "the plain echo are always measured")
     parser.add_argument("--concurrency", default="1,8,32,128")
     parser.add_argument("--shape", default="16x16")
+    parser.add_argument("--target", default="host",
+                        help="host, a2a3 or a5 (the plain servers compute on "
+                        "the host whatever it is)")
+    parser.add_argument("--opcode", default="tand")
+    parser.add_argument("--plain", action=argparse.BooleanOptionalAction,
+                        default=True,
+                        help="measure the plain TAND server and echo too")
     parser.add_argument("--seconds", type=float, default=4)
     args = parser.parse_args()
     servers = [(name, [path, "--metrics_address="], True)
                for name, path in (s.split("=", 1)
                                   for s in args.servers.split(","))]
     # The echo's answers are src0, not the TAND: not checked.
-    servers += [("plain TAND server", [f"{BIN}/bench/plain_tand_server"],
+    servers += [] if not args.plain else [("plain TAND server", [f"{BIN}/bench/plain_tand_server"],
                  True),
                 ("plain echo", [f"{BIN}/bench/plain_echo_server"], False)]
-    print("| server | concurrency | calls measured | instructions per call |")
-    print("|---|---|---|---|")
+    print("| server | target | concurrency | calls measured | "
+          "instructions per call |")
+    print("|---|---|---|---|---|")
     port = 47200
     for name, command, check in servers:
         port += 1
         for row in measure(name, command, port, args, check):
-            print(f"| {row[0]} | {row[1]} | {row[2]:.0f} | {row[3]:,.0f} |",
-                  flush=True)
+            print(f"| {row[0]} | {args.target} {args.opcode} {args.shape} | "
+                  f"{row[1]} | {row[2]:.0f} | {row[3]:,.0f} |", flush=True)
 
 
 if __name__ == "__main__":

@@ -50,7 +50,7 @@ void Engine::RunBatch(absl::Span<const WorkItem> batch) const {
     }
     const PreparedJob::BufferWork& work = job.buffer_work_[batch[k].index];
     for (const ByteRange& r : work.clear) {
-      std::memset(&job.buffer_[r.begin], 0, r.end - r.begin);
+      std::memset(job.buffer_.get() + r.begin, 0, r.end - r.begin);
     }
     if (!work.stage_dst) {
       instructions[direct] = instructions[k];

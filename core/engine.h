@@ -83,7 +83,7 @@ class PreparedJob {
   std::vector<uint8_t*> place_;
   // The unified buffer up to its highest byte in use; the tiles are views
   // into it. Empty for a host job in auto mode, whose tiles are separate.
-  std::string buffer_;
+  std::unique_ptr<uint8_t[]> buffer_;
   std::vector<BufferWork> buffer_work_;  // per instruction; empty if no buffer
 };
 

@@ -389,14 +389,13 @@ absl::Status JobBinder::FillTiles() {
     if (w.tmp) written.Insert(*w.tmp);
   }
   auto& slots = job_->slots_;
-  if (in_buffer_) job_->buffer_.assign(plan_.high_water, '\0');
+  if (in_buffer_) MakeBuffer();
   for (size_t s = 0; s < slots.size(); ++s) {
     // Declared tiles occupy the first slots, in spec order.
     const TileInput* in = s < spec_.tiles.size() ? &spec_.tiles[s] : nullptr;
     if (in_buffer_) {
-      slots[s].tile.emplace(Tile::View(
-          descs_[s],
-          reinterpret_cast<uint8_t*>(&job_->buffer_[*descs_[s].address])));
+      slots[s].tile.emplace(
+          Tile::View(descs_[s], job_->buffer_.get() + *descs_[s].address));
     } else if (uint8_t* place = job_->place_[s]; place != nullptr) {
       // An output written where the caller asked: the tile is its place.
       slots[s].tile.emplace(Tile::View(descs_[s], place));

@@ -126,6 +126,9 @@ class JobBinder {
   template <typename Hazards, typename Key>
   void Derive(Hazards& hazards, Key key);
 
+  // The unified buffer, zeroed except where inputs' bytes will be copied.
+  void MakeBuffer();
+
   // Everything checks out: make the tiles and bind the instructions to
   // them. An input sent as data that no instruction writes is borrowed, not
   // copied; every other tile owns its bytes.

@@ -1,6 +1,7 @@
 // JobBinder's stage for jobs in a unified buffer (core/job_binder.h): each
 // tile's place, and what each instruction must do there.
 #include <algorithm>
+#include <cstring>
 #include <limits>
 #include <optional>
 #include <string>
@@ -112,6 +113,32 @@ absl::Status JobBinder::CheckLoadsDisjoint(
     if (!reach || ranges[t].end > ranges[*reach].end) reach = t;
   }
   return absl::OkStatus();
+}
+
+void JobBinder::MakeBuffer() {
+  // The buffer reads as zeros wherever no input's bytes are copied in
+  // (FillTiles copies them; their ranges are disjoint): only the rest is
+  // zeroed, not bytes that are overwritten at once.
+  job_->buffer_.reset(new uint8_t[plan_.high_water]);
+  std::vector<ByteRange> copied;
+  for (size_t s = 0; s < spec_.tiles.size(); ++s) {
+    if (spec_.tiles[s].encoding == Encoding::kData)
+      copied.push_back(ranges_[s]);
+  }
+  std::sort(
+      copied.begin(), copied.end(),
+      [](const ByteRange& a, const ByteRange& b) { return a.begin < b.begin; });
+  uint64_t zeroed_to = 0;
+  for (const ByteRange& r : copied) {
+    if (r.begin > zeroed_to) {
+      std::memset(job_->buffer_.get() + zeroed_to, 0, r.begin - zeroed_to);
+    }
+    zeroed_to = std::max(zeroed_to, r.end);
+  }
+  if (plan_.high_water > zeroed_to) {
+    std::memset(job_->buffer_.get() + zeroed_to, 0,
+                plan_.high_water - zeroed_to);
+  }
 }
 
 }  // namespace internal
