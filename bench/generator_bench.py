@@ -177,7 +177,8 @@ def main():
         for g in args.generator:
             name, spec = g.split("=", 1)
             path, *extra = spec.split(",")
-            generators[name] = (path, extra + [f"--shape={args.shape}"])
+            # A generator's own --shape, if it has one, comes last and wins.
+            generators[name] = (path, [f"--shape={args.shape}"] + extra)
         pairs = [(s, g) for s in servers for g in generators]
         if args.pairs:
             pairs = [tuple(p.split(":")) for p in args.pairs.split(",")]

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "absl/strings/str_format.h"
+#include "common/protobuf_arena.h"
 #include "core/status_macros.h"
 #include "proto/codec.h"
 #include "server/jobs/admission.h"
@@ -46,6 +47,7 @@ class ScratchArena {
  public:
   ScratchArena() : arena_(std::in_place, Options(&owns_block_)) {}
   ~ScratchArena() {
+    heap_.reset();
     arena_.reset();  // before the block is another's
     if (owns_block_) block_in_use_ = false;
   }
@@ -53,7 +55,7 @@ class ScratchArena {
   ScratchArena& operator=(const ScratchArena&) = delete;
 
   v1::JobResult* NewResult() {
-    return google::protobuf::Arena::CreateMessage<v1::JobResult>(&*arena_);
+    return NewMessage<v1::JobResult>(&*arena_, &heap_);
   }
 
  private:
@@ -76,6 +78,7 @@ class ScratchArena {
 
   bool owns_block_ = false;
   std::optional<google::protobuf::Arena> arena_;
+  std::unique_ptr<google::protobuf::Message> heap_;  // without arenas
 };
 
 thread_local bool ScratchArena::block_in_use_ = false;

@@ -1,11 +1,14 @@
 #include "server/rpc/batch_stream.h"
 
+#include <google/protobuf/arena.h>
+
 #include <algorithm>
 #include <new>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/protobuf_arena.h"
 #include "proto/error_result.h"
 
 namespace ptoserve {
@@ -23,9 +26,25 @@ uint64_t Counted(const BatchShape& shape) {
 
 // One batch in flight: its jobs (read in place by the engine), its answer,
 // filled a slot per job, and the memory its jobs hold.
+// The jobs and the answer live on the batch's arena: a batch of small jobs
+// costs a few blocks, not a few allocations per job.
 struct BatchStream::Batch {
-  std::shared_ptr<v1::JobBatch> jobs;  // a refused job's emptied at once
-  v1::JobResultBatch answer;
+  Batch()
+      : arena(ArenaOptions()),
+        jobs(NewMessage<v1::JobBatch>(&arena, &heap_jobs)),
+        answer(NewMessage<v1::JobResultBatch>(&arena, &heap_answer)) {}
+
+  static google::protobuf::ArenaOptions ArenaOptions() {
+    google::protobuf::ArenaOptions options;
+    options.start_block_size = 16 << 10;
+    options.max_block_size = 256 << 10;
+    return options;
+  }
+
+  google::protobuf::Arena arena;
+  std::unique_ptr<google::protobuf::Message> heap_jobs, heap_answer;
+  v1::JobBatch* const jobs;  // a refused job's tile bytes freed at once
+  v1::JobResultBatch* const answer;
   Holds holds;           // under the stream's mu_
   size_t remaining = 0;  // jobs without a result yet, under mu_
 };
@@ -46,10 +65,7 @@ void BatchStream::Take(grpc::ByteBuffer* message, uint64_t number) {
     // Without the lock: when the scheduler is idle the jobs run on this
     // thread, one after the other (no hand-off), and their results take
     // mu_.
-    WithoutLock([&] {
-      StartJobs(jobs_.bytes->Parse<v1::JobBatch>(*message, what), *shape,
-                /*run_here=*/true);
-    });
+    WithoutLock([&] { StartJobs(*message, what, *shape, /*run_here=*/true); });
     return;
   }
   // Decoded off gRPC's threads, which then start its jobs.
@@ -57,8 +73,7 @@ void BatchStream::Take(grpc::ByteBuffer* message, uint64_t number) {
   absl::Status offloaded = jobs_.bytes->Offload(
       *message, jobs_.call.share, what,
       [this, what, shape = *shape](const grpc::ByteBuffer& b) {
-        StartJobs(jobs_.bytes->Parse<v1::JobBatch>(b, what), shape,
-                  /*run_here=*/false);
+        StartJobs(b, what, shape, /*run_here=*/false);
         MutexLock lock(&mu_);
         EndWork();
         Resume();
@@ -70,23 +85,23 @@ void BatchStream::Take(grpc::ByteBuffer* message, uint64_t number) {
   }
 }
 
-void BatchStream::StartJobs(
-    absl::StatusOr<std::shared_ptr<v1::JobBatch>> parsed,
-    const BatchShape& shape, bool run_here) {
-  if (!parsed.ok()) {
+void BatchStream::StartJobs(const grpc::ByteBuffer& bytes,
+                            absl::string_view what, const BatchShape& shape,
+                            bool run_here) {
+  auto batch = std::make_shared<Batch>();
+  if (absl::Status parsed = jobs_.bytes->ParseInto(bytes, what, batch->jobs);
+      !parsed.ok()) {
     MutexLock lock(&mu_);
     Forget(Counted(shape));
-    Refuse(parsed.status());
+    Refuse(parsed);
     return;
   }
-  auto batch = std::make_shared<Batch>();
-  batch->jobs = *std::move(parsed);
   const int n = batch->jobs->jobs_size();
-  for (int i = 0; i < n; ++i) batch->answer.add_results();
+  for (int i = 0; i < n; ++i) batch->answer->add_results();
   if (n == 0) {
-    grpc::ByteBuffer bytes = Encoded(&batch->answer);
+    grpc::ByteBuffer encoded = Encoded(batch->answer);
     MutexLock lock(&mu_);
-    Push(std::move(bytes), {}, 1);
+    Push(std::move(encoded), {}, 1);
     return;
   }
   {
@@ -101,12 +116,12 @@ void BatchStream::StartJobs(
     request.call = &jobs_.call;
     request.run_here = run_here;
     // Built in its slot of the answer, which only this job writes.
-    request.result = batch->answer.mutable_results(i);
+    request.result = batch->answer->mutable_results(i);
     request.done = [this, batch, i](absl::StatusOr<v1::JobResult*> r,
                                     MemoryBudget::Hold hold) {
       if (!r.ok()) {
         ToErrorResult(batch->jobs->jobs(i).id(), r.status(),
-                      batch->answer.mutable_results(i));
+                      batch->answer->mutable_results(i));
       }
       Answered(batch, std::move(hold));
     };
@@ -114,10 +129,13 @@ void BatchStream::StartJobs(
         jobs_.dispatcher->Dispatch(std::move(request));
     if (!dispatched.status.ok()) {
       ToErrorResult(job.id(), dispatched.status,
-                    batch->answer.mutable_results(i));
-      // Nothing refers to a refused job: its bytes (which no share of the
-      // budget covers) go now, not when its neighbours are done.
-      v1::Job().Swap(batch->jobs->mutable_jobs(i));
+                    batch->answer->mutable_results(i));
+      // Nothing refers to a refused job: its tiles' bytes (which no share
+      // of the budget covers) go now, not when its neighbours are done.
+      for (auto& [name, tile] :
+           *batch->jobs->mutable_jobs(i)->mutable_tiles()) {
+        std::string().swap(*tile.mutable_data());
+      }
       Answered(batch, MemoryBudget::Hold());
     }
   }
@@ -133,8 +151,8 @@ void BatchStream::Answered(const std::shared_ptr<Batch>& batch,
     if (--batch->remaining > 0) return;
   }
   // The number of jobs before Encoded, which may replace the results.
-  const uint64_t jobs = batch->answer.results_size();
-  grpc::ByteBuffer bytes = Encoded(&batch->answer);
+  const uint64_t jobs = batch->answer->results_size();
+  grpc::ByteBuffer bytes = Encoded(batch->answer);
   MutexLock lock(&mu_);
   Push(std::move(bytes), std::move(batch->holds), jobs);
 }

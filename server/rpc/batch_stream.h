@@ -29,9 +29,10 @@ class BatchStream final : public StreamMachine {
   void Take(grpc::ByteBuffer* message, uint64_t number) override
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  // Dispatches every job of `parsed` (`shape.jobs` of them, already counted
-  // as unanswered), with JobRequest's `run_here`.
-  void StartJobs(absl::StatusOr<std::shared_ptr<v1::JobBatch>> parsed,
+  // Parses `bytes` (named `what` in errors) and dispatches every job of it
+  // (`shape.jobs` of them, already counted as unanswered), with
+  // JobRequest's `run_here`.
+  void StartJobs(const grpc::ByteBuffer& bytes, absl::string_view what,
                  const BatchShape& shape, bool run_here)
       ABSL_LOCKS_EXCLUDED(mu_);
   // One of `batch`'s jobs has its result in its slot; the last one queues

@@ -127,8 +127,6 @@ absl::StatusOr<std::shared_ptr<M>> RequestBytes::Parse(
 
 template absl::StatusOr<std::shared_ptr<v1::Job>> RequestBytes::Parse(
     const grpc::ByteBuffer&, absl::string_view) const;
-template absl::StatusOr<std::shared_ptr<v1::JobBatch>> RequestBytes::Parse(
-    const grpc::ByteBuffer&, absl::string_view) const;
 
 absl::Status RequestBytes::Offload(
     const grpc::ByteBuffer& bytes,

@@ -48,7 +48,7 @@ class RequestBytes {
   // assembly. Others go to the decoders (Offload).
   static bool Light(const WireShape& shape, uint64_t bytes);
 
-  // The message of type M (v1::Job or v1::JobBatch) in `bytes`, or
+  // The message of type M (v1::Job) in `bytes`, or
   // INVALID_ARGUMENT naming `what` when they are not one, RESOURCE_EXHAUSTED
   // if memory runs out. REQUIRES: Inspect (or InspectBatch) passed them.
   template <typename M>

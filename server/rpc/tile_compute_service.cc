@@ -109,7 +109,7 @@ grpc::ServerUnaryReactor* TileComputeService::Execute(
 void TileComputeService::RunUnary(UnaryCall* call,
                                   const grpc::ByteBuffer& request,
                                   grpc::ByteBuffer* response, bool run_here) {
-  auto* job = google::protobuf::Arena::CreateMessage<v1::Job>(call->arena());
+  v1::Job* job = call->NewJob();
   if (absl::Status parsed = bytes_->ParseInto(request, "the request", job);
       !parsed.ok()) {
     call->Answer(ToGrpcStatus(parsed));

@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <memory>
 
+#include "common/protobuf_arena.h"
 #include "server/jobs/dispatcher.h"
 #include "server/metrics/grpc_metrics.h"
 #include "server/rpc/stall_watch.h"
@@ -37,11 +38,11 @@ class UnaryCall final : public grpc::ServerUnaryReactor {
   // against 0.15 for a server using the default reactor.
   bool InternalInlineable() override { return true; }
 
-  // Where the request's job is parsed: it lives as long as the call.
-  google::protobuf::Arena* arena() { return &arena_; }
+  // An empty job to parse the request into: it lives as long as the call.
+  v1::Job* NewJob() { return NewMessage<v1::Job>(&arena_, &heap_job_); }
 
   // What the call holds while the job runs and its reply goes out.
-  const v1::Job* job = nullptr;  // on arena()
+  const v1::Job* job = nullptr;  // NewJob's
   CallInfo info;
   MemoryBudget::Hold hold;
 
@@ -52,6 +53,7 @@ class UnaryCall final : public grpc::ServerUnaryReactor {
 
   alignas(std::max_align_t) char first_block_[kFirstBlockBytes];
   google::protobuf::Arena arena_;
+  std::unique_ptr<google::protobuf::Message> heap_job_;  // without arenas
   const GrpcMetrics::Method* const calls_;
   StallWatch* const stalls_;
   grpc::CallbackServerContext* const context_;
