@@ -700,6 +700,37 @@ TEST(ToJobSpecTest, SharedSlicesBecomeBytesAndPlaces) {
               StatusIs(kInvalid, HasSubstr("data, values, fill and shared")));
 }
 
+// Jobs of few tiles and of many: each declared tile travels back as it was
+// sent, each new dst as its src0.
+TEST(ResultEncodingsTest, EachTileAsSentAndEachNewDstAsItsSrc0) {
+  for (int tiles : {3, 16, 17, 40}) {
+    JobSpec spec;
+    for (int t = 0; t < tiles; ++t) {
+      TileInput in;
+      in.name = absl::StrCat("in", t);
+      in.encoding = t % 3 == 0 ? Encoding::kValues : Encoding::kData;
+      spec.tiles.push_back(in);
+    }
+    for (int t = 0; t < tiles; ++t) {
+      Instruction inst;
+      inst.opcode = Opcode::kTand;
+      inst.dst = absl::StrCat("out", t);
+      inst.src0 = absl::StrCat("in", t);
+      inst.src1 = "in0";
+      spec.instructions.push_back(inst);
+    }
+    const ResultEncodings encodings(spec, [](Opcode) { return false; });
+    for (int t = 0; t < tiles; ++t) {
+      const bool values = t % 3 == 0;
+      EXPECT_EQ(encodings.AsValues(absl::StrCat("in", t)), values)
+          << tiles << " tiles, in" << t;
+      EXPECT_EQ(encodings.AsValues(absl::StrCat("out", t)), values)
+          << tiles << " tiles, out" << t;
+    }
+    EXPECT_FALSE(encodings.AsValues("nowhere"));
+  }
+}
+
 TEST(ResultBytesTest, PlacedOutputsTravelAsTheirSliceOnly) {
   const v1::Job job = SharedJob();
   FakeShared shared;
