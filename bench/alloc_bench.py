@@ -75,6 +75,19 @@ def measure(name, command, port, args, check):
     return rows
 
 
+def servers_to_measure(builds, plain):
+    """(name, command, check) of each ptoserve build in `builds`
+    (NAME=PATH,...) and, with `plain`, the plain TAND server and echo."""
+    servers = [(name, [path, "--metrics_address="], True)
+               for name, path in (b.split("=", 1) for b in builds.split(","))]
+    if plain:
+        # The echo's answers are src0, not the TAND: not checked.
+        servers += [("plain TAND server",
+                     [f"{BIN}/bench/plain_tand_server"], True),
+                    ("plain echo", [f"{BIN}/bench/plain_echo_server"], False)]
+    return servers
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument(
@@ -85,13 +98,7 @@ def main():
     parser.add_argument("--shape", default="16x16")
     parser.add_argument("--seconds", type=float, default=3)
     args = parser.parse_args()
-    # The echo's answers are src0, not the TAND: not checked.
-    servers = [(name, [path, "--metrics_address="], True)
-               for name, path in (s.split("=", 1)
-                                  for s in args.servers.split(","))]
-    servers += [("plain TAND server", [f"{BIN}/bench/plain_tand_server"],
-                 True),
-                ("plain echo", [f"{BIN}/bench/plain_echo_server"], False)]
+    servers = servers_to_measure(args.servers, plain=True)
     print("| server | concurrency | calls measured | heap allocations per call |")
     print("|---|---|---|---|")
     port = 47100

@@ -25,6 +25,8 @@ import sys
 import tempfile
 import time
 
+from alloc_bench import servers_to_measure
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.path.join(ROOT, "bazel-bin")
 
@@ -111,13 +113,7 @@ def main():
                         help="measure the plain TAND server and echo too")
     parser.add_argument("--seconds", type=float, default=4)
     args = parser.parse_args()
-    servers = [(name, [path, "--metrics_address="], True)
-               for name, path in (s.split("=", 1)
-                                  for s in args.servers.split(","))]
-    # The echo's answers are src0, not the TAND: not checked.
-    servers += [] if not args.plain else [("plain TAND server", [f"{BIN}/bench/plain_tand_server"],
-                 True),
-                ("plain echo", [f"{BIN}/bench/plain_echo_server"], False)]
+    servers = servers_to_measure(args.servers, args.plain)
     print("| server | target | concurrency | calls measured | "
           "instructions per call |")
     print("|---|---|---|---|---|")

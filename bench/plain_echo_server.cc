@@ -15,6 +15,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "bench/echo_service.h"
+#include "bench/plain_server.h"
 #include "ptoserve/v1/service.grpc.pb.h"
 
 ABSL_FLAG(std::string, address, "127.0.0.1:50053", "Address to listen on.");
@@ -22,20 +23,6 @@ ABSL_FLAG(std::string, address, "127.0.0.1:50053", "Address to listen on.");
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
   ptoserve::EchoService service;
-  grpc::ServerBuilder builder;
-  int port = 0;
-  builder.AddListeningPort(absl::GetFlag(FLAGS_address),
-                           grpc::InsecureServerCredentials(), &port);
-  builder.SetMaxReceiveMessageSize(256 << 20);
-  builder.SetMaxSendMessageSize(256 << 20);
-  builder.RegisterService(&service);
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  if (server == nullptr || port == 0) {
-    std::cerr << "plain_echo_server: cannot listen on "
-              << absl::GetFlag(FLAGS_address) << "\n";
-    return 1;
-  }
-  std::cout << "plain_echo_server listening on port " << port << std::endl;
-  server->Wait();
-  return 0;
+  return ptoserve::ServePlain("plain_echo_server", &service,
+                              absl::GetFlag(FLAGS_address));
 }

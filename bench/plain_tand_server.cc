@@ -14,6 +14,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "bench/plain_server.h"
 #include "ptoserve/v1/service.grpc.pb.h"
 
 ABSL_FLAG(std::string, address, "127.0.0.1:50054", "Address to listen on.");
@@ -66,20 +67,6 @@ class TandService final : public v1::TileCompute::CallbackService {
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
   ptoserve::TandService service;
-  grpc::ServerBuilder builder;
-  int port = 0;
-  builder.AddListeningPort(absl::GetFlag(FLAGS_address),
-                           grpc::InsecureServerCredentials(), &port);
-  builder.SetMaxReceiveMessageSize(256 << 20);
-  builder.SetMaxSendMessageSize(256 << 20);
-  builder.RegisterService(&service);
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  if (server == nullptr || port == 0) {
-    std::cerr << "plain_tand_server: cannot listen on "
-              << absl::GetFlag(FLAGS_address) << "\n";
-    return 1;
-  }
-  std::cout << "plain_tand_server listening on port " << port << std::endl;
-  server->Wait();
-  return 0;
+  return ptoserve::ServePlain("plain_tand_server", &service,
+                              absl::GetFlag(FLAGS_address));
 }
