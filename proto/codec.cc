@@ -11,20 +11,28 @@
 
 namespace ptoserve {
 
+void SetDuration(absl::Duration d, google::protobuf::Duration* out) {
+  const int64_t nanos = absl::ToInt64Nanoseconds(d);
+  out->set_seconds(nanos / 1000000000);
+  out->set_nanos(static_cast<int32_t>(nanos % 1000000000));
+}
+
+void SetTimestamp(absl::Time t, google::protobuf::Timestamp* out) {
+  const int64_t nanos = absl::ToUnixNanos(t);
+  out->set_seconds(nanos / 1000000000);
+  out->set_nanos(static_cast<int32_t>(nanos % 1000000000));
+}
+
 google::protobuf::Duration ToDuration(absl::Duration d) {
   google::protobuf::Duration out;
-  const int64_t nanos = absl::ToInt64Nanoseconds(d);
-  out.set_seconds(nanos / 1000000000);
-  out.set_nanos(static_cast<int32_t>(nanos % 1000000000));
+  SetDuration(d, &out);
   return out;
 }
 
 google::protobuf::Timestamp ToTimestamp(absl::Time t) {
-  google::protobuf::Timestamp ts;
-  const int64_t nanos = absl::ToUnixNanos(t);
-  ts.set_seconds(nanos / 1000000000);
-  ts.set_nanos(static_cast<int32_t>(nanos % 1000000000));
-  return ts;
+  google::protobuf::Timestamp out;
+  SetTimestamp(t, &out);
+  return out;
 }
 
 namespace {
@@ -314,6 +322,14 @@ absl::StatusOr<JobSpec> ToJobSpec(const v1::Job& job, SharedSlices* shared) {
 
 ResultEncodings::ResultEncodings(const JobSpec& spec,
                                  absl::FunctionRef<bool(Opcode)> uses_tmp) {
+  // Only a tile sent as values makes others travel as values: without one,
+  // every tile travels as data and there is nothing to look up.
+  if (std::none_of(spec.tiles.begin(), spec.tiles.end(),
+                   [](const TileInput& in) {
+                     return in.encoding == Encoding::kValues;
+                   })) {
+    return;
+  }
   for (const TileInput& in : spec.tiles) of_.try_emplace(in.name, in.encoding);
   for (const Instruction& inst : spec.instructions) {
     auto src0 = of_.find(inst.src0);
@@ -367,18 +383,19 @@ void ToJobResult(JobOutcome outcome, const ResultEncodings& encodings,
     r->set_target(ToProto(e.target));
     r->set_pipe(v1::PIPE_V);
     for (const std::string& w : e.waited_on) r->add_waited_on(w);
-    *r->mutable_enqueue_time() = ToTimestamp(e.enqueue_time);
-    *r->mutable_start_time() = ToTimestamp(e.start_time);
-    *r->mutable_end_time() = ToTimestamp(e.end_time);
-    *r->mutable_queue_time() = ToDuration(e.start_time - e.enqueue_time);
-    *r->mutable_execution_time() = ToDuration(e.end_time - e.start_time);
+    // Set in place: a temporary and a copy each cost as much again.
+    SetTimestamp(e.enqueue_time, r->mutable_enqueue_time());
+    SetTimestamp(e.start_time, r->mutable_start_time());
+    SetTimestamp(e.end_time, r->mutable_end_time());
+    SetDuration(e.start_time - e.enqueue_time, r->mutable_queue_time());
+    SetDuration(e.end_time - e.start_time, r->mutable_execution_time());
     r->set_batch_id(e.batch_id);
     r->set_batch_size(e.batch_size);
     for (const MicroOp& op : e.trace.ops) {
       v1::MicroOp* m = r->add_trace();
-      m->set_op(std::string(op.op));
-      m->set_dst(std::string(op.dst));
-      for (absl::string_view s : op.srcs) m->add_srcs(std::string(s));
+      m->set_op(op.op.data(), op.op.size());
+      m->set_dst(op.dst.data(), op.dst.size());
+      for (absl::string_view s : op.srcs) m->add_srcs(s.data(), s.size());
       // A tile holds at most 2^32 elements, so both fit in 32 bits.
       m->set_repeats(static_cast<uint32_t>(op.repeats));
       m->set_elements(static_cast<uint32_t>(op.elements));
@@ -386,7 +403,7 @@ void ToJobResult(JobOutcome outcome, const ResultEncodings& encodings,
     for (const std::string& note : e.trace.notes) r->add_notes(note);
     for (const OperandPlacement& p : e.operands) {
       v1::OperandRange* range = r->add_operands();
-      range->set_role(std::string(p.role));
+      range->set_role(p.role.data(), p.role.size());
       range->set_tile(p.tile);
       range->set_begin(p.begin);
       range->set_end(p.end);

@@ -107,6 +107,8 @@ void ToJobResult(JobOutcome outcome, const ResultEncodings& encodings,
 // nanosecond, as both keep them).
 google::protobuf::Duration ToDuration(absl::Duration d);
 google::protobuf::Timestamp ToTimestamp(absl::Time t);
+void SetDuration(absl::Duration d, google::protobuf::Duration* out);
+void SetTimestamp(absl::Time t, google::protobuf::Timestamp* out);
 
 v1::Target ToProto(Target target);
 v1::DType ToProto(DType dtype);

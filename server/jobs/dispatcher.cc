@@ -182,7 +182,10 @@ absl::Status Dispatcher::Submit(JobRequest* request, JobRecord* record,
     return absl::CancelledError(
         "the call was cancelled while its job was decoded");
   }
-  auto answer = std::make_shared<Answer>(job.id(), *record);
+  // On this stack while the job may still run here; moved to the heap only
+  // if the scheduler takes it.
+  Answer here(job.id(), *record);
+  Answer* const answer = &here;
   // What the job will hold, checked and reserved once its tiles are known
   // and before any of them is made.
   const Admission admit = [&](const JobCost& cost) -> absl::Status {
@@ -248,7 +251,7 @@ absl::Status Dispatcher::Submit(JobRequest* request, JobRecord* record,
         running <= max_running_here_) {
       RunHere(prepared->get());
       running_here_.fetch_sub(1);
-      Finish(answer.get(), *std::move(prepared));
+      Finish(answer, *std::move(prepared));
       return absl::OkStatus();
     }
     running_here_.fetch_sub(1);
@@ -258,8 +261,8 @@ absl::Status Dispatcher::Submit(JobRequest* request, JobRecord* record,
       std::min<uint32_t>(job.priority(), std::numeric_limits<int>::max()));
   ticket.cancelled = call.cancelled;
   ticket.client = call.share;
-  ticket.done = [this,
-                 answer](absl::StatusOr<std::unique_ptr<PreparedJob>> ran) {
+  ticket.done = [this, answer = std::make_shared<Answer>(std::move(here))](
+                    absl::StatusOr<std::unique_ptr<PreparedJob>> ran) {
     if (ran.ok() && answer->build_elsewhere && finishers_ != nullptr) {
       auto job =
           std::make_shared<std::unique_ptr<PreparedJob>>(*std::move(ran));
