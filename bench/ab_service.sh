@@ -21,7 +21,7 @@ for round in $(seq "$rounds"); do
     bin=$before
     [ "$build" = after ] && bin=$after
     port=$((port + 1))
-    taskset -c 0 "$bin" --address="127.0.0.1:$port" --metrics_address= \
+    taskset -c 0 "$bin" --address="127.0.0.1:$port" --metrics_address= --http_address= \
       >"/tmp/ab_service.$build.log" 2>&1 &
     pid=$!
     sleep 1

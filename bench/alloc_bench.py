@@ -78,7 +78,7 @@ def measure(name, command, port, args, check):
 def servers_to_measure(builds, plain):
     """(name, command, check) of each ptoserve build in `builds`
     (NAME=PATH,...) and, with `plain`, the plain TAND server and echo."""
-    servers = [(name, [path, "--metrics_address="], True)
+    servers = [(name, [path, "--metrics_address=", "--http_address="], True)
                for name, path in (b.split("=", 1) for b in builds.split(","))]
     if plain:
         # The echo's answers are src0, not the TAND: not checked.

@@ -158,7 +158,7 @@ def main():
         "plain": ([f"{args.bin}/bench/plain_echo_server"], 50181, "false"),
         "tand": ([f"{args.bin}/bench/plain_tand_server"], 50185, "true"),
         "echo": ([f"{args.bin}/bench/echo_server"], 50182, "false"),
-        "ptoserve": ([f"{args.bin}/server/ptoserve", "--metrics_address="] +
+        "ptoserve": ([f"{args.bin}/server/ptoserve", "--metrics_address=", "--http_address="] +
                      [f for f in args.ptoserve_flags.split(",") if f],
                      50183, "true"),
         "python": (["/usr/bin/python3", "bench/python_peer_server.py"],
@@ -166,7 +166,7 @@ def main():
     }
     for i, build in enumerate(b for b in args.builds.split(",") if b):
         name, path = build.split("=", 1)
-        known[name] = ([path, "--metrics_address="] +
+        known[name] = ([path, "--metrics_address=", "--http_address="] +
                        [f for f in args.ptoserve_flags.split(",") if f],
                        50190 + i, "true")
     servers = args.servers.split(",")

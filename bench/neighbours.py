@@ -83,7 +83,7 @@ def measure(binary, priority, args, port):
     address = f"127.0.0.1:{port}"
     server = subprocess.Popen(
         ["taskset", "-c", "0", binary, f"--address={address}",
-         "--metrics_address="],
+         "--metrics_address=", "--http_address="],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         wait_serving(os.path.join(ROOT, "bazel-bin/client/ptoctl"), address)

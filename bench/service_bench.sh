@@ -26,7 +26,7 @@ start plain-echo 50070 bazel-bin/bench/plain_echo_server
 start echo 50071 bazel-bin/bench/echo_server
 start batched 50072 bazel-bin/server/ptoserve
 # Off: the other ptoserve holds the default metrics port.
-start unbatched 50073 bazel-bin/server/ptoserve --max_batch_size=1 --metrics_address=
+start unbatched 50073 bazel-bin/server/ptoserve --max_batch_size=1 --metrics_address= --http_address=
 sleep 1
 
 bench() {  # LABEL PORT FLAGS...

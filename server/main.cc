@@ -128,6 +128,18 @@ ABSL_FLAG(std::string, metrics_address, "127.0.0.1:9464",
           "Where to serve Prometheus metrics, IP:PORT (GET /metrics over "
           "HTTP); port 0 picks a free port (the start-up lines report it). "
           "Empty: no metrics endpoint.");
+ABSL_FLAG(std::string, http_address, "127.0.0.1:8000",
+          "Where the HTTP/JSON API is served (POST /v1/jobs:execute, GET "
+          "/v1/capabilities, /v1/health), IP:PORT; empty: nowhere. Like "
+          "--metrics_address, on loopback unless given another address.");
+ABSL_FLAG(int, http_threads, 16,
+          "HTTP connections served at once (a thread each); more wait to be "
+          "accepted.");
+ABSL_FLAG(absl::Duration, http_request_timeout, absl::Seconds(10),
+          "How long an HTTP request's head, and then its body, may take to "
+          "arrive before its connection is closed.");
+ABSL_FLAG(absl::Duration, http_idle_timeout, absl::Seconds(15),
+          "How long a kept-alive HTTP connection may stay idle.");
 ABSL_FLAG(absl::Duration, handshake_timeout, absl::Seconds(10),
           "A connection that has not sent the HTTP/2 preface (or completed "
           "its TLS handshake) by then is closed, so that silent connections "
@@ -181,6 +193,7 @@ std::vector<std::string> FlagErrors() {
       {&FLAGS_max_waits_per_instruction, "max_waits_per_instruction", 0, 4096},
       {&FLAGS_max_assembly_kb, "max_assembly_kb", 0, 1 << 16},
       {&FLAGS_host_buffer_kb, "host_buffer_kb", 1, 1 << 20},
+      {&FLAGS_http_threads, "http_threads", 1, 1024},
       {&FLAGS_max_shared_regions_per_user, "max_shared_regions_per_user", 0,
        static_cast<int64_t>(kMaxSharedRegions)},
       {&FLAGS_max_shared_regions, "max_shared_regions", 1,
@@ -237,7 +250,11 @@ std::vector<std::string> FlagErrors() {
         std::tuple{&FLAGS_max_connection_idle, "max_connection_idle",
                    absl::Seconds(1)},
         std::tuple{&FLAGS_shared_region_grace, "shared_region_grace",
-                   absl::ZeroDuration()}}) {
+                   absl::ZeroDuration()},
+        std::tuple{&FLAGS_http_request_timeout, "http_request_timeout",
+                   absl::Milliseconds(100)},
+        std::tuple{&FLAGS_http_idle_timeout, "http_idle_timeout",
+                   absl::Milliseconds(100)}}) {
     const absl::Duration d = absl::GetFlag(*flag);
     if (d < min || d > absl::Hours(1)) {
       errors.push_back(absl::StrFormat("--%s=%s is out of range [%s, 1h]", name,
@@ -268,6 +285,10 @@ ServerOptions OptionsFromFlags(Target default_target) {
   ServerOptions o;
   o.address = absl::GetFlag(FLAGS_address);
   o.metrics_address = absl::GetFlag(FLAGS_metrics_address);
+  o.http.address = absl::GetFlag(FLAGS_http_address);
+  o.http.threads = absl::GetFlag(FLAGS_http_threads);
+  o.http.request_timeout = absl::GetFlag(FLAGS_http_request_timeout);
+  o.http.idle_timeout = absl::GetFlag(FLAGS_http_idle_timeout);
   o.engine.default_target = default_target;
   o.engine.host_buffer_bytes =
       uint64_t{1024} * absl::GetFlag(FLAGS_host_buffer_kb);
@@ -348,6 +369,10 @@ int Run() {
             << TargetName(*target) << ")" << std::endl;
   if (!(*server)->metrics_url().empty()) {
     std::cout << "ptoserve metrics on " << (*server)->metrics_url()
+              << std::endl;
+  }
+  if (!(*server)->http_url().empty()) {
+    std::cout << "ptoserve HTTP/JSON API on " << (*server)->http_url()
               << std::endl;
   }
   std::cout << "ptoserve: open files limit " << open_files << ", memory budget "

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "proto/codec.h"
 #include "proto/descriptor_set.h"
+#include "server/http/http_api.h"
 #include "server/jobs/dispatcher.h"
 #include "server/jobs/engine_runner.h"
 #include "server/jobs/gauges.h"
@@ -96,6 +97,8 @@ struct Server::Parts {
   std::unique_ptr<ReflectionService> reflection;
   std::unique_ptr<GrpcMetrics> grpc_metrics;
   std::unique_ptr<MetricsEndpoint> metrics_endpoint;
+  // Its requests call the dispatcher: stopped before it.
+  std::unique_ptr<HttpApi> http;
   // Its tasks call the dispatcher and the service: destroyed before them.
   TaskPool finishers;
   RunningServer running;
@@ -201,6 +204,23 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
     if (!started.ok()) return started.status();
     parts->metrics_endpoint = std::move(*started);
   }
+  if (!options.http.address.empty()) {
+    HttpApiOptions http = options.http;
+    http.max_body_bytes = options.max_message_bytes;
+    http.tls = options.tls;
+    HttpApiParts http_parts;
+    http_parts.dispatcher = parts->dispatcher.get();
+    http_parts.budget = &parts->budget;
+    http_parts.registry = &parts->registry;
+    http_parts.auth = auth;
+    http_parts.ready = [scheduler = &parts->scheduler] {
+      return !scheduler->Stopping();
+    };
+    absl::StatusOr<std::unique_ptr<HttpApi>> started =
+        HttpApi::Start(http, http_parts);
+    if (!started.ok()) return started.status();
+    parts->http = std::move(*started);
+  }
   GrpcSettings settings;
   settings.address = options.address;
   settings.max_message_bytes = options.max_message_bytes;
@@ -232,6 +252,10 @@ const std::string& Server::address() const { return parts_->running.address; }
 std::string Server::metrics_url() const {
   return parts_->metrics_endpoint != nullptr ? parts_->metrics_endpoint->url()
                                              : "";
+}
+
+std::string Server::http_url() const {
+  return parts_->http != nullptr ? parts_->http->url() : "";
 }
 
 uint64_t Server::memory_budget_bytes() const { return parts_->budget.limit(); }

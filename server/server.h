@@ -21,6 +21,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "core/engine.h"
+#include "server/http/http_api.h"
 #include "server/jobs/scheduler.h"
 #include "server/transport/auth.h"
 
@@ -31,6 +32,10 @@ struct ServerOptions {
   std::string address = "127.0.0.1:50051";
   // Where /metrics is served, HOST:PORT; empty: nowhere.
   std::string metrics_address;
+  // The HTTP/JSON API (server/http/http_api.h): its address (empty: none),
+  // threads and timeouts; its body limit is max_message_bytes and its TLS
+  // is `tls`.
+  HttpApiOptions http;
   EngineOptions engine;
   SchedulerOptions scheduling;
   int max_message_bytes = 64 << 20;
@@ -83,6 +88,8 @@ class Server {
   const std::string& address() const;
   // "http://HOST:PORT/metrics", or "" without a metrics address.
   std::string metrics_url() const;
+  // "http://HOST:PORT" of the HTTP/JSON API, or "" without one.
+  std::string http_url() const;
   uint64_t memory_budget_bytes() const;
   // Whether the shared-memory path is on (ServerOptions::shared_memory).
   bool shared_memory() const;

@@ -57,7 +57,7 @@ elapsed() { echo "=== fresh root: $1: $(( $(date +%s) - $2 )) s"; }
 
 t=$(date +%s)
 stage "tools/serve.sh"
-tools/serve.sh --address=127.0.0.1:0 --metrics_address=127.0.0.1:0 >/tmp/serve.log 2>&1 &
+tools/serve.sh --address=127.0.0.1:0 --metrics_address=127.0.0.1:0 --http_address=127.0.0.1:0 >/tmp/serve.log 2>&1 &
 server=$!
 for _ in $(seq 1 1800); do
   grep -q "metrics on" /tmp/serve.log && break

@@ -90,7 +90,7 @@ cleanup() {
 trap cleanup EXIT
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 metrics_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-flags=(--address=127.0.0.1:$port --metrics_address=127.0.0.1:$metrics_port)
+flags=(--address=127.0.0.1:$port --metrics_address=127.0.0.1:$metrics_port --http_address=)
 user=$($engine image inspect --format '{{.Config.User}}' "$image")
 entrypoint=$($engine image inspect --format '{{join .Config.Entrypoint " "}}' "$image")
 if $engine run --rm --network=host "$image" --version >"$work/probe" 2>&1; then

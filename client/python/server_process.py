@@ -21,7 +21,8 @@ def start_server(*flags: str) -> tuple[subprocess.Popen, str]:
     its address."""
     # Metrics off: the default port would be shared by every server here.
     server = subprocess.Popen(
-        [SERVER, "--address=127.0.0.1:0", "--metrics_address=", *flags],
+        [SERVER, "--address=127.0.0.1:0", "--metrics_address=",
+         "--http_address=", *flags],
         stdout=subprocess.PIPE)
     ready, _, _ = select.select([server.stdout], [], [], STARTUP_TIMEOUT_S)
     # "ptoserve 0.1.0 listening on 127.0.0.1:PORT (default target host)"
@@ -47,7 +48,7 @@ def start_server_with_metrics(*flags: str
     `flags`; returns it, its address and its metrics URL."""
     server = subprocess.Popen(
         [SERVER, "--address=127.0.0.1:0", "--metrics_address=127.0.0.1:0",
-         *flags], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+         "--http_address=", *flags], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     lines = queue.Queue()
 
     def read():  # every line, until the server closes its output

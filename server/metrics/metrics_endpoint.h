@@ -8,9 +8,8 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "server/metrics/http_server.h"
 #include "server/metrics/metrics.h"
-
-struct mg_context;
 
 namespace ptoserve {
 
@@ -22,9 +21,6 @@ class MetricsEndpoint {
   static absl::StatusOr<std::unique_ptr<MetricsEndpoint>> Start(
       const std::string& address, const MetricsRegistry* registry);
 
-  // Stops serving; a scrape in progress finishes first. Takes milliseconds.
-  ~MetricsEndpoint();
-
   MetricsEndpoint(const MetricsEndpoint&) = delete;
   MetricsEndpoint& operator=(const MetricsEndpoint&) = delete;
 
@@ -32,12 +28,10 @@ class MetricsEndpoint {
   std::string url() const;
 
  private:
-  MetricsEndpoint(mg_context* context, std::string host, int port)
-      : context_(context), host_(std::move(host)), port_(port) {}
+  explicit MetricsEndpoint(std::unique_ptr<HttpServer> http)
+      : http_(std::move(http)) {}
 
-  mg_context* const context_;
-  const std::string host_;  // as given; 0.0.0.0 for every interface
-  const int port_;
+  const std::unique_ptr<HttpServer> http_;
 };
 
 }  // namespace ptoserve

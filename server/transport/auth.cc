@@ -123,7 +123,14 @@ int TokenAuthenticator::Identify(const grpc::ServerContextBase& context) const {
   const auto& metadata = context.client_metadata();
   auto it = metadata.find("authorization");
   if (it == metadata.end()) return -1;
-  absl::string_view value(it->second.data(), it->second.size());
+  const absl::string_view value(it->second.data(), it->second.size());
+  return IdentifyHeader(&value);
+}
+
+int TokenAuthenticator::IdentifyHeader(
+    const absl::string_view* authorization) const {
+  if (authorization == nullptr) return -1;
+  absl::string_view value = *authorization;
   if (!absl::ConsumePrefix(&value, "Bearer ")) return -1;
   int found = -1;
   for (size_t i = 0; i < tokens_.size(); ++i) {

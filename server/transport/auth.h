@@ -44,6 +44,9 @@ class TokenAuthenticator {
   // Which of the tokens `context`'s call sent (its line among the file's
   // tokens, from 0), or -1 if none; in time that does not depend on which.
   int Identify(const grpc::ServerContextBase& context) const;
+  // The same, for the value of the "authorization" metadata or HTTP header
+  // (null: absent).
+  int IdentifyHeader(const absl::string_view* authorization) const;
 
  private:
   std::vector<std::string> tokens_;

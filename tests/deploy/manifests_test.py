@@ -65,7 +65,8 @@ class ManifestsTest(unittest.TestCase):
         cls.args = parse_args(cls.container["args"])
 
     def test_the_help_lists_the_flags_this_test_relies_on(self):
-        for flag in ("address", "metrics_address", "lame_duck", "shutdown_grace"):
+        for flag in ("address", "metrics_address", "http_address", "lame_duck",
+                     "shutdown_grace"):
             self.assertIn(flag, self.flags)
 
     def test_every_kind_is_there(self):
@@ -80,6 +81,7 @@ class ManifestsTest(unittest.TestCase):
         ports = {p["name"]: p["containerPort"] for p in self.container["ports"]}
         self.assertEqual(ports["grpc"], port_of(self.args["address"]))
         self.assertEqual(ports["metrics"], port_of(self.args["metrics_address"]))
+        self.assertEqual(ports["http"], port_of(self.args["http_address"]))
         self.assertTrue(self.args["address"].startswith("0.0.0.0:"),
                         "in a pod the server must listen beyond loopback")
 
@@ -135,7 +137,8 @@ class ManifestsTest(unittest.TestCase):
             self.assertIn(name, self.flags)
         exposed = {int(p) for p in re.search(r"^EXPOSE (.*)$", text, re.M).group(1).split()}
         self.assertEqual(exposed, {port_of(entry_args["address"]),
-                                   port_of(entry_args["metrics_address"])})
+                                   port_of(entry_args["metrics_address"]),
+                                   port_of(entry_args["http_address"])})
         self.assertRegex(text, r"(?m)^USER 10001$")
         self.assertRegex(text, r"HEALTHCHECK[\s\S]*ptoctl.*health")
         self.assertIn(f"--server=127.0.0.1:{port_of(entry_args['address'])}", text)

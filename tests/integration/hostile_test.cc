@@ -940,7 +940,8 @@ TEST(HostileFlagsTest, OutOfRangeFlagsStopTheServer) {
   };
   for (const Case& c : cases) {
     CommandResult r = RunCommand(
-        "timeout 20 server/ptoserve --address=127.0.0.1:0 --metrics_address= " +
+        "timeout 20 server/ptoserve --address=127.0.0.1:0 --metrics_address= "
+        "--http_address= " +
         c.flag);
     EXPECT_EQ(r.exit_code, 2) << c.flag << ": " << r.output;
     EXPECT_THAT(r.output, HasSubstr(c.message)) << c.flag;

@@ -286,10 +286,11 @@ TEST(MetricsTest, AnAddressInUseStopsTheServerWithAMessage) {
   const std::string port =
       first.metrics_url().substr(first.metrics_url().rfind(':') + 1);
   const CommandResult r = RunCommand(
-      "server/ptoserve --address=127.0.0.1:0 --metrics_address=127.0.0.1:" +
+      "server/ptoserve --address=127.0.0.1:0 --http_address= "
+      "--metrics_address=127.0.0.1:" +
       port.substr(0, port.find('/')));
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_THAT(r.output, HasSubstr("cannot serve metrics on 127.0.0.1:"));
+  EXPECT_THAT(r.output, HasSubstr("cannot serve --metrics_address=127.0.0.1:"));
 }
 
 }  // namespace

@@ -274,6 +274,7 @@ TEST(SecurityTest, ClientCertificateNamesCanBeRestricted) {
   EXPECT_EQ(client->Health().value(), "SERVING");
   CommandResult r = RunCommand(
       "server/ptoserve --address=127.0.0.1:0 --metrics_address= "
+      "--http_address= "
       "--tls_client_names=x");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.output, HasSubstr("--tls_client_names needs --tls_client_ca"));
@@ -284,6 +285,7 @@ TEST(SecurityTest, AKeyThatIsNotTheCertificatesSaysSo) {
   Pki pki;
   CommandResult r = RunCommand(
       "timeout 20 server/ptoserve --address=127.0.0.1:0 --metrics_address= "
+      "--http_address= "
       "--tls_cert=" +
       pki.path("server.crt") + " --tls_key=" + pki.path("client.key"));
   EXPECT_EQ(r.exit_code, 1) << r.output;
@@ -293,11 +295,13 @@ TEST(SecurityTest, AKeyThatIsNotTheCertificatesSaysSo) {
 TEST(SecurityTest, BadSecurityFlagsStopTheServerWithAMessage) {
   CommandResult r = RunCommand(
       "server/ptoserve --address=127.0.0.1:0 --metrics_address= "
+      "--http_address= "
       "--tls_cert=/nonexistent");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.output, HasSubstr("--tls_cert and --tls_key go together"));
   r = RunCommand(
       "server/ptoserve --address=127.0.0.1:0 --metrics_address= "
+      "--http_address= "
       "--auth_token_file=/nonexistent");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(

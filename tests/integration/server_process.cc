@@ -74,9 +74,11 @@ ServerProcess::ServerProcess(const std::vector<std::string>& flags,
                              const ProcessLimits& limits) {
   int out[2];
   if (pipe(out) != 0) Die("pipe failed");
-  // Port 0 for metrics too: tests run side by side.
+  // Port 0 for metrics too: tests run side by side. No HTTP API unless a
+  // test asks for one (--http_address=127.0.0.1:0).
   std::vector<std::string> args = {"server/ptoserve", "--address=127.0.0.1:0",
-                                   "--metrics_address=127.0.0.1:0"};
+                                   "--metrics_address=127.0.0.1:0",
+                                   "--http_address="};
   args.insert(args.end(), flags.begin(), flags.end());
   // The last --metrics_address wins, as in the server.
   bool metrics = true;

@@ -416,9 +416,10 @@ TEST_F(ServerTest, CapabilitiesDescribeEveryTarget) {
 TEST(ServerStartTest, ASecondServerOnAPortInUseFailsToStart) {
   ServerProcess first;
   // `timeout`: a server that does start must not hang the test.
-  CommandResult r =
-      RunCommand("timeout 20 server/ptoserve --metrics_address= --address=" +
-                 first.address());
+  CommandResult r = RunCommand(
+      "timeout 20 server/ptoserve --metrics_address= --http_address= "
+      "--address=" +
+      first.address());
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_THAT(r.output,
               HasSubstr("ptoserve: cannot listen on " + first.address() +

@@ -1,0 +1,433 @@
+"""The HTTP/JSON API (server/http/http_api.h) against the real server, with
+Python's own HTTP client and raw sockets: results checked against a scalar
+reference computed here, errors as JSON with the HTTP status of their code,
+tokens, TLS beside it, the metrics, and the hostile half (bodies too large, cut
+short or chunked without end, JSON nested or repeated past any job, huge
+numbers, slow and idle clients), after each of which the server still
+answers."""
+
+import base64
+import http.client
+import json
+import os
+import queue
+import random
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+import unittest
+import urllib.parse
+import urllib.request
+
+SERVER = os.environ.get("PTOSERVE_BINARY", "server/ptoserve")
+STARTUP_S = 30
+# Every wait below ends by itself: a state reached or this bound passed.
+BOUND_S = 20
+
+TXOR_A2A3 = {
+    "target": "TARGET_A2A3",
+    "tiles": {
+        "a": {"dtype": "DTYPE_INT16", "rows": 1, "cols": 16,
+              "values": list(range(1, 17))},
+        "b": {"dtype": "DTYPE_INT16", "rows": 1, "cols": 16, "fill": 3},
+    },
+    "instructions": [{"opcode": "OPCODE_TXOR", "dst": "c", "src0": "a",
+                      "src1": "b", "tmp": "t"}],
+    "outputs": ["c"],
+}
+
+
+def start(*flags):
+    """The server on ephemeral ports with `flags`: (process, HTTP URL,
+    metrics URL)."""
+    proc = subprocess.Popen(
+        [SERVER, "--address=127.0.0.1:0", "--metrics_address=127.0.0.1:0",
+         "--http_address=127.0.0.1:0", *flags],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    lines = queue.Queue()
+
+    def read():
+        with proc.stdout:
+            for line in proc.stdout:
+                lines.put(line.decode())
+        lines.put(None)
+
+    threading.Thread(target=read, daemon=True).start()
+    api = metrics = None
+    deadline = time.monotonic() + STARTUP_S
+    seen = ""
+    while api is None or metrics is None:
+        try:
+            line = lines.get(timeout=max(0.01, deadline - time.monotonic()))
+        except queue.Empty:
+            line = None
+        if line is None:
+            proc.kill()
+            proc.wait()
+            raise RuntimeError(f"ptoserve did not start: {seen}")
+        seen += line
+        if "HTTP/JSON API on " in line:
+            api = line.split("HTTP/JSON API on ")[1].split()[0]
+        if "metrics on " in line:
+            metrics = line.split("metrics on ")[1].split()[0]
+    return proc, api, metrics
+
+
+def stop(proc):
+    proc.terminate()
+    try:
+        proc.wait(timeout=BOUND_S)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def call(url, method, path, body=None, headers=None):
+    """(status, headers, body bytes) of one request on a new connection."""
+    parts = urllib.parse.urlsplit(url)
+    conn = http.client.HTTPConnection(parts.hostname, parts.port,
+                                      timeout=BOUND_S)
+    try:
+        data = body if body is None or isinstance(body, bytes) else \
+            json.dumps(body).encode()
+        all_headers = {"Content-Type": "application/json"} if data else {}
+        all_headers.update(headers or {})
+        conn.request(method, path, body=data, headers=all_headers)
+        response = conn.getresponse()
+        return response.status, dict(response.getheaders()), response.read()
+    finally:
+        conn.close()
+
+
+def raw(url, data, shutdown=False, read_for=BOUND_S):
+    """Sends `data` on a plain socket (then closes the writing half if
+    `shutdown`) and returns what comes back before the server closes, or
+    before `read_for` seconds."""
+    parts = urllib.parse.urlsplit(url)
+    with socket.create_connection((parts.hostname, parts.port),
+                                  timeout=BOUND_S) as s:
+        s.sendall(data)
+        if shutdown:
+            s.shutdown(socket.SHUT_WR)
+        s.settimeout(read_for)
+        out = b""
+        try:
+            while True:
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                out += chunk
+                if b"\r\n\r\n" in out and _complete(out):
+                    break
+        except (socket.timeout, ConnectionResetError):
+            pass
+        return out
+
+
+def _complete(response):
+    head, _, body = response.partition(b"\r\n\r\n")
+    for line in head.split(b"\r\n"):
+        if line.lower().startswith(b"content-length:"):
+            return len(body) >= int(line.split(b":")[1])
+    return False
+
+
+def series(url, name):
+    """The value of the series written exactly `name` (labels included)."""
+    with urllib.request.urlopen(url, timeout=BOUND_S) as r:
+        for line in r.read().decode().splitlines():
+            if line.split(" ")[0] == name:
+                return float(line.split(" ")[-1])
+    return 0.0
+
+
+
+class HttpApiTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.proc, cls.url, cls.metrics = start(
+            "--max_message_mb=1", "--http_request_timeout=2s",
+            "--http_threads=4")
+
+    @classmethod
+    def tearDownClass(cls):
+        stop(cls.proc)
+
+    def execute(self, job, headers=None):
+        status, head, body = call(self.url, "POST", "/v1/jobs:execute", job,
+                                  headers)
+        return status, head, json.loads(body) if body else None
+
+    def assertError(self, answer, status, code, *words):
+        self.assertEqual(answer[0], status, answer)
+        self.assertEqual(answer[2]["code"], code, answer)
+        for w in words:
+            self.assertIn(w, answer[2]["message"])
+
+    def assertHealthy(self):
+        status, _, result = self.execute(TXOR_A2A3)
+        self.assertEqual(status, 200, result)
+        self.assertEqual(result["tiles"]["c"]["values"],
+                         [v ^ 3 for v in range(1, 17)])
+
+    def test_txor_on_a2a3_matches_the_scalar_reference(self):
+        status, head, result = self.execute(TXOR_A2A3)
+        self.assertEqual(status, 200, result)
+        self.assertEqual(head["Content-Type"], "application/json")
+        self.assertEqual(result["target"], "TARGET_A2A3")
+        self.assertEqual(result["tiles"]["c"]["values"],
+                         [v ^ 3 for v in range(1, 17)])
+        (event,) = result["events"]
+        self.assertEqual(event["opcode"], "OPCODE_TXOR")
+        self.assertEqual([s["op"] for s in event["trace"]],
+                         ["vor", "vand", "vnot", "vand"])
+        self.assertEqual({o["role"] for o in event["operands"]},
+                         {"dst", "src0", "src1", "tmp"})
+
+    def test_tand_on_host_with_bytes_matches_the_scalar_reference(self):
+        rng = random.Random(7)
+        a = bytes(rng.randrange(256) for _ in range(16 * 16 * 4))
+        b = bytes(rng.randrange(256) for _ in range(16 * 16 * 4))
+        job = {"tiles": {
+            "a": {"dtype": "DTYPE_INT32", "rows": 16, "cols": 16,
+                  "data": base64.b64encode(a).decode()},
+            "b": {"dtype": "DTYPE_INT32", "rows": 16, "cols": 16,
+                  "data": base64.b64encode(b).decode()}},
+            "instructions": [{"opcode": "OPCODE_TAND", "dst": "c",
+                              "src0": "a", "src1": "b"}],
+            "outputs": ["c"]}
+        status, _, result = self.execute(job)
+        self.assertEqual(status, 200, result)
+        got = base64.b64decode(result["tiles"]["c"]["data"])
+        self.assertEqual(got, bytes(x & y for x, y in zip(a, b)))
+        self.assertEqual(result["events"][0]["trace"][0]["op"], "and")
+
+    def test_capabilities_and_health(self):
+        status, _, body = call(self.url, "GET", "/v1/capabilities")
+        self.assertEqual(status, 200)
+        caps = json.loads(body)
+        self.assertEqual({t["target"] for t in caps["targets"]},
+                         {"TARGET_HOST", "TARGET_A2A3", "TARGET_A5"})
+        self.assertEqual(call(self.url, "GET", "/v1/health")[2],
+                         b'{"status": "SERVING"}\n')
+        self.assertEqual(call(self.url, "GET", "/v2/health/live")[0], 200)
+        self.assertEqual(call(self.url, "GET", "/v2/health/ready")[0], 200)
+
+    def test_errors_are_json_with_their_codes_http_status(self):
+        answer = call(self.url, "GET", "/v1/nothing")
+        self.assertEqual(answer[0], 404)
+        self.assertEqual(json.loads(answer[2])["code"], "NOT_FOUND")
+        status, head, body = call(self.url, "GET", "/v1/jobs:execute")
+        self.assertEqual((status, head["Allow"]), (405, "POST"))
+        self.assertIn("use POST", json.loads(body)["message"])
+        self.assertError(self.execute(b'{"tiles": '), 400, "INVALID_ARGUMENT",
+                         "not a ptoserve.v1.Job in JSON")
+        self.assertError(self.execute({"tiles": {"a": {"shape": 1}}}), 400,
+                         "INVALID_ARGUMENT", "shape")
+        wrong = json.loads(json.dumps(TXOR_A2A3))
+        wrong["instructions"][0]["src1"] = "nowhere"
+        self.assertError(self.execute(wrong), 400, "INVALID_ARGUMENT",
+                         "instruction 0", '"nowhere"')
+        status, _, body = call(self.url, "POST", "/v1/jobs:execute",
+                               json.dumps(TXOR_A2A3).encode(),
+                               {"Content-Type": "text/plain"})
+        self.assertEqual(status, 400)
+        self.assertIn("application/json", json.loads(body)["message"])
+        shared = json.loads(json.dumps(TXOR_A2A3))
+        shared["tiles"]["a"] = {"dtype": "DTYPE_INT16", "rows": 1,
+                                "cols": 16, "shared": {"region": "r"}}
+        self.assertError(self.execute(shared), 400, "FAILED_PRECONDITION",
+                         "gRPC only")
+
+    def test_pages_of_other_sites_may_not_run_jobs(self):
+        host = urllib.parse.urlsplit(self.url).netloc
+        self.assertError(
+            self.execute(TXOR_A2A3, {"Origin": "http://elsewhere.example"}),
+            403, "PERMISSION_DENIED", "elsewhere.example")
+        status, _, _ = self.execute(TXOR_A2A3, {"Origin": f"http://{host}"})
+        self.assertEqual(status, 200)
+
+    def test_requests_are_counted_by_route_and_status(self):
+        name = ('ptoserve_http_requests_total{route="/v1/jobs:execute",'
+                'status="200"}')
+        before = series(self.metrics, name)
+        for _ in range(3):
+            self.assertHealthy()
+        self.assertEqual(series(self.metrics, name), before + 3)
+        jobs = 'ptoserve_jobs_total{target="a2a3",code="OK"}'
+        self.assertGreaterEqual(series(self.metrics, jobs), 3)
+
+    # The hostile half: each attack is answered or cut off, and the server
+    # answers the next caller.
+
+    def test_a_body_over_the_limit_is_refused_before_it_is_read(self):
+        head = (b"POST /v1/jobs:execute HTTP/1.1\r\nHost: x\r\n"
+                b"Content-Type: application/json\r\n"
+                b"Content-Length: 100000000000\r\n\r\n")
+        answer = raw(self.url, head)
+        self.assertIn(b" 429 ", answer.split(b"\r\n")[0])
+        self.assertIn(b"over the limit of 1048576", answer)
+        self.assertHealthy()
+
+    def test_a_body_cut_short_is_refused(self):
+        head = (b"POST /v1/jobs:execute HTTP/1.1\r\nHost: x\r\n"
+                b"Content-Type: application/json\r\n"
+                b"Content-Length: 1000\r\n\r\n{\"tiles\": ")
+        answer = raw(self.url, head, shutdown=True)
+        self.assertIn(b" 400 ", answer.split(b"\r\n")[0])
+        self.assertIn(b"ended after", answer)
+        self.assertHealthy()
+
+    def test_chunked_bodies_stop_at_the_limit(self):
+        # 1.5 MiB in 64-byte chunks: refused once past 1 MiB.
+        chunk = b"40\r\n" + b" " * 64 + b"\r\n"
+        head = (b"POST /v1/jobs:execute HTTP/1.1\r\nHost: x\r\n"
+                b"Content-Type: application/json\r\n"
+                b"Transfer-Encoding: chunked\r\n\r\n")
+        answer = raw(self.url, head + chunk * (3 << 14) + b"0\r\n\r\n")
+        self.assertIn(b" 429 ", answer.split(b"\r\n")[0])
+        # A chunk that claims 2^60 bytes.
+        raw(self.url, head + b"1000000000000000\r\n" + b"x" * 4096,
+            shutdown=True)
+        self.assertHealthy()
+
+    def test_json_nested_or_repeated_past_any_job_is_refused_unparsed(self):
+        deep = b'{"tiles": {"a": ' + b"[" * 100000 + b"]" * 100000 + b"}}"
+        self.assertError(self.execute(deep), 400, "INVALID_ARGUMENT",
+                         "more than 8 deep")
+        many = b'{"instructions": [' + b",".join([b"{}"] * 200000) + b"]}"
+        self.assertError(self.execute(many), 400, "INVALID_ARGUMENT",
+                         "JSON objects")
+        braces_in_strings = {"id": "{" * 100000, **TXOR_A2A3}
+        self.assertEqual(self.execute(braces_in_strings)[0], 200)
+        self.assertHealthy()
+
+    def test_huge_numbers_are_refused(self):
+        for text in (b'{"tiles": {"a": {"rows": 1e400}}}',
+                     b'{"tiles": {"a": {"rows": 99999999999999999999}}}',
+                     b'{"priority": -1}'):
+            answer = self.execute(text)
+            self.assertEqual(answer[0], 400, (text, answer))
+        huge_values = json.loads(json.dumps(TXOR_A2A3))
+        huge_values["tiles"]["a"]["values"] = [1e300] * 16
+        self.assertError(self.execute(huge_values), 400, "INVALID_ARGUMENT",
+                         "a")
+        self.assertHealthy()
+
+    def test_slow_and_idle_clients_lose_their_connections(self):
+        # As many idle connections as the server has threads, and as many
+        # dribbling a head a byte at a time: each is closed once the
+        # request timeout (2 s) passes, and a new caller is served.
+        parts = urllib.parse.urlsplit(self.url)
+        idle = [socket.create_connection((parts.hostname, parts.port))
+                for _ in range(4)]
+        slow = [socket.create_connection((parts.hostname, parts.port))
+                for _ in range(4)]
+        start_time = time.monotonic()
+        closed = set()
+        head = b"GET /v1/health HTTP/1.1\r\nHost: x\r\nX-Pad: " + b"a" * 1000
+        sent = 0
+        while len(closed) < 8 and time.monotonic() - start_time < BOUND_S:
+            for i, s in enumerate(idle + slow):
+                if i in closed:
+                    continue
+                try:
+                    if i >= 4 and sent < len(head):
+                        s.send(head[sent:sent + 1])
+                    s.setblocking(False)
+                    if s.recv(1) == b"":
+                        closed.add(i)
+                except BlockingIOError:
+                    pass
+                except (ConnectionResetError, BrokenPipeError):
+                    closed.add(i)
+                finally:
+                    s.setblocking(True)
+            sent += 1
+            time.sleep(0.05)
+        for s in idle + slow:
+            s.close()
+        self.assertEqual(len(closed), 8, "connections the server kept")
+        self.assertHealthy()
+
+
+class TokensTest(unittest.TestCase):
+    def test_the_grpc_tokens_hold_here(self):
+        with tempfile.NamedTemporaryFile("w", suffix=".tokens") as tokens:
+            tokens.write("# one per line\nsecret-one\nsecret-two\n")
+            tokens.flush()
+            proc, url, _ = start(f"--auth_token_file={tokens.name}")
+            try:
+                status, _, body = call(url, "POST", "/v1/jobs:execute",
+                                       TXOR_A2A3)
+                self.assertEqual(status, 401)
+                self.assertEqual(json.loads(body)["code"], "UNAUTHENTICATED")
+                self.assertIn("Authorization: Bearer",
+                              json.loads(body)["message"])
+                status, _, body = call(
+                    url, "POST", "/v1/jobs:execute", TXOR_A2A3,
+                    {"Authorization": "Bearer wrong"})
+                self.assertEqual(status, 401)
+                self.assertIn("unknown bearer token", body.decode())
+                self.assertEqual(call(url, "GET", "/v1/capabilities")[0],
+                                 401)
+                status, _, body = call(
+                    url, "POST", "/v1/jobs:execute", TXOR_A2A3,
+                    {"Authorization": "Bearer secret-two"})
+                self.assertEqual(status, 200, body)
+                # Probes carry no token.
+                self.assertEqual(call(url, "GET", "/v1/health")[0], 200)
+            finally:
+                stop(proc)
+
+
+class BudgetTest(unittest.TestCase):
+    def test_a_body_is_parsed_only_within_its_clients_share(self):
+        # 64 MiB budget, 16 MiB a client: a 1 MiB body reserves 20 MiB
+        # while it parses, over the share; a small job still runs.
+        proc, url, _ = start("--memory_budget_mb=64", "--max_job_mb=16",
+                             "--max_client_memory_mb=16")
+        try:
+            big = json.loads(json.dumps(TXOR_A2A3))
+            big["id"] = "x" * (1 << 20)
+            status, _, body = call(url, "POST", "/v1/jobs:execute", big)
+            self.assertEqual(status, 429, body)
+            self.assertIn("share", json.loads(body)["message"])
+            status, _, _ = call(url, "POST", "/v1/jobs:execute", TXOR_A2A3)
+            self.assertEqual(status, 200)
+        finally:
+            stop(proc)
+
+
+class TlsTest(unittest.TestCase):
+    def test_beside_tls_the_api_serves_loopback_only(self):
+        # Debian's civetweb cannot serve TLS with OpenSSL 3 (http_api.cc):
+        # with TLS on, plaintext stays on loopback, behind a proxy.
+        with tempfile.TemporaryDirectory() as d:
+            subprocess.run(
+                ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                 "ec_paramgen_curve:prime256v1", "-nodes", "-days", "1",
+                 "-keyout", f"{d}/key.pem", "-out", f"{d}/cert.pem",
+                 "-subj", "/CN=localhost"],
+                check=True, capture_output=True)
+            tls = [f"--tls_cert={d}/cert.pem", f"--tls_key={d}/key.pem"]
+            refused = subprocess.run(
+                [SERVER, "--address=127.0.0.1:0", "--metrics_address=",
+                 "--http_address=0.0.0.0:0", *tls],
+                capture_output=True, text=True, timeout=BOUND_S)
+            self.assertEqual(refused.returncode, 2, refused.stderr)
+            self.assertIn("--http_address=0.0.0.0:0 is not a loopback "
+                          "address", refused.stderr)
+            proc, url, _ = start(*tls)
+            try:
+                status, _, body = call(url, "POST", "/v1/jobs:execute",
+                                       TXOR_A2A3)
+                self.assertEqual(status, 200, body)
+            finally:
+                stop(proc)
+
+
+if __name__ == "__main__":
+    unittest.main()
