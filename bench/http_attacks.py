@@ -4,11 +4,12 @@ callers: the server's peak RSS during the attack (VmHWM, reset before each
 through /proc/PID/clear_refs) and the p50/p99 latency of a light HTTP
 caller and a light gRPC caller (ptobench, concurrency 1) running beside it.
 
-The server runs on core 0 with its defaults (16 HTTP threads, a 10 s
-request timeout, 64 MiB bodies, a 768 MiB budget), the attackers and the
-callers on core 1. Each attack runs for --seconds, repeated as fast as it
-goes (the slow and idle ones hold their connections instead); "none" is the
-baseline.
+The server runs on core 0 with its defaults (4 HTTP threads, 64
+connections per client address, a 15 s idle timeout, 64 MiB bodies, a 768
+MiB budget), the attackers and the callers on core 1. Each attack runs for
+--seconds, repeated as fast as it goes; the slow and idle ones keep 256
+connections open from 127.0.0.2 instead (the callers are 127.0.0.1).
+"none" is the baseline.
 
   bazel build -c opt //server:ptoserve //bench:ptobench
   bench/http_attacks.py --seconds=8 > /tmp/attacks.md
@@ -116,7 +117,12 @@ def huge_numbers(addr, stop):
         send(addr, data)
 
 
-def slow_heads(addr, stop, connections=32):
+def connect_from_other_address(addr):
+    return socket.create_connection(addr, timeout=1,
+                                    source_address=("127.0.0.2", 0))
+
+
+def slow_heads(addr, stop, connections=256):
     """Connections that send a head a byte every 100 ms, reopened when the
     server closes them."""
     socks = []
@@ -124,7 +130,7 @@ def slow_heads(addr, stop, connections=32):
     while not stop.is_set():
         while len(socks) < connections:
             try:
-                socks.append([socket.create_connection(addr, timeout=1), 0])
+                socks.append([connect_from_other_address(addr), 0])
             except OSError:
                 break
         for entry in list(socks):
@@ -139,12 +145,12 @@ def slow_heads(addr, stop, connections=32):
         s.close()
 
 
-def idle(addr, stop, connections=32):
+def idle(addr, stop, connections=256):
     socks = []
     while not stop.is_set():
         while len(socks) < connections:
             try:
-                socks.append(socket.create_connection(addr, timeout=1))
+                socks.append(connect_from_other_address(addr))
             except OSError:
                 break
         for s in list(socks):
@@ -171,8 +177,8 @@ ATTACKS = {
     "JSON nested 10^5 deep": deep_json,
     "10^6 empty objects": many_objects,
     "16 MiB of 2-byte numbers": huge_numbers,
-    "32 slow heads (1 B/100 ms)": slow_heads,
-    "32 idle connections": idle,
+    "256 slow heads (1 B/100 ms)": slow_heads,
+    "256 idle connections": idle,
 }
 
 

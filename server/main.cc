@@ -132,14 +132,16 @@ ABSL_FLAG(std::string, http_address, "127.0.0.1:8000",
           "Where the HTTP/JSON API is served (POST /v1/jobs:execute, GET "
           "/v1/capabilities, /v1/health), IP:PORT; empty: nowhere. Like "
           "--metrics_address, on loopback unless given another address.");
-ABSL_FLAG(int, http_threads, 16,
-          "HTTP connections served at once (a thread each); more wait to be "
-          "accepted.");
-ABSL_FLAG(absl::Duration, http_request_timeout, absl::Seconds(10),
-          "How long an HTTP request's head, and then its body, may take to "
-          "arrive before its connection is closed.");
+ABSL_FLAG(int, http_threads, 4,
+          "Threads of the HTTP/JSON API: they poll its connections, parse "
+          "bodies and run small jobs.");
+ABSL_FLAG(int, http_max_connections, 1024,
+          "HTTP connections open at once; more are refused at accept.");
+ABSL_FLAG(int, http_max_connections_per_address, 64,
+          "HTTP connections open at once from one client address.");
 ABSL_FLAG(absl::Duration, http_idle_timeout, absl::Seconds(15),
-          "How long a kept-alive HTTP connection may stay idle.");
+          "An HTTP connection that sends or reads nothing for this long is "
+          "closed (whole seconds).");
 ABSL_FLAG(absl::Duration, handshake_timeout, absl::Seconds(10),
           "A connection that has not sent the HTTP/2 preface (or completed "
           "its TLS handshake) by then is closed, so that silent connections "
@@ -193,7 +195,10 @@ std::vector<std::string> FlagErrors() {
       {&FLAGS_max_waits_per_instruction, "max_waits_per_instruction", 0, 4096},
       {&FLAGS_max_assembly_kb, "max_assembly_kb", 0, 1 << 16},
       {&FLAGS_host_buffer_kb, "host_buffer_kb", 1, 1 << 20},
-      {&FLAGS_http_threads, "http_threads", 1, 1024},
+      {&FLAGS_http_threads, "http_threads", 1, 256},
+      {&FLAGS_http_max_connections, "http_max_connections", 1, 1 << 20},
+      {&FLAGS_http_max_connections_per_address,
+       "http_max_connections_per_address", 1, 1 << 20},
       {&FLAGS_max_shared_regions_per_user, "max_shared_regions_per_user", 0,
        static_cast<int64_t>(kMaxSharedRegions)},
       {&FLAGS_max_shared_regions, "max_shared_regions", 1,
@@ -251,10 +256,8 @@ std::vector<std::string> FlagErrors() {
                    absl::Seconds(1)},
         std::tuple{&FLAGS_shared_region_grace, "shared_region_grace",
                    absl::ZeroDuration()},
-        std::tuple{&FLAGS_http_request_timeout, "http_request_timeout",
-                   absl::Milliseconds(100)},
         std::tuple{&FLAGS_http_idle_timeout, "http_idle_timeout",
-                   absl::Milliseconds(100)}}) {
+                   absl::Seconds(1)}}) {
     const absl::Duration d = absl::GetFlag(*flag);
     if (d < min || d > absl::Hours(1)) {
       errors.push_back(absl::StrFormat("--%s=%s is out of range [%s, 1h]", name,
@@ -287,7 +290,9 @@ ServerOptions OptionsFromFlags(Target default_target) {
   o.metrics_address = absl::GetFlag(FLAGS_metrics_address);
   o.http.address = absl::GetFlag(FLAGS_http_address);
   o.http.threads = absl::GetFlag(FLAGS_http_threads);
-  o.http.request_timeout = absl::GetFlag(FLAGS_http_request_timeout);
+  o.http.max_connections = absl::GetFlag(FLAGS_http_max_connections);
+  o.http.max_connections_per_address =
+      absl::GetFlag(FLAGS_http_max_connections_per_address);
   o.http.idle_timeout = absl::GetFlag(FLAGS_http_idle_timeout);
   o.engine.default_target = default_target;
   o.engine.host_buffer_bytes =

@@ -205,6 +205,14 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
     parts->metrics_endpoint = std::move(*started);
   }
   if (!options.http.address.empty()) {
+    if (!options.tls.client_ca.empty() &&
+        !IsLoopbackAddress(options.http.address)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--http_address=", options.http.address,
+          " is not a loopback address: the HTTP/JSON API checks no client "
+          "certificates (--tls_client_ca), so beside mutual TLS it serves "
+          "loopback only; leave --http_address empty or give it 127.0.0.1"));
+    }
     HttpApiOptions http = options.http;
     http.max_body_bytes = options.max_message_bytes;
     http.tls = options.tls;

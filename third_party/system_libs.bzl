@@ -15,6 +15,7 @@ _LIBS = {
     "benchmark": (["benchmark"], ["-lpthread"]),
     # Debian's libcivetweb-dev ships no .pc file.
     "civetweb": ([], ["-lcivetweb"]),
+    "microhttpd": (["libmicrohttpd"], []),
 }
 
 # Libraries that use Abseil's mutexes: in the tsan config each of them also

@@ -1,23 +1,22 @@
 #include "server/http/http_api.h"
 
-#include <civetweb.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <sys/socket.h>
 
-#include <cstring>
+#include <fstream>
+#include <sstream>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/ascii.h"
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/synchronization/notification.h"
-#include "server/transport/address.h"
+#include "server/http/http_callbacks.h"
 
 namespace ptoserve {
 
 namespace {
-
-constexpr char kJson[] = "application/json";
 
 std::string JsonQuoted(absl::string_view text) {
   std::string out = "\"";
@@ -43,61 +42,47 @@ std::string JsonQuoted(absl::string_view text) {
   return out + "\"";
 }
 
-const char* ReasonOf(int status) {
-  switch (status) {
-    case 200:
-      return "OK";
-    case 400:
-      return "Bad Request";
-    case 401:
-      return "Unauthorized";
-    case 403:
-      return "Forbidden";
-    case 404:
-      return "Not Found";
-    case 405:
-      return "Method Not Allowed";
-    case 409:
-      return "Conflict";
-    case 429:
-      return "Too Many Requests";
-    case 499:
-      return "Client Closed Request";
-    case 501:
-      return "Not Implemented";
-    case 503:
-      return "Service Unavailable";
-    case 504:
-      return "Gateway Timeout";
-    default:
-      return "Internal Server Error";
+absl::StatusOr<std::string> ReadPem(const char* flag, const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  if (!in) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot read ", flag, "=", path));
   }
+  return text.str();
+}
+
+// `address` ("IP:PORT", "[IPv6]:PORT") as a socket address; numeric only.
+absl::StatusOr<sockaddr_storage> Resolve(const std::string& address,
+                                         socklen_t* length) {
+  const size_t colon = address.rfind(':');
+  if (colon == std::string::npos || colon == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--http_address=", address, " is not IP:PORT, e.g. 127.0.0.1:8000"));
+  }
+  std::string host = address.substr(0, colon);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  const std::string port = address.substr(colon + 1);
+  addrinfo hints{};
+  hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV | AI_PASSIVE;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (getaddrinfo(host.c_str(), port.c_str(), &hints, &found) != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--http_address=", address,
+                     " is not IP:PORT with a numeric IP, e.g. 127.0.0.1:8000"));
+  }
+  sockaddr_storage out{};
+  std::memcpy(&out, found->ai_addr, found->ai_addrlen);
+  *length = found->ai_addrlen;
+  freeaddrinfo(found);
+  return out;
 }
 
 }  // namespace
-
-namespace http_internal {
-
-int Send(mg_connection* c, int status, absl::string_view content_type,
-         absl::string_view body, absl::string_view extra_headers) {
-  const std::string head = absl::StrFormat(
-      "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %u\r\n"
-      "Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\n%s\r\n",
-      status, ReasonOf(status), content_type, body.size(), extra_headers);
-  mg_write(c, head.data(), head.size());
-  if (std::strcmp(mg_get_request_info(c)->request_method, "HEAD") != 0) {
-    mg_write(c, body.data(), body.size());
-  }
-  return status;
-}
-
-int SendError(mg_connection* c, const absl::Status& status,
-              absl::string_view extra_headers) {
-  return Send(c, HttpStatusOf(status.code()), kJson, ErrorJson(status) + "\n",
-              extra_headers);
-}
-
-}  // namespace http_internal
 
 int HttpStatusOf(absl::StatusCode code) {
   switch (code) {
@@ -132,105 +117,91 @@ int HttpStatusOf(absl::StatusCode code) {
 }
 
 std::string ErrorJson(const absl::Status& status) {
-  return absl::StrCat(
-      "{\"code\": \"",
-      absl::StatusCodeToString(status.code()).empty()
-          ? "UNKNOWN"
-          : absl::AsciiStrToUpper(absl::StatusCodeToString(status.code())),
-      "\", \"message\": ", JsonQuoted(status.message()), "}");
+  std::string code =
+      absl::AsciiStrToUpper(absl::StatusCodeToString(status.code()));
+  if (code.empty()) code = "UNKNOWN";
+  return absl::StrCat("{\"code\": \"", code,
+                      "\", \"message\": ", JsonQuoted(status.message()), "}");
 }
-
-// One path: its handler, and its requests counted by HTTP status and timed.
-struct HttpApi::Route {
-  using Serve = int (HttpApi::*)(mg_connection*) const;
-  HttpApi* api;
-  Serve serve;
-  CounterFamily* requests;
-  HistogramFamily* seconds;
-  std::string name;  // the label: "/v1/jobs:execute"
-};
-
-namespace {
-
-int Dispatch(mg_connection* c, void* data) {
-  auto* route = static_cast<HttpApi::Route*>(data);
-  const absl::Time start = absl::Now();
-  const int status = (route->api->*route->serve)(c);
-  route->requests->With({route->name, absl::StrCat(status)}).Increment();
-  route->seconds->With({route->name})
-      .Observe(absl::ToDoubleSeconds(absl::Now() - start));
-  return status;
-}
-
-}  // namespace
 
 HttpApi::HttpApi(const HttpApiOptions& options, const HttpApiParts& parts)
     : options_(options), parts_(parts) {}
 
-HttpApi::~HttpApi() { http_.reset(); }
+HttpApi::~HttpApi() {
+  if (daemon_ != nullptr) MHD_stop_daemon(daemon_);
+}
 
 absl::StatusOr<std::unique_ptr<HttpApi>> HttpApi::Start(
     const HttpApiOptions& options, const HttpApiParts& parts) {
   std::unique_ptr<HttpApi> api(new HttpApi(options, parts));
+  socklen_t length = 0;
+  absl::StatusOr<sockaddr_storage> address = Resolve(options.address, &length);
+  if (!address.ok()) return address.status();
   const bool tls = !options.tls.cert.empty();
-  std::vector<std::pair<std::string, std::string>> civetweb = {
-      {"num_threads", absl::StrCat(options.threads)},
-      {"request_timeout_ms",
-       absl::StrCat(absl::ToInt64Milliseconds(options.request_timeout))},
-      {"enable_keep_alive", "yes"},
-      {"keep_alive_timeout_ms",
-       absl::StrCat(absl::ToInt64Milliseconds(options.idle_timeout))},
-      {"linger_timeout_ms", "0"},
-  };
-  // Debian's civetweb 1.15 cannot serve TLS with OpenSSL 3: it looks up
-  // SSL_get_peer_certificate, which OpenSSL 3 no longer exports, and its
-  // worker calls the null pointer after the first handshake (the process
-  // dies). With TLS the API serves plaintext on loopback only, where a
-  // proxy in front terminates TLS; never plaintext beside TLS on a network.
-  if (tls && !IsLoopbackAddress(options.address)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--http_address=", options.address,
-        " is not a loopback address: with --tls_cert the HTTP/JSON API "
-        "serves loopback only (Debian's civetweb cannot serve TLS with "
-        "OpenSSL 3); put a proxy that terminates TLS in front of a loopback "
-        "--http_address (README, \"HTTP/JSON API\"), or leave "
-        "--http_address empty"));
+  if (tls) {
+    absl::StatusOr<std::string> key = ReadPem("--tls_key", options.tls.key);
+    if (!key.ok()) return key.status();
+    absl::StatusOr<std::string> cert = ReadPem("--tls_cert", options.tls.cert);
+    if (!cert.ok()) return cert.status();
+    api->key_pem_ = *std::move(key);
+    api->cert_pem_ = *std::move(cert);
   }
-  absl::StatusOr<std::unique_ptr<HttpServer>> http =
-      HttpServer::Start(options.address, civetweb, "--http_address");
-  if (!http.ok()) return http.status();
-  api->http_ = *std::move(http);
-  CounterFamily* requests = parts.registry->AddCounter(
+  unsigned int flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME;
+  if (address->ss_family == AF_INET6) flags |= MHD_USE_IPv6;
+  if (tls) flags |= MHD_USE_TLS;
+  std::vector<MHD_OptionItem> items = {
+      {MHD_OPTION_SOCK_ADDR, 0, &*address},
+      {MHD_OPTION_THREAD_POOL_SIZE, options.threads, nullptr},
+      {MHD_OPTION_CONNECTION_LIMIT, options.max_connections, nullptr},
+      {MHD_OPTION_PER_IP_CONNECTION_LIMIT, options.max_connections_per_address,
+       nullptr},
+      {MHD_OPTION_CONNECTION_TIMEOUT,
+       static_cast<intptr_t>(
+           std::max<int64_t>(1, absl::ToInt64Seconds(options.idle_timeout))),
+       nullptr},
+      {MHD_OPTION_NOTIFY_COMPLETED,
+       reinterpret_cast<intptr_t>(&Callbacks::OnCompleted), api.get()},
+      {MHD_OPTION_NOTIFY_CONNECTION,
+       reinterpret_cast<intptr_t>(&Callbacks::OnConnection), api.get()},
+  };
+  if (tls) {
+    items.push_back({MHD_OPTION_HTTPS_MEM_KEY, 0, api->key_pem_.data()});
+    items.push_back({MHD_OPTION_HTTPS_MEM_CERT, 0, api->cert_pem_.data()});
+  }
+  items.push_back({MHD_OPTION_END, 0, nullptr});
+  api->requests_ = parts.registry->AddCounter(
       "ptoserve_http_requests_total",
-      "HTTP/JSON API requests answered, by route and HTTP status.",
+      "HTTP/JSON API requests, by route and the HTTP status answered "
+      "(\"none\": the connection closed first).",
       {"route", "status"});
-  HistogramFamily* seconds = parts.registry->AddHistogram(
+  api->seconds_ = parts.registry->AddHistogram(
       "ptoserve_http_request_duration_seconds",
-      "HTTP/JSON API requests, from their head to their last byte sent.",
+      "HTTP/JSON API requests, from their head to their answer queued.",
       {"route"},
       {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
        0.25, 0.5, 1, 2.5, 5, 10});
-  // civetweb matches the longest pattern; "$" ends a path exactly.
-  const std::pair<const char*, Route::Serve> paths[] = {
-      {"/v1/jobs:execute", &HttpApi::ServeExecute},
-      {"/v1/capabilities", &HttpApi::ServeCapabilities},
-      {"/v1/health", &HttpApi::ServeHealth},
-      {"/v2/health/live", &HttpApi::ServeLive},
-      {"/v2/health/ready", &HttpApi::ServeReady},
-      {"/", &HttpApi::ServeOther},
-  };
-  for (size_t i = 0; i < std::size(paths); ++i) {
-    api->routes_[i] = std::make_unique<Route>(
-        Route{api.get(), paths[i].second, requests, seconds, paths[i].first});
-    const std::string pattern =
-        i + 1 == std::size(paths) ? "/" : absl::StrCat(paths[i].first, "$");
-    api->http_->Handle(pattern, Dispatch, api->routes_[i].get());
+  parts.registry->AddGauge("ptoserve_http_connections",
+                           "HTTP/JSON API connections open.", {},
+                           [connections = api->connections_] {
+                             return static_cast<double>(connections->load());
+                           });
+  api->daemon_ = MHD_start_daemon(
+      flags, 0, nullptr, nullptr, &Callbacks::OnRequest, api.get(),
+      MHD_OPTION_ARRAY, items.data(), MHD_OPTION_END);
+  if (api->daemon_ == nullptr) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot serve --http_address=", options.address,
+                     " (in use, or not an address of this host)"));
   }
+  api->port_ =
+      MHD_get_daemon_info(api->daemon_, MHD_DAEMON_INFO_BIND_PORT)->port;
   return api;
 }
 
 std::string HttpApi::url() const {
-  return absl::StrCat("http://", http_->host(), ":", http_->port());
+  const size_t colon = options_.address.rfind(':');
+  return absl::StrCat(options_.tls.cert.empty() ? "http" : "https", "://",
+                      options_.address.substr(0, colon), ":", port_);
 }
 
 }  // namespace ptoserve

@@ -11,9 +11,16 @@
 //
 // Errors are {"code": "INVALID_ARGUMENT", "message": "..."} with the HTTP
 // status Google's API design guide gives each code (HttpStatusOf).
+//
+// It runs on libmicrohttpd (Debian's libmicrohttpd12): a few threads poll
+// every connection (epoll), so an idle or slow connection holds a socket,
+// not a thread; connections are bounded in all and per client address,
+// idle ones are closed, and a job that goes to the scheduler suspends its
+// connection until it is answered.
 #ifndef PTOSERVE_SERVER_HTTP_HTTP_API_H_
 #define PTOSERVE_SERVER_HTTP_HTTP_API_H_
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -24,28 +31,29 @@
 #include "absl/time/time.h"
 #include "server/jobs/dispatcher.h"
 #include "server/jobs/memory_budget.h"
-#include "server/metrics/http_server.h"
 #include "server/metrics/metrics.h"
 #include "server/transport/auth.h"
 
-struct mg_connection;
+struct MHD_Daemon;
+struct MHD_Connection;
 
 namespace ptoserve {
 
 struct HttpApiOptions {
   std::string address;  // IP:PORT; port 0 picks a free one
-  // Connections served at once, each on a thread of its own; more wait in
-  // the listen queue.
-  int threads = 16;
-  // A request's head and body must arrive within this (slow clients lose
-  // their connection); an idle kept-alive connection is closed after
-  // `idle_timeout`.
-  absl::Duration request_timeout = absl::Seconds(10);
+  // Threads that poll the connections, parse bodies and run small jobs.
+  int threads = 4;
+  // Connections open at once, in all and from one client address; more
+  // are refused at accept.
+  int max_connections = 1024;
+  int max_connections_per_address = 64;
+  // A connection that sends or reads nothing for this long is closed (a
+  // request's head or body that stalls, a kept-alive connection unused, an
+  // answer its client does not read).
   absl::Duration idle_timeout = absl::Seconds(15);
   // The largest body (a job in JSON), as gRPC's --max_message_mb.
   uint64_t max_body_bytes = 64 << 20;
-  // Whether the gRPC side has TLS: the API then serves loopback only
-  // (HttpApi::Start says why).
+  // HTTPS with the gRPC side's certificate and key when cert is set.
   TlsFiles tls;
 };
 
@@ -61,38 +69,51 @@ struct HttpApiParts {
 
 class HttpApi {
  public:
+  // UNAVAILABLE if it cannot listen on the address; INVALID_ARGUMENT for an
+  // address it cannot parse or TLS files it cannot read.
   static absl::StatusOr<std::unique_ptr<HttpApi>> Start(
       const HttpApiOptions& options, const HttpApiParts& parts);
+  // Stops listening and closes every connection. REQUIRES: every job it
+  // dispatched was answered (the server drains its scheduler first).
   ~HttpApi();
 
-  // "http://IP:PORT", with the port actually bound.
+  HttpApi(const HttpApi&) = delete;
+  HttpApi& operator=(const HttpApi&) = delete;
+
+  // "http://IP:PORT" (https with TLS), with the port actually bound.
   std::string url() const;
 
-  struct Route;  // one path's handler and metrics (http_api.cc)
+  struct Request;  // one request's state (http_routes.cc)
 
  private:
   HttpApi(const HttpApiOptions& options, const HttpApiParts& parts);
 
-  // Each answers one request and returns its HTTP status (http_routes.cc).
-  int ServeExecute(mg_connection* c) const;
-  int ServeCapabilities(mg_connection* c) const;
-  int ServeHealth(mg_connection* c) const;
-  int ServeLive(mg_connection* c) const;
-  int ServeReady(mg_connection* c) const;
-  int ServeOther(mg_connection* c) const;  // 404 for every other path
+  // libmicrohttpd's callbacks, and what they call (http_routes.cc).
+  struct Callbacks;
+  friend struct Callbacks;
 
-  // OK, or why the request may not be served: a token missing or wrong
-  // (UNAUTHENTICATED), or a page of another site sending it (its Origin is
-  // not this server: PERMISSION_DENIED). `*client` names whose share of the
-  // memory budget it takes: its token's holder, else its connection.
-  absl::Status Admit(mg_connection* c, std::string* client) const;
-  // The body, at most options_.max_body_bytes, within the request timeout.
-  absl::StatusOr<std::string> ReadBody(mg_connection* c) const;
+  // The request's head has arrived: OK to read its body, or why it is
+  // refused before that.
+  absl::Status Head(MHD_Connection* c, Request* r) const;
+  // The whole request has arrived (or its job has been answered): answers
+  // it, or suspends the connection while its job runs. Returns MHD_YES or
+  // MHD_NO.
+  int Serve(MHD_Connection* c, Request* r) const;
+  int ServeExecute(MHD_Connection* c, Request* r) const;
 
   const HttpApiOptions options_;
   const HttpApiParts parts_;
-  std::unique_ptr<HttpServer> http_;
-  std::unique_ptr<Route> routes_[6];
+  MHD_Daemon* daemon_ = nullptr;
+  int port_ = 0;
+  CounterFamily* requests_ = nullptr;
+  HistogramFamily* seconds_ = nullptr;
+  // Shared with the gauge, which a scrape may read after the API is gone.
+  const std::shared_ptr<std::atomic<int64_t>> connections_ =
+      std::make_shared<std::atomic<int64_t>>(0);
+  // The PEM text of --tls_key and --tls_cert, which the daemon reads from
+  // here while it runs.
+  std::string key_pem_;
+  std::string cert_pem_;
 };
 
 // The HTTP status for a gRPC status code, as Google's API design guide
@@ -101,16 +122,6 @@ int HttpStatusOf(absl::StatusCode code);
 
 // {"code": "NAME", "message": "..."}, the message escaped for JSON.
 std::string ErrorJson(const absl::Status& status);
-
-namespace http_internal {
-// Sends `body` with `status` (and `extra_headers`, each ending "\r\n");
-// returns the status.
-int Send(mg_connection* c, int status, absl::string_view content_type,
-         absl::string_view body, absl::string_view extra_headers = "");
-// Sends ErrorJson(status) with HttpStatusOf(status.code()).
-int SendError(mg_connection* c, const absl::Status& status,
-              absl::string_view extra_headers = "");
-}  // namespace http_internal
 
 }  // namespace ptoserve
 

@@ -1,23 +1,25 @@
-// HttpApi's routes: what each path does with its request.
-#include <civetweb.h>
+// HttpApi's callbacks and routes: a request's head checked, its body taken
+// within its limit, and each route's answer.
+#include <microhttpd.h>
+#include <netdb.h>
+#include <netinet/in.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <utility>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/synchronization/notification.h"
 #include "core/quote.h"
 #include "google/protobuf/util/json_util.h"
 #include "server/http/http_api.h"
+#include "server/http/http_callbacks.h"
 #include "server/http/json_scan.h"
 
 namespace ptoserve {
-
-using http_internal::Send;
-using http_internal::SendError;
 
 namespace {
 
@@ -30,35 +32,71 @@ constexpr char kJson[] = "application/json";
 // caller's share while it parses (ScanJson bounds the objects, whose
 // messages would cost more).
 constexpr uint64_t kJsonParseFactor = 20;
-// A job's JSON nests 4 deep (job, tiles, a tile, its values).
-constexpr size_t kMaxJsonDepth = 8;
 // A result in JSON: base64 (4/3 of the bytes), or about 20 text bytes per
 // 8-byte value.
 constexpr uint64_t kJsonResultFactor = 3;
+// A body's reservation grows in steps of at least this.
+constexpr uint64_t kBodyStep = 64 << 10;
+// Bytes of a body past its limit read (and dropped) to answer it; more and
+// the connection is closed.
+constexpr uint64_t kMaxDropped = 1 << 20;
+// A job's JSON nests 4 deep (job, tiles, a tile, its values).
+constexpr size_t kMaxJsonDepth = 8;
 
-absl::string_view Header(mg_connection* c, const char* name) {
-  const char* value = mg_get_header(c, name);
+struct RouteInfo {
+  HttpRoute route;
+  const char* path;
+  const char* method;
+};
+constexpr RouteInfo kRoutes[] = {
+    {HttpRoute::kExecute, "/v1/jobs:execute", "POST"},
+    {HttpRoute::kCapabilities, "/v1/capabilities", "GET"},
+    {HttpRoute::kHealth, "/v1/health", "GET"},
+    {HttpRoute::kLive, "/v2/health/live", "GET"},
+    {HttpRoute::kReady, "/v2/health/ready", "GET"},
+};
+
+const RouteInfo* RouteOf(absl::string_view path) {
+  for (const RouteInfo& r : kRoutes) {
+    if (path == r.path) return &r;
+  }
+  return nullptr;
+}
+
+const RouteInfo* InfoOf(HttpRoute route) {
+  for (const RouteInfo& r : kRoutes) {
+    if (r.route == route) return &r;
+  }
+  return nullptr;
+}
+
+absl::string_view Header(MHD_Connection* c, const char* name) {
+  const char* value = MHD_lookup_connection_value(c, MHD_HEADER_KIND, name);
   return value == nullptr ? absl::string_view() : absl::string_view(value);
 }
 
-bool MethodIs(mg_connection* c, const char* method) {
-  return std::strcmp(mg_get_request_info(c)->request_method, method) == 0;
+// Queues `body` with `status` (and a header `extra` = `value`).
+MHD_Result Respond(MHD_Connection* c, HttpApi::Request* r, int status,
+                   std::string body, const char* extra = nullptr,
+                   const char* value = nullptr) {
+  auto* text = new std::string(std::move(body));
+  MHD_Response* response =
+      MHD_create_response_from_buffer_with_free_callback_cls(
+          text->size(), text->data(),
+          [](void* owned) { delete static_cast<std::string*>(owned); }, text);
+  MHD_add_response_header(response, "Content-Type", kJson);
+  MHD_add_response_header(response, "Cache-Control", "no-store");
+  MHD_add_response_header(response, "X-Content-Type-Options", "nosniff");
+  if (extra != nullptr) MHD_add_response_header(response, extra, value);
+  const MHD_Result queued = MHD_queue_response(c, status, response);
+  MHD_destroy_response(response);
+  r->status = status;
+  return queued;
 }
 
-// 405 unless the request's method is `method` (or HEAD for GET).
-bool MethodAllowed(mg_connection* c, const char* method, int* status) {
-  if (MethodIs(c, method) ||
-      (std::strcmp(method, "GET") == 0 && MethodIs(c, "HEAD"))) {
-    return true;
-  }
-  *status = Send(c, 405, kJson,
-                 ErrorJson(absl::UnimplementedError(absl::StrFormat(
-                     "%s is not allowed on %s; use %s",
-                     mg_get_request_info(c)->request_method,
-                     mg_get_request_info(c)->local_uri, method))) +
-                     "\n",
-                 absl::StrCat("Allow: ", method, "\r\n"));
-  return false;
+MHD_Result RespondError(MHD_Connection* c, HttpApi::Request* r,
+                        const absl::Status& status) {
+  return Respond(c, r, HttpStatusOf(status.code()), ErrorJson(status) + "\n");
 }
 
 std::string ToJson(const google::protobuf::Message& message) {
@@ -67,6 +105,22 @@ std::string ToJson(const google::protobuf::Message& message) {
   // Cannot fail for the server's own messages.
   (void)google::protobuf::util::MessageToJsonString(message, &out, options);
   return out;
+}
+
+// "ipv4:127.0.0.1:40112", as gRPC names a peer.
+std::string PeerOf(MHD_Connection* c) {
+  const MHD_ConnectionInfo* info =
+      MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+  if (info == nullptr || info->client_addr == nullptr) return "unknown";
+  char host[NI_MAXHOST] = "";
+  char port[NI_MAXSERV] = "";
+  const sockaddr* addr = info->client_addr;
+  const socklen_t length =
+      addr->sa_family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
+  getnameinfo(addr, length, host, sizeof host, port, sizeof port,
+              NI_NUMERICHOST | NI_NUMERICSERV);
+  return absl::StrCat(addr->sa_family == AF_INET6 ? "ipv6:[" : "ipv4:", host,
+                      addr->sa_family == AF_INET6 ? "]:" : ":", port);
 }
 
 // Shared memory names objects on the server's machine, for callers on it
@@ -90,10 +144,119 @@ absl::Status RefuseSharedMemory(const v1::Job& job) {
 
 }  // namespace
 
-absl::Status HttpApi::Admit(mg_connection* c, std::string* client) const {
-  // A page of another site may send a simple request here (a browser
-  // sends the Origin of the page with it): only this server's own page
-  // may.
+MHD_Result HttpApi::Callbacks::OnRequest(void* cls, MHD_Connection* c,
+                                         const char* url, const char* method,
+                                         const char* /*version*/,
+                                         const char* upload,
+                                         size_t* upload_size, void** state) {
+  const auto* api = static_cast<const HttpApi*>(cls);
+  auto* r = static_cast<Request*>(*state);
+  if (r == nullptr) {
+    r = new Request;
+    *state = r;
+    r->start = absl::Now();
+    r->path = url;
+    const RouteInfo* route = RouteOf(url);
+    r->route = route != nullptr ? route->route : HttpRoute::kOther;
+    if (route != nullptr && std::strcmp(method, route->method) != 0 &&
+        !(std::strcmp(route->method, "GET") == 0 &&
+          std::strcmp(method, "HEAD") == 0)) {
+      return Respond(c, r, 405,
+                     ErrorJson(absl::UnimplementedError(absl::StrFormat(
+                         "%s is not allowed on %s; use %s", ShortQuote(method),
+                         route->path, route->method))) +
+                         "\n",
+                     "Allow", route->method);
+    }
+    // Refused on its head: the body is never read.
+    if (absl::Status head = api->Head(c, r); !head.ok()) {
+      return RespondError(c, r, head);
+    }
+    return MHD_YES;
+  }
+  if (r->status != 0) {  // answered early: the rest of the body is dropped
+    *upload_size = 0;
+    return MHD_YES;
+  }
+  if (*upload_size > 0) {
+    // libmicrohttpd answers only once the body is in: past the limit the
+    // rest is read and dropped, up to kMaxDropped, then the connection is
+    // closed unanswered (a body declared too large is refused on its head).
+    if (r->refused.ok() &&
+        r->body.size() + *upload_size > api->options_.max_body_bytes) {
+      r->refused = absl::ResourceExhaustedError(absl::StrFormat(
+          "the body is over the limit of %u bytes (--max_message_mb)",
+          api->options_.max_body_bytes));
+    }
+    // What the body holds counts against the caller's share as it
+    // arrives, reserved ahead in steps that double.
+    if (r->refused.ok() && r->body.size() + *upload_size > r->body_reserved) {
+      const uint64_t step = std::max<uint64_t>(
+          {r->body_reserved, kBodyStep,
+           r->body.size() + *upload_size - r->body_reserved});
+      absl::StatusOr<MemoryBudget::Hold> more =
+          api->parts_.budget->Reserve(step, r->share);
+      if (more.ok()) {
+        r->body_holds.push_back(*std::move(more));
+        r->body_reserved += step;
+      } else {
+        r->refused = more.status();
+      }
+    }
+    if (!r->refused.ok()) {
+      if (!r->body.empty()) {
+        std::string().swap(r->body);
+        r->body_holds.clear();
+      }
+      r->dropped += *upload_size;
+      *upload_size = 0;
+      return r->dropped <= kMaxDropped ? MHD_YES : MHD_NO;
+    }
+    r->body.append(upload, *upload_size);
+    *upload_size = 0;
+    return MHD_YES;
+  }
+  if (!r->refused.ok()) return RespondError(c, r, r->refused);
+  return static_cast<MHD_Result>(api->Serve(c, r));
+}
+
+void HttpApi::Callbacks::OnCompleted(void* cls, MHD_Connection* /*c*/,
+                                     void** state,
+                                     MHD_RequestTerminationCode /*how*/) {
+  const auto* api = static_cast<const HttpApi*>(cls);
+  auto* r = static_cast<Request*>(*state);
+  if (r == nullptr) return;
+  const RouteInfo* route = InfoOf(r->route);
+  const std::string name = route != nullptr ? route->path : "other";
+  api->requests_
+      ->With({name, r->status != 0 ? absl::StrCat(r->status) : "none"})
+      .Increment();
+  api->seconds_->With({name}).Observe(
+      absl::ToDoubleSeconds(absl::Now() - r->start));
+  delete r;
+  *state = nullptr;
+}
+
+void HttpApi::Callbacks::OnConnection(void* cls, MHD_Connection* /*c*/,
+                                      void** /*socket_state*/,
+                                      MHD_ConnectionNotificationCode what) {
+  const auto* api = static_cast<const HttpApi*>(cls);
+  api->connections_->fetch_add(what == MHD_CONNECTION_NOTIFY_STARTED ? 1 : -1);
+}
+
+absl::Status HttpApi::Head(MHD_Connection* c, Request* r) const {
+  if (r->route == HttpRoute::kOther) {
+    return absl::NotFoundError(absl::StrFormat(
+        "no such path: %s (POST /v1/jobs:execute, GET /v1/capabilities, GET "
+        "/v1/health)",
+        ShortQuote(r->path, 200)));
+  }
+  // Probes carry no token, as gRPC's health service asks for none.
+  if (r->route != HttpRoute::kExecute && r->route != HttpRoute::kCapabilities) {
+    return absl::OkStatus();
+  }
+  // A page of another site may send a request here (a browser sends the
+  // Origin of the page with it): only this server's own pages may.
   if (const absl::string_view origin = Header(c, "Origin"); !origin.empty()) {
     const absl::string_view host = Header(c, "Host");
     if (origin != absl::StrCat("http://", host) &&
@@ -104,191 +267,149 @@ absl::Status HttpApi::Admit(mg_connection* c, std::string* client) const {
           ShortQuote(origin, 200)));
     }
   }
-  const mg_request_info* info = mg_get_request_info(c);
-  *client = absl::StrCat("http ", info->remote_addr, ":", info->remote_port);
-  if (parts_.auth == nullptr) return absl::OkStatus();
-  const char* header = mg_get_header(c, "Authorization");
-  absl::string_view value = header == nullptr ? "" : header;
-  absl::Status checked = parts_.auth->CheckHeader(header ? &value : nullptr);
-  if (!checked.ok()) {
-    return absl::Status(
-        checked.code(),
-        absl::StrCat(checked.message(),
-                     " (over HTTP: the header \"Authorization: Bearer "
-                     "<token>\")"));
+  std::string client = absl::StrCat("http ", PeerOf(c));
+  if (parts_.auth != nullptr) {
+    const char* header =
+        MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
+    const absl::string_view value = header == nullptr ? "" : header;
+    const absl::string_view* sent = header == nullptr ? nullptr : &value;
+    if (absl::Status checked = parts_.auth->CheckHeader(sent); !checked.ok()) {
+      return absl::Status(
+          checked.code(),
+          absl::StrCat(checked.message(),
+                       " (over HTTP: the header \"Authorization: Bearer "
+                       "<token>\")"));
+    }
+    client = absl::StrCat("token ", parts_.auth->IdentifyHeader(sent));
   }
-  *client = absl::StrCat("token ", parts_.auth->IdentifyHeader(&value));
+  if (r->route != HttpRoute::kExecute) return absl::OkStatus();
+  if (!absl::StartsWith(Header(c, "Content-Type"), kJson)) {
+    return absl::InvalidArgumentError(
+        "the body must be a job in JSON, sent with \"Content-Type: "
+        "application/json\"");
+  }
+  uint64_t declared = 0;
+  if (const absl::string_view length = Header(c, "Content-Length");
+      !length.empty() && absl::SimpleAtoi(length, &declared) &&
+      declared > options_.max_body_bytes) {
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "the body is %u bytes, over the limit of %u (--max_message_mb)",
+        declared, options_.max_body_bytes));
+  }
+  r->share = parts_.budget->ShareOf(client);
+  if (declared > 0) {  // the body's bytes, before any arrives
+    absl::StatusOr<MemoryBudget::Hold> body =
+        parts_.budget->Reserve(declared, r->share);
+    if (!body.ok()) return body.status();
+    r->body_holds.push_back(*std::move(body));
+    r->body_reserved = declared;
+    r->body.reserve(declared);
+  }
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::string> HttpApi::ReadBody(mg_connection* c) const {
-  const int64_t declared = mg_get_request_info(c)->content_length;
-  const uint64_t limit = options_.max_body_bytes;
-  if (declared > 0 && static_cast<uint64_t>(declared) > limit) {
-    return absl::ResourceExhaustedError(absl::StrFormat(
-        "the body is %d bytes, over the limit of %u (--max_message_mb)",
-        declared, limit));
-  }
-  const absl::Time deadline = absl::Now() + options_.request_timeout;
-  std::string body;
-  if (declared > 0) body.reserve(declared);
-  char chunk[16384];
-  while (true) {
-    const int n = mg_read(c, chunk, sizeof chunk);
-    if (n == 0) break;
-    if (n < 0) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "the body ended after %u bytes, before its end", body.size()));
+int HttpApi::Serve(MHD_Connection* c, Request* r) const {
+  switch (r->route) {
+    case HttpRoute::kExecute:
+      return ServeExecute(c, r);
+    case HttpRoute::kCapabilities:
+      return Respond(c, r, 200, ToJson(parts_.dispatcher->capabilities()));
+    case HttpRoute::kHealth: {
+      const bool ready = parts_.ready();
+      return Respond(c, r, ready ? 200 : 503,
+                     ready ? "{\"status\": \"SERVING\"}\n"
+                           : "{\"status\": \"NOT_SERVING\"}\n");
     }
-    if (body.size() + n > limit) {
-      return absl::ResourceExhaustedError(absl::StrFormat(
-          "the body is over the limit of %u bytes (--max_message_mb)", limit));
-    }
-    body.append(chunk, n);
-    if (absl::Now() > deadline) {
-      return absl::DeadlineExceededError(absl::StrFormat(
-          "the body took longer than %s to arrive (--http_request_timeout)",
-          absl::FormatDuration(options_.request_timeout)));
-    }
+    case HttpRoute::kLive:
+      return Respond(c, r, 200, "");
+    case HttpRoute::kReady:
+      return Respond(c, r, parts_.ready() ? 200 : 503, "");
+    case HttpRoute::kOther:
+      break;
   }
-  if (declared >= 0 && body.size() != static_cast<uint64_t>(declared)) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("the body has %u of the %d bytes its Content-Length "
-                        "declares",
-                        body.size(), declared));
-  }
-  return body;
+  return MHD_NO;  // Head refused it
 }
 
-int HttpApi::ServeExecute(mg_connection* c) const {
-  int status = 0;
-  if (!MethodAllowed(c, "POST", &status)) return status;
-  std::string client;
-  if (absl::Status admitted = Admit(c, &client); !admitted.ok()) {
-    return SendError(c, admitted);
+int HttpApi::ServeExecute(MHD_Connection* c, Request* r) const {
+  if (r->job != nullptr) {  // resumed: its job was answered
+    if (!r->job->status.ok()) return RespondError(c, r, r->job->status);
+    return Respond(c, r, 200, std::move(r->job->json));
   }
-  if (!absl::StartsWith(Header(c, "Content-Type"), kJson)) {
-    return SendError(c, absl::InvalidArgumentError(
-                            "the body must be a job in JSON, sent with "
-                            "\"Content-Type: application/json\""));
-  }
-  std::shared_ptr<MemoryBudget::Share> share = parts_.budget->ShareOf(client);
-  absl::StatusOr<std::string> body = ReadBody(c);
-  if (!body.ok()) return SendError(c, body.status());
   const EngineLimits& limits = parts_.dispatcher->job_limits();
   // The job, its two maps, and per tile its own object and a slice's.
   const JsonBounds bounds{
       8 + 4 * limits.max_tiles_per_job + limits.max_instructions_per_job,
       kMaxJsonDepth};
-  if (absl::Status scanned = ScanJson(*body, bounds); !scanned.ok()) {
-    return SendError(c, scanned);
+  if (absl::Status scanned = ScanJson(r->body, bounds); !scanned.ok()) {
+    return RespondError(c, r, scanned);
   }
-  v1::Job job;
+  auto job = std::make_shared<HttpJob>();
   {
     absl::StatusOr<MemoryBudget::Hold> parsing =
-        parts_.budget->Reserve(body->size() * kJsonParseFactor, share);
-    if (!parsing.ok()) return SendError(c, parsing.status());
+        parts_.budget->Reserve(r->body.size() * kJsonParseFactor, r->share);
+    if (!parsing.ok()) return RespondError(c, r, parsing.status());
     google::protobuf::util::JsonParseOptions options;
     options.ignore_unknown_fields = false;
-    const auto parsed =
-        google::protobuf::util::JsonStringToMessage(*body, &job, options);
+    const auto parsed = google::protobuf::util::JsonStringToMessage(
+        r->body, &job->job, options);
     if (!parsed.ok()) {
-      return SendError(c, absl::InvalidArgumentError(absl::StrCat(
+      return RespondError(c, r,
+                          absl::InvalidArgumentError(absl::StrCat(
                               "the body is not a ptoserve.v1.Job in JSON: ",
                               std::string(parsed.message()))));
     }
   }
-  body->clear();
-  body->shrink_to_fit();
-  if (absl::Status local = RefuseSharedMemory(job); !local.ok()) {
-    return SendError(c, local);
+  std::string().swap(r->body);
+  r->body_holds.clear();
+  if (absl::Status local = RefuseSharedMemory(job->job); !local.ok()) {
+    return RespondError(c, r, local);
   }
-  CallInfo call;
-  call.share = share;
-  call.caller_uid = []() -> absl::StatusOr<uid_t> {
+  job->call.share = r->share;
+  job->call.caller_uid = []() -> absl::StatusOr<uid_t> {
     return absl::FailedPreconditionError(
         "shared memory is served over gRPC only");
   };
-  // Shared with `done`, which may still be returning on another thread
-  // when this one has its answer.
-  struct Outcome {
-    absl::Notification done;
-    absl::Status status;
-    std::string json;
-    MemoryBudget::Hold hold;
-  };
-  auto outcome = std::make_shared<Outcome>();
-  v1::JobResult result;
   JobRequest request;
-  request.job = &job;
-  request.request_bytes = job.ByteSizeLong();
-  request.call = &call;
+  request.job = &job->job;
+  request.request_bytes = job->job.ByteSizeLong();
+  request.call = &job->call;
+  // A small job runs on this thread when the scheduler is idle; the others
+  // wait with their connection suspended.
   request.run_here = true;
-  request.result = &result;
-  request.done = [budget = parts_.budget, outcome, share](
-                     absl::StatusOr<v1::JobResult*> r,
+  request.result = &job->result;
+  request.done = [budget = parts_.budget, job, share = r->share, c](
+                     absl::StatusOr<v1::JobResult*> result,
                      MemoryBudget::Hold hold) {
-    outcome->hold = std::move(hold);
-    if (r.ok()) {
+    job->hold = std::move(hold);
+    if (result.ok()) {
       // The JSON beside the result it is made from.
       absl::StatusOr<MemoryBudget::Hold> json =
-          budget->Reserve((*r)->ByteSizeLong() * kJsonResultFactor, share);
+          budget->Reserve((*result)->ByteSizeLong() * kJsonResultFactor, share);
       if (json.ok()) {
-        outcome->json = ToJson(**r);
+        job->json = ToJson(**result);
       } else {
-        outcome->status = json.status();
+        job->status = json.status();
       }
     } else {
-      outcome->status = r.status();
+      job->status = result.status();
     }
-    outcome->done.Notify();
+    absl::MutexLock lock(&job->mu);
+    job->done = true;
+    if (job->suspended) MHD_resume_connection(c);
   };
+  r->job = job;
   const Dispatched dispatched = parts_.dispatcher->Dispatch(std::move(request));
-  if (!dispatched.status.ok()) return SendError(c, dispatched.status);
-  outcome->done.WaitForNotification();
-  if (!outcome->status.ok()) return SendError(c, outcome->status);
-  return Send(c, 200, kJson, outcome->json);
-}
-
-int HttpApi::ServeCapabilities(mg_connection* c) const {
-  int status = 0;
-  if (!MethodAllowed(c, "GET", &status)) return status;
-  std::string client;
-  if (absl::Status admitted = Admit(c, &client); !admitted.ok()) {
-    return SendError(c, admitted);
+  if (!dispatched.status.ok()) return RespondError(c, r, dispatched.status);
+  {
+    absl::MutexLock lock(&job->mu);
+    if (!job->done) {
+      job->suspended = true;
+      MHD_suspend_connection(c);
+      return MHD_YES;
+    }
   }
-  return Send(c, 200, kJson, ToJson(parts_.dispatcher->capabilities()));
-}
-
-// Health needs no token, as gRPC's health service does not: probes and
-// load balancers carry none.
-int HttpApi::ServeHealth(mg_connection* c) const {
-  int status = 0;
-  if (!MethodAllowed(c, "GET", &status)) return status;
-  const bool ready = parts_.ready();
-  return Send(c, ready ? 200 : 503, kJson,
-              ready ? "{\"status\": \"SERVING\"}\n"
-                    : "{\"status\": \"NOT_SERVING\"}\n");
-}
-
-int HttpApi::ServeLive(mg_connection* c) const {
-  int status = 0;
-  if (!MethodAllowed(c, "GET", &status)) return status;
-  return Send(c, 200, kJson, "");
-}
-
-int HttpApi::ServeReady(mg_connection* c) const {
-  int status = 0;
-  if (!MethodAllowed(c, "GET", &status)) return status;
-  return Send(c, parts_.ready() ? 200 : 503, kJson, "");
-}
-
-int HttpApi::ServeOther(mg_connection* c) const {
-  return SendError(
-      c, absl::NotFoundError(absl::StrFormat(
-             "no such path: %s (POST /v1/jobs:execute, GET /v1/capabilities, "
-             "GET /v1/health)",
-             ShortQuote(mg_get_request_info(c)->local_uri, 200))));
+  if (!job->status.ok()) return RespondError(c, r, job->status);
+  return Respond(c, r, 200, std::move(job->json));
 }
 
 }  // namespace ptoserve

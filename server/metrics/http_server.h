@@ -1,6 +1,6 @@
 // An HTTP server on civetweb (Debian's libcivetweb): started on an address
 // with a bounded number of threads and timeouts, and stopped promptly. The
-// metrics endpoint and the HTTP/JSON API each run one.
+// metrics endpoint runs one.
 #ifndef PTOSERVE_SERVER_METRICS_HTTP_SERVER_H_
 #define PTOSERVE_SERVER_METRICS_HTTP_SERVER_H_
 

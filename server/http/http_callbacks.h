@@ -1,0 +1,75 @@
+// HttpApi's own: libmicrohttpd's callbacks and the state of one request,
+// shared by http_api.cc (which starts the daemon) and http_routes.cc (what
+// each route does).
+#ifndef PTOSERVE_SERVER_HTTP_HTTP_CALLBACKS_H_
+#define PTOSERVE_SERVER_HTTP_HTTP_CALLBACKS_H_
+
+#include <microhttpd.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "ptoserve/v1/job.pb.h"
+#include "server/http/http_api.h"
+#include "server/jobs/dispatcher.h"
+#include "server/jobs/memory_budget.h"
+
+namespace ptoserve {
+
+enum class HttpRoute {
+  kExecute,
+  kCapabilities,
+  kHealth,
+  kLive,
+  kReady,
+  kOther
+};
+
+// A job dispatched for a request; shared with the job's done, which may
+// still be returning on another thread when the request is answered.
+struct HttpJob {
+  v1::Job job;
+  v1::JobResult result;
+  CallInfo call;
+  absl::Mutex mu;
+  bool done ABSL_GUARDED_BY(mu) = false;
+  bool suspended ABSL_GUARDED_BY(mu) = false;
+  // Set before `done`, read after it.
+  absl::Status status;
+  std::string json;
+  MemoryBudget::Hold hold;  // until the answer is sent
+};
+
+struct HttpApi::Request {
+  HttpRoute route = HttpRoute::kOther;
+  std::string path;
+  absl::Time start;
+  int status = 0;        // the HTTP status answered; 0: none yet
+  absl::Status refused;  // found while the body arrived
+  uint64_t dropped = 0;  // bytes of the body past its limit
+  // The body's part of the memory budget, reserved ahead of its bytes.
+  std::vector<MemoryBudget::Hold> body_holds;
+  uint64_t body_reserved = 0;
+  std::string body;
+  std::shared_ptr<MemoryBudget::Share> share;
+  std::shared_ptr<HttpJob> job;  // once dispatched
+};
+
+struct HttpApi::Callbacks {
+  static MHD_Result OnRequest(void* api, MHD_Connection* c, const char* url,
+                              const char* method, const char* version,
+                              const char* upload, size_t* upload_size,
+                              void** state);
+  static void OnCompleted(void* api, MHD_Connection* c, void** state,
+                          MHD_RequestTerminationCode how);
+  static void OnConnection(void* api, MHD_Connection* c, void** socket_state,
+                           MHD_ConnectionNotificationCode what);
+};
+
+}  // namespace ptoserve
+
+#endif  // PTOSERVE_SERVER_HTTP_HTTP_CALLBACKS_H_
