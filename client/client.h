@@ -160,11 +160,12 @@ class Client {
   }
 
   const std::shared_ptr<grpc::Channel>& channel() const { return channel_; }
+  // Sets a call's deadline and credentials, as this client's own calls
+  // have them (for calls made on channel() directly).
+  void ConfigureContext(grpc::ClientContext* context) const;
 
  private:
   Client(std::shared_ptr<grpc::Channel> channel, const ClientOptions& options);
-  // Sets the call's deadline and credentials.
-  void ConfigureContext(grpc::ClientContext* context) const;
   // Calls `method` of `stub` with `request`, its context configured;
   // gRPC's error as a Status.
   template <typename Stub, typename Request, typename Response>

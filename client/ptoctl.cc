@@ -3,7 +3,8 @@
 //   ptoctl [--server=HOST:PORT] capabilities | health | tand | txor |
 //          run JOB.json|PROGRAM.pto|- [--tile ...] [--trace=OUT.json]
 //          [--ub-map] | fmt PROGRAM.pto|- |
-//          stream JOBS.jsonl|-
+//          stream JOBS.jsonl|- | list [SERVICE] | describe SYMBOL |
+//          call SERVICE/METHOD -d JSON|@FILE|-
 //
 // See `ptoctl --help` and README.md for the flags of each command.
 #include <grpc/support/log.h>
@@ -21,6 +22,7 @@
 #include "client/ptoctl_flags.h"
 #include "client/ptoctl_job_commands.h"
 #include "client/ptoctl_print.h"
+#include "client/ptoctl_reflection.h"
 #include "client/ptoctl_server_commands.h"
 #include "common/cli_help.h"
 #include "core/ops.h"
@@ -57,6 +59,13 @@ constexpr char kUsage[] =
     "  stream FILE      send one JSON job per line over one stream; results\n"
     "                   print as jobs finish (a job without an id gets its\n"
     "                   line number)\n"
+    "  list [SERVICE]   the services the server lists, or SERVICE's methods\n"
+    "                   (through server reflection, as grpcurl list)\n"
+    "  describe SYMBOL  a service, method, message, field or enum with its\n"
+    "                   comments (as grpcurl describe)\n"
+    "  call SERVICE/METHOD -d JSON|@FILE|-\n"
+    "                   call any unary method the server lists, the request\n"
+    "                   and response in proto3 JSON (as grpcurl -d)\n"
     "FILE may be - for standard input. The token may also come from\n"
     "$PTOSERVE_TOKEN. A server error exits 1, a usage error 2.\n"
     "\n"
@@ -91,6 +100,20 @@ int Main(const std::vector<char*>& args, const std::vector<std::string>& tiles,
     return UsageError(
         "--ub-map prints text, not JSON: with --json the result's events "
         "carry the operands");
+  }
+  if (!absl::GetFlag(FLAGS_d).empty() && command != "call") {
+    return UsageError("-d is for call only");
+  }
+  if (command == "list") {
+    if (extra > 1) return UsageError("list takes at most one SERVICE");
+    return List(extra == 1 ? args[2] : "");
+  }
+  if (command == "describe" || command == "call") {
+    if (extra != 1) {
+      return UsageError(command == "call" ? "call takes one SERVICE/METHOD"
+                                          : "describe takes one SYMBOL");
+    }
+    return command == "call" ? CallMethod(args[2]) : Describe(args[2]);
   }
   if (command == "unregister") {
     if (extra != 1) return UsageError("unregister takes one region NAME");

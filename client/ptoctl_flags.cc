@@ -75,3 +75,6 @@ ABSL_FLAG(std::string, trace, "",
           "chrome://tracing). The result still prints.");
 ABSL_FLAG(std::string, service, "",
           "health: the service to ask about (default: the server).");
+ABSL_FLAG(std::string, d, "",
+          "call: the request in proto3 JSON, @FILE, or - for standard input "
+          "(as grpcurl's -d; default {}).");

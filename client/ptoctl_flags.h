@@ -20,5 +20,6 @@ ABSL_DECLARE_FLAG(bool, shm);
 ABSL_DECLARE_FLAG(std::string, target);
 ABSL_DECLARE_FLAG(std::string, trace);
 ABSL_DECLARE_FLAG(std::string, service);
+ABSL_DECLARE_FLAG(std::string, d);
 
 #endif  // PTOSERVE_CLIENT_PTOCTL_FLAGS_H_

@@ -1,0 +1,336 @@
+#include "client/reflection_client.h"
+
+#include <grpcpp/generic/generic_stub.h>
+#include <grpcpp/grpcpp.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <mutex>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "google/protobuf/descriptor.pb.h"
+#include "google/protobuf/util/json_util.h"
+#include "grpc/reflection/v1/reflection.grpc.pb.h"
+#include "grpc/reflection/v1alpha/reflection.grpc.pb.h"
+
+namespace ptoserve {
+
+namespace {
+
+absl::Status FromGrpc(const grpc::Status& status, absl::string_view what) {
+  return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
+                      absl::StrCat(what, ": ", status.error_message()));
+}
+
+// One question on a stream of its own, in either reflection version; the
+// answers' error, service names and files.
+struct Answer {
+  grpc::Status status;
+  std::string error;  // the server's ErrorResponse, if any
+  std::vector<std::string> services;
+  std::vector<std::string> files;  // serialized FileDescriptorProtos
+};
+
+template <typename Service, typename Request, typename Response>
+Answer Ask(const std::shared_ptr<grpc::Channel>& channel,
+           const std::function<void(grpc::ClientContext*)>& configure,
+           const Request& request) {
+  auto stub = Service::NewStub(channel);
+  grpc::ClientContext context;
+  configure(&context);
+  auto stream = stub->ServerReflectionInfo(&context);
+  Answer answer;
+  stream->Write(request);
+  stream->WritesDone();
+  Response response;
+  while (stream->Read(&response)) {
+    if (response.has_error_response()) {
+      answer.error = response.error_response().error_message();
+    }
+    for (const auto& s : response.list_services_response().service()) {
+      answer.services.push_back(s.name());
+    }
+    for (const std::string& f :
+         response.file_descriptor_response().file_descriptor_proto()) {
+      answer.files.push_back(f);
+    }
+  }
+  answer.status = stream->Finish();
+  return answer;
+}
+
+// "pkg.Service/Method" or "pkg.Service.Method" -> both parts.
+bool SplitMethod(const std::string& name, std::string* service,
+                 std::string* method) {
+  size_t cut = name.rfind('/');
+  if (cut == std::string::npos) cut = name.rfind('.');
+  if (cut == std::string::npos || cut == 0 || cut + 1 == name.size()) {
+    return false;
+  }
+  *service = name.substr(0, cut);
+  *method = name.substr(cut + 1);
+  return true;
+}
+
+// Whether `pool` defines `name`, of whatever kind.
+bool Defines(const google::protobuf::DescriptorPool& pool,
+             const std::string& name) {
+  return pool.FindServiceByName(name) != nullptr ||
+         pool.FindMethodByName(name) != nullptr ||
+         pool.FindMessageTypeByName(name) != nullptr ||
+         pool.FindEnumTypeByName(name) != nullptr ||
+         pool.FindFieldByName(name) != nullptr ||
+         pool.FindEnumValueByName(name) != nullptr;
+}
+
+// The definition of a descriptor in .proto syntax, with its comments.
+template <typename Descriptor>
+std::string Definition(const Descriptor& d) {
+  google::protobuf::DebugStringOptions options;
+  options.include_comments = true;
+  return d.DebugStringWithOptions(options);
+}
+
+}  // namespace
+
+ReflectionClient::ReflectionClient(
+    std::shared_ptr<grpc::Channel> channel,
+    std::function<void(grpc::ClientContext*)> configure)
+    : channel_(std::move(channel)), configure_(std::move(configure)) {}
+
+absl::StatusOr<std::vector<std::string>> ReflectionClient::ListServices() {
+  Answer answer;
+  if (!v1alpha_) {
+    grpc::reflection::v1::ServerReflectionRequest request;
+    request.set_list_services("");
+    answer = Ask<grpc::reflection::v1::ServerReflection,
+                 grpc::reflection::v1::ServerReflectionRequest,
+                 grpc::reflection::v1::ServerReflectionResponse>(
+        channel_, configure_, request);
+    v1alpha_ = answer.status.error_code() == grpc::StatusCode::UNIMPLEMENTED;
+  }
+  if (v1alpha_) {
+    grpc::reflection::v1alpha::ServerReflectionRequest request;
+    request.set_list_services("");
+    answer = Ask<grpc::reflection::v1alpha::ServerReflection,
+                 grpc::reflection::v1alpha::ServerReflectionRequest,
+                 grpc::reflection::v1alpha::ServerReflectionResponse>(
+        channel_, configure_, request);
+  }
+  if (!answer.status.ok()) {
+    return FromGrpc(answer.status, "server reflection");
+  }
+  std::sort(answer.services.begin(), answer.services.end());
+  return answer.services;
+}
+
+absl::StatusOr<std::vector<std::string>> ReflectionClient::FilesContaining(
+    const std::string& symbol) {
+  Answer answer;
+  if (!v1alpha_) {
+    grpc::reflection::v1::ServerReflectionRequest request;
+    request.set_file_containing_symbol(symbol);
+    answer = Ask<grpc::reflection::v1::ServerReflection,
+                 grpc::reflection::v1::ServerReflectionRequest,
+                 grpc::reflection::v1::ServerReflectionResponse>(
+        channel_, configure_, request);
+    v1alpha_ = answer.status.error_code() == grpc::StatusCode::UNIMPLEMENTED;
+  }
+  if (v1alpha_) {
+    grpc::reflection::v1alpha::ServerReflectionRequest request;
+    request.set_file_containing_symbol(symbol);
+    answer = Ask<grpc::reflection::v1alpha::ServerReflection,
+                 grpc::reflection::v1alpha::ServerReflectionRequest,
+                 grpc::reflection::v1alpha::ServerReflectionResponse>(
+        channel_, configure_, request);
+  }
+  if (!answer.status.ok()) {
+    return FromGrpc(answer.status, "server reflection");
+  }
+  if (!answer.error.empty() || answer.files.empty()) {
+    return absl::NotFoundError(
+        absl::StrCat("the server knows no symbol ", symbol,
+                     answer.error.empty() ? "" : ": ", answer.error));
+  }
+  return answer.files;
+}
+
+absl::Status ReflectionClient::Load(const std::string& symbol) {
+  if (Defines(pool_, symbol)) return absl::OkStatus();
+  absl::StatusOr<std::vector<std::string>> files = FilesContaining(symbol);
+  if (!files.ok()) return files.status();
+  std::vector<google::protobuf::FileDescriptorProto> protos;
+  for (const std::string& bytes : *files) {
+    if (!protos.emplace_back().ParseFromString(bytes)) {
+      return absl::DataLossError(
+          "the server sent a file descriptor that does not parse");
+    }
+  }
+  // Each file after the files it imports (a server sends a file's imports
+  // with it; gRPC's does).
+  std::function<absl::Status(const std::string&, int)> build =
+      [&](const std::string& name, int depth) -> absl::Status {
+    if (pool_.FindFileByName(name) != nullptr) return absl::OkStatus();
+    if (depth > 64) return absl::DataLossError("imports nest past 64");
+    for (const auto& f : protos) {
+      if (f.name() != name) continue;
+      for (const std::string& dep : f.dependency()) {
+        if (absl::Status s = build(dep, depth + 1); !s.ok()) return s;
+      }
+      if (pool_.BuildFile(f) == nullptr) {
+        return absl::DataLossError(
+            absl::StrCat("the server's ", name, " does not build"));
+      }
+      return absl::OkStatus();
+    }
+    return absl::DataLossError(
+        absl::StrCat("the server did not send ", name, ", which is imported"));
+  };
+  for (const auto& f : protos) {
+    if (absl::Status s = build(f.name(), 0); !s.ok()) return s;
+  }
+  if (!Defines(pool_, symbol)) {
+    return absl::NotFoundError(
+        absl::StrCat("the server knows no symbol ", symbol));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<std::string>> ReflectionClient::ListMethods(
+    const std::string& service) {
+  if (absl::Status s = Load(service); !s.ok()) return s;
+  const auto* found = pool_.FindServiceByName(service);
+  if (found == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(service, " is not a service"));
+  }
+  std::vector<std::string> methods;
+  for (int i = 0; i < found->method_count(); ++i) {
+    methods.push_back(found->method(i)->full_name());
+  }
+  return methods;
+}
+
+absl::StatusOr<std::string> ReflectionClient::Describe(
+    const std::string& symbol) {
+  // A method may be named with a slash, as calls are.
+  std::string name = symbol;
+  if (size_t slash = name.rfind('/'); slash != std::string::npos) {
+    name[slash] = '.';
+  }
+  // A field or enum value is defined by its parent's file.
+  absl::Status loaded = Load(name);
+  if (!loaded.ok() && name.rfind('.') != std::string::npos) {
+    if (Load(name.substr(0, name.rfind('.'))).ok()) loaded = absl::OkStatus();
+  }
+  if (!loaded.ok()) return loaded;
+  if (const auto* d = pool_.FindServiceByName(name)) {
+    return absl::StrCat(name, " is a service:\n", Definition(*d));
+  }
+  if (const auto* d = pool_.FindMethodByName(name)) {
+    return absl::StrCat(name, " is a method:\n", Definition(*d));
+  }
+  if (const auto* d = pool_.FindMessageTypeByName(name)) {
+    return absl::StrCat(name, " is a message:\n", Definition(*d));
+  }
+  if (const auto* d = pool_.FindEnumTypeByName(name)) {
+    return absl::StrCat(name, " is an enum:\n", Definition(*d));
+  }
+  if (const auto* d = pool_.FindFieldByName(name)) {
+    return absl::StrCat(name, " is a field:\n", Definition(*d));
+  }
+  if (const auto* d = pool_.FindEnumValueByName(name)) {
+    return absl::StrCat(name, " is an enum value:\n", Definition(*d));
+  }
+  return absl::NotFoundError(absl::StrCat("the server knows no symbol ", name));
+}
+
+absl::StatusOr<std::string> ReflectionClient::Call(
+    const std::string& method_name, const std::string& request_json) {
+  std::string service_name, short_name;
+  if (!SplitMethod(method_name, &service_name, &short_name)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        method_name,
+        " is not SERVICE/METHOD, e.g. grpc.health.v1.Health/Check"));
+  }
+  if (absl::Status s = Load(service_name); !s.ok()) return s;
+  const auto* service = pool_.FindServiceByName(service_name);
+  if (service == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(service_name, " is not a service"));
+  }
+  const auto* method = service->FindMethodByName(short_name);
+  if (method == nullptr) {
+    std::vector<std::string> names;
+    for (int i = 0; i < service->method_count(); ++i) {
+      names.push_back(service->method(i)->name());
+    }
+    return absl::InvalidArgumentError(
+        absl::StrCat(service_name, " has no method ", short_name, " (it has ",
+                     absl::StrJoin(names, ", "), ")"));
+  }
+  if (method->client_streaming() || method->server_streaming()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        method->full_name(),
+        " streams; call takes unary methods (ptoctl stream sends jobs over "
+        "ExecuteStream)"));
+  }
+  std::unique_ptr<google::protobuf::Message> request(
+      factory_.GetPrototype(method->input_type())->New());
+  const auto parsed =
+      google::protobuf::util::JsonStringToMessage(request_json, request.get());
+  if (!parsed.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the request is not a ", method->input_type()->full_name(),
+                     " in JSON: ", std::string(parsed.message())));
+  }
+  grpc::ByteBuffer request_bytes;
+  {
+    std::string bytes;
+    request->SerializeToString(&bytes);
+    grpc::Slice slice(bytes);
+    request_bytes = grpc::ByteBuffer(&slice, 1);
+  }
+  grpc::GenericStub stub(channel_);
+  grpc::ClientContext context;
+  configure_(&context);
+  grpc::ByteBuffer reply_bytes;
+  grpc::Status status;
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  stub.UnaryCall(&context, absl::StrCat("/", service_name, "/", short_name),
+                 grpc::StubOptions(), &request_bytes, &reply_bytes,
+                 [&](grpc::Status s) {
+                   std::lock_guard<std::mutex> lock(mu);
+                   status = std::move(s);
+                   done = true;
+                   cv.notify_one();
+                 });
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return done; });
+  }
+  if (!status.ok()) return FromGrpc(status, method->full_name());
+  std::vector<grpc::Slice> slices;
+  reply_bytes.Dump(&slices);
+  std::string bytes;
+  for (const grpc::Slice& s : slices) {
+    bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
+  }
+  std::unique_ptr<google::protobuf::Message> reply(
+      factory_.GetPrototype(method->output_type())->New());
+  if (!reply->ParseFromString(bytes)) {
+    return absl::DataLossError(absl::StrCat(
+        "the reply is not a ", method->output_type()->full_name()));
+  }
+  google::protobuf::util::JsonPrintOptions options;
+  options.add_whitespace = true;
+  std::string json;
+  (void)google::protobuf::util::MessageToJsonString(*reply, &json, options);
+  return json;
+}
+
+}  // namespace ptoserve

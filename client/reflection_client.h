@@ -1,0 +1,62 @@
+// What grpcurl does, through server reflection alone: the services a
+// server lists, any symbol's definition (with its comments), and a call of
+// any unary method with a request in proto3 JSON. ptoctl list, describe
+// and call use it.
+#ifndef PTOSERVE_CLIENT_REFLECTION_CLIENT_H_
+#define PTOSERVE_CLIENT_REFLECTION_CLIENT_H_
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "google/protobuf/descriptor.h"
+#include "google/protobuf/dynamic_message.h"
+#include "grpcpp/channel.h"
+#include "grpcpp/client_context.h"
+
+namespace ptoserve {
+
+class ReflectionClient {
+ public:
+  // `configure` sets each call's deadline and credentials.
+  ReflectionClient(std::shared_ptr<grpc::Channel> channel,
+                   std::function<void(grpc::ClientContext*)> configure);
+
+  // The services the server lists, sorted.
+  absl::StatusOr<std::vector<std::string>> ListServices();
+
+  // The fully-qualified methods of `service` ("pkg.Service.Method").
+  absl::StatusOr<std::vector<std::string>> ListMethods(
+      const std::string& service);
+
+  // `symbol` (a service, method, message, field, enum or enum value) as
+  // grpcurl describes it: "NAME is a message:" and its definition in
+  // .proto syntax with its comments.
+  absl::StatusOr<std::string> Describe(const std::string& symbol);
+
+  // Calls the unary method `method` ("pkg.Service/Method" or
+  // "pkg.Service.Method") with `request_json`; its response in proto3 JSON.
+  // INVALID_ARGUMENT for JSON that is not the request message, or a
+  // streaming method.
+  absl::StatusOr<std::string> Call(const std::string& method,
+                                   const std::string& request_json);
+
+ private:
+  // Loads the file that defines `symbol`, and its imports, into the pool.
+  absl::Status Load(const std::string& symbol);
+  // Asks the server one reflection question (v1, else v1alpha).
+  absl::StatusOr<std::vector<std::string>> FilesContaining(
+      const std::string& symbol);
+
+  std::shared_ptr<grpc::Channel> channel_;
+  std::function<void(grpc::ClientContext*)> configure_;
+  google::protobuf::DescriptorPool pool_;
+  google::protobuf::DynamicMessageFactory factory_{&pool_};
+  bool v1alpha_ = false;  // the server has no grpc.reflection.v1
+};
+
+}  // namespace ptoserve
+
+#endif  // PTOSERVE_CLIENT_REFLECTION_CLIENT_H_
