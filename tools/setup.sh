@@ -25,6 +25,8 @@ packages=(
   python3-yaml openssl clang-format
   python3-grpcio python3-protobuf python3-numpy python3-venv python3-wheel
   python3-h2
+  # The playground's test drives Debian's chromium, headless.
+  chromium
 )
 for extra in "$@"; do
   case "$extra" in

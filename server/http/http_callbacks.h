@@ -21,6 +21,7 @@
 namespace ptoserve {
 
 enum class HttpRoute {
+  kPage,
   kExecute,
   kCapabilities,
   kHealth,

@@ -18,6 +18,7 @@
 #include "server/http/http_api.h"
 #include "server/http/http_callbacks.h"
 #include "server/http/json_scan.h"
+#include "server/http/playground_page.h"
 
 namespace ptoserve {
 
@@ -49,6 +50,7 @@ struct RouteInfo {
   const char* method;
 };
 constexpr RouteInfo kRoutes[] = {
+    {HttpRoute::kPage, "/", "GET"},
     {HttpRoute::kExecute, "/v1/jobs:execute", "POST"},
     {HttpRoute::kCapabilities, "/v1/capabilities", "GET"},
     {HttpRoute::kHealth, "/v1/health", "GET"},
@@ -75,16 +77,24 @@ absl::string_view Header(MHD_Connection* c, const char* name) {
   return value == nullptr ? absl::string_view() : absl::string_view(value);
 }
 
+// The page's own rules: its script and style are inline, and it may talk
+// to this server only; no other site may frame it.
+constexpr char kPageSecurity[] =
+    "default-src 'none'; script-src 'unsafe-inline'; style-src "
+    "'unsafe-inline'; connect-src 'self' blob:; img-src 'self' data: blob:; "
+    "frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
+
 // Queues `body` with `status` (and a header `extra` = `value`).
 MHD_Result Respond(MHD_Connection* c, HttpApi::Request* r, int status,
                    std::string body, const char* extra = nullptr,
-                   const char* value = nullptr) {
+                   const char* value = nullptr,
+                   const char* content_type = kJson) {
   auto* text = new std::string(std::move(body));
   MHD_Response* response =
       MHD_create_response_from_buffer_with_free_callback_cls(
           text->size(), text->data(),
           [](void* owned) { delete static_cast<std::string*>(owned); }, text);
-  MHD_add_response_header(response, "Content-Type", kJson);
+  MHD_add_response_header(response, "Content-Type", content_type);
   MHD_add_response_header(response, "Cache-Control", "no-store");
   MHD_add_response_header(response, "X-Content-Type-Options", "nosniff");
   if (extra != nullptr) MHD_add_response_header(response, extra, value);
@@ -247,11 +257,12 @@ void HttpApi::Callbacks::OnConnection(void* cls, MHD_Connection* /*c*/,
 absl::Status HttpApi::Head(MHD_Connection* c, Request* r) const {
   if (r->route == HttpRoute::kOther) {
     return absl::NotFoundError(absl::StrFormat(
-        "no such path: %s (POST /v1/jobs:execute, GET /v1/capabilities, GET "
-        "/v1/health)",
+        "no such path: %s (GET / for the playground, POST /v1/jobs:execute, "
+        "GET /v1/capabilities, GET /v1/health)",
         ShortQuote(r->path, 200)));
   }
-  // Probes carry no token, as gRPC's health service asks for none.
+  // The page and the probes need no token (gRPC's health service asks for
+  // none); what the page runs does.
   if (r->route != HttpRoute::kExecute && r->route != HttpRoute::kCapabilities) {
     return absl::OkStatus();
   }
@@ -312,6 +323,9 @@ int HttpApi::Serve(MHD_Connection* c, Request* r) const {
   switch (r->route) {
     case HttpRoute::kExecute:
       return ServeExecute(c, r);
+    case HttpRoute::kPage:
+      return Respond(c, r, 200, kPlaygroundPage, "Content-Security-Policy",
+                     kPageSecurity, "text/html; charset=utf-8");
     case HttpRoute::kCapabilities:
       return Respond(c, r, 200, ToJson(parts_.dispatcher->capabilities()));
     case HttpRoute::kHealth: {
