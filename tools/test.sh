@@ -123,7 +123,8 @@ fi
 # our own code; see tools/tsan/ and docs/RELIABILITY.md. Left to the plain
 # and ASan+UBSan stages: tests that make one call at a time (server_test,
 # assembly_test, security_test), the command-line tools' tests (ptoctl_test,
-# ptobench_test, whose binaries are half of what they would build here) and
+# ptoctl_reflection_test, ptobench_test, whose binaries are half of what
+# they would build here) and
 # the single-threaded parsers' unit tests (codec_test,
 # peer_credentials_test). history_size=7 (the most) keeps enough of each
 # thread's past accesses to show both stacks of a report, which the
@@ -136,6 +137,7 @@ stage tsan "tests under TSan" --config=tsan --test_env=PTOSERVE_SOAK_SECONDS=15 
   "$@" -- //tests/server/... //tests/integration/... //tests/core:program_test //tests/tsan/... \
   -//tests/integration:server_test -//tests/integration:assembly_test \
   -//tests/integration:security_test -//tests/integration:ptoctl_test \
+  -//tests/integration:ptoctl_reflection_test \
   -//tests/integration:ptobench_test -//tests/server:codec_test \
   -//tests/server:peer_credentials_test
 
