@@ -39,10 +39,11 @@ struct HttpJob {
   absl::Mutex mu;
   bool done ABSL_GUARDED_BY(mu) = false;
   bool suspended ABSL_GUARDED_BY(mu) = false;
-  // Set before `done`, read after it.
-  absl::Status status;
-  std::string json;
-  MemoryBudget::Hold hold;  // until the answer is sent
+  absl::Status status ABSL_GUARDED_BY(mu);
+  std::string json ABSL_GUARDED_BY(mu);
+  // The job's part of the budget, and its JSON's, until the answer is sent.
+  MemoryBudget::Hold hold ABSL_GUARDED_BY(mu);
+  MemoryBudget::Hold json_hold ABSL_GUARDED_BY(mu);
 };
 
 struct HttpApi::Request {

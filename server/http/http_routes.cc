@@ -346,6 +346,7 @@ int HttpApi::Serve(MHD_Connection* c, Request* r) const {
 
 int HttpApi::ServeExecute(MHD_Connection* c, Request* r) const {
   if (r->job != nullptr) {  // resumed: its job was answered
+    absl::MutexLock lock(&r->job->mu);
     if (!r->job->status.ok()) return RespondError(c, r, r->job->status);
     return Respond(c, r, 200, std::move(r->job->json));
   }
@@ -394,33 +395,36 @@ int HttpApi::ServeExecute(MHD_Connection* c, Request* r) const {
   request.done = [budget = parts_.budget, job, share = r->share, c](
                      absl::StatusOr<v1::JobResult*> result,
                      MemoryBudget::Hold hold) {
-    job->hold = std::move(hold);
+    absl::Status status = result.status();
+    std::string json;
+    MemoryBudget::Hold json_hold;
     if (result.ok()) {
       // The JSON beside the result it is made from.
-      absl::StatusOr<MemoryBudget::Hold> json =
+      absl::StatusOr<MemoryBudget::Hold> room =
           budget->Reserve((*result)->ByteSizeLong() * kJsonResultFactor, share);
-      if (json.ok()) {
-        job->json = ToJson(**result);
+      if (room.ok()) {
+        json_hold = *std::move(room);
+        json = ToJson(**result);
       } else {
-        job->status = json.status();
+        status = room.status();
       }
-    } else {
-      job->status = result.status();
     }
     absl::MutexLock lock(&job->mu);
+    job->hold = std::move(hold);
+    job->json_hold = std::move(json_hold);
+    job->status = std::move(status);
+    job->json = std::move(json);
     job->done = true;
     if (job->suspended) MHD_resume_connection(c);
   };
   r->job = job;
   const Dispatched dispatched = parts_.dispatcher->Dispatch(std::move(request));
   if (!dispatched.status.ok()) return RespondError(c, r, dispatched.status);
-  {
-    absl::MutexLock lock(&job->mu);
-    if (!job->done) {
-      job->suspended = true;
-      MHD_suspend_connection(c);
-      return MHD_YES;
-    }
+  absl::MutexLock lock(&job->mu);
+  if (!job->done) {
+    job->suspended = true;
+    MHD_suspend_connection(c);
+    return MHD_YES;
   }
   if (!job->status.ok()) return RespondError(c, r, job->status);
   return Respond(c, r, 200, std::move(job->json));
