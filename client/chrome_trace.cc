@@ -174,21 +174,21 @@ std::string ChromeTrace(const v1::JobResult& result) {
   const std::string job =
       result.id().empty() ? "job" : absl::StrCat("job ", result.id());
   events.push_back(Metadata(
-      "process_name", kTraceQueueThreadId, "name",
+      "process_name", kTraceFirstPipeThreadId, "name",
       Quote(absl::StrCat(job, " (", TargetName(result.target()), ")"))));
-  events.push_back(
-      Metadata("thread_name", kTraceQueueThreadId, "name", Quote("queue")));
-  events.push_back(Metadata("thread_sort_index", kTraceQueueThreadId,
-                            "sort_index", absl::StrCat(kTraceQueueThreadId)));
   for (const auto& [pipe, tid] : tid_of_pipe) {
     events.push_back(
         Metadata("thread_name", tid, "name", Quote(PipeName(pipe))));
     events.push_back(
         Metadata("thread_sort_index", tid, "sort_index", absl::StrCat(tid)));
   }
+  // Each wait on a row of its own, after the pipes.
+  const int first_queue_tid =
+      kTraceFirstPipeThreadId + static_cast<int>(tid_of_pipe.size());
 
   std::vector<Placed> queued, ran;
-  for (const v1::EventRecord& e : result.events()) {
+  for (int i = 0; i < result.events_size(); ++i) {
+    const v1::EventRecord& e = result.events(i);
     const int64_t enqueue = Nanos(TimeOf(e.enqueue_time()) - origin);
     const int64_t start = Nanos(TimeOf(e.start_time()) - origin);
     const int64_t end = Nanos(TimeOf(e.end_time()) - origin);
@@ -203,9 +203,14 @@ std::string ChromeTrace(const v1::JobResult& result) {
                        : absl::StrCat(OpcodeName(e.opcode()), " ", e.id());
     const int index = static_cast<int>(e.instruction_index());
 
+    const int queue_tid = first_queue_tid + i;
+    events.push_back(Metadata("thread_name", queue_tid, "name",
+                              Quote(absl::StrCat("queue ", name))));
+    events.push_back(Metadata("thread_sort_index", queue_tid, "sort_index",
+                              absl::StrCat(queue_tid)));
     Placed queue{enqueue, waited, index, {}};
     queue.events.push_back(
-        Slice(name, "queue", enqueue, waited, kTraceQueueThreadId)
+        Slice(name, "queue", enqueue, waited, queue_tid)
             .Raw("args", Object()
                              .Int("instruction", index)
                              .Str("event", e.id())

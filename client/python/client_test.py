@@ -300,6 +300,28 @@ class ClientTest(unittest.TestCase):
         self.assertTrue(caught.exception.details.startswith("1:15: "),
                         caught.exception.details)
 
+    def test_errors_are_grpc_rpc_errors(self):
+        # What a grpcio or tritonclient user catches, and asks as they do.
+        a = np.zeros((16, 8), dtype=np.int16)
+        with self.assertRaises(grpc.RpcError) as caught:
+            self.client.txor(a, a, target="a2a3")
+        self.assertIsInstance(caught.exception, PtoserveError)
+        self.assertEqual(caught.exception.code(),
+                         grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertEqual(caught.exception.code.name, "INVALID_ARGUMENT")
+        self.assertTrue(caught.exception.details().startswith(
+            "instruction 0 (TXOR on a2a3): "), caught.exception.details())
+
+    def test_unknown_names_list_the_valid_ones(self):
+        a = np.zeros((1, 16), dtype=np.int16)
+        with self.assertRaisesRegex(
+                ValueError, r"^target 'a3' is not one of host, a2a3, a5$"):
+            self.client.tand(a, a, target="a3")
+        with self.assertRaisesRegex(
+                ValueError,
+                r"^opcode 'tnand' is not one of tand, txor, tor, tnot$"):
+            self.client.run([("tnand", "c", "a", "b")], {"a": a, "b": a})
+
     def test_tile_codec(self):
         a = random_tile(self.rng, np.int32, (3, 5)).astype(">i4")
         np.testing.assert_array_equal(decode_tile(encode_tile(a)), a)

@@ -116,15 +116,12 @@ ParsedTrace CheckChromeTrace(const std::string& json) {
   EXPECT_EQ(pids.size(), 1u) << "one process, the job";
   EXPECT_EQ(process_names, 1);
 
-  // The rows: the queue and the pipes the instructions ran on.
-  int queue_row = -1;
+  // The rows: the pipes the instructions ran on, and a queue row for each
+  // instruction's wait ("queue TAND e0").
+  std::map<int, std::string> queue_rows;
   for (const auto& [row, name] : trace.threads) {
-    if (name == "queue") {
-      EXPECT_EQ(queue_row, -1) << "two queue rows";
-      queue_row = row;
-    }
+    if (name.rfind("queue ", 0) == 0) queue_rows.emplace(row, name);
   }
-  EXPECT_NE(queue_row, -1) << "no queue row";
   std::set<std::string> pipes;
   std::map<int, const TraceSlice*> by_instruction;
   for (const TraceSlice& s : trace.instructions) {
@@ -143,8 +140,8 @@ ParsedTrace CheckChromeTrace(const std::string& json) {
                 row->second == pipe->string_value())
         << s.name << " is not on its pipe's row";
   }
-  EXPECT_EQ(trace.threads.size(), pipes.size() + 1)
-      << "rows other than the queue and the pipes";
+  EXPECT_EQ(trace.threads.size(), pipes.size() + queue_rows.size())
+      << "rows other than the queues and the pipes";
 
   // Steps: inside their instruction, in order, end to end.
   std::map<int, std::vector<const TraceSlice*>> steps;
@@ -186,8 +183,13 @@ ParsedTrace CheckChromeTrace(const std::string& json) {
 
   // Queue slices: one per instruction, ending where it starts.
   std::set<int> queued;
+  std::set<int> rows_used;
   for (const TraceSlice& q : trace.queued) {
-    EXPECT_EQ(q.tid, queue_row) << q.name;
+    auto row = queue_rows.find(q.tid);
+    EXPECT_TRUE(row != queue_rows.end() && row->second == "queue " + q.name)
+        << q.name << " is not on its own queue row";
+    EXPECT_TRUE(rows_used.insert(q.tid).second)
+        << q.name << " shares its queue row";
     EXPECT_TRUE(queued.insert(Instruction(q)).second)
         << "two queue slices for " << q.name;
     auto parent = by_instruction.find(Instruction(q));

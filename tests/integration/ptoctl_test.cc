@@ -536,7 +536,7 @@ TEST_F(PtoctlTest, TraceWritesTheEventsAsAChromeTrace) {
   EXPECT_EQ(parsed.process_name, "job traced (host)");
   std::vector<std::string> rows;
   for (const auto& [tid, name] : parsed.threads) rows.push_back(name);
-  EXPECT_THAT(rows, ElementsAre("queue", "PIPE_V"));
+  EXPECT_THAT(rows, ElementsAre("PIPE_V", "queue TAND e0", "queue TXOR e1"));
   ASSERT_EQ(parsed.instructions.size(), 2u) << json;
   EXPECT_EQ(parsed.instructions[0].name, "TAND e0");
   EXPECT_EQ(parsed.instructions[1].name, "TXOR e1");

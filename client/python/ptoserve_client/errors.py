@@ -7,13 +7,55 @@ import grpc
 _STATUS_CODES = {code.value[0]: code for code in grpc.StatusCode}
 
 
-class PtoserveError(Exception):
-    """A failed call: the gRPC status code and the server's message."""
+class _StatusCode:
+    """A grpc.StatusCode that is also callable: `error.code` (this client's
+    attribute) and `error.code()` (grpc.RpcError's method) both give it."""
+
+    __slots__ = ("_code",)
+
+    def __init__(self, code: grpc.StatusCode):
+        self._code = code
+
+    def __call__(self) -> grpc.StatusCode:
+        return self._code
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, _StatusCode):
+            other = other._code
+        return self._code == other
+
+    def __hash__(self) -> int:
+        return hash(self._code)
+
+    def __getattr__(self, name):  # .name, .value
+        return getattr(self._code, name)
+
+    def __repr__(self) -> str:
+        return repr(self._code)
+
+    def __str__(self) -> str:
+        return str(self._code)
+
+
+class _Details(str):
+    """The server's message, a str that is also callable (as
+    grpc.RpcError's details())."""
+
+    def __call__(self) -> str:
+        return str(self)
+
+
+class PtoserveError(grpc.RpcError):
+    """A failed call: the gRPC status code and the server's message.
+
+    It is a grpc.RpcError, so code that catches gRPC's errors catches it,
+    and like one it answers `code()` and `details()`; `code` and `details`
+    also read as attributes (`e.code == grpc.StatusCode.NOT_FOUND`)."""
 
     def __init__(self, code: grpc.StatusCode, details: str):
         super().__init__(f"{code.name}: {details}")
-        self.code = code
-        self.details = details
+        self.code = _StatusCode(code)
+        self.details = _Details(details)
 
 
 def _error(error: grpc.RpcError) -> PtoserveError:

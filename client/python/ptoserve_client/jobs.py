@@ -21,11 +21,23 @@ Target = str | int | None
 Step = tuple[str, ...] | job_pb2.Instruction
 
 
+def _enum_value(enum, prefix: str, name: str, what: str) -> int:
+    """`name` ("a2a3", "tand") as a value of `enum`, or a ValueError that
+    lists the names it takes."""
+    try:
+        return enum.Value(prefix + name.upper())
+    except ValueError:
+        names = [n[len(prefix):].lower() for n in enum.keys()
+                 if n != prefix + "UNSPECIFIED"]
+        raise ValueError(f"{what} {name!r} is not one of "
+                         f"{', '.join(names)}") from None
+
+
 def _target_value(target: Target) -> int:
     if target is None:
         return job_pb2.TARGET_UNSPECIFIED
     if isinstance(target, str):
-        return job_pb2.Target.Value("TARGET_" + target.upper())
+        return _enum_value(job_pb2.Target, "TARGET_", target, "target")
     return target
 
 
@@ -40,7 +52,7 @@ def _instruction(step: Step) -> job_pb2.Instruction:
     opcode, dst, src0, *rest = step
     src1, tmp = (list(rest) + ["", ""])[:2]
     return job_pb2.Instruction(
-        opcode=job_pb2.Opcode.Value("OPCODE_" + opcode.upper()),
+        opcode=_enum_value(job_pb2.Opcode, "OPCODE_", opcode, "opcode"),
         dst=dst, src0=src0, src1=src1, tmp=tmp)
 
 
