@@ -4,6 +4,7 @@
 // written by the server into the same region.
 #include <cstdint>
 #include <iostream>
+#include <memory>
 #include <string>
 
 #include "client/client.h"
@@ -11,10 +12,15 @@
 
 int main(int argc, char** argv) {
   const std::string address = argc > 1 ? argv[1] : "127.0.0.1:50051";
-  auto client = ptoserve::Client::Connect(address).value();
+  absl::StatusOr<std::unique_ptr<ptoserve::Client>> client =
+      ptoserve::Client::Connect(address);
+  if (!client.ok()) {
+    std::cerr << client.status() << "\n";
+    return 1;
+  }
   constexpr uint32_t kRows = 256, kCols = 256, kN = kRows * kCols;
   // One region for both sources and the result (plus alignment slack).
-  auto region = ptoserve::SharedRegion::Create(*client, 3 * kN * 4 + 192);
+  auto region = ptoserve::SharedRegion::Create(**client, 3 * kN * 4 + 192);
   if (!region.ok()) {
     std::cerr << region.status() << "\n";
     return 1;
@@ -29,7 +35,7 @@ int main(int argc, char** argv) {
   absl::StatusOr<ptoserve::v1::Job> job = ptoserve::SharedBinaryJob<int32_t>(
       ptoserve::v1::OPCODE_TAND, **region,
       {.src0 = a, .src1 = b, .rows = kRows, .cols = kCols}, c);
-  absl::StatusOr<ptoserve::v1::JobResult> result = client->Execute(*job);
+  absl::StatusOr<ptoserve::v1::JobResult> result = (*client)->Execute(*job);
   if (!result.ok()) {
     std::cerr << result.status() << "\n";
     return 1;

@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
+#include <cstring>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -34,6 +36,35 @@ void Knock(const std::string& host, int port) {
   freeaddrinfo(found);
 }
 
+// Why `address` cannot be listened on, found by trying: "address already in
+// use" rather than civetweb's "Failed to setup server ports".
+std::string WhyNotListening(const std::string& address) {
+  const size_t colon = address.rfind(':');
+  if (colon == std::string::npos) return "it is not IP:PORT";
+  addrinfo hints{};
+  hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV | AI_PASSIVE;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (getaddrinfo(colon == 0 ? nullptr : address.substr(0, colon).c_str(),
+                  address.substr(colon + 1).c_str(), &hints, &found) != 0) {
+    return "it is not IP:PORT with a numeric IP, e.g. 127.0.0.1:9464";
+  }
+  std::string why = "it could not be listened on";
+  const int fd = socket(found->ai_family, found->ai_socktype, 0);
+  if (fd >= 0) {
+    const int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (bind(fd, found->ai_addr, found->ai_addrlen) != 0) {
+      why = errno == EADDRINUSE ? "the address is already in use (another "
+                                  "server, or an earlier one still running?)"
+                                : absl::StrCat("bind: ", std::strerror(errno));
+    }
+    close(fd);
+  }
+  freeaddrinfo(found);
+  return why;
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
@@ -56,7 +87,8 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
   mg_context* context = mg_start2(&init, &error_data);
   if (context == nullptr) {
     return absl::UnavailableError(
-        absl::StrCat("cannot serve ", flag, "=", address, ": ", error));
+        absl::StrCat("cannot serve ", flag, "=", address, ": ",
+                     WhyNotListening(address), " (civetweb: ", error, ")"));
   }
   mg_server_port port{};
   mg_get_server_ports(context, 1, &port);

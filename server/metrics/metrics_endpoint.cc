@@ -42,12 +42,7 @@ absl::StatusOr<std::unique_ptr<MetricsEndpoint>> MetricsEndpoint::Start(
                          {"request_timeout_ms", "1000"},
                          {"linger_timeout_ms", "0"}},
                         "--metrics_address");
-  if (!http.ok()) {
-    return absl::Status(http.status().code(),
-                        absl::StrCat(http.status().message(),
-                                     " (--metrics_address takes IP:PORT, "
-                                     "e.g. 127.0.0.1:9464)"));
-  }
+  if (!http.ok()) return http.status();
   // "$": exactly /metrics, not /metrics/anything.
   (*http)->Handle("/metrics$", ServeMetrics,
                   const_cast<MetricsRegistry*>(registry));

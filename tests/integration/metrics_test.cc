@@ -291,6 +291,7 @@ TEST(MetricsTest, AnAddressInUseStopsTheServerWithAMessage) {
       port.substr(0, port.find('/')));
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.output, HasSubstr("cannot serve --metrics_address=127.0.0.1:"));
+  EXPECT_THAT(r.output, HasSubstr("the address is already in use"));
 }
 
 }  // namespace

@@ -153,6 +153,13 @@ TEST_F(PtoctlTest, TheSharedMemoryExampleRuns) {
       RunCommand("client/shared_memory_example " + server_->address());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("c[4095] = 4080 (4080 expected)"));
+  // A bad address is an error message and exit 1, not an abort.
+  r = RunCommand("client/shared_memory_example no-port-here");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("no-port-here"));
+  r = RunCommand("client/shared_memory_example 127.0.0.1:1");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_THAT(r.output, Not(HasSubstr("terminate")));
 }
 
 TEST_F(PtoctlTest, JsonOutputParsesBackAsAJobResult) {
