@@ -139,7 +139,13 @@ int Main(const std::vector<char*>& args, const std::vector<std::string>& tiles,
   if (command == "health") return Health();
   if (command == "regions") return Regions();
   if (op != nullptr) return Instruction(*op);
-  return UsageError("unknown command: " + command);
+  const std::string near =
+      NearestName(command, {"capabilities", "health", "regions", "unregister",
+                            "tand", "txor", "tor", "tnot", "run", "fmt",
+                            "stream", "list", "describe", "call"});
+  return UsageError(absl::StrCat(
+      "unknown command: ", command,
+      near.empty() ? "" : absl::StrCat("; did you mean ", near, "?")));
 }
 
 }  // namespace
@@ -172,6 +178,8 @@ int main(int argc, char** argv) {
     }
   }
   rest.push_back(nullptr);
+  ptoserve::CheckFlagsOrExit(static_cast<int>(rest.size()) - 1, rest.data(),
+                             "ptoctl", {"client/ptoctl_flags.cc"});
   return ptoserve::ptoctl::Main(
       absl::ParseCommandLine(static_cast<int>(rest.size()) - 1, rest.data()),
       tiles, ub_map);

@@ -10,6 +10,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "core/version.h"
 
 namespace ptoserve {
@@ -50,6 +51,98 @@ std::string FlagsHelp(absl::string_view flag_file) {
                     Wrap(flag->Help(), 6, 80));
   }
   return out;
+}
+
+namespace {
+
+// Edits (insert, delete, replace, swap two neighbours) from a to b.
+size_t Distance(absl::string_view a, absl::string_view b) {
+  std::vector<std::vector<size_t>> d(a.size() + 1,
+                                     std::vector<size_t>(b.size() + 1));
+  for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    for (size_t j = 1; j <= b.size(); ++j) {
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1,
+                          d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) {
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+      }
+    }
+  }
+  return d[a.size()][b.size()];
+}
+
+}  // namespace
+
+std::string NearestName(absl::string_view typed,
+                        const std::vector<std::string>& names) {
+  std::string best;
+  size_t best_distance = 3;  // at most 2 edits
+  for (const std::string& name : names) {
+    const size_t d = typed.size() >= 3 && absl::StartsWith(name, typed)
+                         ? 1
+                         : Distance(typed, name);
+    if (d < best_distance) {
+      best_distance = d;
+      best = name;
+    }
+  }
+  return best;
+}
+
+void CheckFlagsOrExit(int argc, char** argv, absl::string_view program,
+                      const std::vector<std::string>& flag_files) {
+  std::vector<std::string> ours;
+  for (const auto& [name, flag] : absl::GetAllFlags()) {
+    for (const std::string& file : flag_files) {
+      if (absl::EndsWith(flag->Filename(), file)) ours.emplace_back(name);
+    }
+  }
+  auto fail = [&](const std::string& message) {
+    std::cerr << program << ": " << message << "\n(see " << program
+              << " --help)\n";
+    std::exit(2);
+  };
+  for (int i = 1; i < argc; ++i) {
+    absl::string_view arg = argv[i];
+    if (arg == "--") return;
+    if (arg.size() < 2 || arg[0] != '-') continue;  // an argument, or "-"
+    absl::string_view body =
+        absl::StripPrefix(absl::StripPrefix(arg, "-"), "-");
+    const size_t eq = body.find('=');
+    const std::string name(body.substr(0, eq));
+    const absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
+    // --noflag for a boolean --flag.
+    if (flag == nullptr && absl::StartsWith(name, "no")) {
+      const absl::CommandLineFlag* positive =
+          absl::FindCommandLineFlag(name.substr(2));
+      if (positive != nullptr && positive->IsOfType<bool>()) continue;
+    }
+    if (flag == nullptr) {
+      const std::string near = NearestName(name, ours);
+      fail(absl::StrCat(
+          "unknown flag --", name,
+          near.empty() ? "" : absl::StrCat("; did you mean --", near, "?")));
+    }
+    if (eq == absl::string_view::npos) {
+      // "--flag value" for a non-boolean takes the next argument.
+      if (!flag->IsOfType<bool>() && i + 1 < argc) {
+        std::string error;
+        if (!const_cast<absl::CommandLineFlag*>(flag)->ParseFrom(argv[i + 1],
+                                                                 &error)) {
+          fail(absl::StrCat("--", name, "=", argv[i + 1], ": ", error));
+        }
+        ++i;
+      }
+      continue;
+    }
+    std::string error;
+    if (!const_cast<absl::CommandLineFlag*>(flag)->ParseFrom(
+            body.substr(eq + 1), &error)) {
+      fail(absl::StrCat("--", name, "=", body.substr(eq + 1), ": ", error));
+    }
+  }
 }
 
 void HandleHelpAndVersion(int argc, char** argv, absl::string_view program,

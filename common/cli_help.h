@@ -7,6 +7,7 @@
 #define PTOSERVE_COMMON_CLI_HELP_H_
 
 #include <string>
+#include <vector>
 
 #include "absl/strings/string_view.h"
 
@@ -22,6 +23,20 @@ std::string FlagsHelp(absl::string_view flag_file);
 // exits 0. Otherwise returns.
 void HandleHelpAndVersion(int argc, char** argv, absl::string_view program,
                           absl::string_view usage, absl::string_view flag_file);
+
+// The name among `names` nearest to `typed` (at most 2 edits away, or one
+// that starts with it), or "" if none is near: for "did you mean".
+std::string NearestName(absl::string_view typed,
+                        const std::vector<std::string>& names);
+
+// Checks every --flag of argv (up to "--") before Abseil parses them, as a
+// usage error should be: a flag no source file of the program defines
+// ("unknown flag --dtyp; did you mean --dtype?") or a value its flag cannot
+// take ("--timeout=abc: ..."). Prints "<program>: " and the error, and
+// "(see <program> --help)", to stderr and exits 2; otherwise returns.
+// Flags defined in files ending in one of `flag_files` are suggested.
+void CheckFlagsOrExit(int argc, char** argv, absl::string_view program,
+                      const std::vector<std::string>& flag_files);
 
 }  // namespace ptoserve
 

@@ -421,6 +421,7 @@ int main(int argc, char** argv) {
   ptoserve::HandleHelpAndVersion(argc, argv, "ptoserve", kUsage,
                                  "server/main.cc");
   absl::SetProgramUsageMessage(kUsage);
+  ptoserve::CheckFlagsOrExit(argc, argv, "ptoserve", {"server/main.cc"});
   absl::ParseCommandLine(argc, argv);
   // The scheduler's lock order is fixed by design (and checked by the test
   // builds); the serving build skips Abseil's per-lock cycle bookkeeping.

@@ -294,6 +294,35 @@ TEST_F(PtoctlTest, ServerErrorsExitNonZeroWithCodeAndMessage) {
                 "range [0, 255]"));
 }
 
+// A mistyped flag, a value its flag cannot take or a mistyped command is a
+// usage error (exit 2) that names it, with the nearest name when one is
+// near; ptoserve's flags too.
+TEST_F(PtoctlTest, MistypedFlagsAndCommandsSuggestTheNearestName) {
+  CommandResult r = Ptoctl("tand --dtyp=int16");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.output,
+              HasSubstr("unknown flag --dtyp; did you mean --dtype?"));
+  r = Ptoctl("--timeout=abc health");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.output, HasSubstr("--timeout=abc: Illegal value 'abc'"));
+  r = Ptoctl("tnad");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.output, HasSubstr("unknown command: tnad; did you mean tand?"));
+  r = Ptoctl("helth");
+  EXPECT_THAT(r.output, HasSubstr("did you mean health?"));
+  r = Ptoctl("--zzzzzz health");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.output, HasSubstr("unknown flag --zzzzzz"));
+  EXPECT_THAT(r.output, Not(HasSubstr("did you mean")));
+  r = RunCommand("server/ptoserve --adress=127.0.0.1:0");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.output,
+              HasSubstr("unknown flag --adress; did you mean --address?"));
+  r = RunCommand("server/ptoserve --workers=abc");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.output, HasSubstr("--workers=abc: Illegal value"));
+}
+
 TEST_F(PtoctlTest, UsageErrorsExitTwo) {
   EXPECT_EQ(Ptoctl("frobnicate").exit_code, 2);
   EXPECT_EQ(
