@@ -459,6 +459,47 @@ class BudgetTest(unittest.TestCase):
             stop(proc)
 
 
+class NeverReadingClientTest(unittest.TestCase):
+    def test_an_answer_never_read_frees_what_it_holds(self):
+        # 8 MiB of result, about 11 MiB of JSON, more than the sockets'
+        # buffers: the server's write stalls, and once the connection has
+        # been idle for --http_idle_timeout it is closed and its job's
+        # part of the budget given back.
+        proc, url, metrics = start("--http_idle_timeout=1s")
+        try:
+            job = {"tiles": {
+                "a": {"dtype": "DTYPE_UINT8", "rows": 4096, "cols": 2048,
+                      "fill": 255},
+                "b": {"dtype": "DTYPE_UINT8", "rows": 4096, "cols": 2048,
+                      "fill": 15}},
+                "instructions": [{"opcode": "OPCODE_TAND", "dst": "c",
+                                  "src0": "a", "src1": "b"}],
+                "outputs": ["c"]}
+            body = json.dumps(job).encode()
+            parts = urllib.parse.urlsplit(url)
+            s = socket.create_connection((parts.hostname, parts.port))
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            s.sendall(b"POST /v1/jobs:execute HTTP/1.1\r\nHost: x\r\n"
+                      b"Content-Type: application/json\r\n"
+                      b"Content-Length: %d\r\n\r\n" % len(body) + body)
+            held = "ptoserve_memory_held_bytes"
+            deadline = time.monotonic() + BOUND_S
+            while series(metrics, held) == 0 and time.monotonic() < deadline:
+                time.sleep(0.01)
+            self.assertGreater(series(metrics, held), 8 << 20)
+            while ((series(metrics, held) > 0 or
+                    series(metrics, "ptoserve_http_connections") > 0) and
+                   time.monotonic() < deadline):
+                time.sleep(0.05)
+            self.assertEqual(series(metrics, held), 0)
+            self.assertEqual(series(metrics, "ptoserve_http_connections"), 0)
+            s.close()
+            self.assertEqual(
+                call(url, "POST", "/v1/jobs:execute", TXOR_A2A3)[0], 200)
+        finally:
+            stop(proc)
+
+
 class TlsTest(unittest.TestCase):
     def test_https_when_the_grpc_side_has_tls(self):
         with tempfile.TemporaryDirectory() as d:
