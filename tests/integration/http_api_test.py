@@ -459,6 +459,41 @@ class BudgetTest(unittest.TestCase):
             stop(proc)
 
 
+class ReadmeExamplesTest(unittest.TestCase):
+    """README's curl examples, "HTTP/JSON API": the same requests, and the
+    output the README shows."""
+
+    def test_the_readme_examples_print_what_it_shows(self):
+        here = os.path.dirname(os.path.abspath(__file__))
+        example = os.path.join(here, "..", "..", "examples", "txor_a2a3.json")
+        with open(example, "rb") as f:
+            body = f.read()
+        proc, url, _ = start()
+        try:
+            status, _, answer = call(url, "POST", "/v1/jobs:execute", body)
+            self.assertEqual(status, 200)
+            r = json.loads(answer)
+            self.assertEqual(
+                str(r["tiles"]["c"]["values"]),
+                "[2, 1, 0, 7, 6, 5, 4, 11, 10, 9, 8, 15, 14, 13, 12, 19]")
+            self.assertEqual(str([s["op"] for s in r["events"][0]["trace"]]),
+                             "['vor', 'vand', 'vnot', 'vand']")
+            self.assertEqual(call(url, "GET", "/v1/health")[2],
+                             b'{"status": "SERVING"}\n')
+            status, _, answer = call(
+                url, "POST", "/v1/jobs:execute",
+                b'{"instructions": [{"opcode": "OPCODE_TAND", "dst": "c", '
+                b'"src0": "a", "src1": "b"}]}')
+            self.assertEqual(status, 400)
+            self.assertEqual(
+                answer,
+                b'{"code": "INVALID_ARGUMENT", "message": "instruction 0 '
+                b'(TAND on host): src0 \\"a\\" is not a tile of the job nor '
+                b'the dst of an earlier instruction"}\n')
+        finally:
+            stop(proc)
+
+
 class NeverReadingClientTest(unittest.TestCase):
     def test_an_answer_never_read_frees_what_it_holds(self):
         # 8 MiB of result, about 11 MiB of JSON, more than the sockets'
