@@ -4,6 +4,8 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "common/mutex.h"
 
 namespace ptoserve {
@@ -29,15 +31,19 @@ absl::string_view TypeName(bool client_streaming, bool server_streaming) {
 // cannot see; each step reports that handover to it (server/mutex.h).
 class CallCounter final : public grpc::experimental::Interceptor {
  public:
-  explicit CallCounter(const GrpcMetrics::Method* method) : method_(method) {
+  explicit CallCounter(const GrpcMetrics::Method* method)
+      : method_(method), start_(absl::Now()) {
     method_->started->Increment();
     TsanReleasing(this);
   }
   // A call that ends without sending a status (its client went away) is
-  // counted as CANCELLED.
+  // counted as CANCELLED, handled when it ends.
   ~CallCounter() override {
     TsanAcquired(this);
-    if (!handled_) method_->handled[grpc::StatusCode::CANCELLED]->Increment();
+    if (!handled_) {
+      method_->handled[grpc::StatusCode::CANCELLED]->Increment();
+      method_->seconds->Observe(absl::ToDoubleSeconds(absl::Now() - start_));
+    }
   }
 
   void Intercept(
@@ -59,6 +65,7 @@ class CallCounter final : public grpc::experimental::Interceptor {
       method_
           ->handled[code >= 0 && code < 17 ? code : grpc::StatusCode::UNKNOWN]
           ->Increment();
+      method_->seconds->Observe(absl::ToDoubleSeconds(absl::Now() - start_));
       handled_ = true;
     }
     TsanReleasing(this);
@@ -67,8 +74,18 @@ class CallCounter final : public grpc::experimental::Interceptor {
 
  private:
   const GrpcMetrics::Method* const method_;
+  const absl::Time start_;
   bool handled_ = false;
 };
+
+// go-grpc-prometheus's default buckets (Prometheus's DefBuckets), with
+// finer ones below 5 ms, where a small call's whole time lies.
+const std::vector<double>& HandlingBounds() {
+  static const auto* bounds = new std::vector<double>{
+      0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
+      0.05,   0.1,     0.25,   0.5,   1,      2.5,   5,    10};
+  return *bounds;
+}
 
 }  // namespace
 
@@ -85,9 +102,14 @@ GrpcMetrics::GrpcMetrics(MetricsRegistry* registry,
           registry->AddCounter("grpc_server_msg_received_total",
                                "Messages received from clients, by method.",
                                {"grpc_type", "grpc_service", "grpc_method"})),
-      sent_(registry->AddCounter(
-          "grpc_server_msg_sent_total", "Messages sent to clients, by method.",
-          {"grpc_type", "grpc_service", "grpc_method"})) {
+      sent_(registry->AddCounter("grpc_server_msg_sent_total",
+                                 "Messages sent to clients, by method.",
+                                 {"grpc_type", "grpc_service", "grpc_method"})),
+      seconds_(registry->AddHistogram(
+          "grpc_server_handling_seconds",
+          "How long RPCs took on the server, from their start to their "
+          "status sent, by method.",
+          {"grpc_type", "grpc_service", "grpc_method"}, HandlingBounds())) {
   const google::protobuf::DescriptorPool* pool =
       google::protobuf::DescriptorPool::generated_pool();
   for (const std::string& name : services) {
@@ -112,6 +134,7 @@ GrpcMetrics::Method GrpcMetrics::MakeMethod(absl::string_view service,
   m.started = &started_->With({type, service, method});
   m.received = &received_->With({type, service, method});
   m.sent = &sent_->With({type, service, method});
+  m.seconds = &seconds_->With({type, service, method});
   for (int code = 0; code < 17; ++code) {
     m.handled[code] = &handled_->With(
         {type, service, method,

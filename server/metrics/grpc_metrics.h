@@ -1,7 +1,10 @@
 // The standard per-method gRPC server metrics, as Prometheus's gRPC
 // middlewares name them (grpc_server_started_total,
 // grpc_server_handled_total{grpc_code}, grpc_server_msg_received_total,
-// grpc_server_msg_sent_total), counted by a server interceptor for every
+// grpc_server_msg_sent_total, and the histogram
+// grpc_server_handling_seconds that go-grpc-prometheus's dashboards take
+// quantiles of: from a call's start to its status sent, or to its end when
+// no status was sent), counted by a server interceptor for every
 // method of every service: TileCompute, health and reflection alike, except
 // the methods whose handlers count their own calls (CountedByHandler): the
 // interceptor machinery costs about a tenth of a small unary call.
@@ -30,6 +33,7 @@ class GrpcMetrics final
     Counter* received;
     Counter* sent;
     std::array<Counter*, 17> handled;  // by canonical code
+    Histogram* seconds;                // handling time
   };
 
   // Adds the metrics to `registry` (which must outlive this) with a series
@@ -58,6 +62,7 @@ class GrpcMetrics final
   CounterFamily* const handled_;
   CounterFamily* const received_;
   CounterFamily* const sent_;
+  HistogramFamily* const seconds_;
   // By "/package.Service/Method"; never changed once the server starts.
   absl::flat_hash_map<std::string, Method> methods_;
   absl::flat_hash_set<std::string> by_handler_;

@@ -22,6 +22,7 @@ UnaryCall::UnaryCall(const GrpcMetrics::Method* calls, StallWatch* stalls,
       stalls_(stalls),
       context_(context) {
   if (calls_ == nullptr) return;
+  start_ = absl::Now();
   calls_->started->Increment();
   calls_->received->Increment();
 }
@@ -32,6 +33,7 @@ void UnaryCall::Answer(const grpc::Status& status) {
     calls_->handled[code >= 0 && code < 17 ? code : grpc::StatusCode::UNKNOWN]
         ->Increment();
     if (status.ok()) calls_->sent->Increment();
+    calls_->seconds->Observe(absl::ToDoubleSeconds(absl::Now() - start_));
     answered_ = true;
   }
   // An answer with a body waits on the client's reading it.
@@ -51,6 +53,7 @@ void UnaryCall::OnDone() {
   stalls_->Remove(&stall_);
   if (calls_ != nullptr && !answered_) {
     calls_->handled[grpc::StatusCode::CANCELLED]->Increment();
+    calls_->seconds->Observe(absl::ToDoubleSeconds(absl::Now() - start_));
   }
   delete this;
 }

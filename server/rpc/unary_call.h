@@ -13,6 +13,8 @@
 #include <cstddef>
 #include <memory>
 
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "common/protobuf_arena.h"
 #include "server/jobs/dispatcher.h"
 #include "server/metrics/grpc_metrics.h"
@@ -59,6 +61,7 @@ class UnaryCall final : public grpc::ServerUnaryReactor {
   grpc::CallbackServerContext* const context_;
   StallWatch::Call stall_;
   bool answered_ = false;
+  absl::Time start_;  // when the call arrived, for its handling time
 };
 
 }  // namespace ptoserve

@@ -209,6 +209,16 @@ TEST(MetricsTest, GrpcMethodCountersByCode) {
   // A reply message only for the two that succeeded. (Execute counts its
   // own calls, not through the interceptor: the same series either way.)
   EXPECT_EQ(delta("grpc_server_msg_sent_total{" + execute + "}"), 2);
+  // Every call handled is timed, its handling a positive time.
+  EXPECT_EQ(delta("grpc_server_handling_seconds_count{" + execute + "}"), 3);
+  EXPECT_EQ(
+      delta("grpc_server_handling_seconds_bucket{" + execute + ",le=\"+Inf\"}"),
+      3);
+  EXPECT_GT(delta("grpc_server_handling_seconds_sum{" + execute + "}"), 0);
+  EXPECT_EQ(
+      delta(
+          R"(grpc_server_handling_seconds_count{grpc_type="unary",grpc_service="grpc.health.v1.Health",grpc_method="Check"})"),
+      1);
   const std::string stream =
       R"(grpc_type="bidi_stream",grpc_service="ptoserve.v1.TileCompute",grpc_method="ExecuteStream")";
   EXPECT_EQ(delta("grpc_server_started_total{" + stream + "}"), 1);
