@@ -112,6 +112,19 @@ void CheckFlagsOrExit(int argc, char** argv, absl::string_view program,
         absl::StripPrefix(absl::StripPrefix(arg, "-"), "-");
     const size_t eq = body.find('=');
     const std::string name(body.substr(0, eq));
+    // Abseil's own, which it handles while parsing (--helpfull, --flagfile).
+    static const auto* const kAbseils = new std::vector<std::string>{
+        "helpfull",        "helpshort", "helppackage", "helpmatch",  "helpon",
+        "only_check_args", "flagfile",  "fromenv",     "tryfromenv", "undefok"};
+    if (std::find(kAbseils->begin(), kAbseils->end(), name) !=
+        kAbseils->end()) {
+      if (eq == absl::string_view::npos && name != "helpfull" &&
+          name != "helpshort" && name != "helppackage" &&
+          name != "only_check_args" && i + 1 < argc) {
+        ++i;  // "--flagfile FILE"
+      }
+      continue;
+    }
     const absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
     // --noflag for a boolean --flag.
     if (flag == nullptr && absl::StartsWith(name, "no")) {
