@@ -35,13 +35,12 @@ absl::StatusOr<std::unique_ptr<MetricsEndpoint>> MetricsEndpoint::Start(
   // civetweb serves a connection per thread, and a connection that sends
   // nothing holds its thread until the request timeout: enough threads, and
   // a short timeout, keep idle or slow clients from blocking a scrape (a
-  // scrape itself takes well under a millisecond).
-  absl::StatusOr<std::unique_ptr<HttpServer>> http =
-      HttpServer::Start(address,
-                        {{"num_threads", "32"},
-                         {"request_timeout_ms", "1000"},
-                         {"linger_timeout_ms", "0"}},
-                        "--metrics_address");
+  // scrape itself takes well under a millisecond). No linger_timeout_ms of
+  // 0: that closes with a reset, which drops what the kernel has not sent
+  // yet of a large exposition (70 KB) to a slow reader.
+  absl::StatusOr<std::unique_ptr<HttpServer>> http = HttpServer::Start(
+      address, {{"num_threads", "32"}, {"request_timeout_ms", "1000"}},
+      "--metrics_address");
   if (!http.ok()) return http.status();
   // "$": exactly /metrics, not /metrics/anything.
   (*http)->Handle("/metrics$", ServeMetrics,

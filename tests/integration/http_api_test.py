@@ -535,6 +535,35 @@ class NeverReadingClientTest(unittest.TestCase):
             stop(proc)
 
 
+class MetricsSlowReaderTest(unittest.TestCase):
+    def test_a_slow_scrape_gets_the_whole_exposition(self):
+        # /metrics is about 70 KB; a scraper that reads it slowly through a
+        # small window must get all of it (the endpoint once closed with a
+        # reset, which dropped what the kernel had not yet sent).
+        proc, _, metrics = start()
+        try:
+            parts = urllib.parse.urlsplit(metrics)
+            with socket.create_connection((parts.hostname, parts.port),
+                                          timeout=BOUND_S) as s:
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 2048)
+                s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n"
+                          b"Connection: close\r\n\r\n")
+                data = b""
+                while True:
+                    chunk = s.recv(1024)
+                    if not chunk:
+                        break
+                    data += chunk
+                    time.sleep(0.0005)
+            head, _, body = data.partition(b"\r\n\r\n")
+            length = int(next(line.split(b":")[1] for line in head.split(
+                b"\r\n") if line.lower().startswith(b"content-length:")))
+            self.assertGreater(length, 30000)
+            self.assertEqual(len(body), length)
+        finally:
+            stop(proc)
+
+
 class TlsTest(unittest.TestCase):
     def test_https_when_the_grpc_side_has_tls(self):
         with tempfile.TemporaryDirectory() as d:
