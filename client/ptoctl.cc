@@ -178,8 +178,13 @@ int main(int argc, char** argv) {
     }
   }
   rest.push_back(nullptr);
-  ptoserve::CheckFlagsOrExit(static_cast<int>(rest.size()) - 1, rest.data(),
-                             "ptoctl", {"client/ptoctl_flags.cc"});
+  const int count = static_cast<int>(rest.size()) - 1;
+  const bool json = ptoserve::FlagGiven(count, rest.data(), "json");
+  ptoserve::CheckFlagsOrExit(count, rest.data(), "ptoctl",
+                             {"client/ptoctl_flags.cc"},
+                             [json](const std::string& message) {
+                               ptoserve::ptoctl::PrintUsageError(message, json);
+                             });
   return ptoserve::ptoctl::Main(
       absl::ParseCommandLine(static_cast<int>(rest.size()) - 1, rest.data()),
       tiles, ub_map);

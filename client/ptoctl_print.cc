@@ -95,8 +95,19 @@ int Fail(const absl::Status& status) {
   return 1;
 }
 
+void PrintUsageError(absl::string_view message, bool json) {
+  if (json) {
+    v1::JobStatus error;
+    error.set_code(v1::INVALID_ARGUMENT);
+    error.set_message(std::string(message));
+    std::cout << ToJson(error, true);
+  } else {
+    std::cerr << "ptoctl: " << message << "\n(see ptoctl --help)\n";
+  }
+}
+
 int UsageError(absl::string_view message) {
-  std::cerr << "ptoctl: " << message << "\n(see ptoctl --help)\n";
+  PrintUsageError(message, JsonOutput());
   return 2;
 }
 

@@ -28,6 +28,9 @@ int Fail(const absl::Status& status);
 // "ptoctl: message" and a pointer to --help on stderr. Returns 2, the exit
 // status of a usage error.
 int UsageError(absl::string_view message);
+// A usage error as UsageError prints it: with `json`, as a JobStatus
+// (INVALID_ARGUMENT) on stdout, else with the --help hint on stderr.
+void PrintUsageError(absl::string_view message, bool json);
 
 // Enum values as printed: "int16" for DTYPE_INT16, "host" for TARGET_HOST,
 // "TAND" for OPCODE_TAND. Each strips its own enum's prefix, so what

@@ -91,8 +91,25 @@ std::string NearestName(absl::string_view typed,
   return best;
 }
 
+bool FlagGiven(int argc, char** argv, absl::string_view name) {
+  bool given = false;
+  for (int i = 1; i < argc; ++i) {
+    const absl::string_view arg = argv[i];
+    if (arg == "--") break;
+    const absl::string_view body =
+        absl::StripPrefix(absl::StripPrefix(arg, "-"), "-");
+    if (body == name || body == absl::StrCat(name, "=true")) given = true;
+    if (body == absl::StrCat("no", name) ||
+        body == absl::StrCat(name, "=false")) {
+      given = false;
+    }
+  }
+  return given;
+}
+
 void CheckFlagsOrExit(int argc, char** argv, absl::string_view program,
-                      const std::vector<std::string>& flag_files) {
+                      const std::vector<std::string>& flag_files,
+                      const std::function<void(const std::string&)>& report) {
   std::vector<std::string> ours;
   for (const auto& [name, flag] : absl::GetAllFlags()) {
     for (const std::string& file : flag_files) {
@@ -100,8 +117,12 @@ void CheckFlagsOrExit(int argc, char** argv, absl::string_view program,
     }
   }
   auto fail = [&](const std::string& message) {
-    std::cerr << program << ": " << message << "\n(see " << program
-              << " --help)\n";
+    if (report) {
+      report(message);
+    } else {
+      std::cerr << program << ": " << message << "\n(see " << program
+                << " --help)\n";
+    }
     std::exit(2);
   };
   for (int i = 1; i < argc; ++i) {

@@ -6,6 +6,7 @@
 #ifndef PTOSERVE_COMMON_CLI_HELP_H_
 #define PTOSERVE_COMMON_CLI_HELP_H_
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -35,8 +36,15 @@ std::string NearestName(absl::string_view typed,
 // take ("--timeout=abc: ..."). Prints "<program>: " and the error, and
 // "(see <program> --help)", to stderr and exits 2; otherwise returns.
 // Flags defined in files ending in one of `flag_files` are suggested.
-void CheckFlagsOrExit(int argc, char** argv, absl::string_view program,
-                      const std::vector<std::string>& flag_files);
+// `report`, when given, prints the error instead (ptoctl --json prints it
+// as JSON on stdout).
+void CheckFlagsOrExit(
+    int argc, char** argv, absl::string_view program,
+    const std::vector<std::string>& flag_files,
+    const std::function<void(const std::string&)>& report = nullptr);
+
+// Whether argv (up to "--") sets the boolean flag --`name` true.
+bool FlagGiven(int argc, char** argv, absl::string_view name);
 
 }  // namespace ptoserve
 

@@ -314,6 +314,19 @@ TEST_F(PtoctlTest, MistypedFlagsAndCommandsSuggestTheNearestName) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.output, HasSubstr("unknown flag --zzzzzz"));
   EXPECT_THAT(r.output, Not(HasSubstr("did you mean")));
+  // Under --json a usage error is JSON on stdout, as a failed call's is.
+  r = RunCommand("client/ptoctl --json tand --dtyp=int16 2>/dev/null");
+  EXPECT_EQ(r.exit_code, 2);
+  v1::JobStatus usage;
+  ASSERT_TRUE(
+      google::protobuf::util::JsonStringToMessage(r.output, &usage).ok())
+      << r.output;
+  EXPECT_EQ(usage.code(), v1::INVALID_ARGUMENT);
+  EXPECT_EQ(usage.message(), "unknown flag --dtyp; did you mean --dtype?");
+  r = RunCommand("client/ptoctl --json tnad 2>/dev/null");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.output,
+              HasSubstr("\"unknown command: tnad; did you mean tand?\""));
   r = RunCommand("server/ptoserve --adress=127.0.0.1:0");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.output,
