@@ -14,41 +14,10 @@
 #include "absl/strings/string_view.h"
 #include "absl/strings/strip.h"
 #include "absl/time/time.h"
+#include "common/json_quote.h"
 
 namespace ptoserve {
 namespace {
-
-// `text` as a JSON string, quotes included.
-std::string Quote(absl::string_view text) {
-  std::string out = "\"";
-  for (const char c : text) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          absl::StrAppendFormat(&out, "\\u%04x", static_cast<int>(c));
-        } else {
-          out += c;
-        }
-    }
-  }
-  out += "\"";
-  return out;
-}
 
 // Nanoseconds as microseconds with three decimals: 12345 is "12.345".
 std::string Micros(int64_t nanos) {
@@ -65,11 +34,12 @@ class Object {
  public:
   // `json`: a JSON value's text, added as it is.
   Object& Raw(absl::string_view key, absl::string_view json) {
-    absl::StrAppend(&text_, text_.empty() ? "{" : ", ", Quote(key), ": ", json);
+    absl::StrAppend(&text_, text_.empty() ? "{" : ", ", JsonQuote(key), ": ",
+                    json);
     return *this;
   }
   Object& Str(absl::string_view key, absl::string_view value) {
-    return Raw(key, Quote(value));
+    return Raw(key, JsonQuote(value));
   }
   Object& Int(absl::string_view key, int64_t value) {
     return Raw(key, absl::StrCat(value));
@@ -83,7 +53,7 @@ class Object {
 template <typename Strings>
 std::string StringArray(const Strings& strings) {
   std::vector<std::string> quoted;
-  for (const auto& s : strings) quoted.push_back(Quote(s));
+  for (const auto& s : strings) quoted.push_back(JsonQuote(s));
   return absl::StrCat("[", absl::StrJoin(quoted, ", "), "]");
 }
 
@@ -175,10 +145,10 @@ std::string ChromeTrace(const v1::JobResult& result) {
       result.id().empty() ? "job" : absl::StrCat("job ", result.id());
   events.push_back(Metadata(
       "process_name", kTraceFirstPipeThreadId, "name",
-      Quote(absl::StrCat(job, " (", TargetName(result.target()), ")"))));
+      JsonQuote(absl::StrCat(job, " (", TargetName(result.target()), ")"))));
   for (const auto& [pipe, tid] : tid_of_pipe) {
     events.push_back(
-        Metadata("thread_name", tid, "name", Quote(PipeName(pipe))));
+        Metadata("thread_name", tid, "name", JsonQuote(PipeName(pipe))));
     events.push_back(
         Metadata("thread_sort_index", tid, "sort_index", absl::StrCat(tid)));
   }
@@ -205,7 +175,7 @@ std::string ChromeTrace(const v1::JobResult& result) {
 
     const int queue_tid = first_queue_tid + i;
     events.push_back(Metadata("thread_name", queue_tid, "name",
-                              Quote(absl::StrCat("queue ", name))));
+                              JsonQuote(absl::StrCat("queue ", name))));
     events.push_back(Metadata("thread_sort_index", queue_tid, "sort_index",
                               absl::StrCat(queue_tid)));
     Placed queue{enqueue, waited, index, {}};

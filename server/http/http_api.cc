@@ -12,35 +12,12 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/json_quote.h"
 #include "server/http/http_callbacks.h"
 
 namespace ptoserve {
 
 namespace {
-
-std::string JsonQuoted(absl::string_view text) {
-  std::string out = "\"";
-  for (const unsigned char c : text) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      default:
-        if (c < 0x20) {
-          absl::StrAppendFormat(&out, "\\u%04x", c);
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  return out + "\"";
-}
 
 absl::StatusOr<std::string> ReadPem(const char* flag, const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -121,7 +98,7 @@ std::string ErrorJson(const absl::Status& status) {
       absl::AsciiStrToUpper(absl::StatusCodeToString(status.code()));
   if (code.empty()) code = "UNKNOWN";
   return absl::StrCat("{\"code\": \"", code,
-                      "\", \"message\": ", JsonQuoted(status.message()), "}");
+                      "\", \"message\": ", JsonQuote(status.message()), "}");
 }
 
 HttpApi::HttpApi(const HttpApiOptions& options, const HttpApiParts& parts)
