@@ -56,24 +56,18 @@ int Describe(const std::string& symbol) {
 
 int CallMethod(const std::string& method) {
   // grpcurl's -d: the JSON itself, @FILE, or - (and @ alone) for stdin.
-  std::string data = absl::GetFlag(FLAGS_d);
-  if (data == "-" || data == "@") {
-    data = "-";
-  } else if (absl::StartsWith(data, "@")) {
-    data = data.substr(1);
-  } else {
-    return WithReflection([&](ReflectionClient& reflection) {
-      absl::StatusOr<std::string> reply =
-          reflection.Call(method, data.empty() ? "{}" : data);
-      if (!reply.ok()) return Fail(reply.status());
-      std::cout << *reply;
-      return 0;
-    });
+  std::string request = absl::GetFlag(FLAGS_d);
+  if (request.empty()) {
+    request = "{}";
+  } else if (request == "-" || absl::StartsWith(request, "@")) {
+    const std::string path =
+        request == "-" || request == "@" ? "-" : request.substr(1);
+    absl::StatusOr<std::string> text = ReadInput(path);
+    if (!text.ok()) return UsageError(text.status().message());
+    request = *std::move(text);
   }
-  absl::StatusOr<std::string> text = ReadInput(data);
-  if (!text.ok()) return UsageError(text.status().message());
   return WithReflection([&](ReflectionClient& reflection) {
-    absl::StatusOr<std::string> reply = reflection.Call(method, *text);
+    absl::StatusOr<std::string> reply = reflection.Call(method, request);
     if (!reply.ok()) return Fail(reply.status());
     std::cout << *reply;
     return 0;

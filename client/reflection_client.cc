@@ -34,9 +34,9 @@ struct Answer {
 };
 
 template <typename Service, typename Request, typename Response>
-Answer Ask(const std::shared_ptr<grpc::Channel>& channel,
-           const std::function<void(grpc::ClientContext*)>& configure,
-           const Request& request) {
+Answer AskOne(const std::shared_ptr<grpc::Channel>& channel,
+              const std::function<void(grpc::ClientContext*)>& configure,
+              const Request& request) {
   auto stub = Service::NewStub(channel);
   grpc::ClientContext context;
   configure(&context);
@@ -58,6 +58,31 @@ Answer Ask(const std::shared_ptr<grpc::Channel>& channel,
     }
   }
   answer.status = stream->Finish();
+  return answer;
+}
+
+// The question `set` writes into a request, asked in grpc.reflection.v1,
+// or in v1alpha once a server has answered v1 UNIMPLEMENTED (`*v1alpha`).
+template <typename Set>
+Answer Ask(const std::shared_ptr<grpc::Channel>& channel,
+           const std::function<void(grpc::ClientContext*)>& configure,
+           bool* v1alpha, const Set& set) {
+  namespace v1 = grpc::reflection::v1;
+  namespace v1a = grpc::reflection::v1alpha;
+  Answer answer;
+  if (!*v1alpha) {
+    v1::ServerReflectionRequest request;
+    set(&request);
+    answer = AskOne<v1::ServerReflection, v1::ServerReflectionRequest,
+                    v1::ServerReflectionResponse>(channel, configure, request);
+    *v1alpha = answer.status.error_code() == grpc::StatusCode::UNIMPLEMENTED;
+  }
+  if (*v1alpha) {
+    v1a::ServerReflectionRequest request;
+    set(&request);
+    answer = AskOne<v1a::ServerReflection, v1a::ServerReflectionRequest,
+                    v1a::ServerReflectionResponse>(channel, configure, request);
+  }
   return answer;
 }
 
@@ -101,24 +126,8 @@ ReflectionClient::ReflectionClient(
     : channel_(std::move(channel)), configure_(std::move(configure)) {}
 
 absl::StatusOr<std::vector<std::string>> ReflectionClient::ListServices() {
-  Answer answer;
-  if (!v1alpha_) {
-    grpc::reflection::v1::ServerReflectionRequest request;
-    request.set_list_services("");
-    answer = Ask<grpc::reflection::v1::ServerReflection,
-                 grpc::reflection::v1::ServerReflectionRequest,
-                 grpc::reflection::v1::ServerReflectionResponse>(
-        channel_, configure_, request);
-    v1alpha_ = answer.status.error_code() == grpc::StatusCode::UNIMPLEMENTED;
-  }
-  if (v1alpha_) {
-    grpc::reflection::v1alpha::ServerReflectionRequest request;
-    request.set_list_services("");
-    answer = Ask<grpc::reflection::v1alpha::ServerReflection,
-                 grpc::reflection::v1alpha::ServerReflectionRequest,
-                 grpc::reflection::v1alpha::ServerReflectionResponse>(
-        channel_, configure_, request);
-  }
+  Answer answer = Ask(channel_, configure_, &v1alpha_,
+                      [](auto* request) { request->set_list_services(""); });
   if (!answer.status.ok()) {
     return FromGrpc(answer.status, "server reflection");
   }
@@ -128,24 +137,10 @@ absl::StatusOr<std::vector<std::string>> ReflectionClient::ListServices() {
 
 absl::StatusOr<std::vector<std::string>> ReflectionClient::FilesContaining(
     const std::string& symbol) {
-  Answer answer;
-  if (!v1alpha_) {
-    grpc::reflection::v1::ServerReflectionRequest request;
-    request.set_file_containing_symbol(symbol);
-    answer = Ask<grpc::reflection::v1::ServerReflection,
-                 grpc::reflection::v1::ServerReflectionRequest,
-                 grpc::reflection::v1::ServerReflectionResponse>(
-        channel_, configure_, request);
-    v1alpha_ = answer.status.error_code() == grpc::StatusCode::UNIMPLEMENTED;
-  }
-  if (v1alpha_) {
-    grpc::reflection::v1alpha::ServerReflectionRequest request;
-    request.set_file_containing_symbol(symbol);
-    answer = Ask<grpc::reflection::v1alpha::ServerReflection,
-                 grpc::reflection::v1alpha::ServerReflectionRequest,
-                 grpc::reflection::v1alpha::ServerReflectionResponse>(
-        channel_, configure_, request);
-  }
+  const Answer answer =
+      Ask(channel_, configure_, &v1alpha_, [&symbol](auto* request) {
+        request->set_file_containing_symbol(symbol);
+      });
   if (!answer.status.ok()) {
     return FromGrpc(answer.status, "server reflection");
   }
