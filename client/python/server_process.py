@@ -42,13 +42,13 @@ def _drain(pipe) -> None:
         pipe.read()
 
 
-def start_server_with_metrics(*flags: str
-                              ) -> tuple[subprocess.Popen, str, str]:
-    """Starts the server on an ephemeral port, its metrics on another, with
-    `flags`; returns it, its address and its metrics URL."""
-    server = subprocess.Popen(
-        [SERVER, "--address=127.0.0.1:0", "--metrics_address=127.0.0.1:0",
-         "--http_address=", *flags], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+def _start_and_read(args: list[str], wanted: dict[str, str]
+                    ) -> tuple[subprocess.Popen, dict[str, str]]:
+    """Starts the server with `args` and reads its lines until each of
+    `wanted`'s markers ("listening on ") has been followed by a word; returns
+    it and those words by `wanted`'s keys."""
+    server = subprocess.Popen([SERVER, *args], stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT)
     lines = queue.Queue()
 
     def read():  # every line, until the server closes its output
@@ -58,9 +58,10 @@ def start_server_with_metrics(*flags: str
         lines.put(None)
 
     threading.Thread(target=read, daemon=True).start()
-    address = metrics = None
+    found: dict[str, str] = {}
+    seen = ""
     deadline = time.monotonic() + STARTUP_TIMEOUT_S
-    while address is None or metrics is None:
+    while len(found) < len(wanted):
         try:
             line = lines.get(timeout=max(0.01, deadline - time.monotonic()))
         except queue.Empty:
@@ -68,12 +69,34 @@ def start_server_with_metrics(*flags: str
         if line is None:
             server.kill()
             server.wait()
-            raise RuntimeError("ptoserve did not start")
-        if "listening on " in line:
-            address = line.split("listening on ")[1].split()[0]
-        if "metrics on " in line:
-            metrics = line.split("metrics on ")[1].split()[0]
-    return server, address, metrics
+            raise RuntimeError(f"ptoserve did not start: {seen}")
+        seen += line
+        for key, marker in wanted.items():
+            if marker in line:
+                found[key] = line.split(marker)[1].split()[0]
+    return server, found
+
+
+def start_server_with_metrics(*flags: str
+                              ) -> tuple[subprocess.Popen, str, str]:
+    """Starts the server on an ephemeral port, its metrics on another, with
+    `flags`; returns it, its address and its metrics URL."""
+    server, found = _start_and_read(
+        ["--address=127.0.0.1:0", "--metrics_address=127.0.0.1:0",
+         "--http_address=", *flags],
+        {"address": "listening on ", "metrics": "metrics on "})
+    return server, found["address"], found["metrics"]
+
+
+def start_server_with_http(*flags: str) -> tuple[subprocess.Popen, str, str]:
+    """Starts the server with its gRPC address, metrics and HTTP/JSON API on
+    ephemeral ports, with `flags`; returns it, the API's URL and the metrics
+    URL."""
+    server, found = _start_and_read(
+        ["--address=127.0.0.1:0", "--metrics_address=127.0.0.1:0",
+         "--http_address=127.0.0.1:0", *flags],
+        {"http": "HTTP/JSON API on ", "metrics": "metrics on "})
+    return server, found["http"], found["metrics"]
 
 
 def scrape(url: str) -> dict[str, float]:

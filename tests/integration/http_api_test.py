@@ -10,7 +10,6 @@ import base64
 import http.client
 import json
 import os
-import queue
 import random
 import socket
 import ssl
@@ -22,8 +21,9 @@ import unittest
 import urllib.parse
 import urllib.request
 
+from server_process import start_server_with_http
+
 SERVER = os.environ.get("PTOSERVE_BINARY", "server/ptoserve")
-STARTUP_S = 30
 # Every wait below ends by itself: a state reached or this bound passed.
 BOUND_S = 20
 
@@ -43,37 +43,7 @@ TXOR_A2A3 = {
 def start(*flags):
     """The server on ephemeral ports with `flags`: (process, HTTP URL,
     metrics URL)."""
-    proc = subprocess.Popen(
-        [SERVER, "--address=127.0.0.1:0", "--metrics_address=127.0.0.1:0",
-         "--http_address=127.0.0.1:0", *flags],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    lines = queue.Queue()
-
-    def read():
-        with proc.stdout:
-            for line in proc.stdout:
-                lines.put(line.decode())
-        lines.put(None)
-
-    threading.Thread(target=read, daemon=True).start()
-    api = metrics = None
-    deadline = time.monotonic() + STARTUP_S
-    seen = ""
-    while api is None or metrics is None:
-        try:
-            line = lines.get(timeout=max(0.01, deadline - time.monotonic()))
-        except queue.Empty:
-            line = None
-        if line is None:
-            proc.kill()
-            proc.wait()
-            raise RuntimeError(f"ptoserve did not start: {seen}")
-        seen += line
-        if "HTTP/JSON API on " in line:
-            api = line.split("HTTP/JSON API on ")[1].split()[0]
-        if "metrics on " in line:
-            metrics = line.split("metrics on ")[1].split()[0]
-    return proc, api, metrics
+    return start_server_with_http(*flags)
 
 
 def stop(proc):
