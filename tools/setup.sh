@@ -11,6 +11,12 @@
 # image's build stage): no formatter, no Python, no test tools.
 set -euo pipefail
 
+# Debian's kubectl (package kubernetes-client, for its built-in kustomize)
+# goes to a folder of ptoserve's own, unpacked, not installed: a machine
+# whose /usr/bin/kubectl belongs to another package keeps it.
+kubectl_dir=/opt/ptoserve/kubernetes-client
+want_kubectl=1
+
 build_packages=(
   g++ pkg-config
   bazel-bootstrap bazel-platforms bazel-rules-java
@@ -27,11 +33,16 @@ packages=(
   python3-h2
   # The playground's test drives Debian's chromium, headless.
   chromium
+  # Operating it: a real Prometheus scrapes a loaded server and promtool
+  # checks the alert rules (tests/deploy); HAProxy fronts three replicas
+  # (deploy/haproxy); the rendered Kubernetes objects load into the
+  # client library's models.
+  prometheus haproxy python3-kubernetes
 )
 for extra in "$@"; do
   case "$extra" in
     clang) packages+=(clang libclang-rt-14-dev) ;;
-    build) packages=("${build_packages[@]}") ;;
+    build) packages=("${build_packages[@]}"); want_kubectl=0 ;;
     *) echo "usage: tools/setup.sh [clang | build]" >&2; exit 2 ;;
   esac
 done
@@ -52,4 +63,22 @@ if ((${#missing[@]})); then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if ((want_kubectl)) && [[ ! -x $kubectl_dir/usr/bin/kubectl ]]; then
+  echo "setup: unpacking Debian's kubernetes-client into $kubectl_dir" >&2
+  if [[ $(id -u) != 0 ]]; then
+    echo "setup: run as root (it writes $kubectl_dir)" >&2
+    exit 1
+  fi
+  scratch=$(mktemp -d)
+  trap 'rm -rf "$scratch"' EXIT
+  if ! (cd "$scratch" && apt-get download -qq kubernetes-client 2>/dev/null); then
+    apt-get update -qq
+    (cd "$scratch" && apt-get download -qq kubernetes-client)
+  fi
+  mkdir -p "$kubectl_dir.new"
+  dpkg -x "$scratch"/kubernetes-client_*.deb "$kubectl_dir.new"
+  rm -rf "$kubectl_dir"
+  mv "$kubectl_dir.new" "$kubectl_dir"
 fi
