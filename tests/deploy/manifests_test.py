@@ -56,7 +56,7 @@ class ManifestsTest(unittest.TestCase):
     def setUpClass(cls):
         cls.flags = server_flags()
         cls.docs = {}
-        for path in sorted((DEPLOY / "k8s").glob("*.yaml")):
+        for path in sorted((DEPLOY / "k8s" / "base").glob("*.yaml")):
             for doc in yaml.safe_load_all(path.read_text()):
                 cls.docs[doc["kind"]] = doc
         deployment = cls.docs["Deployment"]
