@@ -5,6 +5,8 @@
 #include <thread>
 #include <utility>
 
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "proto/codec.h"
 #include "proto/descriptor_set.h"
@@ -26,6 +28,7 @@
 #include "server/rpc/tile_compute_service.h"
 #include "server/transport/address.h"
 #include "server/transport/grpc_server.h"
+#include "server/transport/peer_credentials.h"
 #include "server/transport/reflection.h"
 
 namespace ptoserve {
@@ -184,8 +187,25 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
       grpc::reflection::v1alpha::ServerReflection::service_full_name()};
   parts->reflection = std::make_unique<ReflectionService>(
       service_names, DescriptorSetWithComments(), auth);
-  parts->grpc_metrics =
-      std::make_unique<GrpcMetrics>(&parts->registry, service_names);
+  // The services whose handlers take their requests as bytes, which the
+  // metrics' interceptor is handed as such: TileCompute's job methods,
+  // gRPC's health service (1.51 parses its requests itself) and reflection
+  // (server/transport/reflection.h).
+  const std::string tile_compute = v1::TileCompute::service_full_name();
+  parts->grpc_metrics = std::make_unique<GrpcMetrics>(
+      &parts->registry, service_names,
+      std::vector<std::string>{
+          absl::StrCat("/", tile_compute, "/Execute"),
+          absl::StrCat("/", tile_compute, "/ExecuteStream"),
+          absl::StrCat("/", tile_compute, "/ExecuteBatches"),
+          "/grpc.health.v1.Health/",
+          absl::StrCat(
+              "/", grpc::reflection::v1::ServerReflection::service_full_name(),
+              "/"),
+          absl::StrCat(
+              "/",
+              grpc::reflection::v1alpha::ServerReflection::service_full_name(),
+              "/")});
   parts->service->CountExecuteCalls(parts->grpc_metrics->CountedByHandler(
       absl::StrCat("/", v1::TileCompute::service_full_name(), "/Execute")));
   AddProcessMetrics(&parts->registry);
@@ -240,6 +260,19 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
   absl::StatusOr<RunningServer> running = StartGrpcServer(settings, services);
   if (!running.ok()) return running.status();
   parts->running = std::move(*running);
+  // The connections gRPC serves, counted in the kernel's socket tables at
+  // scrape time (TCP only: a unix: address has no port to count on).
+  const std::string& bound = parts->running.address;
+  int port = 0;
+  if (!absl::StartsWith(bound, "unix:") &&
+      absl::SimpleAtoi(absl::string_view(bound).substr(bound.rfind(':') + 1),
+                       &port)) {
+    parts->registry.AddGauge(
+        "ptoserve_grpc_connections",
+        "TCP connections open to the gRPC port, those still sending their "
+        "HTTP/2 preface included.",
+        {}, [port] { return EstablishedConnectionsOnPort(port); });
+  }
   // The health service knows a service only once its status has been set.
   for (const char* name : {v1::TileCompute::service_full_name(),
                            v1::SharedMemory::service_full_name()}) {

@@ -232,6 +232,7 @@ absl::Status Dispatcher::Submit(JobRequest* request, JobRecord* record,
   absl::StatusOr<std::unique_ptr<PreparedJob>> prepared =
       engine_->Prepare(decoded.spec, admit);
   if (!prepared.ok()) return decoded.Locate(prepared.status());
+  answer->record.decode = absl::Now() - record->arrival;
   if (!decoded.regions.empty()) {
     answer->regions =
         std::make_shared<const JobRegions>(std::move(decoded.regions));
@@ -304,8 +305,10 @@ void Dispatcher::Finish(
   try {
     if (answer->result == nullptr) result = scratch.emplace().NewResult();
     v1::JobResult* built = *result;
+    const absl::Time build_start = absl::Now();
     built->set_id(answer->id);
     ToJobResult(engine_->Finish(ran->get()), answer->encodings, built);
+    answer->record.encode = absl::Now() - build_start;
     // A region cut short while the job ran: its bytes were not the
     // object's.
     if (answer->regions != nullptr) {

@@ -1,6 +1,10 @@
 #include "server/metrics/grpc_metrics.h"
 
 #include <google/protobuf/descriptor.h>
+#include <google/protobuf/message_lite.h>
+#include <grpcpp/support/byte_buffer.h>
+
+#include <algorithm>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -41,8 +45,7 @@ class CallCounter final : public grpc::experimental::Interceptor {
   ~CallCounter() override {
     TsanAcquired(this);
     if (!handled_) {
-      method_->handled[grpc::StatusCode::CANCELLED]->Increment();
-      method_->seconds->Observe(absl::ToDoubleSeconds(absl::Now() - start_));
+      method_->Handled(grpc::StatusCode::CANCELLED, absl::Now() - start_);
     }
   }
 
@@ -51,21 +54,24 @@ class CallCounter final : public grpc::experimental::Interceptor {
     TsanAcquired(this);
     // The read that finds the end of a stream has no message.
     if (methods->QueryInterceptionHookPoint(
-            InterceptionHookPoints::POST_RECV_MESSAGE) &&
-        methods->GetRecvMessage() != nullptr) {
-      method_->received->Increment();
+            InterceptionHookPoints::POST_RECV_MESSAGE)) {
+      if (void* message = methods->GetRecvMessage()) {
+        method_->received->Increment();
+        method_->received_bytes->Increment(ReceivedBytes(message));
+      }
     }
     if (methods->QueryInterceptionHookPoint(
             InterceptionHookPoints::PRE_SEND_MESSAGE)) {
       method_->sent->Increment();
+      // Serialized here, once: gRPC sends these bytes.
+      if (const grpc::ByteBuffer* bytes = methods->GetSerializedSendMessage()) {
+        method_->sent_bytes->Increment(bytes->Length());
+      }
     }
     if (methods->QueryInterceptionHookPoint(
             InterceptionHookPoints::PRE_SEND_STATUS)) {
-      const int code = methods->GetSendStatus().error_code();
-      method_
-          ->handled[code >= 0 && code < 17 ? code : grpc::StatusCode::UNKNOWN]
-          ->Increment();
-      method_->seconds->Observe(absl::ToDoubleSeconds(absl::Now() - start_));
+      method_->Handled(methods->GetSendStatus().error_code(),
+                       absl::Now() - start_);
       handled_ = true;
     }
     TsanReleasing(this);
@@ -73,6 +79,21 @@ class CallCounter final : public grpc::experimental::Interceptor {
   }
 
  private:
+  // The size of a received message as it came: its bytes, or its parsed
+  // message's serialized size (protobuf computes it from the fields).
+  uint64_t ReceivedBytes(void* message) const {
+    switch (method_->requests) {
+      case GrpcMetrics::Requests::kBytes:
+        return static_cast<grpc::ByteBuffer*>(message)->Length();
+      case GrpcMetrics::Requests::kParsed:
+        return static_cast<google::protobuf::MessageLite*>(message)
+            ->ByteSizeLong();
+      case GrpcMetrics::Requests::kUnknown:
+        break;
+    }
+    return 0;
+  }
+
   const GrpcMetrics::Method* const method_;
   const absl::Time start_;
   bool handled_ = false;
@@ -89,8 +110,23 @@ const std::vector<double>& HandlingBounds() {
 
 }  // namespace
 
+void GrpcMetrics::Method::Handled(int code, absl::Duration took) const {
+  if (code < 0 || code >= 17) code = grpc::StatusCode::UNKNOWN;
+  handled[code]->Increment();
+  Histogram* seconds = seconds_[code].load(std::memory_order_acquire);
+  if (seconds == nullptr) {
+    // The family hands two racing threads the same series.
+    seconds = &seconds_family_->With(
+        {labels_[0], labels_[1], labels_[2],
+         absl::StatusCodeToString(static_cast<absl::StatusCode>(code))});
+    seconds_[code].store(seconds, std::memory_order_release);
+  }
+  seconds->Observe(absl::ToDoubleSeconds(took));
+}
+
 GrpcMetrics::GrpcMetrics(MetricsRegistry* registry,
-                         const std::vector<std::string>& services)
+                         const std::vector<std::string>& services,
+                         const std::vector<std::string>& byte_methods)
     : started_(registry->AddCounter(
           "grpc_server_started_total", "RPCs started on the server, by method.",
           {"grpc_type", "grpc_service", "grpc_method"})),
@@ -105,11 +141,22 @@ GrpcMetrics::GrpcMetrics(MetricsRegistry* registry,
       sent_(registry->AddCounter("grpc_server_msg_sent_total",
                                  "Messages sent to clients, by method.",
                                  {"grpc_type", "grpc_service", "grpc_method"})),
+      received_bytes_(registry->AddCounter(
+          "grpc_server_msg_received_bytes_total",
+          "Bytes of the messages received from clients (serialized, "
+          "uncompressed), by method.",
+          {"grpc_type", "grpc_service", "grpc_method"})),
+      sent_bytes_(registry->AddCounter(
+          "grpc_server_msg_sent_bytes_total",
+          "Bytes of the messages sent to clients (serialized, "
+          "uncompressed), by method.",
+          {"grpc_type", "grpc_service", "grpc_method"})),
       seconds_(registry->AddHistogram(
           "grpc_server_handling_seconds",
           "How long RPCs took on the server, from their start to their "
-          "status sent, by method.",
-          {"grpc_type", "grpc_service", "grpc_method"}, HandlingBounds())) {
+          "status sent, by method and status code.",
+          {"grpc_type", "grpc_service", "grpc_method", "grpc_code"},
+          HandlingBounds())) {
   const google::protobuf::DescriptorPool* pool =
       google::protobuf::DescriptorPool::generated_pool();
   for (const std::string& name : services) {
@@ -118,29 +165,68 @@ GrpcMetrics::GrpcMetrics(MetricsRegistry* registry,
     if (service == nullptr) continue;
     for (int i = 0; i < service->method_count(); ++i) {
       const google::protobuf::MethodDescriptor* m = service->method(i);
-      methods_.emplace(
-          absl::StrCat("/", name, "/", m->name()),
-          MakeMethod(name, m->name(),
-                     TypeName(m->client_streaming(), m->server_streaming())));
+      MakeMethod(&methods_[absl::StrCat("/", name, "/", m->name())], name,
+                 m->name(),
+                 TypeName(m->client_streaming(), m->server_streaming()));
     }
   }
-  unknown_ = MakeMethod("unknown", "unknown", "unknown");
+  for (auto& [name, m] : methods_) {
+    const absl::string_view service =
+        absl::string_view(name).substr(0, name.rfind('/') + 1);
+    if (std::find(byte_methods.begin(), byte_methods.end(), name) !=
+            byte_methods.end() ||
+        std::find(byte_methods.begin(), byte_methods.end(), service) !=
+            byte_methods.end()) {
+      m.requests = Requests::kBytes;
+    }
+  }
+  MakeMethod(&unknown_, "unknown", "unknown", "unknown");
+  unknown_.requests = Requests::kUnknown;
+  registry->AddGauge("ptoserve_grpc_active_calls",
+                     "gRPC calls open now (started, not yet handled), "
+                     "streams included.",
+                     {}, [this] { return Open(/*streaming=*/false); });
+  registry->AddGauge("ptoserve_grpc_active_streams",
+                     "Streaming gRPC calls open now.", {},
+                     [this] { return Open(/*streaming=*/true); });
 }
 
-GrpcMetrics::Method GrpcMetrics::MakeMethod(absl::string_view service,
-                                            absl::string_view method,
-                                            absl::string_view type) {
-  Method m;
-  m.started = &started_->With({type, service, method});
-  m.received = &received_->With({type, service, method});
-  m.sent = &sent_->With({type, service, method});
-  m.seconds = &seconds_->With({type, service, method});
+void GrpcMetrics::MakeMethod(Method* m, absl::string_view service,
+                             absl::string_view method, absl::string_view type) {
+  const LabelValues labels = {type, service, method};
+  m->started = &started_->With(labels);
+  m->received = &received_->With(labels);
+  m->sent = &sent_->With(labels);
+  m->received_bytes = &received_bytes_->With(labels);
+  m->sent_bytes = &sent_bytes_->With(labels);
+  m->streaming = type != "unary";
   for (int code = 0; code < 17; ++code) {
-    m.handled[code] = &handled_->With(
+    m->handled[code] = &handled_->With(
         {type, service, method,
          absl::StatusCodeToString(static_cast<absl::StatusCode>(code))});
   }
-  return m;
+  m->seconds_family_ = seconds_;
+  m->labels_ = {std::string(type), std::string(service), std::string(method)};
+}
+
+double GrpcMetrics::Open(bool streaming) const {
+  // Handled first: every call handled by then had started, so the
+  // difference is never below the calls open.
+  uint64_t handled = 0;
+  uint64_t started = 0;
+  for (const auto& [name, m] : methods_) {
+    if (streaming && !m.streaming) continue;
+    for (const Counter* c : m.handled) handled += c->value();
+  }
+  if (!streaming) {
+    for (const Counter* c : unknown_.handled) handled += c->value();
+  }
+  for (const auto& [name, m] : methods_) {
+    if (streaming && !m.streaming) continue;
+    started += m.started->value();
+  }
+  if (!streaming) started += unknown_.started->value();
+  return started > handled ? static_cast<double>(started - handled) : 0;
 }
 
 grpc::experimental::Interceptor* GrpcMetrics::CreateServerInterceptor(

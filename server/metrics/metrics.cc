@@ -70,11 +70,21 @@ void AppendHeader(absl::string_view name, absl::string_view help,
 }
 
 void AppendSamples(absl::string_view name, absl::Span<const std::string> names,
-                   absl::Span<const std::string> values, const Counter& counter,
-                   std::string* out) {
+                   absl::Span<const std::string> values, double unit,
+                   const Counter& counter, std::string* out) {
   out->append(name.data(), name.size());
   AppendLabels(names, values, nullptr, out);
-  absl::StrAppend(out, " ", counter.value(), "\n");
+  if (unit == 1) {
+    absl::StrAppend(out, " ", counter.value(), "\n");
+  } else {
+    // Divided by a whole number where the unit is a fraction (1e-9: by
+    // 1e9), so that 250 ns shows as 2.5e-07, not 2.5000000000000004e-07.
+    const double value = static_cast<double>(counter.value());
+    absl::StrAppend(
+        out, " ",
+        FormatNumber(unit < 1 ? value / std::round(1 / unit) : value * unit),
+        "\n");
+  }
 }
 
 void AppendSamples(absl::string_view name, absl::Span<const std::string> names,
@@ -201,7 +211,8 @@ void Family<Series>::Render(std::string* out) const {
       AppendSamples(name_, label_names_, entry->values, bounds_, *entry->series,
                     out);
     } else {
-      AppendSamples(name_, label_names_, entry->values, *entry->series, out);
+      AppendSamples(name_, label_names_, entry->values, unit_, *entry->series,
+                    out);
     }
   }
 }
@@ -209,10 +220,12 @@ void Family<Series>::Render(std::string* out) const {
 template class Family<Counter>;
 template class Family<Histogram>;
 
-CounterFamily* MetricsRegistry::AddCounter(
-    std::string name, std::string help, std::vector<std::string> label_names) {
+CounterFamily* MetricsRegistry::AddCounter(std::string name, std::string help,
+                                           std::vector<std::string> label_names,
+                                           double unit) {
   auto family = std::make_unique<CounterFamily>(
-      std::move(name), std::move(help), std::move(label_names));
+      std::move(name), std::move(help), std::move(label_names),
+      std::vector<double>{}, unit);
   CounterFamily* raw = family.get();
   MutexLock lock(&mu_);
   metrics_.push_back(std::move(family));

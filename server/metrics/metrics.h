@@ -87,13 +87,16 @@ class Metric {
 template <typename Series>
 class Family final : public metrics_internal::Metric {
  public:
-  // `bounds`: histograms only, see MetricsRegistry::AddHistogram.
+  // `bounds`: histograms only, see MetricsRegistry::AddHistogram; `unit`:
+  // counters only, see MetricsRegistry::AddCounter.
   Family(std::string name, std::string help,
-         std::vector<std::string> label_names, std::vector<double> bounds = {})
+         std::vector<std::string> label_names, std::vector<double> bounds = {},
+         double unit = 1)
       : name_(std::move(name)),
         help_(std::move(help)),
         label_names_(std::move(label_names)),
-        bounds_(std::move(bounds)) {}
+        bounds_(std::move(bounds)),
+        unit_(unit) {}
 
   // REQUIRES: one value per label name.
   Series& With(LabelValues values) ABSL_LOCKS_EXCLUDED(mu_);
@@ -111,6 +114,7 @@ class Family final : public metrics_internal::Metric {
   const std::string help_;
   const std::vector<std::string> label_names_;
   const std::vector<double> bounds_;
+  const double unit_;
   mutable absl::Mutex mu_;
   // Keyed by the label values, each prefixed with its length (so that no
   // two lists share a key).
@@ -126,10 +130,12 @@ class MetricsRegistry {
  public:
   // Each adds a metric named `name` (unique in the registry, matching
   // [a-zA-Z_:][a-zA-Z0-9_:]*) with `help` (one line) and `label_names`.
-  // The family lives as long as the registry.
+  // The family lives as long as the registry. A counter counts in steps
+  // of `unit` of what its name says: with 1e-9, a ..._seconds_total
+  // counter is incremented by nanoseconds and shows seconds.
   CounterFamily* AddCounter(std::string name, std::string help,
-                            std::vector<std::string> label_names)
-      ABSL_LOCKS_EXCLUDED(mu_);
+                            std::vector<std::string> label_names,
+                            double unit = 1) ABSL_LOCKS_EXCLUDED(mu_);
   // `bounds`: the buckets' upper bounds, ascending; +Inf is implied.
   HistogramFamily* AddHistogram(std::string name, std::string help,
                                 std::vector<std::string> label_names,

@@ -21,6 +21,11 @@ std::vector<double> SecondsBounds() {
 
 double Seconds(absl::Duration d) { return absl::ToDoubleSeconds(d); }
 
+// Whole nanoseconds of `d`; none if the clock stepped back meanwhile.
+uint64_t Nanos(absl::Duration d) {
+  return d > absl::ZeroDuration() ? absl::ToInt64Nanoseconds(d) : 0;
+}
+
 }  // namespace
 
 void JobRecord::CountInstructions(absl::Span<const Instruction> program) {
@@ -64,6 +69,24 @@ ServiceMetrics::ServiceMetrics(MetricsRegistry* registry)
       batch_size_(registry->AddHistogram(
           "ptoserve_batch_size", "Per batch, the instructions it ran.",
           {"opcode", "target"}, {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024})),
+      // Triton's split of a request's time (nv_inference_compute_input,
+      // _infer and _output_duration_us), in seconds.
+      compute_input_(registry->AddCounter(
+          "ptoserve_compute_input_seconds_total",
+          "Time spent decoding jobs answered OK (request to tiles), by "
+          "target and opcode (a job's time shared by its instructions).",
+          {"target", "opcode"}, 1e-9)),
+      compute_infer_(registry->AddCounter(
+          "ptoserve_compute_infer_seconds_total",
+          "Time spent running instructions (backend calls, each batch once), "
+          "by target and opcode.",
+          {"target", "opcode"}, 1e-9)),
+      compute_output_(registry->AddCounter(
+          "ptoserve_compute_output_seconds_total",
+          "Time spent building the results of jobs answered OK from their "
+          "tiles, by target and opcode (a job's time shared by its "
+          "instructions).",
+          {"target", "opcode"}, 1e-9)),
       ran_here_(&registry
                      ->AddCounter("ptoserve_jobs_run_here_total",
                                   "Jobs run to completion on the thread that "
@@ -90,8 +113,14 @@ const ServiceMetrics::JobSeries* ServiceMetrics::CachedJob(
   series->jobs = &jobs_->With({target, code_name});
   series->latency = &request_latency_->With({target, code_name});
   for (int op = 0; op < kOpcodeCount; ++op) {
-    series->instructions[op] = &instructions_->With(
-        {OpcodeName(static_cast<Opcode>(op)), target, code_name});
+    const absl::string_view opcode = OpcodeName(static_cast<Opcode>(op));
+    series->instructions[op] =
+        &instructions_->With({opcode, target, code_name});
+    // Made only for OK, the code whose jobs count their time.
+    if (code == static_cast<int>(absl::StatusCode::kOk)) {
+      series->decode[op] = &compute_input_->With({target, opcode});
+      series->encode[op] = &compute_output_->With({target, opcode});
+    }
   }
   const JobSeries* made = series.get();
   MutexLock lock(&cache_mu_);
@@ -110,14 +139,29 @@ const ServiceMetrics::BatchSeries& ServiceMetrics::CachedBatch(Opcode opcode,
     return *series;
   }
   const LabelValues labels = {OpcodeName(opcode), TargetName(target)};
-  auto series = std::make_unique<BatchSeries>(
-      BatchSeries{&batch_size_->With(labels), &execution_time_->With(labels),
-                  &queue_time_->With(labels)});
+  auto series = std::make_unique<BatchSeries>(BatchSeries{
+      &batch_size_->With(labels), &execution_time_->With(labels),
+      &queue_time_->With(labels),
+      &compute_infer_->With({TargetName(target), OpcodeName(opcode)})});
   const BatchSeries* made = series.get();
   MutexLock lock(&cache_mu_);
   batch_kept_.push_back(std::move(series));
   slot.store(made, std::memory_order_release);
   return *made;
+}
+
+void ServiceMetrics::CountTime(const JobRecord& job, const JobSeries& series) {
+  uint64_t instructions = 0;
+  for (const auto& [opcode, count] : job.instructions) instructions += count;
+  if (instructions == 0) return;
+  const uint64_t decode = Nanos(job.decode);
+  const uint64_t encode = Nanos(job.encode);
+  for (const auto& [opcode, count] : job.instructions) {
+    series.decode[static_cast<int>(opcode)]->Increment(decode * count /
+                                                       instructions);
+    series.encode[static_cast<int>(opcode)]->Increment(encode * count /
+                                                       instructions);
+  }
 }
 
 void ServiceMetrics::JobAnswered(const JobRecord& job, absl::StatusCode code) {
@@ -128,6 +172,7 @@ void ServiceMetrics::JobAnswered(const JobRecord& job, absl::StatusCode code) {
       series->instructions[static_cast<int>(opcode)]->Increment(count);
     }
     series->latency->Observe(latency);
+    if (code == absl::StatusCode::kOk) CountTime(job, *series);
     return;
   }
   const std::string code_name = absl::StatusCodeToString(code);
@@ -143,7 +188,9 @@ void ServiceMetrics::BatchRan(absl::Span<const WorkItem> batch) {
   const Event& first = batch[0].job->event(batch[0].index);
   const BatchSeries& series = CachedBatch(first.opcode, first.target);
   series.size->Observe(static_cast<double>(batch.size()));
-  series.execution->Observe(Seconds(first.end_time - first.start_time));
+  const absl::Duration took = first.end_time - first.start_time;
+  series.execution->Observe(Seconds(took));
+  series.compute->Increment(Nanos(took));
   for (const WorkItem& item : batch) {
     const Event& event = item.job->event(item.index);
     series.queue->Observe(Seconds(event.start_time - event.enqueue_time));

@@ -35,6 +35,11 @@ struct JobRecord {
 
   absl::Time arrival = absl::Now();
   absl::string_view target;
+  // How long the job took to decode (its request to tiles the engine
+  // runs, admission included) and to encode (its result built from the
+  // tiles); zero until it was.
+  absl::Duration decode;
+  absl::Duration encode;
   // Instructions by opcode; empty until the job is decoded (a job that
   // cannot be has no instructions to count).
   absl::InlinedVector<std::pair<Opcode, uint32_t>, 2> instructions;
@@ -49,11 +54,13 @@ class ServiceMetrics {
   ServiceMetrics& operator=(const ServiceMetrics&) = delete;
 
   // `job` was answered with `code`: OK once it ran, else refused at once
-  // or dropped from the queue.
+  // or dropped from the queue. An OK job's decode and encode time count
+  // for its opcodes, shared by their instructions.
   void JobAnswered(const JobRecord& job, absl::StatusCode code);
 
   // `batch` has just run as one backend call: records its size, how long
-  // the call took, and each instruction's time in the queue.
+  // the call took (also as compute time), and each instruction's time in
+  // the queue.
   // REQUIRES: `batch` is not empty and its items share a BatchKey.
   void BatchRan(absl::Span<const WorkItem> batch);
 
@@ -68,12 +75,16 @@ class ServiceMetrics {
     Counter* jobs;
     Histogram* latency;
     std::array<Counter*, kOpcodeCount> instructions;  // by opcode
+    // Decode and encode time by opcode, in nanoseconds; code OK only.
+    std::array<Counter*, kOpcodeCount> decode;
+    std::array<Counter*, kOpcodeCount> encode;
   };
   // A batch's series for its opcode and target.
   struct BatchSeries {
     Histogram* size;
     Histogram* execution;
     Histogram* queue;
+    Counter* compute;  // nanoseconds
   };
   static constexpr int kCodes = 17;  // absl::StatusCode 0..16
   static constexpr int kTargets = std::size(kEveryTarget);
@@ -82,6 +93,8 @@ class ServiceMetrics {
   // range): those are looked up in the families each time.
   const JobSeries* CachedJob(absl::string_view target, int code);
   const BatchSeries& CachedBatch(Opcode opcode, Target target);
+  // Adds an OK job's decode and encode time to `series`.
+  static void CountTime(const JobRecord& job, const JobSeries& series);
 
   CounterFamily* const jobs_;
   CounterFamily* const instructions_;
@@ -89,6 +102,9 @@ class ServiceMetrics {
   HistogramFamily* const queue_time_;
   HistogramFamily* const execution_time_;
   HistogramFamily* const batch_size_;
+  CounterFamily* const compute_input_;
+  CounterFamily* const compute_infer_;
+  CounterFamily* const compute_output_;
   Counter* const ran_here_;
   // Filled at first use; a series, once made, lives as long as its family.
   std::array<std::atomic<const JobSeries*>, kTargets * kCodes> job_series_{};

@@ -62,7 +62,8 @@ CallInfo TileComputeService::CallOf(
 grpc::ServerUnaryReactor* TileComputeService::Execute(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
     grpc::ByteBuffer* response) {
-  auto* call = new UnaryCall(execute_calls_, &stalls_, context);
+  auto* call =
+      new UnaryCall(execute_calls_, &stalls_, context, request->Length());
   // gRPC would keep the bytes until the call ends (its typed handlers free
   // them once parsed); the buffer is not const, only the interface is.
   auto* bytes = const_cast<grpc::ByteBuffer*>(request);
@@ -127,7 +128,7 @@ void TileComputeService::RunUnary(UnaryCall* call,
                                          MemoryBudget::Hold hold) {
     call->hold = std::move(hold);
     absl::Status encoded = r.ok() ? bytes_->Encode(**r, response) : r.status();
-    call->Answer(ToGrpcStatus(encoded));
+    call->Answer(ToGrpcStatus(encoded), encoded.ok() ? response->Length() : 0);
   };
   const Dispatched dispatched = dispatcher_->Dispatch(std::move(dispatch));
   if (!dispatched.status.ok()) call->Answer(ToGrpcStatus(dispatched.status));

@@ -16,7 +16,8 @@ google::protobuf::ArenaOptions FirstBlock(char* block, size_t bytes) {
 }  // namespace
 
 UnaryCall::UnaryCall(const GrpcMetrics::Method* calls, StallWatch* stalls,
-                     grpc::CallbackServerContext* context)
+                     grpc::CallbackServerContext* context,
+                     uint64_t request_bytes)
     : arena_(FirstBlock(first_block_, kFirstBlockBytes)),
       calls_(calls),
       stalls_(stalls),
@@ -25,15 +26,16 @@ UnaryCall::UnaryCall(const GrpcMetrics::Method* calls, StallWatch* stalls,
   start_ = absl::Now();
   calls_->started->Increment();
   calls_->received->Increment();
+  calls_->received_bytes->Increment(request_bytes);
 }
 
-void UnaryCall::Answer(const grpc::Status& status) {
+void UnaryCall::Answer(const grpc::Status& status, uint64_t reply_bytes) {
   if (calls_ != nullptr) {
-    const int code = status.error_code();
-    calls_->handled[code >= 0 && code < 17 ? code : grpc::StatusCode::UNKNOWN]
-        ->Increment();
-    if (status.ok()) calls_->sent->Increment();
-    calls_->seconds->Observe(absl::ToDoubleSeconds(absl::Now() - start_));
+    if (status.ok()) {
+      calls_->sent->Increment();
+      calls_->sent_bytes->Increment(reply_bytes);
+    }
+    calls_->Handled(status.error_code(), absl::Now() - start_);
     answered_ = true;
   }
   // An answer with a body waits on the client's reading it.
@@ -52,8 +54,7 @@ void UnaryCall::OnDone() {
   TsanAcquired(this);
   stalls_->Remove(&stall_);
   if (calls_ != nullptr && !answered_) {
-    calls_->handled[grpc::StatusCode::CANCELLED]->Increment();
-    calls_->seconds->Observe(absl::ToDoubleSeconds(absl::Now() - start_));
+    calls_->Handled(grpc::StatusCode::CANCELLED, absl::Now() - start_);
   }
   delete this;
 }

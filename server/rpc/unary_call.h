@@ -24,13 +24,14 @@ namespace ptoserve {
 
 class UnaryCall final : public grpc::ServerUnaryReactor {
  public:
-  // `calls` (null: not counted here) and `stalls` must outlive the call.
+  // `calls` (null: not counted here) and `stalls` must outlive the call;
+  // `request_bytes`: the request's size, counted as received.
   UnaryCall(const GrpcMetrics::Method* calls, StallWatch* stalls,
-            grpc::CallbackServerContext* context);
+            grpc::CallbackServerContext* context, uint64_t request_bytes);
 
   // Ends the call with `status` (a reply with a body waits on the client
-  // reading it). Call once.
-  void Answer(const grpc::Status& status);
+  // reading it), whose reply, when OK, is `reply_bytes` long. Call once.
+  void Answer(const grpc::Status& status, uint64_t reply_bytes = 0);
 
   void OnDone() override;
   // OnDone only frees (OnCancel is the base's no-op), so gRPC may run it

@@ -1,10 +1,12 @@
 #include "server/transport/peer_credentials.h"
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstdint>
@@ -295,6 +297,44 @@ std::vector<bool> ConnectionsOpen(
     }
   }
   return open;
+}
+
+int EstablishedConnectionsIn(int port, absl::string_view tcp,
+                             absl::string_view tcp6,
+                             const absl::flat_hash_set<ino_t>& inodes) {
+  int count = 0;
+  for (absl::string_view table : {tcp, tcp6}) {
+    for (absl::string_view line : absl::StrSplit(table, '\n')) {
+      std::vector<absl::string_view> f =
+          absl::StrSplit(line, ' ', absl::SkipEmpty());
+      if (f.size() < 10 || f[3] != "01") continue;  // ESTABLISHED only
+      const std::optional<Endpoint> local = ParseTableEndpoint(f[1]);
+      uint64_t inode = 0;
+      if (local.has_value() && local->port == port &&
+          absl::SimpleAtoi(f[9], &inode) &&
+          inodes.contains(static_cast<ino_t>(inode))) {
+        ++count;
+      }
+    }
+  }
+  return count;
+}
+
+int EstablishedConnectionsOnPort(int port) {
+  absl::flat_hash_set<ino_t> inodes;
+  if (DIR* dir = opendir("/proc/self/fd")) {
+    while (const dirent* entry = readdir(dir)) {
+      struct stat st;
+      // fstatat follows the descriptor's link to the socket itself.
+      if (fstatat(dirfd(dir), entry->d_name, &st, 0) == 0 &&
+          S_ISSOCK(st.st_mode)) {
+        inodes.insert(st.st_ino);
+      }
+    }
+    closedir(dir);
+  }
+  return EstablishedConnectionsIn(port, ReadFile("/proc/net/tcp"),
+                                  ReadFile("/proc/net/tcp6"), inodes);
 }
 
 }  // namespace ptoserve

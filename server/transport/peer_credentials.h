@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
@@ -57,6 +58,19 @@ absl::StatusOr<PeerConnection> FindConnection(absl::string_view peer);
 // established socket of this host has that address and inode (the tables
 // are read once a call, and only for address ones).
 std::vector<bool> ConnectionsOpen(absl::Span<const PeerConnection> connections);
+
+// How many established TCP connections this process holds on local port
+// `port`: sockets of the kernel's tables with that local port whose inode
+// is one of this process's descriptors (so a connection to the port
+// another process holds is not counted). Reads /proc/self/fd and the
+// tables, once a call: for a scrape, not for a call's path.
+int EstablishedConnectionsOnPort(int port);
+
+// The same, counted in `tcp` and `tcp6` (the tables' texts) among the
+// sockets whose inode is one of `inodes`.
+int EstablishedConnectionsIn(int port, absl::string_view tcp,
+                             absl::string_view tcp6,
+                             const absl::flat_hash_set<ino_t>& inodes);
 
 }  // namespace ptoserve
 

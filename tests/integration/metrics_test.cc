@@ -16,6 +16,7 @@
 #include "absl/time/clock.h"
 #include "client/client.h"
 #include "client/shared_region.h"
+#include "grpc/health/v1/health.grpc.pb.h"
 #include "tests/integration/metrics_scrape.h"
 #include "tests/integration/server_process.h"
 
@@ -106,6 +107,23 @@ TEST(MetricsTest, ScrapesCountJobsByTargetAndCode) {
   EXPECT_EQ(delta("ptoserve_execution_time_seconds_count{opcode=\"TAND\","
                   "target=\"host\"}"),
             3);
+  // The split of a job's time: compute is the backend calls' time (the
+  // same three batches, counted in whole nanoseconds); decode and encode
+  // took some time for the jobs that ran, none for the refused ones.
+  EXPECT_NEAR(delta("ptoserve_compute_infer_seconds_total{target=\"host\","
+                    "opcode=\"TAND\"}"),
+              delta("ptoserve_execution_time_seconds_sum{opcode=\"TAND\","
+                    "target=\"host\"}"),
+              3e-9);
+  EXPECT_GT(delta("ptoserve_compute_input_seconds_total{target=\"host\","
+                  "opcode=\"TAND\"}"),
+            0);
+  EXPECT_GT(delta("ptoserve_compute_output_seconds_total{target=\"host\","
+                  "opcode=\"TAND\"}"),
+            0);
+  EXPECT_EQ(delta("ptoserve_compute_input_seconds_total{target=\"a2a3\","
+                  "opcode=\"TXOR\"}"),
+            0);
   EXPECT_EQ(after.at("ptoserve_queue_depth"), 0);
   EXPECT_EQ(after.at("ptoserve_jobs_in_flight"), 0);
 }
@@ -170,17 +188,30 @@ TEST(MetricsTest, GrpcMethodCountersByCode) {
   auto client = Client::Connect(server.address()).value();
   const std::map<std::string, double> before = Scrape(server.metrics_url());
   const std::vector<int32_t> a(4, 6);
-  ASSERT_TRUE(client->Tand<int32_t>({a, a, 2, 2}).ok());
-  ASSERT_TRUE(client->Tand<int32_t>({a, a, 2, 2}).ok());
-  v1::Job broken =
+  const v1::Job good =
       BinaryJob<int32_t>(v1::OPCODE_TAND, BinaryArgs<int32_t>{a, a, 2, 2});
+  // The bytes each way, as protobuf serializes the messages.
+  uint64_t sent_bytes = 0;
+  for (int i = 0; i < 2; ++i) {
+    absl::StatusOr<v1::JobResult> result = client->Execute(good);
+    ASSERT_TRUE(result.ok()) << result.status();
+    sent_bytes += result->ByteSizeLong();
+  }
+  v1::Job broken = good;
   broken.mutable_instructions(0)->set_src1("missing");
+  const uint64_t received_bytes =
+      2 * good.ByteSizeLong() + broken.ByteSizeLong();
   ASSERT_EQ(client->Execute(broken).status().code(),
             absl::StatusCode::kInvalidArgument);
   ASSERT_EQ(client->Health().value(), "SERVING");
-  std::vector<v1::Job> jobs(
-      3, BinaryJob<int32_t>(v1::OPCODE_TAND, BinaryArgs<int32_t>{a, a, 2, 2}));
-  ASSERT_TRUE(client->ExecuteStream(jobs, [](v1::JobResult) {}).ok());
+  std::vector<v1::Job> jobs(3, good);
+  uint64_t stream_sent_bytes = 0;
+  ASSERT_TRUE(client
+                  ->ExecuteStream(jobs,
+                                  [&](const v1::JobResult& r) {
+                                    stream_sent_bytes += r.ByteSizeLong();
+                                  })
+                  .ok());
   for (const char* method :
        {"/no.Such/Method", "/ptoserve.v1.TileCompute/Nope"}) {
     grpc::GenericStub generic(client->channel());
@@ -209,21 +240,39 @@ TEST(MetricsTest, GrpcMethodCountersByCode) {
   // A reply message only for the two that succeeded. (Execute counts its
   // own calls, not through the interceptor: the same series either way.)
   EXPECT_EQ(delta("grpc_server_msg_sent_total{" + execute + "}"), 2);
-  // Every call handled is timed, its handling a positive time.
-  EXPECT_EQ(delta("grpc_server_handling_seconds_count{" + execute + "}"), 3);
-  EXPECT_EQ(
-      delta("grpc_server_handling_seconds_bucket{" + execute + ",le=\"+Inf\"}"),
-      3);
-  EXPECT_GT(delta("grpc_server_handling_seconds_sum{" + execute + "}"), 0);
+  EXPECT_EQ(delta("grpc_server_msg_received_bytes_total{" + execute + "}"),
+            received_bytes);
+  EXPECT_EQ(delta("grpc_server_msg_sent_bytes_total{" + execute + "}"),
+            sent_bytes);
+  // Every call handled is timed by its code, its handling a positive time.
+  const std::string execute_ok = execute + ",grpc_code=\"OK\"";
+  EXPECT_EQ(delta("grpc_server_handling_seconds_count{" + execute_ok + "}"), 2);
+  EXPECT_EQ(delta("grpc_server_handling_seconds_bucket{" + execute_ok +
+                  ",le=\"+Inf\"}"),
+            2);
+  EXPECT_GT(delta("grpc_server_handling_seconds_sum{" + execute_ok + "}"), 0);
+  EXPECT_EQ(delta("grpc_server_handling_seconds_count{" + execute +
+                  ",grpc_code=\"INVALID_ARGUMENT\"}"),
+            1);
+  // A code no call has ended with has no series.
+  EXPECT_EQ(after.count("grpc_server_handling_seconds_count{" + execute +
+                        ",grpc_code=\"DATA_LOSS\"}"),
+            0);
   EXPECT_EQ(
       delta(
-          R"(grpc_server_handling_seconds_count{grpc_type="unary",grpc_service="grpc.health.v1.Health",grpc_method="Check"})"),
+          R"(grpc_server_handling_seconds_count{grpc_type="unary",grpc_service="grpc.health.v1.Health",grpc_method="Check",grpc_code="OK"})"),
       1);
   const std::string stream =
       R"(grpc_type="bidi_stream",grpc_service="ptoserve.v1.TileCompute",grpc_method="ExecuteStream")";
   EXPECT_EQ(delta("grpc_server_started_total{" + stream + "}"), 1);
   EXPECT_EQ(delta("grpc_server_msg_received_total{" + stream + "}"), 3);
   EXPECT_EQ(delta("grpc_server_msg_sent_total{" + stream + "}"), 3);
+  // Through the interceptor: bytes as the stream's handler took them, and
+  // as serialized for sending.
+  EXPECT_EQ(delta("grpc_server_msg_received_bytes_total{" + stream + "}"),
+            3 * good.ByteSizeLong());
+  EXPECT_EQ(delta("grpc_server_msg_sent_bytes_total{" + stream + "}"),
+            stream_sent_bytes);
   EXPECT_EQ(delta("grpc_server_handled_total{" + stream + ",grpc_code=\"OK\"}"),
             1);
   EXPECT_EQ(
@@ -237,6 +286,40 @@ TEST(MetricsTest, GrpcMethodCountersByCode) {
   for (const auto& [series, value] : after) {
     EXPECT_THAT(series, Not(HasSubstr("no.Such"))) << series;
   }
+}
+
+// Calls, streams and connections open now: a health Watch holds a stream
+// open on one connection, and the gauges follow it opened and closed.
+TEST(MetricsTest, GaugesFollowOpenCallsStreamsAndConnections) {
+  ServerProcess server;
+  const auto all_closed = [](const std::map<std::string, double>& m) {
+    return Value(m, "ptoserve_grpc_active_calls") == 0 &&
+           Value(m, "ptoserve_grpc_active_streams") == 0 &&
+           Value(m, "ptoserve_grpc_connections") == 0;
+  };
+  ASSERT_TRUE(all_closed(ScrapeUntil(server.metrics_url(), all_closed)));
+  {
+    std::shared_ptr<grpc::Channel> channel = grpc::CreateChannel(
+        server.address(), grpc::InsecureChannelCredentials());
+    auto health = grpc::health::v1::Health::NewStub(channel);
+    grpc::ClientContext context;
+    std::unique_ptr<grpc::ClientReader<grpc::health::v1::HealthCheckResponse>>
+        watch = health->Watch(&context, {});
+    grpc::health::v1::HealthCheckResponse status;
+    ASSERT_TRUE(watch->Read(&status));  // the server has the stream open
+    const std::map<std::string, double> open =
+        ScrapeUntil(server.metrics_url(), [](const auto& m) {
+          return Value(m, "ptoserve_grpc_active_streams") == 1 &&
+                 Value(m, "ptoserve_grpc_connections") == 1;
+        });
+    EXPECT_EQ(Value(open, "ptoserve_grpc_active_calls"), 1);
+    EXPECT_EQ(Value(open, "ptoserve_grpc_active_streams"), 1);
+    EXPECT_EQ(Value(open, "ptoserve_grpc_connections"), 1);
+    context.TryCancel();
+    EXPECT_EQ(watch->Finish().error_code(), grpc::StatusCode::CANCELLED);
+  }
+  // The channel gone, its connection closes; the stream ended before.
+  EXPECT_TRUE(all_closed(ScrapeUntil(server.metrics_url(), all_closed)));
 }
 
 // Process metrics, as Prometheus's client libraries name them.

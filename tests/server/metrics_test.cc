@@ -9,6 +9,20 @@
 namespace ptoserve {
 namespace {
 
+// A counter counted in nanoseconds shows seconds.
+TEST(MetricsTest, ACounterWithAUnitShowsItsScaledValue) {
+  MetricsRegistry registry;
+  CounterFamily* time = registry.AddCounter("test_seconds_total",
+                                            "Time by phase.", {"phase"}, 1e-9);
+  time->With({"decode"}).Increment(1'500'000'000);
+  time->With({"encode"}).Increment(250);
+  EXPECT_EQ(registry.Render(),
+            "# HELP test_seconds_total Time by phase.\n"
+            "# TYPE test_seconds_total counter\n"
+            "test_seconds_total{phase=\"decode\"} 1.5\n"
+            "test_seconds_total{phase=\"encode\"} 2.5e-07\n");
+}
+
 TEST(MetricsTest, RendersCountersGaugesAndHistogramsExactly) {
   MetricsRegistry registry;
   CounterFamily* jobs = registry.AddCounter("test_jobs_total", "Jobs by code.",

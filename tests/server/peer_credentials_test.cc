@@ -30,12 +30,13 @@ constexpr char kHeader[] =
     "retrnsmt   uid  timeout inode\n";
 
 // One table line: local and remote endpoint in the kernel's hex, state,
-// uid.
+// uid, inode.
 std::string Line(const std::string& local, const std::string& remote,
-                 const std::string& state, int uid) {
+                 const std::string& state, int uid, int inode = 12345) {
   return absl::StrCat("   0: ", local, " ", remote, " ", state,
                       " 00000000:00000000 00:00000000 00000000 ", uid,
-                      "        0 12345 1 0000000000000000 20 4 30 10 -1\n");
+                      "        0 ", inode,
+                      " 1 0000000000000000 20 4 30 10 -1\n");
 }
 
 // 127.0.0.1 as the kernel prints it on a little-endian machine: the
@@ -83,6 +84,26 @@ TEST(PeerUidInTest, FindsTheCallersSocketInEitherTable) {
   EXPECT_EQ(PeerUidIn("ipv4:127.0.0.1:8081", tcp, tcp6).value(), 1003u);
   EXPECT_EQ(PeerUidIn("ipv6:[::ffff:127.0.0.1]:8081", tcp, tcp6).value(),
             1003u);
+}
+
+// Counted: established, on the port, and one of the process's sockets.
+TEST(EstablishedConnectionsInTest, CountsThisProcesssConnectionsOnThePort) {
+  const std::string server4 = V4Hex("127.0.0.1") + ":C351";  // port 50001
+  const std::string client4 = V4Hex("127.0.0.1") + ":D431";
+  const std::string tcp =
+      std::string(kHeader) + Line(server4, client4, "01", 0, 1) +
+      Line(server4, V4Hex("127.0.0.1") + ":D432", "01", 0, 2) +  // not ours
+      Line(V4Hex("0.0.0.0") + ":C351", V4Hex("0.0.0.0") + ":0000", "0A", 0,
+           3) +                             // listening
+      Line(client4, server4, "01", 0, 4) +  // our client's end
+      Line(server4, client4, "08", 0, 6);   // closing (CLOSE_WAIT)
+  const std::string tcp6 =
+      std::string(kHeader) +
+      Line(V6Hex("::1") + ":C351", V6Hex("::1") + ":1F90", "01", 0, 5);
+  const absl::flat_hash_set<ino_t> ours = {1, 3, 4, 5, 6};
+  EXPECT_EQ(EstablishedConnectionsIn(50001, tcp, tcp6, ours), 2);
+  EXPECT_EQ(EstablishedConnectionsIn(50002, tcp, tcp6, ours), 0);
+  EXPECT_EQ(EstablishedConnectionsIn(50001, "", "", ours), 0);
 }
 
 TEST(PeerUidInTest, RefusesWhatItCannotTell) {
