@@ -209,6 +209,15 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
   parts->service->CountExecuteCalls(parts->grpc_metrics->CountedByHandler(
       absl::StrCat("/", v1::TileCompute::service_full_name(), "/Execute")));
   AddProcessMetrics(&parts->registry);
+  // What the health service and /v2/health/ready answer: 0 from SIGTERM on
+  // (the alert rules' NOT_SERVING).
+  parts->registry.AddGauge(
+      "ptoserve_serving",
+      "1 while the server takes jobs (health SERVING), 0 once it drains "
+      "for shutdown (NOT_SERVING).",
+      {}, [scheduler = &parts->scheduler] {
+        return scheduler->Stopping() ? 0.0 : 1.0;
+      });
   std::vector<grpc::Service*> services = {parts->service.get(),
                                           parts->shared_service.get()};
   if (options.reflection) {

@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <grpcpp/generic/generic_stub.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <strings.h>
 
 #include <future>
@@ -36,6 +37,7 @@ TEST(MetricsTest, ScrapesCountJobsByTargetAndCode) {
   EXPECT_EQ(before.at("ptoserve_build_info{version=\"0.1.0\"}"), 1);
   EXPECT_EQ(before.at("ptoserve_queue_depth"), 0);
   EXPECT_EQ(before.at("ptoserve_jobs_in_flight"), 0);
+  EXPECT_EQ(before.at("ptoserve_serving"), 1);
 
   const std::vector<int32_t> a(16 * 16, 0x0ff0), b(16 * 16, 0x00ff);
   for (int i = 0; i < 3; ++i) {
@@ -320,6 +322,21 @@ TEST(MetricsTest, GaugesFollowOpenCallsStreamsAndConnections) {
   }
   // The channel gone, its connection closes; the stream ended before.
   EXPECT_TRUE(all_closed(ScrapeUntil(server.metrics_url(), all_closed)));
+}
+
+// From SIGTERM on the server says it is not serving, on /metrics too,
+// while it drains and through its lame duck.
+TEST(MetricsTest, ServingGoesToZeroOnSigterm) {
+  ServerProcess server({"--lame_duck=5s", "--shutdown_grace=1s"});
+  EXPECT_EQ(Value(Scrape(server.metrics_url()), "ptoserve_serving"), 1);
+  ASSERT_EQ(kill(server.pid(), SIGTERM), 0);
+  const std::map<std::string, double> draining =
+      ScrapeUntil(server.metrics_url(), [](const auto& m) {
+        return m.count("ptoserve_serving") == 1 &&
+               m.at("ptoserve_serving") == 0;
+      });
+  EXPECT_EQ(Value(draining, "ptoserve_serving"), 0);
+  EXPECT_EQ(draining.count("ptoserve_serving"), 1);
 }
 
 // Process metrics, as Prometheus's client libraries name them.
