@@ -128,21 +128,17 @@ class _Response:
 
 
 def newer_than_the_models(path, value):
-    """Why a field the models drop is still right, or None.
+    """Whether a field the models drop is one newer than them, and right.
 
     python3-kubernetes 22.6.0's models are Kubernetes 1.22's. Probe.grpc
     came in 1.23 (alpha) and is on by default from 1.24 (the minimum
     README.md names): GRPCAction is {port, service}, checked here by hand.
     """
-    if len(path) >= 2 and path[-1] == "grpc" and path[-2] in PROBES and not probe_has_grpc():
-        if not isinstance(value, dict) or set(value) - {"port", "service"}:
-            return None
-        if not isinstance(value.get("port"), int) or not 0 < value["port"] < 65536:
-            return None
-        if not isinstance(value.get("service", ""), str):
-            return None
-        return "Probe.grpc (Kubernetes 1.23+)"
-    return None
+    if len(path) < 2 or path[-1] != "grpc" or path[-2] not in PROBES or probe_has_grpc():
+        return False
+    return (isinstance(value, dict) and not set(value) - {"port", "service"}
+            and isinstance(value.get("port"), int) and 0 < value["port"] < 65536
+            and isinstance(value.get("service", ""), str))
 
 
 def differences(written, kept, path=()):
@@ -152,7 +148,7 @@ def differences(written, kept, path=()):
         found = []
         for key, value in written.items():
             if key not in kept:
-                if newer_than_the_models(path + (key,), value) is None:
+                if not newer_than_the_models(path + (key,), value):
                     found.append(f"{'.'.join(str(p) for p in path + (key,))}: "
                                  "not a field of the model")
             else:
