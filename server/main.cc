@@ -152,6 +152,11 @@ ABSL_FLAG(absl::Duration, max_connection_idle, absl::Minutes(10),
 ABSL_FLAG(absl::Duration, shutdown_grace, absl::Seconds(10),
           "On SIGINT/SIGTERM, after the lame-duck period, how long calls in "
           "flight may take to finish before they are cancelled.");
+ABSL_FLAG(absl::Duration, shutdown_delay, absl::ZeroDuration(),
+          "On SIGINT/SIGTERM, how long the server first answers health checks "
+          "NOT_SERVING while it still takes jobs, so that a load balancer "
+          "takes it out of rotation before it refuses any (a few of the "
+          "balancer's check intervals; 0: refuse at once).");
 ABSL_FLAG(absl::Duration, lame_duck, absl::Milliseconds(250),
           "On SIGINT/SIGTERM, once accepted jobs are answered, how long the "
           "server still takes calls (answering UNAVAILABLE) before it closes, "
@@ -250,6 +255,8 @@ std::vector<std::string> FlagErrors() {
        {std::tuple{&FLAGS_shutdown_grace, "shutdown_grace",
                    absl::ZeroDuration()},
         std::tuple{&FLAGS_lame_duck, "lame_duck", absl::ZeroDuration()},
+        std::tuple{&FLAGS_shutdown_delay, "shutdown_delay",
+                   absl::ZeroDuration()},
         std::tuple{&FLAGS_handshake_timeout, "handshake_timeout",
                    absl::Milliseconds(100)},
         std::tuple{&FLAGS_max_connection_idle, "max_connection_idle",
@@ -385,7 +392,8 @@ int Run() {
             << " MiB, shared memory "
             << ((*server)->shared_memory() ? "on" : "off") << std::endl;
   (*server)->ServeUntilSignalled(absl::GetFlag(FLAGS_shutdown_grace),
-                                 absl::GetFlag(FLAGS_lame_duck));
+                                 absl::GetFlag(FLAGS_lame_duck),
+                                 absl::GetFlag(FLAGS_shutdown_delay));
   std::cout << "ptoserve: stopped" << std::endl;
   return 0;
 }

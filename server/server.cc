@@ -1,6 +1,7 @@
 #include "server/server.h"
 
 #include <algorithm>
+#include <atomic>
 #include <optional>
 #include <thread>
 #include <utility>
@@ -106,6 +107,11 @@ struct Server::Parts {
   TaskPool finishers;
   RunningServer running;
   bool stopped = false;
+  // From the start of a shutdown delay on: NOT_SERVING, still taking jobs.
+  std::atomic<bool> not_serving{false};
+
+  // What health checks are told: SERVING until a shutdown begins.
+  bool Serving() const { return !not_serving && !scheduler.Stopping(); }
 
   // Refuses new work from now on: a request the decoders took is decoded
   // and reaches the scheduler first, then the scheduler refuses every new
@@ -215,9 +221,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
       "ptoserve_serving",
       "1 while the server takes jobs (health SERVING), 0 once it drains "
       "for shutdown (NOT_SERVING).",
-      {}, [scheduler = &parts->scheduler] {
-        return scheduler->Stopping() ? 0.0 : 1.0;
-      });
+      {}, [parts = parts.get()] { return parts->Serving() ? 1.0 : 0.0; });
   std::vector<grpc::Service*> services = {parts->service.get(),
                                           parts->shared_service.get()};
   if (options.reflection) {
@@ -250,9 +254,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
     http_parts.budget = &parts->budget;
     http_parts.registry = &parts->registry;
     http_parts.auth = auth;
-    http_parts.ready = [scheduler = &parts->scheduler] {
-      return !scheduler->Stopping();
-    };
+    http_parts.ready = [parts = parts.get()] { return parts->Serving(); };
     absl::StatusOr<std::unique_ptr<HttpApi>> started =
         HttpApi::Start(http, http_parts);
     if (!started.ok()) return started.status();
@@ -312,14 +314,15 @@ uint64_t Server::memory_budget_bytes() const { return parts_->budget.limit(); }
 
 bool Server::shared_memory() const { return parts_->shared.enabled(); }
 
-void Server::ServeUntilSignalled(absl::Duration grace,
-                                 absl::Duration lame_duck) {
+void Server::ServeUntilSignalled(absl::Duration grace, absl::Duration lame_duck,
+                                 absl::Duration delay) {
   // Refusing new jobs while the accepted ones finish, rather than stopping
   // gRPC at once, answers late callers UNAVAILABLE instead of cancelling
   // them.
   ptoserve::ServeUntilSignalled(
       &parts_->running, grace, lame_duck, "ptoserve",
-      [this] { parts_->StopAccepting(); }, [this] { parts_->Drain(); });
+      [this] { parts_->StopAccepting(); }, [this] { parts_->Drain(); }, delay,
+      [this] { parts_->not_serving = true; });
   parts_->stopped = true;
 }
 

@@ -95,11 +95,12 @@ class Server {
   bool shared_memory() const;
 
   // Until SIGINT or SIGTERM, then drains as ServeUntilSignalled
-  // (server/grpc_server.h) says: new work refused, then NOT_SERVING,
-  // accepted work answered, the lame duck, then at most `grace` for calls
-  // in flight.
+  // (server/grpc_server.h) says: NOT_SERVING while still taking work for
+  // `delay`, new work refused, accepted work answered, the lame duck, then
+  // at most `grace` for calls in flight.
   // REQUIRES: BlockShutdownSignals() ran before any thread started.
-  void ServeUntilSignalled(absl::Duration grace, absl::Duration lame_duck);
+  void ServeUntilSignalled(absl::Duration grace, absl::Duration lame_duck,
+                           absl::Duration delay = absl::ZeroDuration());
 
   // Refuses new work, finishes what was accepted and stops, letting calls
   // in flight finish for up to `grace`.

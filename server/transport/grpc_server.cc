@@ -154,34 +154,45 @@ void BlockShutdownSignals() {
 void ServeUntilSignalled(RunningServer* running, absl::Duration grace,
                          absl::Duration lame_duck, const std::string& name,
                          const std::function<void()>& stop_accepting,
-                         const std::function<void()>& drain) {
+                         const std::function<void()>& drain,
+                         absl::Duration delay,
+                         const std::function<void()>& not_serving) {
   grpc::Server* server = running->server.get();
-  std::thread shutdown(
-      [running, server, grace, lame_duck, name, &stop_accepting, &drain] {
-        sigset_t signals = ShutdownSignals();
-        int signal = 0;
-        sigwait(&signals, &signal);
-        std::cout << name << ": " << (signal == SIGINT ? "SIGINT" : "SIGTERM")
-                  << ", draining in-flight calls" << std::endl;
-        const absl::Time start = absl::Now();
-        stop_accepting();
-        server->GetHealthCheckService()->SetServingStatus(false);
-        drain();
-        const absl::Duration drained = absl::Now() - start;
-        absl::SleepFor(lame_duck);
-        if (running->listener != nullptr) running->listener->Stop();
-        // Returns once every call has finished and every connection has
-        // taken its GOAWAY (gRPC's graceful GOAWAY waits for the client's
-        // ping ack), or at the grace's end, when it cuts both off.
-        const absl::Time closing = absl::Now();
-        server->Shutdown(std::chrono::system_clock::now() +
-                         absl::ToChronoMicroseconds(grace));
-        std::cout << name << ": accepted jobs answered in "
-                  << absl::FormatDuration(drained)
-                  << ", calls and connections closed in "
-                  << absl::FormatDuration(absl::Now() - closing) << " (of "
-                  << absl::FormatDuration(grace) << " allowed)" << std::endl;
-      });
+  std::thread shutdown([running, server, grace, lame_duck, name,
+                        &stop_accepting, &drain, delay, &not_serving] {
+    sigset_t signals = ShutdownSignals();
+    int signal = 0;
+    sigwait(&signals, &signal);
+    const char* signal_name = signal == SIGINT ? "SIGINT" : "SIGTERM";
+    if (delay > absl::ZeroDuration()) {
+      std::cout << name << ": " << signal_name << ", NOT_SERVING for "
+                << absl::FormatDuration(delay) << " while still taking work"
+                << std::endl;
+      not_serving();
+      server->GetHealthCheckService()->SetServingStatus(false);
+      absl::SleepFor(delay);
+    }
+    std::cout << name << ": " << signal_name << ", draining in-flight calls"
+              << std::endl;
+    const absl::Time start = absl::Now();
+    stop_accepting();
+    server->GetHealthCheckService()->SetServingStatus(false);
+    drain();
+    const absl::Duration drained = absl::Now() - start;
+    absl::SleepFor(lame_duck);
+    if (running->listener != nullptr) running->listener->Stop();
+    // Returns once every call has finished and every connection has
+    // taken its GOAWAY (gRPC's graceful GOAWAY waits for the client's
+    // ping ack), or at the grace's end, when it cuts both off.
+    const absl::Time closing = absl::Now();
+    server->Shutdown(std::chrono::system_clock::now() +
+                     absl::ToChronoMicroseconds(grace));
+    std::cout << name << ": accepted jobs answered in "
+              << absl::FormatDuration(drained)
+              << ", calls and connections closed in "
+              << absl::FormatDuration(absl::Now() - closing) << " (of "
+              << absl::FormatDuration(grace) << " allowed)" << std::endl;
+  });
   server->Wait();
   shutdown.join();
 }

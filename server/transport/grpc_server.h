@@ -54,6 +54,9 @@ absl::StatusOr<RunningServer> StartGrpcServer(
 void BlockShutdownSignals();
 
 // Waits for SIGINT or SIGTERM, then:
+//  0. with a `delay`, runs `not_serving` and reports NOT_SERVING, and keeps
+//     taking work for `delay`: load balancers' health checks take the
+//     server out of rotation before it refuses anything;
 //  1. runs `stop_accepting`, which should make the server refuse new work
 //     with UNAVAILABLE from then on and return at once;
 //  2. reports NOT_SERVING: a caller who sees it is refused, never accepted;
@@ -73,7 +76,9 @@ void ServeUntilSignalled(
     RunningServer* running, absl::Duration grace, absl::Duration lame_duck,
     const std::string& name,
     const std::function<void()>& stop_accepting = [] {},
-    const std::function<void()>& drain = [] {});
+    const std::function<void()>& drain = [] {},
+    absl::Duration delay = absl::ZeroDuration(),
+    const std::function<void()>& not_serving = [] {});
 
 }  // namespace ptoserve
 

@@ -339,6 +339,28 @@ TEST(MetricsTest, ServingGoesToZeroOnSigterm) {
   EXPECT_EQ(draining.count("ptoserve_serving"), 1);
 }
 
+// With --shutdown_delay, SIGTERM first makes the server NOT_SERVING (its
+// health, ptoserve_serving) while it still runs jobs, so that a load
+// balancer takes it out of rotation before it refuses any.
+TEST(MetricsTest, ShutdownDelayRunsJobsWhileNotServing) {
+  ServerProcess server({"--shutdown_delay=10s", "--lame_duck=0s"});
+  auto client = Client::Connect(server.address()).value();
+  ASSERT_EQ(client->Health().value(), "SERVING");
+  ASSERT_EQ(kill(server.pid(), SIGTERM), 0);
+  ScrapeUntil(server.metrics_url(), [](const auto& m) {
+    return m.count("ptoserve_serving") == 1 && m.at("ptoserve_serving") == 0;
+  });
+  EXPECT_EQ(client->Health().value(), "NOT_SERVING");
+  const std::vector<int32_t> a(4, 6), b(4, 3);
+  absl::StatusOr<TileResult<int32_t>> ran = client->Tand<int32_t>({a, b, 2, 2});
+  ASSERT_TRUE(ran.ok()) << ran.status();
+  EXPECT_EQ(ran->elements, std::vector<int32_t>(4, 6 & 3));
+  EXPECT_EQ(Value(Scrape(server.metrics_url()), "ptoserve_serving"), 0);
+  // Then it drains and exits 0, as without a delay.
+  client.reset();
+  EXPECT_EQ(server.Terminate(), 0);
+}
+
 // Process metrics, as Prometheus's client libraries name them.
 TEST(MetricsTest, ProcessMetrics) {
   ServerProcess server;
