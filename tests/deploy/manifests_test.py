@@ -295,7 +295,7 @@ class ManifestsTest(unittest.TestCase):
 
     def test_the_help_lists_the_flags_this_test_relies_on(self):
         for flag in ("address", "metrics_address", "http_address", "lame_duck",
-                     "shutdown_grace", "memory_budget_mb"):
+                     "shutdown_delay", "shutdown_grace", "memory_budget_mb"):
             self.assertIn(flag, self.flags)
 
     def test_container_flags_exist(self):
@@ -343,8 +343,8 @@ class ManifestsTest(unittest.TestCase):
                              f"--memory_budget_mb leaves under a quarter of the {limit} B limit")
 
     def test_termination_outlasts_the_drain(self):
-        drain = seconds(self.args.get("lame_duck", self.flags["lame_duck"])) + \
-            seconds(self.args.get("shutdown_grace", self.flags["shutdown_grace"]))
+        drain = sum(seconds(self.args.get(flag, self.flags[flag]))
+                    for flag in ("shutdown_delay", "lame_duck", "shutdown_grace"))
         self.assertGreater(self.pod["terminationGracePeriodSeconds"], drain)
 
     # Security.
