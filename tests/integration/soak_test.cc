@@ -447,10 +447,20 @@ TEST(SoakTest, TwoHundredClientsWithFaultsEveryCallAnsweredOnce) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
 
-  // Idle again: every connection closed, every job answered.
+  // Idle again: every connection closed, every job answered. gRPC's
+  // executor (one of its own, of 1.51's iomgr) starts a thread and, when
+  // one's queue backs up, adds more, up to two per core, and keeps them
+  // until gRPC shuts down: on a contended machine the soak may grow it by
+  // up to 2 * cores - 1 threads once, which is no leak (a leak grows with
+  // the calls: thousands here). Two more for the server's own pools'
+  // threads that exit lazily.
+  const int executor_growth =
+      2 * static_cast<int>(std::max(1u, std::thread::hardware_concurrency())) -
+      1;
+  const int thread_bound = baseline.threads + executor_growth + 2;
   const ProcessStats after =
       WaitForStats(pid, 20000, [&](const ProcessStats& s) {
-        return s.fds <= baseline.fds && s.threads <= baseline.threads;
+        return s.fds <= baseline.fds && s.threads <= thread_bound;
       });
   const std::map<std::string, double> scraped = Scrape(server.metrics_url());
   const double in_flight = Sum(scraped, "ptoserve_jobs_in_flight");
@@ -507,7 +517,7 @@ TEST(SoakTest, TwoHundredClientsWithFaultsEveryCallAnsweredOnce) {
     EXPECT_LT(after.rss_kb - baseline.rss_kb, kRssGrowthLimitKb);
   }
   // No thread or descriptor left behind.
-  EXPECT_LE(after.threads, baseline.threads + 2);
+  EXPECT_LE(after.threads, thread_bound);
   EXPECT_LE(after.fds, baseline.fds + 2);
 }
 
