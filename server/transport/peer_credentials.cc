@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <cstring>
@@ -153,13 +154,15 @@ std::string ReadFile(const char* path) {
 
 namespace {
 
-// The established sockets of this host at `want`, from the tables' text.
+// The established sockets of the tables' texts (/proc/net/tcp, tcp6): where
+// each is bound, who opened it, and its inode.
 struct Socket {
+  Endpoint local;
   uid_t uid;
   ino_t inode;
 };
-std::vector<Socket> SocketsAt(const Endpoint& want, absl::string_view tcp,
-                              absl::string_view tcp6) {
+std::vector<Socket> EstablishedSockets(absl::string_view tcp,
+                                       absl::string_view tcp6) {
   std::vector<Socket> found;
   for (absl::string_view table : {tcp, tcp6}) {
     for (absl::string_view line : absl::StrSplit(table, '\n')) {
@@ -171,13 +174,25 @@ std::vector<Socket> SocketsAt(const Endpoint& want, absl::string_view tcp,
       const std::optional<Endpoint> local = ParseTableEndpoint(f[1]);
       uint32_t uid = 0;
       uint64_t inode = 0;
-      if (!local.has_value() || !(*local == want) ||
-          !absl::SimpleAtoi(f[7], &uid) || !absl::SimpleAtoi(f[9], &inode)) {
+      if (!local.has_value() || !absl::SimpleAtoi(f[7], &uid) ||
+          !absl::SimpleAtoi(f[9], &inode)) {
         continue;
       }
-      found.push_back({static_cast<uid_t>(uid), static_cast<ino_t>(inode)});
+      found.push_back(
+          {*local, static_cast<uid_t>(uid), static_cast<ino_t>(inode)});
     }
   }
+  return found;
+}
+
+// Those at `want`.
+std::vector<Socket> SocketsAt(const Endpoint& want, absl::string_view tcp,
+                              absl::string_view tcp6) {
+  std::vector<Socket> found = EstablishedSockets(tcp, tcp6);
+  found.erase(
+      std::remove_if(found.begin(), found.end(),
+                     [&](const Socket& s) { return !(s.local == want); }),
+      found.end());
   return found;
 }
 
@@ -303,19 +318,8 @@ int EstablishedConnectionsIn(int port, absl::string_view tcp,
                              absl::string_view tcp6,
                              const absl::flat_hash_set<ino_t>& inodes) {
   int count = 0;
-  for (absl::string_view table : {tcp, tcp6}) {
-    for (absl::string_view line : absl::StrSplit(table, '\n')) {
-      std::vector<absl::string_view> f =
-          absl::StrSplit(line, ' ', absl::SkipEmpty());
-      if (f.size() < 10 || f[3] != "01") continue;  // ESTABLISHED only
-      const std::optional<Endpoint> local = ParseTableEndpoint(f[1]);
-      uint64_t inode = 0;
-      if (local.has_value() && local->port == port &&
-          absl::SimpleAtoi(f[9], &inode) &&
-          inodes.contains(static_cast<ino_t>(inode))) {
-        ++count;
-      }
-    }
+  for (const Socket& s : EstablishedSockets(tcp, tcp6)) {
+    count += s.local.port == port && inodes.contains(s.inode);
   }
   return count;
 }
