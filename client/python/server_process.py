@@ -6,6 +6,7 @@ import queue
 import re
 import select
 import signal
+import socket
 import subprocess
 import threading
 import time
@@ -42,7 +43,7 @@ def _drain(pipe) -> None:
         pipe.read()
 
 
-def _start_and_read(args: list[str], wanted: dict[str, str]
+def start_and_read(args: list[str], wanted: dict[str, str]
                     ) -> tuple[subprocess.Popen, dict[str, str]]:
     """Starts the server with `args` and reads its lines until each of
     `wanted`'s markers ("listening on ") has been followed by a word; returns
@@ -81,7 +82,7 @@ def start_server_with_metrics(*flags: str
                               ) -> tuple[subprocess.Popen, str, str]:
     """Starts the server on an ephemeral port, its metrics on another, with
     `flags`; returns it, its address and its metrics URL."""
-    server, found = _start_and_read(
+    server, found = start_and_read(
         ["--address=127.0.0.1:0", "--metrics_address=127.0.0.1:0",
          "--http_address=", *flags],
         {"address": "listening on ", "metrics": "metrics on "})
@@ -92,7 +93,7 @@ def start_server_with_http(*flags: str) -> tuple[subprocess.Popen, str, str]:
     """Starts the server with its gRPC address, metrics and HTTP/JSON API on
     ephemeral ports, with `flags`; returns it, the API's URL and the metrics
     URL."""
-    server, found = _start_and_read(
+    server, found = start_and_read(
         ["--address=127.0.0.1:0", "--metrics_address=127.0.0.1:0",
          "--http_address=127.0.0.1:0", *flags],
         {"http": "HTTP/JSON API on ", "metrics": "metrics on "})
@@ -128,3 +129,24 @@ def stop_server(server: subprocess.Popen, timeout: float = 15) -> None:
         raise
     if code != 0:
         raise AssertionError(f"ptoserve exited with {code} on SIGTERM")
+
+
+def free_port() -> int:
+    """A loopback port free now (for a program that cannot take port 0 and
+    report the one it got)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for(what: str, check, timeout: float = 60):
+    """Polls `check` every 50 ms until it returns something truthy, and
+    returns that; fails after `timeout` seconds naming `what`."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(0.05)

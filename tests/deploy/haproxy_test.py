@@ -22,7 +22,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -36,7 +35,7 @@ import grpc
 import numpy as np
 from ptoserve.v1 import job_pb2
 from ptoserve_client import binary_job
-from server_process import _start_and_read
+from server_process import free_port, start_and_read, wait_for
 
 CONFIG = os.path.abspath(sys.argv.pop(1))
 HAPROXY = "/usr/sbin/haproxy"
@@ -52,23 +51,6 @@ REPLICA_FLAGS = ["--shutdown_delay=1s", "--lame_duck=500ms", "--shutdown_grace=5
 SHUTTING_DOWN = ("shutting down", "draining", "stopping", "not accepting")
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_for(what: str, check, timeout: float = WAIT_S):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.05)
-
-
 class Replica:
     """One ptoserve, started on ports it keeps across restarts."""
 
@@ -81,7 +63,7 @@ class Replica:
     def start(self) -> None:
         grpc_at = self.grpc or "127.0.0.1:0"
         http_at = self.http or "127.0.0.1:0"
-        self.process, found = _start_and_read(
+        self.process, found = start_and_read(
             [f"--address={grpc_at}", f"--http_address={http_at}",
              *REPLICA_FLAGS],
             {"grpc": "listening on ", "http": "HTTP/JSON API on "})

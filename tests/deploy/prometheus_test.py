@@ -20,7 +20,6 @@ import bisect
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -33,7 +32,8 @@ import urllib.request
 import grpc
 import numpy as np
 from ptoserve_client import binary_job
-from server_process import start_server_with_metrics, stop_server
+from server_process import (free_port, start_server_with_metrics,
+                            stop_server, wait_for)
 
 RULES = os.path.abspath(sys.argv.pop(1))
 PROMETHEUS = "/usr/bin/prometheus"
@@ -49,25 +49,6 @@ EXECUTE = '{grpc_service="ptoserve.v1.TileCompute",grpc_method="Execute"'
 # grpc_server_handling_seconds' bucket bounds (server/metrics/grpc_metrics.cc).
 BOUNDS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
           0.1, 0.25, 0.5, 1, 2.5, 5, 10]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_for(what: str, check, timeout: float = WAIT_S):
-    """Polls `check` every 100 ms until it returns something truthy; fails
-    after `timeout` seconds naming `what`."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.1)
 
 
 def quantile(values: list[float], q: float) -> float:

@@ -250,7 +250,7 @@ class DocsTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         # The server's address and HTTP URL, from its start-up lines.
-        cls.server, found = server_process._start_and_read(
+        cls.server, found = server_process.start_and_read(
             ["--address=127.0.0.1:0", "--metrics_address=",
              "--http_address=127.0.0.1:0"],
             {"address": "listening on ", "http": "HTTP/JSON API on "})
