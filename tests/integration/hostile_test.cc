@@ -500,7 +500,11 @@ TEST_F(HostileTest, LargestProgramsBackToBackLeaveOthersServed) {
   std::cout << answered << " programs of " << text.size()
             << " bytes answered in 3 s" << std::endl;
   EXPECT_GT(answered.load(), 0);
-  ExpectOthersServed(absl::Milliseconds(500));
+  // Under a sanitizer, 4 attackers' 1 MiB programs decode several times
+  // slower on 2 cores and the bound is one of liveness (a CI run's ASan
+  // stage saw p99 1.6 s); plain builds keep the latency bound.
+  ExpectOthersServed(kSanitizerBuild ? absl::Seconds(5)
+                                     : absl::Milliseconds(500));
   prober_.reset();
 }
 
