@@ -149,6 +149,11 @@ ABSL_FLAG(absl::Duration, handshake_timeout, absl::Seconds(10),
 ABSL_FLAG(absl::Duration, max_connection_idle, absl::Minutes(10),
           "A connection with no call for this long is closed (clients "
           "reconnect when they next call).");
+ABSL_FLAG(int, http2_window_kb, 1024,
+          "The HTTP/2 flow-control window each gRPC call gets for request "
+          "bytes the server has not read yet, in KiB, fixed (0: gRPC's own, "
+          "grown by its bandwidth-delay probes, which lets a client with many "
+          "calls in flight have megabytes wait unread).");
 ABSL_FLAG(absl::Duration, shutdown_grace, absl::Seconds(10),
           "On SIGINT/SIGTERM, after the lame-duck period, how long calls in "
           "flight may take to finish before they are cancelled.");
@@ -201,6 +206,7 @@ std::vector<std::string> FlagErrors() {
       {&FLAGS_max_assembly_kb, "max_assembly_kb", 0, 1 << 16},
       {&FLAGS_host_buffer_kb, "host_buffer_kb", 1, 1 << 20},
       {&FLAGS_http_threads, "http_threads", 1, 256},
+      {&FLAGS_http2_window_kb, "http2_window_kb", 0, 1 << 16},
       {&FLAGS_http_max_connections, "http_max_connections", 1, 1 << 20},
       {&FLAGS_http_max_connections_per_address,
        "http_max_connections_per_address", 1, 1 << 20},
@@ -353,6 +359,7 @@ ServerOptions OptionsFromFlags(Target default_target) {
   o.reflection = absl::GetFlag(FLAGS_reflection);
   o.handshake_timeout = absl::GetFlag(FLAGS_handshake_timeout);
   o.max_connection_idle = absl::GetFlag(FLAGS_max_connection_idle);
+  o.http2_window_bytes = absl::GetFlag(FLAGS_http2_window_kb) << 10;
   return o;
 }
 

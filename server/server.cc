@@ -267,6 +267,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
   settings.tls = tls;
   settings.handshake_timeout = options.handshake_timeout;
   settings.max_connection_idle = options.max_connection_idle;
+  settings.http2_window_bytes = options.http2_window_bytes;
   settings.interceptor = parts->grpc_metrics.get();
   absl::StatusOr<RunningServer> running = StartGrpcServer(settings, services);
   if (!running.ok()) return running.status();

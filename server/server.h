@@ -68,6 +68,8 @@ struct ServerOptions {
   bool reflection = true;
   absl::Duration handshake_timeout = absl::Seconds(10);
   absl::Duration max_connection_idle = absl::Minutes(10);
+  // GrpcSettings::http2_window_bytes.
+  int http2_window_bytes = 1 << 20;
 };
 
 class Server {

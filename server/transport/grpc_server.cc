@@ -102,6 +102,18 @@ absl::StatusOr<RunningServer> StartGrpcServer(
   builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS,
                              kMaxStreamsPerConnection);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 20 * 1000);
+  // gRPC's bandwidth-delay probes grow every call's window towards the
+  // bytes a round trip could carry, which on a fast link is megabytes: a
+  // client keeping many jobs in flight then has them all buffered here,
+  // read long after they arrived, from memory the cache no longer holds
+  // (ExecuteBatches at 64 streams ran at half its 4-stream rate). A fixed
+  // window keeps what waits unread small ("Receive windows" in
+  // docs/PERFORMANCE.md).
+  if (settings.http2_window_bytes > 0) {
+    builder.AddChannelArgument(GRPC_ARG_HTTP2_BDP_PROBE, 0);
+    builder.AddChannelArgument(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES,
+                               settings.http2_window_bytes);
+  }
   builder.SetMaxReceiveMessageSize(settings.max_message_bytes);
   builder.SetMaxSendMessageSize(settings.max_message_bytes);
   // No compressed messages, either way. gRPC inflates a compressed request

@@ -31,6 +31,11 @@ struct GrpcSettings {
   absl::Duration handshake_timeout = absl::Seconds(10);
   // A connection with no call for this long is closed (GOAWAY first).
   absl::Duration max_connection_idle = absl::Minutes(10);
+  // The HTTP/2 flow-control window each call is granted for request bytes
+  // the server has not read yet, fixed (0: gRPC's own, which grows with its
+  // bandwidth-delay probes). A message the server starts reading is let in
+  // whole, whatever the window.
+  int http2_window_bytes = 1 << 20;
   // Sees every call (null: none); must outlive the server.
   grpc::experimental::ServerInterceptorFactoryInterface* interceptor = nullptr;
 };

@@ -100,6 +100,8 @@ class Connection:
                 min(receive_window, (1 << 31) - 1 - 65535))
         self._flush()
         self.ends = {}
+        # PINGs the server sent (not acknowledgements of ours).
+        self.pings_received = 0
 
     def close(self) -> None:
         try:
@@ -159,6 +161,8 @@ class Connection:
                 answer.reset = True
                 break
             for event in self.h2.receive_data(data):
+                if isinstance(event, h2.events.PingReceived):
+                    self.pings_received += 1
                 if getattr(event, "stream_id", stream) != stream:
                     continue
                 if isinstance(event, h2.events.ResponseReceived):
