@@ -127,6 +127,30 @@ def run(generator, extra, port, server_pid, seconds, warmup, check, conc,
             "server_cpu": 100 * (s1 - s0) / wall, "gen_cpu": 100 * gen / wall}
 
 
+def print_ratios(results, base):
+    """One row per (concurrency, server, generator) but `base`'s: its
+    requests/s and p99 over those of server `base` with the same generator
+    (or of generator `base` on the same server) at the same concurrency, in
+    the same round."""
+    print()
+    print(f"| concurrency | server | generator | requests/s over {base}'s "
+          f"(median, spread) | p99 over {base}'s (median, spread) |")
+    print("|---|---|---|---|---|")
+    for (c, s, g), rs in results.items():
+        # `base` names a server, or a generator (--shm against bytes).
+        base_rs = results.get((c, base, g)) or results.get((c, s, base))
+        if base in (s, g) or not base_rs:
+            continue
+        rps = [r["rps"] / b["rps"] for r, b in zip(rs, base_rs) if b["rps"]]
+        p99 = [r["p99"] / b["p99"] for r, b in zip(rs, base_rs) if b["p99"]]
+        if not rps or not p99:
+            continue
+        print(f"| {c} | {s} | {g} | {statistics.median(rps):.2f} "
+              f"({min(rps):.2f} to {max(rps):.2f}) | "
+              f"{statistics.median(p99):.2f} "
+              f"({min(p99):.2f} to {max(p99):.2f}) |")
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--bin", default="bazel-bin",
@@ -152,6 +176,12 @@ def main():
                         "server named NAME (e.g. before=/tmp/ptoserve)")
     parser.add_argument("--pairs", default="",
                         help="SERVER:GENERATOR,... to run (default: all)")
+    parser.add_argument("--ratio_to", default="",
+                        help="a server of --servers (or a generator): also "
+                        "print each other server's (generator's) requests/s "
+                        "and p99 over its, round by round (the runs of one "
+                        "round are seconds apart, so the machine's drift "
+                        "between rounds cancels), median and spread")
     args = parser.parse_args()
 
     known = {
@@ -207,6 +237,8 @@ def main():
                   f"{sum(r['errors'] for r in rs)} |"
                   + (f" {med.get('cpu_us', 0):.1f} | "
                      f"{med.get('switches', 0):.2f} |" if window else ""))
+        if args.ratio_to:
+            print_ratios(results, args.ratio_to)
     finally:
         for p in procs.values():
             p.terminate()
