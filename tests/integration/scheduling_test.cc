@@ -445,7 +445,9 @@ std::vector<absl::Duration> LatenciesDuring(
     const absl::Time start = absl::Now();
     absl::StatusOr<v1::JobResult> r = client->Execute(job);
     EXPECT_TRUE(r.ok()) << r.status();
-    if (r.ok()) EXPECT_EQ(r->status().code(), v1::OK) << r->status().message();
+    if (r.ok()) {
+      EXPECT_EQ(r->status().code(), v1::OK) << r->status().message();
+    }
     // A call the flood's end overtook waited behind less than the flood.
     if (!flood_done.load()) took.push_back(absl::Now() - start);
   }
