@@ -40,10 +40,8 @@ JobBinder::JobBinder(const JobSpec& spec, const EngineLimits& limits,
   // Sized once: declared tiles, and at most a dst and a tmp an instruction.
   const size_t instructions = spec.instructions.size();
   const size_t slots = spec.tiles.size() + 2 * instructions;
-  slot_of_.reserve(slots);
   descs_.reserve(slots);
   job_->slots_.reserve(slots);
-  recorder_.reserve(instructions);
   wiring_.reserve(instructions);
   job_->events_.reserve(instructions);
   job_->bound_.reserve(instructions);
@@ -146,7 +144,7 @@ absl::Status JobBinder::AddSlot(absl::string_view name, const TileDesc& desc) {
     return absl::ResourceExhaustedError(absl::StrFormat(
         "job needs more than %u tiles", limits_.max_tiles_per_job));
   }
-  slot_of_[name] = job_->slots_.size();
+  slot_of_.Add(name, job_->slots_.size());
   job_->slots_.push_back({std::string(name), std::nullopt});
   descs_.push_back(desc);
   return absl::OkStatus();
@@ -157,7 +155,7 @@ absl::Status JobBinder::DeclareTiles() {
     if (in.name.empty()) {
       return absl::InvalidArgumentError("a tile has an empty name");
     }
-    if (slot_of_.contains(in.name)) {
+    if (slot_of_.Find(in.name) != nullptr) {
       return AtTile(absl::InvalidArgumentError(absl::StrFormat(
                         "tile \"%s\" is declared twice", in.name)),
                     in.name);
@@ -187,6 +185,16 @@ absl::Status JobBinder::DeclareTiles() {
 }
 
 absl::Status JobBinder::IndexEvents() {
+  // Without a named event or a wait there is nothing to look up, and the
+  // events' names ("e0", "e1", ...) cannot clash: most jobs.
+  if (std::all_of(spec_.instructions.begin(), spec_.instructions.end(),
+                  [](const Instruction& inst) {
+                    return inst.record_event.empty() &&
+                           inst.wait_events.empty();
+                  })) {
+    return absl::OkStatus();
+  }
+  recorder_.reserve(spec_.instructions.size());
   for (size_t i = 0; i < spec_.instructions.size(); ++i) {
     auto [it, inserted] =
         recorder_.emplace(EventName(spec_.instructions[i], i), i);
@@ -202,7 +210,7 @@ absl::Status JobBinder::IndexEvents() {
 
 absl::StatusOr<size_t> JobBinder::SlotOrNew(const std::string& name,
                                             size_t like) {
-  if (auto it = slot_of_.find(name); it != slot_of_.end()) return it->second;
+  if (const size_t* slot = slot_of_.Find(name)) return *slot;
   PTO_RETURN_IF_ERROR(AddSlot(name, AllocatedLike(descs_[like])));
   return job_->slots_.size() - 1;
 }
@@ -225,7 +233,7 @@ absl::Status JobBinder::BindInstruction(size_t i) {
     }
   }
   for (auto [role, name] : {Named{"src0", &inst.src0}, Named{"src1", &src1}}) {
-    if (!slot_of_.contains(*name)) {
+    if (slot_of_.Find(*name) == nullptr) {
       return InstructionError(
           i,
           "%s \"%s\" is not a tile of the job nor the dst of an earlier "
@@ -238,7 +246,7 @@ absl::Status JobBinder::BindInstruction(size_t i) {
         i, "tmp \"%s\" is set; %s takes no tmp (dst, src0%s only)", inst.tmp,
         OpcodeName(inst.opcode), unary ? "" : ", src1");
   }
-  Wiring w{0, slot_of_[inst.src0], slot_of_[src1], std::nullopt};
+  Wiring w{0, *slot_of_.Find(inst.src0), *slot_of_.Find(src1), std::nullopt};
   PTO_ASSIGN_OR_RETURN(w.dst, SlotOrNew(inst.dst, w.src0));
   const bool uses_tmp = backend_.UsesTmp(inst.opcode);
   if (uses_tmp && !inst.tmp.empty()) {
@@ -299,12 +307,12 @@ absl::Status JobBinder::ResolveOutputs() {
     return absl::OkStatus();
   }
   for (const std::string& name : spec_.outputs) {
-    auto it = slot_of_.find(name);
-    if (it == slot_of_.end()) {
+    const size_t* slot = slot_of_.Find(name);
+    if (slot == nullptr) {
       return absl::InvalidArgumentError(
           absl::StrFormat("outputs: \"%s\" is not a tile of the job", name));
     }
-    if (seen.Insert(it->second)) job_->outputs_.push_back(it->second);
+    if (seen.Insert(*slot)) job_->outputs_.push_back(*slot);
   }
   return absl::OkStatus();
 }
@@ -312,9 +320,9 @@ absl::Status JobBinder::ResolveOutputs() {
 absl::Status JobBinder::BindPlaces() {
   job_->place_.assign(descs_.size(), nullptr);
   for (const OutputPlace& place : spec_.places) {
-    auto it = slot_of_.find(place.name);
-    if (it == slot_of_.end() ||
-        std::find(job_->outputs_.begin(), job_->outputs_.end(), it->second) ==
+    const size_t* slot = slot_of_.Find(place.name);
+    if (slot == nullptr ||
+        std::find(job_->outputs_.begin(), job_->outputs_.end(), *slot) ==
             job_->outputs_.end()) {
       return AtTile(absl::InvalidArgumentError(absl::StrFormat(
                         "output_regions: \"%s\" is not an output of the "
@@ -323,7 +331,7 @@ absl::Status JobBinder::BindPlaces() {
                         place.name)),
                     place.name);
     }
-    const size_t s = it->second;
+    const size_t s = *slot;
     if (job_->place_[s] != nullptr) {
       return AtTile(absl::InvalidArgumentError(absl::StrFormat(
                         "output_regions: \"%s\" is given twice", place.name)),

@@ -40,6 +40,36 @@ class SlotSet {
   absl::InlinedVector<bool, 16> in_;
 };
 
+// A job's tile names and their slots. Most jobs have a few tiles, and
+// comparing a name with a few others costs less than hashing it, so the
+// first kFew names are kept in a list and the rest in a hash map. The
+// names are views: the JobSpec they come from outlives the index.
+class SlotIndex {
+ public:
+  // The slot of `name`, or null.
+  const size_t* Find(absl::string_view name) const {
+    for (const auto& [n, slot] : few_) {
+      if (n == name) return &slot;
+    }
+    if (many_.empty()) return nullptr;
+    auto it = many_.find(name);
+    return it == many_.end() ? nullptr : &it->second;
+  }
+  // `name` must not be in the index yet.
+  void Add(absl::string_view name, size_t slot) {
+    if (few_.size() < kFew) {
+      few_.emplace_back(name, slot);
+    } else {
+      many_.emplace(name, slot);
+    }
+  }
+
+ private:
+  static constexpr size_t kFew = 8;
+  absl::InlinedVector<std::pair<absl::string_view, size_t>, kFew> few_;
+  absl::flat_hash_map<absl::string_view, size_t> many_;
+};
+
 // Turns a JobSpec into a PreparedJob, one stage at a time; each stage
 // returns the first problem it finds. The stage that places tiles in a
 // unified buffer is in job_binder_buffer.cc, the others in job_binder.cc.
@@ -78,7 +108,7 @@ class JobBinder {
   absl::Status DeclareTiles();
 
   // Every event the job records, so that waits can tell "later" from
-  // "unknown".
+  // "unknown"; left empty when no instruction names its event or waits.
   absl::Status IndexEvents();
 
   // The slot of operand `name`, allocating a tile shaped like slot `like`
@@ -146,7 +176,7 @@ class JobBinder {
   BufferPlan plan_;                // when in_buffer_
   std::vector<ByteRange> ranges_;  // per slot, when in_buffer_
   std::vector<TileDesc> descs_;    // per slot
-  absl::flat_hash_map<std::string, size_t> slot_of_;
+  SlotIndex slot_of_;
   absl::flat_hash_map<std::string, size_t> recorder_;  // event -> instruction
   std::vector<Wiring> wiring_;                         // per instruction
 };

@@ -4,6 +4,7 @@
 #include <iterator>
 #include <string>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/ops.h"
@@ -282,15 +283,21 @@ absl::StatusOr<JobSpec> ToJobSpec(const v1::Job& job, SharedSlices* shared) {
       return absl::InvalidArgumentError(absl::StrFormat(
           "unknown mode %d (MODE_AUTO or MODE_MANUAL)", job.mode()));
   }
-  spec.tiles.reserve(job.tiles_size());
-  for (const auto& [name, tile] : job.tiles()) {
-    PTO_ASSIGN_OR_RETURN(TileInput in, FromProto(name, tile, shared));
+  // A map's order is unspecified: the tiles are taken in name order, so
+  // that errors are deterministic (sorted as pointers, which move cheaply).
+  absl::InlinedVector<const google::protobuf::MapPair<std::string, v1::Tile>*,
+                      8>
+      entries;
+  entries.reserve(job.tiles_size());
+  for (const auto& entry : job.tiles()) entries.push_back(&entry);
+  std::sort(entries.begin(), entries.end(),
+            [](const auto* a, const auto* b) { return a->first < b->first; });
+  spec.tiles.reserve(entries.size());
+  for (const auto* entry : entries) {
+    PTO_ASSIGN_OR_RETURN(TileInput in,
+                         FromProto(entry->first, entry->second, shared));
     spec.tiles.push_back(std::move(in));
   }
-  // A map's order is unspecified; sort so that errors are deterministic.
-  std::sort(
-      spec.tiles.begin(), spec.tiles.end(),
-      [](const TileInput& a, const TileInput& b) { return a.name < b.name; });
   spec.instructions.reserve(job.instructions_size());
   for (int i = 0; i < job.instructions_size(); ++i) {
     const v1::Instruction& in = job.instructions(i);

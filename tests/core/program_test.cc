@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "core/engine.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -20,8 +21,10 @@ using test::OutputMatrix;
 using test::RandomMatrix;
 using test::Reference;
 using test::SameElements;
+using test::StatusIs;
 using ::testing::Each;
 using ::testing::ElementsAre;
+using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 
 class ProgramTest : public ::testing::Test {
@@ -176,6 +179,63 @@ TEST_F(ProgramTest, ChainedInstructionsComposeInOrder) {
       EXPECT_TRUE(SameElements(want, OutputMatrix<T>(outcome, "u")));
     }
   });
+}
+
+// Names are found however many a job has (the binder compares the first
+// few in turn and hashes the rest): a chain through 20 inputs and 19
+// intermediate tiles, each made by an instruction and read by the next,
+// with the outputs asked for by name, against a scalar reference.
+TEST_F(ProgramTest, ManyNamedTilesChainInOrder) {
+  std::mt19937 rng(20);
+  constexpr int kInputs = 20;
+  std::vector<Matrix<int32_t>> in;
+  for (int i = 0; i < kInputs; ++i)
+    in.push_back(RandomMatrix<int32_t>(4, 8, &rng));
+  Matrix<int32_t> want = in[0];
+  for (int i = 1; i < kInputs; ++i) {
+    const BitwiseOp op = i % 2 ? BitwiseOp::kAnd : BitwiseOp::kXor;
+    want = Reference(op, want, in[i], want, 4, 8);
+  }
+  for (Target target : test::kAllTargets) {
+    SCOPED_TRACE(TargetName(target));
+    JobBuilder job(target);
+    // Declared in reverse, so that the early names are found last.
+    for (int i = kInputs - 1; i >= 0; --i) {
+      job.AddMatrix(absl::StrCat("in", i), in[i]);
+    }
+    std::string acc = "in0";
+    for (int i = 1; i < kInputs; ++i) {
+      const std::string dst = absl::StrCat("acc", i);
+      const std::string src = absl::StrCat("in", i);
+      if (i % 2) {
+        job.Tand(dst, acc, src);
+      } else {
+        job.Txor(dst, acc, src, absl::StrCat("tmp", i));
+      }
+      acc = dst;
+    }
+    job.spec().outputs = {acc, "in13"};
+    ASSERT_OK_AND_ASSIGN(JobOutcome outcome, engine_.Execute(job.spec()));
+    EXPECT_TRUE(SameElements(want, OutputMatrix<int32_t>(outcome, acc)));
+    EXPECT_TRUE(SameElements(in[13], OutputMatrix<int32_t>(outcome, "in13")));
+  }
+  // A name declared twice, or an unknown one, past the first few.
+  JobBuilder twice(Target::kHost);
+  for (int i = 0; i < kInputs; ++i)
+    twice.AddMatrix(absl::StrCat("in", i), in[i]);
+  twice.AddMatrix("in17", in[0]);
+  twice.Tand("d", "in0", "in1");
+  EXPECT_THAT(engine_.Prepare(twice.spec()).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "tile \"in17\" is declared twice"));
+  JobBuilder unknown(Target::kHost);
+  for (int i = 0; i < kInputs; ++i) {
+    unknown.AddMatrix(absl::StrCat("in", i), in[i]);
+  }
+  unknown.Tand("d", "in19", "in20");
+  EXPECT_THAT(engine_.Prepare(unknown.spec()).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("src1 \"in20\" is not a tile of the job")));
 }
 
 std::vector<std::string> OutputNames(const JobOutcome& outcome) {
