@@ -9,6 +9,7 @@
 #include "core/status_macros.h"
 #include "grpcpp/impl/codegen/proto_utils.h"
 #include "grpcpp/support/proto_buffer_reader.h"
+#include "grpcpp/support/slice.h"
 #include "ptoserve/v1/job.pb.h"
 
 namespace ptoserve {
@@ -176,21 +177,22 @@ absl::Status RequestBytes::Offload(
 
 absl::Status RequestBytes::Encode(const google::protobuf::Message& message,
                                   grpc::ByteBuffer* bytes) const {
-  bool own_buffer = false;
-  grpc::Status serialized =
-      grpc::SerializationTraits<google::protobuf::Message>::Serialize(
-          message, bytes, &own_buffer);
-  if (!serialized.ok()) {
-    return absl::InternalError(absl::StrCat("cannot serialize the result: ",
-                                            serialized.error_message()));
-  }
-  if (const size_t size = bytes->Length(); size > max_message_bytes_) {
+  // Sized once (gRPC's serializer sizes the message twice, once itself and
+  // once in protobuf's stream writer), refused before a byte is written if
+  // too large, then written whole into one slice of exactly that size.
+  const size_t size = message.ByteSizeLong();
+  if (size > max_message_bytes_) {
     bytes->Clear();
     return absl::ResourceExhaustedError(absl::StrFormat(
         "the result is %u bytes, more than a message may be (%u, "
         "--max_message_mb)",
         size, max_message_bytes_));
   }
+  grpc::Slice slice(size);
+  // The slice is new and this call's alone: its bytes are ours to write.
+  message.SerializeWithCachedSizesToArray(const_cast<uint8_t*>(slice.begin()));
+  grpc::ByteBuffer whole(&slice, 1);
+  bytes->Swap(&whole);
   return absl::OkStatus();
 }
 

@@ -68,8 +68,9 @@ class RequestBytes {
       const std::shared_ptr<MemoryBudget::Share>& share, absl::string_view what,
       std::function<void(const grpc::ByteBuffer&)> decode) const;
 
-  // Serializes `message` into `bytes`; RESOURCE_EXHAUSTED if it is larger
-  // than a response may be (INTERNAL if it cannot be serialized at all).
+  // Serializes `message` into `bytes`, as one slice; RESOURCE_EXHAUSTED,
+  // and nothing serialized, if it is larger than a response may be (at
+  // most 1 GiB: within protobuf's 2 GiB).
   absl::Status Encode(const google::protobuf::Message& message,
                       grpc::ByteBuffer* bytes) const;
 
