@@ -51,6 +51,20 @@ constexpr FieldRule kDurationFields[] = {{1, Wire::kVarint},
                                          {2, Wire::kVarint}};
 constexpr FieldRule kBatchFields[] = {{1, Wire::kBytes}};
 
+// Whether `rules` are fields 1 to N in order, as WireScan::Message looks
+// them up by number.
+template <size_t N>
+constexpr bool Dense(const FieldRule (&rules)[N]) {
+  for (size_t i = 0; i < N; ++i) {
+    if (rules[i].number != static_cast<int>(i) + 1) return false;
+  }
+  return true;
+}
+static_assert(Dense(kJobFields) && Dense(kEntryFields) && Dense(kTileFields) &&
+                  Dense(kSliceFields) && Dense(kInstructionFields) &&
+                  Dense(kDurationFields) && Dense(kBatchFields),
+              "every message's rules are its fields 1 to N in order");
+
 // The most fields a request may carry that this server's schema lacks (a
 // newer client's): protobuf keeps each, at 16 bytes or more for as few as
 // one or two on the wire.
@@ -139,10 +153,10 @@ class WireScan {
             number)));
         continue;
       }
-      const FieldRule* rule = nullptr;
-      for (const FieldRule& r : rules) {
-        if (r.number == number) rule = &r;
-      }
+      // Each message's rules are its fields 1 to N in order (Dense).
+      const FieldRule* rule = number >= 1 && static_cast<size_t>(number) <= N
+                                  ? &rules[number - 1]
+                                  : nullptr;
       const bool known =
           rule != nullptr &&
           (rule->wire == Wire::kVarint ? type == WireFormatLite::WIRETYPE_VARINT
