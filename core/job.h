@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
@@ -136,7 +137,8 @@ struct JobCost {
     uint64_t elements = 0;
     uint64_t bytes = 0;
   };
-  std::vector<Output> outputs;
+  // Inline for the few outputs most jobs have: no allocation.
+  absl::InlinedVector<Output, 4> outputs;
 };
 
 // Decides whether a job of a given cost may go ahead; an error stops it

@@ -1,10 +1,11 @@
 #include "core/job_binder.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cstring>
+#include <iterator>
 #include <utility>
 
-#include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "core/error_site.h"
 #include "core/hazards.h"
@@ -18,8 +19,9 @@ namespace internal {
 namespace {
 
 std::string EventName(const Instruction& inst, size_t index) {
-  return inst.record_event.empty() ? absl::StrCat("e", index)
-                                   : inst.record_event;
+  if (!inst.record_event.empty()) return inst.record_event;
+  char name[24] = {'e'};
+  return std::string(name, std::to_chars(name + 1, std::end(name), index).ptr);
 }
 
 }  // namespace
@@ -232,21 +234,25 @@ absl::Status JobBinder::BindInstruction(size_t i) {
       return InstructionError(i, "%s is not set; name a tile", role);
     }
   }
-  for (auto [role, name] : {Named{"src0", &inst.src0}, Named{"src1", &src1}}) {
-    if (slot_of_.Find(*name) == nullptr) {
+  const std::string* sources[] = {&inst.src0, &src1};
+  size_t source_slots[2];
+  for (size_t k = 0; k < 2; ++k) {
+    const size_t* slot = slot_of_.Find(*sources[k]);
+    if (slot == nullptr) {
       return InstructionError(
           i,
-          "%s \"%s\" is not a tile of the job nor the dst of an earlier "
+          "src%u \"%s\" is not a tile of the job nor the dst of an earlier "
           "instruction",
-          role, *name);
+          k, *sources[k]);
     }
+    source_slots[k] = *slot;
   }
   if (!Op(inst.opcode).accepts_tmp && !inst.tmp.empty()) {
     return InstructionError(
         i, "tmp \"%s\" is set; %s takes no tmp (dst, src0%s only)", inst.tmp,
         OpcodeName(inst.opcode), unary ? "" : ", src1");
   }
-  Wiring w{0, *slot_of_.Find(inst.src0), *slot_of_.Find(src1), std::nullopt};
+  Wiring w{0, source_slots[0], source_slots[1], std::nullopt};
   PTO_ASSIGN_OR_RETURN(w.dst, SlotOrNew(inst.dst, w.src0));
   const bool uses_tmp = backend_.UsesTmp(inst.opcode);
   if (uses_tmp && !inst.tmp.empty()) {
