@@ -43,7 +43,7 @@ class HazardTracker {
     int64_t last_writer = -1;
     absl::InlinedVector<uint32_t, 2> readers;  // since the last write
   };
-  std::vector<Tile> tiles_;
+  absl::InlinedVector<Tile, 8> tiles_;  // inline for the few most jobs have
 };
 
 // The same for a unified buffer, by bytes rather than tiles: tiles that

@@ -175,10 +175,11 @@ class JobBinder {
   std::unique_ptr<PreparedJob> job_;
   BufferPlan plan_;                // when in_buffer_
   std::vector<ByteRange> ranges_;  // per slot, when in_buffer_
-  std::vector<TileDesc> descs_;    // per slot
+  // Per slot and per instruction; inline for the few most jobs have.
+  absl::InlinedVector<TileDesc, 8> descs_;
+  absl::InlinedVector<Wiring, 4> wiring_;
   SlotIndex slot_of_;
   absl::flat_hash_map<std::string, size_t> recorder_;  // event -> instruction
-  std::vector<Wiring> wiring_;                         // per instruction
 };
 
 }  // namespace internal
