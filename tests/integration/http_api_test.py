@@ -239,6 +239,12 @@ class HttpApiTest(unittest.TestCase):
         before = series(self.metrics, name)
         for _ in range(3):
             self.assertHealthy()
+        # A request is counted once it has completed, after its answer was
+        # sent: the client may read the answer first.
+        deadline = time.monotonic() + BOUND_S
+        while (series(self.metrics, name) < before + 3 and
+               time.monotonic() < deadline):
+            time.sleep(0.01)
         self.assertEqual(series(self.metrics, name), before + 3)
         jobs = 'ptoserve_jobs_total{target="a2a3",code="OK"}'
         self.assertGreaterEqual(series(self.metrics, jobs), 3)
@@ -489,7 +495,10 @@ class NeverReadingClientTest(unittest.TestCase):
                       b"Content-Length: %d\r\n\r\n" % len(body) + body)
             held = "ptoserve_memory_held_bytes"
             deadline = time.monotonic() + BOUND_S
-            while series(metrics, held) == 0 and time.monotonic() < deadline:
+            # Until the job's part is held: the request's own bytes are
+            # held first, while it is read and decoded (a few KiB).
+            while (series(metrics, held) <= 8 << 20 and
+                   time.monotonic() < deadline):
                 time.sleep(0.01)
             self.assertGreater(series(metrics, held), 8 << 20)
             while ((series(metrics, held) > 0 or
