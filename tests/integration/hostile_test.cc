@@ -707,34 +707,36 @@ TEST_F(HostileTest, StreamsThatNeverReadHoldAtMostTheBudget) {
   AddTile(&job, "a", 512, 512)->set_fill(1);
   AddTile(&job, "b", 512, 512)->set_fill(3);
   const std::string bytes = job.SerializeAsString();
+  // Each stream on a completion queue of its own: a write that is still
+  // pending when the test stops waiting for it completes on its own
+  // stream's queue, never taken for another stream's (a shared queue
+  // once let a stream start a second write while its first was pending,
+  // which gRPC aborts on, under ThreadSanitizer's slowness).
   struct Silent {
     grpc::ClientContext context;
+    grpc::CompletionQueue cq;
     std::unique_ptr<grpc::GenericClientAsyncReaderWriter> stream;
   };
-  grpc::CompletionQueue cq;
   std::vector<std::unique_ptr<Silent>> streams;
+  void* tag;
+  bool ok;
   for (int i = 0; i < 3; ++i) {
     auto s = std::make_unique<Silent>();
     s->stream = stub_->PrepareCall(
-        &s->context, "/ptoserve.v1.TileCompute/ExecuteStream", &cq);
+        &s->context, "/ptoserve.v1.TileCompute/ExecuteStream", &s->cq);
     s->stream->StartCall(reinterpret_cast<void*>(1));
+    ASSERT_EQ(s->cq.AsyncNext(&tag, &ok, In(absl::Seconds(5))),
+              grpc::CompletionQueue::GOT_EVENT);
     streams.push_back(std::move(s));
   }
   // Writes 400 jobs into each stream, as fast as flow control lets them
   // through, and never reads.
-  void* tag;
-  bool ok;
-  int pending = 3;
-  while (pending > 0 && cq.AsyncNext(&tag, &ok, In(absl::Seconds(5))) ==
-                            grpc::CompletionQueue::GOT_EVENT) {
-    --pending;
-  }
   for (auto& s : streams) {
     for (int i = 0; i < 400; ++i) {
       grpc::Slice slice(bytes);
       grpc::ByteBuffer message(&slice, 1);
       s->stream->Write(message, reinterpret_cast<void*>(2));
-      if (cq.AsyncNext(&tag, &ok, In(absl::Milliseconds(200))) !=
+      if (s->cq.AsyncNext(&tag, &ok, In(absl::Milliseconds(200))) !=
               grpc::CompletionQueue::GOT_EVENT ||
           !ok) {
         break;  // the server stopped reading: flow control holds the rest
@@ -744,9 +746,11 @@ TEST_F(HostileTest, StreamsThatNeverReadHoldAtMostTheBudget) {
   absl::SleepFor(absl::Seconds(1));
   // 64 MiB budget, and what gRPC buffers for three streams.
   ExpectPeakGrowthBelow(160 * kMiB);
-  for (auto& s : streams) s->context.TryCancel();
-  cq.Shutdown();
-  while (cq.Next(&tag, &ok)) {
+  for (auto& s : streams) {
+    s->context.TryCancel();
+    s->cq.Shutdown();
+    while (s->cq.Next(&tag, &ok)) {
+    }
   }
 }
 
