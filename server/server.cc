@@ -212,8 +212,15 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
               "/",
               grpc::reflection::v1alpha::ServerReflection::service_full_name(),
               "/")});
-  parts->service->CountExecuteCalls(parts->grpc_metrics->CountedByHandler(
-      absl::StrCat("/", v1::TileCompute::service_full_name(), "/Execute")));
+  auto counted = [&](absl::string_view method) {
+    return parts->grpc_metrics->CountedByHandler(
+        absl::StrCat("/", tile_compute, "/", method));
+  };
+  TileComputeService::CountedCalls own;
+  own.execute = counted("Execute");
+  own.stream = counted("ExecuteStream");
+  own.batches = counted("ExecuteBatches");
+  parts->service->CountOwnCalls(own);
   AddProcessMetrics(&parts->registry);
   // What the health service and /v2/health/ready answer: 0 from SIGTERM on
   // (the alert rules' NOT_SERVING).

@@ -245,4 +245,35 @@ const GrpcMetrics::Method* GrpcMetrics::CountedByHandler(
   return &it->second;
 }
 
+HandlerCallCount::HandlerCallCount(const GrpcMetrics::Method* method)
+    : method_(method) {
+  if (method_ == nullptr) return;
+  start_ = absl::Now();
+  method_->started->Increment();
+}
+
+void HandlerCallCount::Received(uint64_t bytes) const {
+  if (method_ == nullptr) return;
+  method_->received->Increment();
+  method_->received_bytes->Increment(bytes);
+}
+
+void HandlerCallCount::Sent(uint64_t bytes) const {
+  if (method_ == nullptr) return;
+  method_->sent->Increment();
+  method_->sent_bytes->Increment(bytes);
+}
+
+void HandlerCallCount::Answered(int code) {
+  if (method_ == nullptr || answered_) return;
+  answered_ = true;
+  method_->Handled(code, absl::Now() - start_);
+}
+
+void HandlerCallCount::Ended() {
+  if (method_ == nullptr || answered_) return;
+  answered_ = true;
+  method_->Handled(grpc::StatusCode::CANCELLED, absl::Now() - start_);
+}
+
 }  // namespace ptoserve

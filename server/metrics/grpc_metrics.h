@@ -19,6 +19,7 @@
 
 #include <array>
 #include <atomic>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -82,11 +83,11 @@ class GrpcMetrics final
       grpc::experimental::ServerRpcInfo* info) override;
 
   // Leaves the calls of `method` ("/package.Service/Method", one of the
-  // services') to its handler, which counts them in the returned series:
-  // started and received (with its bytes) when the call arrives, handled
-  // (and sent with its bytes, when OK) when it answers, handled as
-  // CANCELLED if it never does. Null for a
-  // method the services do not have. Call before the server starts.
+  // services') to its handler, which counts them in the returned series
+  // (HandlerCallCount below): started when the call arrives, each message
+  // received and sent with its bytes, handled when it answers, handled as
+  // CANCELLED if it never does. Null for a method the services do not
+  // have. Call before the server starts.
   const Method* CountedByHandler(absl::string_view method);
 
  private:
@@ -107,6 +108,29 @@ class GrpcMetrics final
   absl::node_hash_map<std::string, Method> methods_;
   absl::flat_hash_set<std::string> by_handler_;
   Method unknown_;
+};
+
+// One call of a method that its handler counts (CountedByHandler), in the
+// series the interceptor would have counted it in. Started when made;
+// Answered once, when the status is sent; Ended when gRPC is done with the
+// call, which counts a call never answered as CANCELLED. Null method:
+// counts nothing. The handler orders Answered before Ended.
+class HandlerCallCount {
+ public:
+  explicit HandlerCallCount(const GrpcMetrics::Method* method);
+  HandlerCallCount(const HandlerCallCount&) = delete;
+  HandlerCallCount& operator=(const HandlerCallCount&) = delete;
+
+  // A message of `bytes` read from the client, or sent to it.
+  void Received(uint64_t bytes) const;
+  void Sent(uint64_t bytes) const;
+  void Answered(int code);
+  void Ended();
+
+ private:
+  const GrpcMetrics::Method* const method_;
+  absl::Time start_;  // when the call arrived, for its handling time
+  bool answered_ = false;
 };
 
 }  // namespace ptoserve

@@ -8,9 +8,10 @@ namespace ptoserve {
 
 using Reactor = grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>;
 
-StreamReactor::StreamReactor(StallWatch* stalls,
+StreamReactor::StreamReactor(const GrpcMetrics::Method* calls,
+                             StallWatch* stalls,
                              grpc::CallbackServerContext* context)
-    : stalls_(stalls) {
+    : count_(calls), stalls_(stalls) {
   stalls_->Add(&stall_, context);
 }
 
@@ -24,6 +25,7 @@ void StreamReactor::Run(std::unique_ptr<StreamMachine> machine) {
 
 void StreamReactor::OnReadDone(bool ok) {
   TsanAcquired(this);
+  if (ok) count_.Received(reading_->Length());
   machine_->ReadDone(ok);
 }
 
@@ -37,19 +39,29 @@ void StreamReactor::OnDone() {
   TsanAcquired(this);
   machine_->Done();
   stalls_->Remove(&stall_);
+  count_.Ended();
   delete this;
 }
 
+// The machine calls these with its lock held, on whichever thread took
+// the event or finished the job; gRPC runs the events they lead to on its
+// own threads, after them (stated to ThreadSanitizer, as in Run).
 void StreamReactor::StartRead(grpc::ByteBuffer* message) {
+  reading_ = message;
+  TsanReleasing(this);
   Reactor::StartRead(message);
 }
 
 void StreamReactor::StartWrite(const grpc::ByteBuffer* message) {
+  count_.Sent(message->Length());
   stall_.Writing();
+  TsanReleasing(this);
   Reactor::StartWrite(message);
 }
 
 void StreamReactor::Finish(const grpc::Status& status) {
+  count_.Answered(status.error_code());
+  TsanReleasing(this);
   Reactor::Finish(status);
 }
 

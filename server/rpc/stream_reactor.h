@@ -1,8 +1,9 @@
 // A StreamMachine on gRPC: the bidi reactor of one ExecuteStream or
 // ExecuteBatches call, which passes gRPC's events to the machine, carries
-// out its reads, writes and end, and watches its writes for a client that
-// stops reading (server/rpc/stall_watch.h). Deletes itself, and the
-// machine, when gRPC is done with the call.
+// out its reads, writes and end, counts the call and its messages in the
+// gRPC metrics, and watches its writes for a client that stops reading
+// (server/rpc/stall_watch.h). Deletes itself, and the machine, when gRPC
+// is done with the call.
 #ifndef PTOSERVE_SERVER_RPC_STREAM_REACTOR_H_
 #define PTOSERVE_SERVER_RPC_STREAM_REACTOR_H_
 
@@ -10,6 +11,7 @@
 
 #include <memory>
 
+#include "server/metrics/grpc_metrics.h"
 #include "server/rpc/stall_watch.h"
 #include "server/rpc/stream_machine.h"
 
@@ -19,8 +21,11 @@ class StreamReactor final
     : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>,
       public StreamWire {
  public:
-  // Watched in `stalls` (which must outlive the call) as `context`'s call.
-  StreamReactor(StallWatch* stalls, grpc::CallbackServerContext* context);
+  // Watched in `stalls` (which must outlive the call) as `context`'s call;
+  // counted in `calls` (GrpcMetrics::CountedByHandler; null: not counted
+  // here), which must outlive it too.
+  StreamReactor(const GrpcMetrics::Method* calls, StallWatch* stalls,
+                grpc::CallbackServerContext* context);
 
   // Runs `machine`, made with this as its wire, until the call is done.
   // Call once, right after construction.
@@ -36,9 +41,11 @@ class StreamReactor final
   void Finish(const grpc::Status& status) override;
 
  private:
+  HandlerCallCount count_;
   StallWatch* const stalls_;
   StallWatch::Call stall_;
   std::unique_ptr<StreamMachine> machine_;
+  grpc::ByteBuffer* reading_ = nullptr;  // the read in progress's message
 };
 
 }  // namespace ptoserve

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/mutex.h"
 #include "server/rpc/batch_stream.h"
 #include "server/rpc/job_stream.h"
 #include "server/rpc/status.h"
@@ -18,8 +19,20 @@ namespace {
 class RefusedStream final
     : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
-  explicit RefusedStream(const grpc::Status& status) { Finish(status); }
-  void OnDone() override { delete this; }
+  RefusedStream(const GrpcMetrics::Method* calls, const grpc::Status& status)
+      : count_(calls) {
+    count_.Answered(status.error_code());
+    TsanReleasing(this);
+    Finish(status);
+  }
+  void OnDone() override {
+    TsanAcquired(this);
+    count_.Ended();
+    delete this;
+  }
+
+ private:
+  HandlerCallCount count_;
 };
 
 absl::Time CallDeadline(const grpc::CallbackServerContext& context) {
@@ -63,7 +76,7 @@ grpc::ServerUnaryReactor* TileComputeService::Execute(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
     grpc::ByteBuffer* response) {
   auto* call =
-      new UnaryCall(execute_calls_, &stalls_, context, request->Length());
+      new UnaryCall(counted_.execute, &stalls_, context, request->Length());
   // gRPC would keep the bytes until the call ends (its typed handlers free
   // them once parsed); the buffer is not const, only the interface is.
   auto* bytes = const_cast<grpc::ByteBuffer*>(request);
@@ -137,9 +150,9 @@ void TileComputeService::RunUnary(UnaryCall* call,
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>*
 TileComputeService::ExecuteStream(grpc::CallbackServerContext* context) {
   if (absl::Status allowed = Authorize(*context); !allowed.ok()) {
-    return new RefusedStream(ToGrpcStatus(allowed));
+    return new RefusedStream(counted_.stream, ToGrpcStatus(allowed));
   }
-  auto* reactor = new StreamReactor(&stalls_, context);
+  auto* reactor = new StreamReactor(counted_.stream, &stalls_, context);
   reactor->Run(std::make_unique<JobStream>(
       reactor, stream_window_,
       StreamJobs{dispatcher_, bytes_, CallOf(context)}));
@@ -149,9 +162,9 @@ TileComputeService::ExecuteStream(grpc::CallbackServerContext* context) {
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>*
 TileComputeService::ExecuteBatches(grpc::CallbackServerContext* context) {
   if (absl::Status allowed = Authorize(*context); !allowed.ok()) {
-    return new RefusedStream(ToGrpcStatus(allowed));
+    return new RefusedStream(counted_.batches, ToGrpcStatus(allowed));
   }
-  auto* reactor = new StreamReactor(&stalls_, context);
+  auto* reactor = new StreamReactor(counted_.batches, &stalls_, context);
   reactor->Run(std::make_unique<BatchStream>(
       reactor, stream_window_,
       StreamJobs{dispatcher_, bytes_, CallOf(context)}));

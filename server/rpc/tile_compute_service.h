@@ -59,12 +59,17 @@ class TileComputeService final
       const v1::GetCapabilitiesRequest* request,
       v1::Capabilities* capabilities) override;
 
-  // Execute counts its own calls in `calls` (GrpcMetrics::CountedByHandler)
-  // rather than through the interceptor; null: not counted here. Call
-  // before the server starts.
-  void CountExecuteCalls(const GrpcMetrics::Method* calls) {
-    execute_calls_ = calls;
-  }
+  // The series in which the job methods count their own calls
+  // (GrpcMetrics::CountedByHandler) rather than through the interceptor,
+  // whose hooks cost each message a trip through gRPC's completion queue;
+  // null: not counted here.
+  struct CountedCalls {
+    const GrpcMetrics::Method* execute = nullptr;
+    const GrpcMetrics::Method* stream = nullptr;
+    const GrpcMetrics::Method* batches = nullptr;
+  };
+  // Call before the server starts.
+  void CountOwnCalls(const CountedCalls& calls) { counted_ = calls; }
 
   // The watch that cancels calls whose client reads no answer.
   const StallWatch& stalls() const { return stalls_; }
@@ -88,7 +93,7 @@ class TileComputeService final
   const RequestBytes* const bytes_;
   MemoryBudget* const budget_;
   const TokenAuthenticator* const auth_;
-  const GrpcMetrics::Method* execute_calls_ = nullptr;
+  CountedCalls counted_;
   const uint32_t stream_window_;
   StallWatch stalls_;
 };

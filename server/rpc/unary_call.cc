@@ -19,25 +19,15 @@ UnaryCall::UnaryCall(const GrpcMetrics::Method* calls, StallWatch* stalls,
                      grpc::CallbackServerContext* context,
                      uint64_t request_bytes)
     : arena_(FirstBlock(first_block_, kFirstBlockBytes)),
-      calls_(calls),
+      count_(calls),
       stalls_(stalls),
       context_(context) {
-  if (calls_ == nullptr) return;
-  start_ = absl::Now();
-  calls_->started->Increment();
-  calls_->received->Increment();
-  calls_->received_bytes->Increment(request_bytes);
+  count_.Received(request_bytes);
 }
 
 void UnaryCall::Answer(const grpc::Status& status, uint64_t reply_bytes) {
-  if (calls_ != nullptr) {
-    if (status.ok()) {
-      calls_->sent->Increment();
-      calls_->sent_bytes->Increment(reply_bytes);
-    }
-    calls_->Handled(status.error_code(), absl::Now() - start_);
-    answered_ = true;
-  }
+  if (status.ok()) count_.Sent(reply_bytes);
+  count_.Answered(status.error_code());
   // An answer with a body waits on the client's reading it.
   if (status.ok()) {
     stalls_->Add(&stall_, context_);
@@ -53,9 +43,7 @@ void UnaryCall::Answer(const grpc::Status& status, uint64_t reply_bytes) {
 void UnaryCall::OnDone() {
   TsanAcquired(this);
   stalls_->Remove(&stall_);
-  if (calls_ != nullptr && !answered_) {
-    calls_->Handled(grpc::StatusCode::CANCELLED, absl::Now() - start_);
-  }
+  count_.Ended();
   delete this;
 }
 

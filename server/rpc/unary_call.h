@@ -57,12 +57,10 @@ class UnaryCall final : public grpc::ServerUnaryReactor {
   alignas(std::max_align_t) char first_block_[kFirstBlockBytes];
   google::protobuf::Arena arena_;
   std::unique_ptr<google::protobuf::Message> heap_job_;  // without arenas
-  const GrpcMetrics::Method* const calls_;
+  HandlerCallCount count_;
   StallWatch* const stalls_;
   grpc::CallbackServerContext* const context_;
   StallWatch::Call stall_;
-  bool answered_ = false;
-  absl::Time start_;  // when the call arrived, for its handling time
 };
 
 }  // namespace ptoserve
