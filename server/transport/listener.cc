@@ -18,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "server/transport/address.h"
+#include "server/transport/peer_credentials.h"
 
 namespace ptoserve {
 
@@ -208,6 +209,9 @@ void Listener::Run(grpc::Server* server) {
           drop(fd, &stats_.shed);
           continue;
         }
+        // Whatever a call on an earlier connection with this descriptor
+        // number was found to be is not this one's (CachedPeerUid).
+        NewConnectionOnDescriptor(fd);
         if (pending.size() >= options_.max_pending) {
           drop(pending.front().fd, &stats_.shed);
           pending.pop_front();

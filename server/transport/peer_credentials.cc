@@ -251,28 +251,53 @@ absl::StatusOr<uid_t> PeerUid(absl::string_view peer) {
   return PeerUidIn(peer, ReadFile("/proc/net/tcp"), ReadFile("/proc/net/tcp6"));
 }
 
+namespace {
+
+// What CachedPeerUid remembers of descriptor N: the user of the connection
+// on it, once looked up, and how many connections were announced on it
+// (NewConnectionOnDescriptor), so that a lookup that raced with an
+// announcement is not remembered for the new connection.
+struct Remembered {
+  uint64_t connection = 0;
+  std::optional<uid_t> uid;
+};
+
+absl::Mutex remembered_mu(absl::kConstInit);
+// At most one entry a descriptor number: bounded by the open-file limit.
+absl::flat_hash_map<int, Remembered>& RememberedUsers()
+    ABSL_EXCLUSIVE_LOCKS_REQUIRED(remembered_mu) {
+  static auto* by_fd = new absl::flat_hash_map<int, Remembered>();
+  return *by_fd;
+}
+
+}  // namespace
+
+void NewConnectionOnDescriptor(int fd) {
+  MutexLock lock(&remembered_mu);
+  Remembered& r = RememberedUsers()[fd];
+  ++r.connection;
+  r.uid.reset();
+}
+
 absl::StatusOr<uid_t> CachedPeerUid(absl::string_view peer) {
-  struct stat st;
-  const std::optional<int> socket = SocketDescriptor(peer, &st);
-  if (!socket.has_value()) return PeerUid(peer);
-  const int fd = *socket;
-  struct Known {
-    ino_t inode;
-    uid_t uid;
-  };
-  static absl::Mutex mu(absl::kConstInit);
-  // At most one entry a descriptor: bounded by the open-file limit.
-  static auto* known = new absl::flat_hash_map<int, Known>();
+  absl::string_view n = peer;
+  int fd = -1;
+  if (!absl::ConsumePrefix(&n, "fd:") || !absl::SimpleAtoi(n, &fd) || fd < 0) {
+    return PeerUid(peer);
+  }
+  uint64_t connection = 0;
   {
-    MutexLock lock(&mu);
-    auto it = known->find(fd);
-    if (it != known->end() && it->second.inode == st.st_ino) {
-      return it->second.uid;
+    MutexLock lock(&remembered_mu);
+    auto it = RememberedUsers().find(fd);
+    if (it != RememberedUsers().end()) {
+      if (it->second.uid.has_value()) return *it->second.uid;
+      connection = it->second.connection;
     }
   }
   PTO_ASSIGN_OR_RETURN(uid_t uid, PeerUid(peer));
-  MutexLock lock(&mu);
-  (*known)[fd] = Known{st.st_ino, uid};
+  MutexLock lock(&remembered_mu);
+  Remembered& r = RememberedUsers()[fd];
+  if (r.connection == connection) r.uid = uid;
   return uid;
 }
 

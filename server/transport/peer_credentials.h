@@ -28,12 +28,18 @@ namespace ptoserve {
 // users do.
 absl::StatusOr<uid_t> PeerUid(absl::string_view peer);
 
-// PeerUid, remembered for connections this process accepted ("fd:N"): by
-// descriptor, with the socket's inode, so that a descriptor reused for
-// another connection is looked up again. One fstat and a lookup for a
-// connection seen before (the tables are read once per connection); other
-// peers are looked up every time.
+// PeerUid, remembered for connections this process accepted ("fd:N") by
+// descriptor number, without a system call once looked up: a descriptor's
+// connection stays open while a call on it runs, and whoever accepts a
+// connection that gRPC will name "fd:N" announces it first
+// (NewConnectionOnDescriptor), which forgets what was remembered for N.
+// Other peers are looked up every time.
 absl::StatusOr<uid_t> CachedPeerUid(absl::string_view peer);
+
+// Descriptor `fd` holds a new connection from now on: CachedPeerUid looks
+// its user up again. Called by the listener for each connection it
+// accepts, before gRPC can see it. Thread-safe.
+void NewConnectionOnDescriptor(int fd);
 
 // The same, looked up in `tcp` and `tcp6`, the texts of /proc/net/tcp and
 // /proc/net/tcp6.

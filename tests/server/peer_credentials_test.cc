@@ -143,6 +143,8 @@ TEST(PeerUidTest, NamesThisProcesssUserOnARealConnection) {
   const int client = ConnectLoopback(listener.port());
   ASSERT_GE(client, 0);
   const std::string peer = listener.AcceptPeer();
+  // As the server's listener does for each connection it accepts.
+  NewConnectionOnDescriptor(listener.last_accepted());
   absl::StatusOr<uid_t> got = PeerUid(peer);
   ASSERT_TRUE(got.ok()) << peer << ": " << got.status();
   EXPECT_EQ(*got, geteuid());
@@ -174,6 +176,7 @@ TEST(PeerUidTest, NamesAnotherUsersProcess) {
   ASSERT_GE(own, 0);
   listener.AcceptPeer();
   const int reused = listener.last_accepted();
+  NewConnectionOnDescriptor(reused);
   const std::string reused_peer = absl::StrCat("fd:", reused);
   EXPECT_EQ(CachedPeerUid(reused_peer).value(), geteuid());
   EXPECT_EQ(CachedPeerUid(reused_peer).value(), geteuid());
@@ -194,6 +197,8 @@ TEST(PeerUidTest, NamesAnotherUsersProcess) {
     _exit(0);
   }
   const std::string peer = listener.AcceptPeer();
+  // As the server's listener does for each connection it accepts.
+  NewConnectionOnDescriptor(listener.last_accepted());
   absl::StatusOr<uid_t> got = PeerUid(peer);
   absl::StatusOr<uid_t> by_fd =
       PeerUid(absl::StrCat("fd:", listener.last_accepted()));
@@ -214,6 +219,31 @@ TEST(PeerUidTest, NamesAnotherUsersProcess) {
   EXPECT_EQ(*cached, kNobody) << (same_fd ? "descriptor reused" : "");
   close(done[0]);
   close(done[1]);
+}
+
+// A descriptor's user is looked up once, and again only after a new
+// connection on that descriptor number is announced: a closed descriptor
+// still names the user it was found to be until then.
+TEST(CachedPeerUidTest, RemembersByDescriptorUntilANewConnection) {
+  LoopbackListener listener;
+  const int client = ConnectLoopback(listener.port());
+  ASSERT_GE(client, 0);
+  listener.AcceptPeer();
+  const int fd = listener.last_accepted();
+  NewConnectionOnDescriptor(fd);
+  const std::string peer = absl::StrCat("fd:", fd);
+  ASSERT_EQ(CachedPeerUid(peer).value(), geteuid());
+  listener.CloseLast();
+  close(client);
+  EXPECT_EQ(PeerUid(peer).status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(CachedPeerUid(peer).value(), geteuid());  // no lookup
+  NewConnectionOnDescriptor(fd);
+  absl::StatusOr<uid_t> again = CachedPeerUid(peer);
+  EXPECT_EQ(again.status().code(), absl::StatusCode::kPermissionDenied)
+      << "looked up again: descriptor " << fd << " is closed";
+  // Peers by address are not remembered.
+  EXPECT_EQ(CachedPeerUid("ipv4:127.0.0.1:1").status().code(),
+            absl::StatusCode::kPermissionDenied);
 }
 
 // A connection is open while it is established, under either name, and
