@@ -313,6 +313,7 @@ absl::StatusOr<JobSpec> ToJobSpec(const v1::Job& job, SharedSlices* shared) {
   }
   spec.outputs.assign(job.outputs().begin(), job.outputs().end());
   if (job.output_regions().empty()) return spec;
+  spec.places.reserve(job.output_regions().size());
   for (const auto& [name, slice] : job.output_regions()) {
     if (shared == nullptr) return SharedMemoryOff(SharedFieldName(name, true));
     PTO_ASSIGN_OR_RETURN(absl::Span<uint8_t> bytes,

@@ -1,5 +1,7 @@
 #include "server/jobs/job_regions.h"
 
+#include <algorithm>
+#include <tuple>
 #include <utility>
 
 #include "absl/strings/str_format.h"
@@ -41,7 +43,7 @@ absl::StatusOr<absl::Span<uint8_t>> JobRegions::Resolve(
 absl::Status JobRegions::CheckOverlaps() const {
   // Written slices in object order: they must not overlap each other, and
   // then each slice meets at most the written ones a search finds.
-  std::vector<const Claim*> writes;
+  absl::InlinedVector<const Claim*, 4> writes;
   for (const Claim& c : claims_) {
     if (c.write) writes.push_back(&c);
   }

@@ -8,8 +8,8 @@
 #include <cstdint>
 #include <optional>
 #include <utility>
-#include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
@@ -52,8 +52,10 @@ class JobRegions final : public SharedSlices {
   const SharedMemoryRegistry* registry_;
   CallerUid caller_;
   std::optional<absl::StatusOr<uid_t>> caller_uid_;  // asked once a job
-  std::vector<RegionUse> uses_;                      // each region once
-  std::vector<Claim> claims_;
+  // Inline for the usual job (a few slices of one or two regions): no heap
+  // allocation per job.
+  absl::InlinedVector<RegionUse, 2> uses_;  // each region once
+  absl::InlinedVector<Claim, 4> claims_;
 };
 
 }  // namespace ptoserve

@@ -178,9 +178,18 @@ RegionUse::RegionUse(std::shared_ptr<MappedRegion> region)
   region_->total_.fetch_add(1, std::memory_order_relaxed);
 }
 
-RegionUse::~RegionUse() {
+RegionUse& RegionUse::operator=(RegionUse&& other) noexcept {
+  if (this != &other) {
+    Release();
+    region_ = std::move(other.region_);
+  }
+  return *this;
+}
+
+void RegionUse::Release() {
   if (region_ != nullptr) {
     region_->in_flight_.fetch_sub(1, std::memory_order_relaxed);
+    region_ = nullptr;
   }
 }
 

@@ -134,13 +134,15 @@ class MappedRegion {
 class RegionUse {
  public:
   explicit RegionUse(std::shared_ptr<MappedRegion> region);
-  ~RegionUse();
-  RegionUse(RegionUse&& other) noexcept = default;
-  RegionUse& operator=(RegionUse&&) = delete;
+  ~RegionUse() { Release(); }
+  RegionUse(RegionUse&& other) noexcept = default;  // leaves `other` empty
+  RegionUse& operator=(RegionUse&& other) noexcept;
 
   MappedRegion& region() const { return *region_; }
 
  private:
+  void Release();
+
   std::shared_ptr<MappedRegion> region_;
 };
 
