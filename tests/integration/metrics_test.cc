@@ -20,6 +20,7 @@
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "tests/integration/metrics_scrape.h"
 #include "tests/integration/server_process.h"
+#include "tests/integration/test_files.h"
 
 namespace ptoserve {
 namespace {
@@ -214,6 +215,18 @@ TEST(MetricsTest, GrpcMethodCountersByCode) {
                                     stream_sent_bytes += r.ByteSizeLong();
                                   })
                   .ok());
+  // Two batches on one ExecuteBatches call: two jobs, then one.
+  std::vector<v1::JobBatch> batches(2);
+  *batches[0].add_jobs() = good;
+  *batches[0].add_jobs() = good;
+  *batches[1].add_jobs() = good;
+  uint64_t batches_sent_bytes = 0;
+  ASSERT_TRUE(client
+                  ->ExecuteBatches(batches,
+                                   [&](const v1::JobResultBatch& r) {
+                                     batches_sent_bytes += r.ByteSizeLong();
+                                   })
+                  .ok());
   for (const char* method :
        {"/no.Such/Method", "/ptoserve.v1.TileCompute/Nope"}) {
     grpc::GenericStub generic(client->channel());
@@ -277,6 +290,23 @@ TEST(MetricsTest, GrpcMethodCountersByCode) {
             stream_sent_bytes);
   EXPECT_EQ(delta("grpc_server_handled_total{" + stream + ",grpc_code=\"OK\"}"),
             1);
+  // ExecuteBatches counts itself as ExecuteStream does: one message each
+  // way per batch.
+  const std::string batch_stream =
+      R"(grpc_type="bidi_stream",grpc_service="ptoserve.v1.TileCompute",grpc_method="ExecuteBatches")";
+  EXPECT_EQ(delta("grpc_server_started_total{" + batch_stream + "}"), 1);
+  EXPECT_EQ(delta("grpc_server_msg_received_total{" + batch_stream + "}"), 2);
+  EXPECT_EQ(delta("grpc_server_msg_sent_total{" + batch_stream + "}"), 2);
+  EXPECT_EQ(delta("grpc_server_msg_received_bytes_total{" + batch_stream + "}"),
+            batches[0].ByteSizeLong() + batches[1].ByteSizeLong());
+  EXPECT_EQ(delta("grpc_server_msg_sent_bytes_total{" + batch_stream + "}"),
+            batches_sent_bytes);
+  EXPECT_EQ(
+      delta("grpc_server_handled_total{" + batch_stream + ",grpc_code=\"OK\"}"),
+      1);
+  EXPECT_EQ(delta("grpc_server_handling_seconds_count{" + batch_stream +
+                  ",grpc_code=\"OK\"}"),
+            1);
   EXPECT_EQ(
       delta(
           R"(grpc_server_handled_total{grpc_type="unary",grpc_service="grpc.health.v1.Health",grpc_method="Check",grpc_code="OK"})"),
@@ -287,6 +317,41 @@ TEST(MetricsTest, GrpcMethodCountersByCode) {
       2);
   for (const auto& [series, value] : after) {
     EXPECT_THAT(series, Not(HasSubstr("no.Such"))) << series;
+  }
+}
+
+// A stream refused for want of a token is counted as started and handled
+// UNAUTHENTICATED, with no message either way.
+TEST(MetricsTest, RefusedStreamsAreCounted) {
+  ServerProcess server(
+      {"--auth_token_file=" + WriteTempFile("tokens", "the-token\n")});
+  const std::map<std::string, double> before = Scrape(server.metrics_url());
+  auto client = Client::Connect(server.address()).value();
+  const std::vector<int32_t> a(4, 6);
+  const std::vector<v1::Job> jobs = {
+      BinaryJob<int32_t>(v1::OPCODE_TAND, BinaryArgs<int32_t>{a, a, 2, 2})};
+  EXPECT_EQ(client->ExecuteStream(jobs, [](v1::JobResult) {}).code(),
+            absl::StatusCode::kUnauthenticated);
+  std::vector<v1::JobBatch> batches(1);
+  *batches[0].add_jobs() = jobs[0];
+  EXPECT_EQ(client->ExecuteBatches(batches, [](v1::JobResultBatch) {}).code(),
+            absl::StatusCode::kUnauthenticated);
+  const std::string prefix =
+      R"(grpc_type="bidi_stream",grpc_service="ptoserve.v1.TileCompute",grpc_method=")";
+  const std::map<std::string, double> after = Scrape(server.metrics_url());
+  auto delta = [&](const std::string& series) {
+    return Delta(before, after, series);
+  };
+  for (const char* method : {"ExecuteStream", "ExecuteBatches"}) {
+    const std::string labels = prefix + method + "\"";
+    EXPECT_EQ(delta("grpc_server_started_total{" + labels + "}"), 1) << method;
+    EXPECT_EQ(delta("grpc_server_handled_total{" + labels +
+                    ",grpc_code=\"UNAUTHENTICATED\"}"),
+              1)
+        << method;
+    EXPECT_EQ(delta("grpc_server_msg_received_total{" + labels + "}"), 0)
+        << method;
+    EXPECT_EQ(delta("grpc_server_msg_sent_total{" + labels + "}"), 0) << method;
   }
 }
 
