@@ -36,17 +36,12 @@ absl::string_view TypeName(bool client_streaming, bool server_streaming) {
 class CallCounter final : public grpc::experimental::Interceptor {
  public:
   explicit CallCounter(const GrpcMetrics::Method* method)
-      : method_(method), start_(absl::Now()) {
-    method_->started->Increment();
+      : method_(method), count_(method) {
     TsanReleasing(this);
   }
-  // A call that ends without sending a status (its client went away) is
-  // counted as CANCELLED, handled when it ends.
   ~CallCounter() override {
     TsanAcquired(this);
-    if (!handled_) {
-      method_->Handled(grpc::StatusCode::CANCELLED, absl::Now() - start_);
-    }
+    count_.Ended();
   }
 
   void Intercept(
@@ -56,23 +51,18 @@ class CallCounter final : public grpc::experimental::Interceptor {
     if (methods->QueryInterceptionHookPoint(
             InterceptionHookPoints::POST_RECV_MESSAGE)) {
       if (void* message = methods->GetRecvMessage()) {
-        method_->received->Increment();
-        method_->received_bytes->Increment(ReceivedBytes(message));
+        count_.Received(ReceivedBytes(message));
       }
     }
     if (methods->QueryInterceptionHookPoint(
             InterceptionHookPoints::PRE_SEND_MESSAGE)) {
-      method_->sent->Increment();
       // Serialized here, once: gRPC sends these bytes.
-      if (const grpc::ByteBuffer* bytes = methods->GetSerializedSendMessage()) {
-        method_->sent_bytes->Increment(bytes->Length());
-      }
+      const grpc::ByteBuffer* bytes = methods->GetSerializedSendMessage();
+      count_.Sent(bytes != nullptr ? bytes->Length() : 0);
     }
     if (methods->QueryInterceptionHookPoint(
             InterceptionHookPoints::PRE_SEND_STATUS)) {
-      method_->Handled(methods->GetSendStatus().error_code(),
-                       absl::Now() - start_);
-      handled_ = true;
+      count_.Answered(methods->GetSendStatus().error_code());
     }
     TsanReleasing(this);
     methods->Proceed();
@@ -95,8 +85,7 @@ class CallCounter final : public grpc::experimental::Interceptor {
   }
 
   const GrpcMetrics::Method* const method_;
-  const absl::Time start_;
-  bool handled_ = false;
+  CallCount count_;
 };
 
 // go-grpc-prometheus's default buckets (Prometheus's DefBuckets), with
@@ -245,32 +234,31 @@ const GrpcMetrics::Method* GrpcMetrics::CountedByHandler(
   return &it->second;
 }
 
-HandlerCallCount::HandlerCallCount(const GrpcMetrics::Method* method)
-    : method_(method) {
+CallCount::CallCount(const GrpcMetrics::Method* method) : method_(method) {
   if (method_ == nullptr) return;
   start_ = absl::Now();
   method_->started->Increment();
 }
 
-void HandlerCallCount::Received(uint64_t bytes) const {
+void CallCount::Received(uint64_t bytes) const {
   if (method_ == nullptr) return;
   method_->received->Increment();
   method_->received_bytes->Increment(bytes);
 }
 
-void HandlerCallCount::Sent(uint64_t bytes) const {
+void CallCount::Sent(uint64_t bytes) const {
   if (method_ == nullptr) return;
   method_->sent->Increment();
   method_->sent_bytes->Increment(bytes);
 }
 
-void HandlerCallCount::Answered(int code) {
+void CallCount::Answered(int code) {
   if (method_ == nullptr || answered_) return;
   answered_ = true;
   method_->Handled(code, absl::Now() - start_);
 }
 
-void HandlerCallCount::Ended() {
+void CallCount::Ended() {
   if (method_ == nullptr || answered_) return;
   answered_ = true;
   method_->Handled(grpc::StatusCode::CANCELLED, absl::Now() - start_);

@@ -84,7 +84,7 @@ class GrpcMetrics final
 
   // Leaves the calls of `method` ("/package.Service/Method", one of the
   // services') to its handler, which counts them in the returned series
-  // (HandlerCallCount below): started when the call arrives, each message
+  // (CallCount below): started when the call arrives, each message
   // received and sent with its bytes, handled when it answers, handled as
   // CANCELLED if it never does. Null for a method the services do not
   // have. Call before the server starts.
@@ -110,16 +110,17 @@ class GrpcMetrics final
   Method unknown_;
 };
 
-// One call of a method that its handler counts (CountedByHandler), in the
-// series the interceptor would have counted it in. Started when made;
-// Answered once, when the status is sent; Ended when gRPC is done with the
-// call, which counts a call never answered as CANCELLED. Null method:
-// counts nothing. The handler orders Answered before Ended.
-class HandlerCallCount {
+// One call counted in its method's series, by the interceptor or, for a
+// method counted there (CountedByHandler), by its handler. Started when
+// made; Answered once, when the status is sent; Ended when gRPC is done
+// with the call, which counts a call never answered (its client went
+// away) as CANCELLED. Null method: counts nothing. The owner orders
+// Answered before Ended.
+class CallCount {
  public:
-  explicit HandlerCallCount(const GrpcMetrics::Method* method);
-  HandlerCallCount(const HandlerCallCount&) = delete;
-  HandlerCallCount& operator=(const HandlerCallCount&) = delete;
+  explicit CallCount(const GrpcMetrics::Method* method);
+  CallCount(const CallCount&) = delete;
+  CallCount& operator=(const CallCount&) = delete;
 
   // A message of `bytes` read from the client, or sent to it.
   void Received(uint64_t bytes) const;

@@ -41,7 +41,7 @@ class StreamReactor final
   void Finish(const grpc::Status& status) override;
 
  private:
-  HandlerCallCount count_;
+  CallCount count_;
   StallWatch* const stalls_;
   StallWatch::Call stall_;
   std::unique_ptr<StreamMachine> machine_;

@@ -32,7 +32,7 @@ class RefusedStream final
   }
 
  private:
-  HandlerCallCount count_;
+  CallCount count_;
 };
 
 absl::Time CallDeadline(const grpc::CallbackServerContext& context) {

@@ -57,7 +57,7 @@ class UnaryCall final : public grpc::ServerUnaryReactor {
   alignas(std::max_align_t) char first_block_[kFirstBlockBytes];
   google::protobuf::Arena arena_;
   std::unique_ptr<google::protobuf::Message> heap_job_;  // without arenas
-  HandlerCallCount count_;
+  CallCount count_;
   StallWatch* const stalls_;
   grpc::CallbackServerContext* const context_;
   StallWatch::Call stall_;

@@ -282,8 +282,8 @@ TEST(MetricsTest, GrpcMethodCountersByCode) {
   EXPECT_EQ(delta("grpc_server_started_total{" + stream + "}"), 1);
   EXPECT_EQ(delta("grpc_server_msg_received_total{" + stream + "}"), 3);
   EXPECT_EQ(delta("grpc_server_msg_sent_total{" + stream + "}"), 3);
-  // Through the interceptor: bytes as the stream's handler took them, and
-  // as serialized for sending.
+  // Counted by the stream's handler: bytes as it read them, and as
+  // serialized for sending.
   EXPECT_EQ(delta("grpc_server_msg_received_bytes_total{" + stream + "}"),
             3 * good.ByteSizeLong());
   EXPECT_EQ(delta("grpc_server_msg_sent_bytes_total{" + stream + "}"),
