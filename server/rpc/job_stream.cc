@@ -8,6 +8,15 @@
 
 namespace ptoserve {
 
+namespace {
+
+// The stream whose job this thread is handing to the dispatcher, with that
+// stream's lock held: a small job the dispatcher runs to completion on this
+// thread has its answer pushed before Dispatch returns, under that lock.
+thread_local const void* dispatching = nullptr;
+
+}  // namespace
+
 JobStream::JobStream(StreamWire* wire, uint32_t window, StreamJobs jobs)
     : StreamMachine(wire, window), jobs_(std::move(jobs)) {}
 
@@ -22,8 +31,8 @@ void JobStream::Take(grpc::ByteBuffer* message, uint64_t number) {
     return;
   }
   if (RequestBytes::Light(*shape, request_bytes)) {
-    Admit(jobs_.bytes->Parse<v1::Job>(*message, what), request_bytes,
-          shape->id);
+    Admit(jobs_.bytes->Parse<v1::Job>(*message, what), request_bytes, shape->id,
+          /*run_here=*/true);
     return;
   }
   // Decoded off gRPC's threads.
@@ -35,7 +44,7 @@ void JobStream::Take(grpc::ByteBuffer* message, uint64_t number) {
             jobs_.bytes->Parse<v1::Job>(b, what);
         MutexLock lock(&mu_);
         EndWork();
-        Admit(std::move(job), request_bytes, id);
+        Admit(std::move(job), request_bytes, id, /*run_here=*/false);
         Resume();
       });
   if (!offloaded.ok()) {
@@ -45,7 +54,8 @@ void JobStream::Take(grpc::ByteBuffer* message, uint64_t number) {
 }
 
 void JobStream::Admit(absl::StatusOr<std::shared_ptr<v1::Job>> job,
-                      uint64_t request_bytes, const std::string& id) {
+                      uint64_t request_bytes, const std::string& id,
+                      bool run_here) {
   if (!job.ok()) {
     PushError(id, job.status());
     return;
@@ -58,10 +68,10 @@ void JobStream::Admit(absl::StatusOr<std::shared_ptr<v1::Job>> job,
     waiting_.push_back(std::move(waiting));
     return;
   }
-  StartJob(std::move(waiting));
+  StartJob(std::move(waiting), run_here);
 }
 
-bool JobStream::StartJob(Waiting waiting) {
+bool JobStream::StartJob(Waiting waiting, bool run_here) {
   const std::string id = waiting.job->id();
   // Admitted or answered, not written yet: not decoding, not waiting, not
   // this one.
@@ -72,7 +82,7 @@ bool JobStream::StartJob(Waiting waiting) {
   request.job = waiting.job.get();
   request.request_bytes = waiting.request_bytes;
   request.call = &jobs_.call;
-  // Not run_here: done takes mu_, which this thread holds.
+  request.run_here = run_here;
   request.may_wait = in_flight > 0;
   request.done = [this, id, job = waiting.job](absl::StatusOr<v1::JobResult*> r,
                                                MemoryBudget::Hold hold) {
@@ -83,10 +93,19 @@ bool JobStream::StartJob(Waiting waiting) {
     grpc::ByteBuffer bytes = Encoded(r.ok() ? **r : failed);
     Holds holds;
     holds.push_back(std::move(hold));
+    if (dispatching == this) {
+      // Run to completion inside Dispatch below, whose caller holds mu_.
+      mu_.AssertHeld();
+      Push(std::move(bytes), std::move(holds), 1);
+      return;
+    }
     MutexLock lock(&mu_);
     Push(std::move(bytes), std::move(holds), 1);
   };
+  const void* const outer = dispatching;
+  dispatching = this;
   const Dispatched dispatched = jobs_.dispatcher->Dispatch(std::move(request));
+  dispatching = outer;
   if (dispatched.status.ok()) return true;
   if (dispatched.may_retry) {
     waiting_.push_front(std::move(waiting));
@@ -101,7 +120,7 @@ void JobStream::Room() {
   while (!waiting_.empty()) {
     Waiting job = std::move(waiting_.front());
     waiting_.pop_front();
-    if (!StartJob(std::move(job))) break;
+    if (!StartJob(std::move(job), /*run_here=*/true)) break;
   }
 }
 

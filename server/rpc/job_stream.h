@@ -36,16 +36,19 @@ class JobStream final : public StreamMachine {
   uint64_t DropWaiting() override ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // A decoded job (or why it is not one: answered with `id`, the id read
-  // from its bytes) into the stream.
+  // from its bytes) into the stream; `run_here` as JobRequest's: this
+  // thread may run it to completion, and push its answer, before Admit
+  // returns.
   void Admit(absl::StatusOr<std::shared_ptr<v1::Job>> job,
-             uint64_t request_bytes, const std::string& id)
+             uint64_t request_bytes, const std::string& id, bool run_here)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Admits `waiting` (or answers it with its refusal) and returns true; or,
   // while the budget is full and the stream has other jobs in flight (whose
   // results will free some), puts it first among the waiting jobs and
   // returns false. REQUIRES: `waiting` is counted as unanswered, and is
   // neither waiting nor being decoded.
-  bool StartJob(Waiting waiting) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool StartJob(Waiting waiting, bool run_here)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Answers one job with `status`.
   void PushError(const std::string& id, const absl::Status& status)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

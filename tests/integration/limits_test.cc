@@ -129,11 +129,15 @@ int64_t EndNs(const v1::JobResult& r) {
 // a chain of 64 instructions, which one worker runs one at a time, so the
 // worker, not the streams, is what they wait for. "After" by the events'
 // end times, as the server ran them: results the clients have not read yet
-// when the low job's answer comes do not count as later.
+// when the low job's answer comes do not count as later. Aging is the
+// scheduler's: a queue delay leaves every job to it (none runs to
+// completion on the thread that read it, which the low job could do at a
+// moment the queue happened to be empty); a batch of one is full, and goes
+// at once.
 int HighJobsAfterTheLowOne(int aging_ms) {
-  ServerProcess server({"--workers=1", "--max_batch_size=1",
-                        absl::StrCat("--priority_aging_ms=", aging_ms),
-                        "--priority_levels=2"});
+  ServerProcess server(
+      {"--workers=1", "--max_batch_size=1", "--max_queue_delay_us=1000",
+       absl::StrCat("--priority_aging_ms=", aging_ms), "--priority_levels=2"});
   std::atomic<int> high_done{0};
   std::mutex mu;
   std::vector<int64_t> high_ends;  // guarded by mu
@@ -182,10 +186,13 @@ TEST(LimitsTest, PriorityAgingLetsLowPriorityThrough) {
   EXPECT_LT(aging_never, 50);
 }
 
-// One worker runs one batch at a time: the batches of a stream's jobs (a
-// stream never runs a job on the thread that read it) never overlap.
+// One worker runs one batch at a time: the batches of streams' jobs never
+// overlap. A queue delay leaves every job to the scheduler (none runs to
+// completion on the thread that read it); a batch of one is full, and goes
+// at once.
 TEST(LimitsTest, OneWorkerRunsOneBatchAtATime) {
-  ServerProcess server({"--workers=1", "--max_batch_size=1"});
+  ServerProcess server(
+      {"--workers=1", "--max_batch_size=1", "--max_queue_delay_us=1000"});
   std::vector<std::thread> clients;
   std::mutex mu;
   std::vector<std::pair<int64_t, int64_t>> runs;  // start, end (ns)

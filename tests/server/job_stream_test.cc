@@ -1,11 +1,14 @@
 // ExecuteStream's machine with a fake wire, the real dispatcher and a
 // scheduler the test runs by hand: jobs answered once each, with their ids,
-// errors in place, and jobs over the budget waiting their turn.
+// errors in place, and jobs over the budget waiting their turn; both with
+// small jobs run to completion on the thread that read them (the scheduler
+// idle) and with every job left to the scheduler.
 #include "server/rpc/job_stream.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -61,9 +64,19 @@ class FakeWire final : public StreamWire {
   std::optional<grpc::Status> finished_;
 };
 
-SchedulerOptions NoWorkers() {
+// Whether a small job may run on the thread that read it.
+enum class Path { kRunHere, kScheduled };
+
+// No workers: the test runs the scheduler. kScheduled: jobs wait for
+// company (a queue delay), so none runs without the scheduler; a batch of
+// one is full, and runs at once.
+SchedulerOptions NoWorkers(Path path) {
   SchedulerOptions options;
   options.workers = 0;
+  if (path == Path::kScheduled) {
+    options.max_queue_delay = absl::Hours(1);
+    options.max_batch_size = 1;
+  }
   return options;
 }
 
@@ -92,7 +105,7 @@ int32_t First(const v1::JobResult& r) {
   return *reinterpret_cast<const int32_t*>(data.data());
 }
 
-class JobStreamTest : public ::testing::Test {
+class JobStreamTest : public ::testing::TestWithParam<Path> {
  protected:
   void Open(uint64_t budget_bytes, uint32_t window) {
     budget_.emplace(budget_bytes);
@@ -118,7 +131,7 @@ class JobStreamTest : public ::testing::Test {
   MetricsRegistry registry_;
   ServiceMetrics metrics_{&registry_};
   EngineRunner runner_{&engine_, &metrics_};
-  Scheduler scheduler_{NoWorkers(), &runner_};
+  Scheduler scheduler_{NoWorkers(GetParam()), &runner_};
   TaskPool decoders_{1, 16};
   std::optional<MemoryBudget> budget_;
   std::optional<Dispatcher> dispatcher_;
@@ -127,26 +140,38 @@ class JobStreamTest : public ::testing::Test {
   std::optional<JobStream> stream_;
 };
 
-TEST_F(JobStreamTest, EachJobIsAnsweredOnceWithItsIdAndErrorsInPlace) {
+TEST_P(JobStreamTest, EachJobIsAnsweredOnceWithItsIdAndErrorsInPlace) {
   Open(/*budget_bytes=*/256 << 20, /*window=*/16);
   wire_.Send(&*stream_, Tand("one", 0x0ff0, 0x3c3c));
   wire_.Send(&*stream_, "\xff\xff not a job");
   std::string missing = Tand("two", 1, 3);
   wire_.Send(&*stream_, missing);
   wire_.Send(&*stream_, std::nullopt);
-  // The broken message is answered at once, without an id.
-  v1::JobResult broken = wire_.Receive(&*stream_);
-  EXPECT_EQ(broken.id(), "");
-  EXPECT_EQ(broken.status().code(), v1::INVALID_ARGUMENT);
-  EXPECT_THAT(broken.status().message(),
-              ::testing::HasSubstr("stream message 2"));
+  std::vector<v1::JobResult> results;
+  const auto receive_all = [&] {
+    while (wire_.writing()) results.push_back(wire_.Receive(&*stream_));
+  };
+  // The broken message is answered at once; so are the jobs that ran on
+  // the thread that read them.
+  receive_all();
+  ASSERT_EQ(results.size(), GetParam() == Path::kRunHere ? 3u : 1u);
   Run();
+  receive_all();
+  ASSERT_EQ(results.size(), 3u);
   std::map<std::string, int32_t> first;
-  for (int i = 0; i < 2; ++i) {
-    v1::JobResult r = wire_.Receive(&*stream_);
+  int broken = 0;
+  for (const v1::JobResult& r : results) {
+    if (r.id().empty()) {
+      ++broken;
+      EXPECT_EQ(r.status().code(), v1::INVALID_ARGUMENT);
+      EXPECT_THAT(r.status().message(),
+                  ::testing::HasSubstr("stream message 2"));
+      continue;
+    }
     ASSERT_EQ(r.status().code(), v1::OK) << r.status().message();
     first[r.id()] = First(r);
   }
+  EXPECT_EQ(broken, 1);
   EXPECT_THAT(first, ::testing::UnorderedElementsAre(
                          ::testing::Pair("one", 0x0ff0 & 0x3c3c),
                          ::testing::Pair("two", 1 & 3)));
@@ -160,7 +185,7 @@ TEST_F(JobStreamTest, EachJobIsAnsweredOnceWithItsIdAndErrorsInPlace) {
 // A budget with room for about two jobs: the third waits (and the stream
 // reads no further) until a result is written, then runs; every job is
 // answered, in the order they came.
-TEST_F(JobStreamTest, JobsOverTheBudgetWaitTheirTurn) {
+TEST_P(JobStreamTest, JobsOverTheBudgetWaitTheirTurn) {
   Open(/*budget_bytes=*/200 << 10, /*window=*/16);
   int sent = 0;
   bool held_back = false;  // the stream stopped reading with room in its window
@@ -190,6 +215,13 @@ TEST_F(JobStreamTest, JobsOverTheBudgetWaitTheirTurn) {
   EXPECT_EQ(budget_->held(), 0u);
   stream_->Done();
 }
+
+INSTANTIATE_TEST_SUITE_P(Paths, JobStreamTest,
+                         ::testing::Values(Path::kRunHere, Path::kScheduled),
+                         [](const ::testing::TestParamInfo<Path>& info) {
+                           return info.param == Path::kRunHere ? "RunHere"
+                                                               : "Scheduled";
+                         });
 
 }  // namespace
 }  // namespace ptoserve
