@@ -743,7 +743,24 @@ TEST_F(HostileTest, StreamsThatNeverReadHoldAtMostTheBudget) {
       }
     }
   }
-  absl::SleepFor(absl::Seconds(1));
+  // The server at its fullest: its 64 MiB budget held to within one job
+  // (about 5 MiB each) and no job unanswered, every admitted one run and
+  // its result waiting for a client that does not read. It admits no more
+  // until one is written.
+  constexpr double kBudgetBytes = 64 << 20;
+  constexpr double kOneJobBytes = 8 << 20;  // more than one job holds
+  const std::map<std::string, double> full = ScrapeUntil(
+      server_->metrics_url(),
+      [&](const auto& m) {
+        return Value(m, "ptoserve_memory_held_bytes") >=
+                   kBudgetBytes - kOneJobBytes &&
+               Value(m, "ptoserve_jobs_in_flight") == 0;
+      },
+      absl::Seconds(30));
+  EXPECT_GE(Value(full, "ptoserve_memory_held_bytes"),
+            kBudgetBytes - kOneJobBytes);
+  EXPECT_LE(Value(full, "ptoserve_memory_held_bytes"), kBudgetBytes);
+  EXPECT_EQ(Value(full, "ptoserve_jobs_in_flight"), 0);
   // 64 MiB budget, and what gRPC buffers for three streams.
   ExpectPeakGrowthBelow(160 * kMiB);
   for (auto& s : streams) {
