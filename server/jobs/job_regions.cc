@@ -26,10 +26,11 @@ absl::StatusOr<absl::Span<uint8_t>> JobRegions::Resolve(
       PTO_RETURN_IF_ERROR(caller_uid_->status());
       PTO_RETURN_IF_ERROR(use.region().MayUse(**caller_uid_));
     }
-    // The object's size, checked once a job: a region cut short since it
-    // was registered is refused here rather than faulting later.
-    PTO_RETURN_IF_ERROR(use.region().CheckIntact());
+    // The mapping's fault count, for CheckIntact: after a fault, the
+    // object's size is read and the region refused or mapped again here.
+    PTO_ASSIGN_OR_RETURN(const uint64_t entered, use.region().Enter());
     uses_.push_back(std::move(use));
+    entered_.push_back(entered);
     region = &uses_.back().region();
   }
   PTO_ASSIGN_OR_RETURN(absl::Span<uint8_t> bytes,
@@ -90,8 +91,8 @@ absl::Status JobRegions::CheckOverlaps() const {
 }
 
 absl::Status JobRegions::CheckIntact() const {
-  for (const RegionUse& use : uses_) {
-    PTO_RETURN_IF_ERROR(use.region().CheckNotFaulted());
+  for (size_t i = 0; i < uses_.size(); ++i) {
+    PTO_RETURN_IF_ERROR(uses_[i].region().CheckNoFaultSince(entered_[i]));
   }
   return absl::OkStatus();
 }

@@ -37,8 +37,9 @@ class JobRegions final : public SharedSlices {
   // Whether any slice was resolved.
   bool empty() const { return uses_.empty(); }
   // After the job ran: FAILED_PRECONDITION if an access to a region it
-  // used faulted (the object was cut short underneath it: its results are
-  // not to be trusted). Each region's size was read at the job's first use.
+  // used faulted since the job's first use of it (the object was cut short
+  // underneath it: its results are not to be trusted), naming the object's
+  // size now.
   absl::Status CheckIntact() const;
 
  private:
@@ -54,7 +55,8 @@ class JobRegions final : public SharedSlices {
   std::optional<absl::StatusOr<uid_t>> caller_uid_;  // asked once a job
   // Inline for the usual job (a few slices of one or two regions): no heap
   // allocation per job.
-  absl::InlinedVector<RegionUse, 2> uses_;  // each region once
+  absl::InlinedVector<RegionUse, 2> uses_;    // each region once
+  absl::InlinedVector<uint64_t, 2> entered_;  // MappedRegion::Enter's, each
   absl::InlinedVector<Claim, 4> claims_;
 };
 

@@ -125,32 +125,67 @@ absl::StatusOr<absl::Span<uint8_t>> MappedRegion::Slice(uint64_t offset,
   return absl::MakeSpan(data_ + offset, size);
 }
 
-absl::Status MappedRegion::CheckNotFaulted() const {
-  if (MappingFaulted(guard_)) {
-    return absl::FailedPreconditionError(absl::StrFormat(
-        "region %s: shared-memory object %s faulted while a job used it (it "
-        "was cut short, or /dev/shm had no room for its pages); the server no "
-        "longer sees its bytes. Unregister the region and register it again",
-        ShortQuote(name_), ShortQuote(key_)));
-  }
-  return absl::OkStatus();
+absl::StatusOr<uint64_t> MappedRegion::Enter() const {
+  const uint64_t faults = MappingFaults(guard_);
+  if (faults == whole_at_.load(std::memory_order_acquire)) return faults;
+  return MapAgain();
 }
 
-absl::Status MappedRegion::CheckIntact() const {
-  PTO_RETURN_IF_ERROR(CheckNotFaulted());
+absl::StatusOr<uint64_t> MappedRegion::MapAgain() const {
+  MutexLock lock(&remap_mu_);
+  // Read before the size and the new mapping: a fault after this point
+  // counts past it, and the next job maps the region again.
+  const uint64_t faults = MappingFaults(guard_);
+  if (faults == whole_at_.load(std::memory_order_relaxed)) return faults;
+  PTO_RETURN_IF_ERROR(CheckSize(""));
+  // One call replaces the zero pages, under the kernel's lock of the
+  // address space: a job still running against the old pages (it fails,
+  // as its count moved) sees either them or the object's, never a hole.
+  void* map = mmap(map_, map_bytes_, PROT_READ | PROT_WRITE,
+                   MAP_SHARED | MAP_FIXED, fd_, map_offset_);
+  if (map != map_) {
+    const int err = errno;
+    // Whatever a failed call left there becomes zero pages again, as the
+    // guard would have made them, so that no access meets a hole.
+    mmap(map_, map_bytes_, PROT_READ | PROT_WRITE,
+         MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "region %s: mapping shared-memory object %s again after a fault: %s",
+        ShortQuote(name_), ShortQuote(key_), strerror(err)));
+  }
+  whole_at_.store(faults, std::memory_order_release);
+  return faults;
+}
+
+absl::Status MappedRegion::CheckSize(absl::string_view after_fault) const {
   struct stat st;
   if (fstat(fd_, &st) != 0) {
-    return absl::FailedPreconditionError(
-        absl::StrFormat("region %s: %s", ShortQuote(name_), strerror(errno)));
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "region %s: %s%s", ShortQuote(name_), strerror(errno), after_fault));
   }
   if (!Within(offset_, size_, static_cast<uint64_t>(st.st_size))) {
     return absl::FailedPreconditionError(absl::StrFormat(
         "region %s: shared-memory object %s is now %d bytes, too short for "
-        "the region (offset %u, %u bytes); unregister it, or make the object "
-        "large again",
-        ShortQuote(name_), ShortQuote(key_), st.st_size, offset_, size_));
+        "the region (offset %u, %u bytes)%s; make the object large again "
+        "(the next job maps it again), or unregister the region",
+        ShortQuote(name_), ShortQuote(key_), st.st_size, offset_, size_,
+        after_fault));
   }
   return absl::OkStatus();
+}
+
+absl::Status MappedRegion::CheckNoFaultSince(uint64_t entered) const {
+  if (MappingFaults(guard_) == entered) return absl::OkStatus();
+  constexpr absl::string_view kFaulted =
+      ", and an access to it faulted while a job used it: the job's bytes "
+      "were not all the object's";
+  PTO_RETURN_IF_ERROR(CheckSize(kFaulted));
+  // Whole again, or never short: /dev/shm had no room for a page.
+  return absl::FailedPreconditionError(absl::StrFormat(
+      "region %s: shared-memory object %s faulted while a job used it (it "
+      "was cut short, or /dev/shm had no room for its pages): the job's "
+      "bytes were not all the object's; the next job maps it again",
+      ShortQuote(name_), ShortQuote(key_)));
 }
 
 v1::Region MappedRegion::Describe() const {
@@ -361,6 +396,7 @@ absl::StatusOr<v1::Region> SharedMemoryRegistry::Register(
   if (map == MAP_FAILED) return OpenError(errno, request.key());
   region->map_ = map;
   region->map_bytes_ = span;
+  region->map_offset_ = static_cast<off_t>(start);
   region->mapped_bytes_ = mapped_bytes_;
   mapped_bytes_->fetch_add(span, std::memory_order_relaxed);
   region->data_ = static_cast<uint8_t*>(map) + (offset - start);

@@ -8,10 +8,13 @@
 // /dev/shm whose name starts with the configured prefix, never through a
 // symbolic link; every slice is checked against its region's bounds with
 // arithmetic that cannot overflow before a job is admitted; the object's
-// size is checked again on each job's first use of it; and an object cut
-// short while a job reads or writes it faults (SIGBUS) into a handler that
-// puts zero pages in place of the missing ones, so the access completes
-// and the job is answered FAILED_PRECONDITION. The bytes themselves are
+// size is not read again per job (a system call each): an object cut
+// short under a region faults (SIGBUS) when a job reads or writes a page
+// past its new end, into a handler that puts zero pages in place of the
+// missing ones, so the access completes and every job that used the
+// mapping across the fault is answered FAILED_PRECONDITION naming the
+// object's size; the next job reads the size, and is refused while the
+// object is short, or maps it again once it is whole. The bytes themselves are
 // only ever computed on, never read as sizes or offsets, so contents that
 // change underneath a job give wrong elements, nothing worse.
 #ifndef PTOSERVE_SERVER_JOBS_SHARED_MEMORY_H_
@@ -80,11 +83,19 @@ class MappedRegion {
   absl::StatusOr<absl::Span<uint8_t>> Slice(uint64_t offset,
                                             uint64_t size) const;
 
-  // OK while the object still holds every byte of the region (its size is
-  // read now) and no access to it has faulted; else FAILED_PRECONDITION.
-  absl::Status CheckIntact() const;
-  // The second half alone: no access has faulted (no system call).
-  absl::Status CheckNotFaulted() const;
+  // Before a job's first use of the region: the count of faults its
+  // mapping has taken (MappingFaults), for CheckNoFaultSince once the job
+  // is done. No system call while the mapping is whole. After a fault
+  // (the object was cut short under a job, and zero pages replaced the
+  // rest of the mapping) the object's size is read: FAILED_PRECONDITION
+  // naming it while the object is too short for the region, else the
+  // object is mapped again over the whole region, and the region serves
+  // again.
+  absl::StatusOr<uint64_t> Enter() const;
+  // OK when no access to the mapping faulted since Enter returned
+  // `entered`; else FAILED_PRECONDITION naming the object's size now: the
+  // job's bytes were not all the object's.
+  absl::Status CheckNoFaultSince(uint64_t entered) const;
 
   // Where the region lies, as an object and a byte range in it: two
   // regions of one object share bytes where their ranges overlap.
@@ -128,6 +139,16 @@ class MappedRegion {
   std::shared_ptr<std::atomic<uint64_t>> mapped_bytes_;  // the registry's
   std::atomic<uint64_t> in_flight_{0};
   std::atomic<uint64_t> total_{0};
+  off_t map_offset_ = 0;  // the mapping's first byte in the object
+  // The fault count the mapping was last whole at (Enter maps it again
+  // when the guard's count has moved past it), and the lock of that.
+  mutable std::atomic<uint64_t> whole_at_{0};
+  mutable absl::Mutex remap_mu_;
+
+  absl::StatusOr<uint64_t> MapAgain() const;
+  // FAILED_PRECONDITION naming the object's size when it no longer holds
+  // every byte of the region (or cannot be read); OK otherwise.
+  absl::Status CheckSize(absl::string_view after_fault) const;
 };
 
 // A job's hold on a region: counted in its jobs_in_flight while it lives.

@@ -20,8 +20,11 @@ namespace {
 struct Guarded {
   std::atomic<uintptr_t> begin{0};
   std::atomic<uintptr_t> end{0};
-  std::atomic<bool> faulted{false};
+  std::atomic<uint64_t> faults{0};
 };
+// The handler changes them: without a lock, or it could deadlock.
+static_assert(std::atomic<uintptr_t>::is_always_lock_free &&
+              std::atomic<uint64_t>::is_always_lock_free);
 
 Guarded g_guarded[kGuardSlots];
 absl::Mutex g_guard_mu;  // assigns slots; the handler never takes it
@@ -40,7 +43,7 @@ void OnSigbus(int sig, siginfo_t* info, void* context) {
         syscall(SYS_mmap, page, end - page, PROT_READ | PROT_WRITE,
                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
     if (mapped == static_cast<long>(page)) {
-      g.faulted.store(true, std::memory_order_release);
+      g.faults.fetch_add(1, std::memory_order_release);
       errno = saved_errno;
       return;
     }
@@ -85,7 +88,7 @@ int GuardMapping(uintptr_t begin, uintptr_t end) {
   for (int i = 0; i < kGuardSlots; ++i) {
     Guarded& g = g_guarded[i];
     if (g.begin.load(std::memory_order_relaxed) != 0) continue;
-    g.faulted.store(false, std::memory_order_relaxed);
+    g.faults.store(0, std::memory_order_relaxed);
     g.end.store(end, std::memory_order_release);
     g.begin.store(begin, std::memory_order_release);
     return i;
@@ -99,8 +102,8 @@ void UnguardMapping(int slot) {
   g_guarded[slot].end.store(0, std::memory_order_release);
 }
 
-bool MappingFaulted(int slot) {
-  return g_guarded[slot].faulted.load(std::memory_order_acquire);
+uint64_t MappingFaults(int slot) {
+  return g_guarded[slot].faults.load(std::memory_order_acquire);
 }
 
 }  // namespace ptoserve

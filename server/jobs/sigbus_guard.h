@@ -1,11 +1,12 @@
 // The SIGBUS guard of shared-memory mappings. A mapping of a shared-memory
 // object that its owner cuts short faults (SIGBUS) on the pages past the
 // new end. The handler finds the mapping in a fixed table, maps anonymous
-// zero pages over the rest of it, marks it faulted and returns: the access
-// completes, and the job that made it is answered an error once it ends
-// (JobRegions::CheckIntact). A fault anywhere else goes to the handler that
-// was there before, or kills the process as it would have. The table is
-// lock-free: the handler may run on any thread at any moment.
+// zero pages over the rest of it, counts the fault and returns: the access
+// completes, and each job that used the mapping across the fault is
+// answered an error once it ends (JobRegions::CheckIntact). A fault anywhere
+// else goes to the handler that was there before, or kills the process as it
+// would have. The table is lock-free: the handler may run on any thread at any
+// moment.
 #ifndef PTOSERVE_SERVER_JOBS_SIGBUS_GUARD_H_
 #define PTOSERVE_SERVER_JOBS_SIGBUS_GUARD_H_
 
@@ -24,8 +25,9 @@ uintptr_t PageBytes();
 int GuardMapping(uintptr_t begin, uintptr_t end);
 // Stops guarding the mapping in `slot`, before it is unmapped.
 void UnguardMapping(int slot);
-// Whether an access to the mapping in `slot` faulted since it was guarded.
-bool MappingFaulted(int slot);
+// How many accesses to the mapping in `slot` faulted since it was guarded
+// (a count that only grows: a job compares it before and after).
+uint64_t MappingFaults(int slot);
 
 }  // namespace ptoserve
 

@@ -215,9 +215,19 @@ TEST(SharedMemoryTest, BadSlicesAndRegistrationsAreRefusedByName) {
 TEST(SharedMemoryTest, AnObjectCutShortIsAnErrorAndTheServerCarriesOn) {
   ServerProcess server;
   auto client = Client::Connect(server.address(), Quick()).value();
-  auto cut = SharedRegion::Create(*client, 4096).value();
+  auto cut = SharedRegion::Create(*client, 3 * 4096).value();
   auto kept = SharedRegion::Create(*client, 4096).value();
-  ASSERT_EQ(truncate(absl::StrCat("/dev/shm", cut->key()).c_str(), 100), 0);
+  const std::string path = absl::StrCat("/dev/shm", cut->key());
+  ASSERT_EQ(truncate(path.c_str(), 100), 0);
+  // The output's page is past the object's end now: the job that writes
+  // it faults, and is answered an error naming the object's size.
+  absl::StatusOr<v1::JobResult> faulted =
+      client->Execute(SliceJob(cut->name(), 8192));
+  EXPECT_EQ(faulted.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(faulted.status().message()),
+              HasSubstr("is now 100 bytes, too short for the region (offset "
+                        "0, 12288 bytes), and an access to it faulted"));
+  // The next job is refused before it runs, while the object stays short.
   absl::StatusOr<v1::JobResult> refused =
       client->Execute(SliceJob(cut->name(), 512));
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
@@ -225,6 +235,21 @@ TEST(SharedMemoryTest, AnObjectCutShortIsAnErrorAndTheServerCarriesOn) {
               HasSubstr("is now 100 bytes, too short"));
   EXPECT_TRUE(client->Execute(SliceJob(kept->name(), 512)).ok());
   EXPECT_EQ(*client->Health(), "SERVING");
+  // Whole again: the region serves again, reading and writing the
+  // object's own bytes (a & b, element by element).
+  ASSERT_EQ(truncate(path.c_str(), 3 * 4096), 0);
+  auto* words = reinterpret_cast<int32_t*>(cut->data());
+  for (int i = 0; i < 64; ++i) {
+    words[i] = 0x0f0f0f0f + i;   // a, bytes [0, 256)
+    words[64 + i] = 0x00ff00ff;  // b, bytes [256, 512)
+    words[2048 + i] = -1;        // c, bytes [8192, 8448), overwritten
+  }
+  absl::StatusOr<v1::JobResult> again =
+      client->Execute(SliceJob(cut->name(), 8192));
+  ASSERT_TRUE(again.ok()) << again.status();
+  for (int i = 0; i < 64; ++i) {
+    ASSERT_EQ(words[2048 + i], (0x0f0f0f0f + i) & 0x00ff00ff) << i;
+  }
 }
 
 TEST(SharedMemoryTest, ConcurrentJobsWriteDisjointOutputsOfOneRegion) {
