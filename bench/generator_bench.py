@@ -129,26 +129,26 @@ def run(generator, extra, port, server_pid, seconds, warmup, check, conc,
 
 def print_ratios(results, base):
     """One row per (concurrency, server, generator) but `base`'s: its
-    requests/s and p99 over those of server `base` with the same generator
-    (or of generator `base` on the same server) at the same concurrency, in
-    the same round."""
+    requests/s, p50 and p99 over those of server `base` with the same
+    generator (or of generator `base` on the same server) at the same
+    concurrency, in the same round."""
     print()
     print(f"| concurrency | server | generator | requests/s over {base}'s "
-          f"(median, spread) | p99 over {base}'s (median, spread) |")
-    print("|---|---|---|---|---|")
+          f"(median, spread) | p50 over {base}'s (median, spread) "
+          f"| p99 over {base}'s (median, spread) |")
+    print("|---|---|---|---|---|---|")
     for (c, s, g), rs in results.items():
         # `base` names a server, or a generator (--shm against bytes).
         base_rs = results.get((c, base, g)) or results.get((c, s, base))
         if base in (s, g) or not base_rs:
             continue
-        rps = [r["rps"] / b["rps"] for r, b in zip(rs, base_rs) if b["rps"]]
-        p99 = [r["p99"] / b["p99"] for r, b in zip(rs, base_rs) if b["p99"]]
-        if not rps or not p99:
+        ratios = {key: [r[key] / b[key] for r, b in zip(rs, base_rs) if b[key]]
+                  for key in ("rps", "p50", "p99")}
+        if not all(ratios.values()):
             continue
-        print(f"| {c} | {s} | {g} | {statistics.median(rps):.2f} "
-              f"({min(rps):.2f} to {max(rps):.2f}) | "
-              f"{statistics.median(p99):.2f} "
-              f"({min(p99):.2f} to {max(p99):.2f}) |")
+        cells = [f"{statistics.median(v):.2f} ({min(v):.2f} to {max(v):.2f})"
+                 for v in ratios.values()]
+        print(f"| {c} | {s} | {g} | " + " | ".join(cells) + " |")
 
 
 def main():
@@ -178,8 +178,8 @@ def main():
                         help="SERVER:GENERATOR,... to run (default: all)")
     parser.add_argument("--ratio_to", default="",
                         help="a server of --servers (or a generator): also "
-                        "print each other server's (generator's) requests/s "
-                        "and p99 over its, round by round (the runs of one "
+                        "print each other server's (generator's) requests/s, "
+                        "p50 and p99 over its, round by round (the runs of one "
                         "round are seconds apart, so the machine's drift "
                         "between rounds cancels), median and spread")
     args = parser.parse_args()
