@@ -16,8 +16,10 @@ absl::StatusOr<absl::Span<uint8_t>> JobRegions::Resolve(
     return absl::InvalidArgumentError("the slice names no region");
   }
   const MappedRegion* region = nullptr;
-  for (const RegionUse& use : uses_) {
-    if (use.region().name() == slice.region()) region = &use.region();
+  for (const Held& held : uses_) {
+    if (held.use.region().name() == slice.region()) {
+      region = &held.use.region();
+    }
   }
   if (region == nullptr) {
     PTO_ASSIGN_OR_RETURN(RegionUse use, registry_->Use(slice.region()));
@@ -29,9 +31,8 @@ absl::StatusOr<absl::Span<uint8_t>> JobRegions::Resolve(
     // The mapping's fault count, for CheckIntact: after a fault, the
     // object's size is read and the region refused or mapped again here.
     PTO_ASSIGN_OR_RETURN(const uint64_t entered, use.region().Enter());
-    uses_.push_back(std::move(use));
-    entered_.push_back(entered);
-    region = &uses_.back().region();
+    uses_.push_back({std::move(use), entered});
+    region = &uses_.back().use.region();
   }
   PTO_ASSIGN_OR_RETURN(absl::Span<uint8_t> bytes,
                        region->Slice(slice.offset(), slice.size()));
@@ -91,8 +92,8 @@ absl::Status JobRegions::CheckOverlaps() const {
 }
 
 absl::Status JobRegions::CheckIntact() const {
-  for (size_t i = 0; i < uses_.size(); ++i) {
-    PTO_RETURN_IF_ERROR(uses_[i].region().CheckNoFaultSince(entered_[i]));
+  for (const Held& held : uses_) {
+    PTO_RETURN_IF_ERROR(held.use.region().CheckNoFaultSince(held.entered));
   }
   return absl::OkStatus();
 }

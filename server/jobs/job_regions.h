@@ -55,8 +55,11 @@ class JobRegions final : public SharedSlices {
   std::optional<absl::StatusOr<uid_t>> caller_uid_;  // asked once a job
   // Inline for the usual job (a few slices of one or two regions): no heap
   // allocation per job.
-  absl::InlinedVector<RegionUse, 2> uses_;    // each region once
-  absl::InlinedVector<uint64_t, 2> entered_;  // MappedRegion::Enter's, each
+  struct Held {
+    RegionUse use;
+    uint64_t entered;  // MappedRegion::Enter's fault count
+  };
+  absl::InlinedVector<Held, 2> uses_;  // each region once
   absl::InlinedVector<Claim, 4> claims_;
 };
 
