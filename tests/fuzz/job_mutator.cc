@@ -4,6 +4,7 @@
 #include <iterator>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -211,7 +212,7 @@ class Mutator {
   // A name: of a tile, of an instruction's dst, or a new one.
   std::string Name() {
     std::vector<std::string> names = {"a", "b", "c", "t", "dst", "x.tmp", ""};
-    for (const auto& [name, tile] : job_.tiles()) names.push_back(name);
+    for (std::string& name : TileNames()) names.push_back(std::move(name));
     for (const v1::Instruction& in : job_.instructions()) {
       names.push_back(in.dst());
     }
@@ -219,9 +220,18 @@ class Mutator {
   }
 
   std::string TileName() {
-    auto it = job_.tiles().begin();
-    std::advance(it, Below(job_.tiles_size()));
-    return it->first;
+    std::vector<std::string> names = TileNames();
+    return std::move(names[Below(names.size())]);
+  }
+
+  // Sorted: a protobuf map's order is seeded per process, and a mutant
+  // must depend on the random numbers alone, so that a seed replays it.
+  std::vector<std::string> TileNames() const {
+    std::vector<std::string> names;
+    names.reserve(job_.tiles_size());
+    for (const auto& [name, tile] : job_.tiles()) names.push_back(name);
+    std::sort(names.begin(), names.end());
+    return names;
   }
 
   // A slice of the shared memory the job target registers (job_target.cc:
