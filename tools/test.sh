@@ -32,11 +32,47 @@ flags=(--test_summary=short "${ui[@]}")
 
 log=$(mktemp)
 started=$(mktemp)  # test logs newer than this are this run's
-trap 'rm -f "$log" "$started"' EXIT
+trap 'rm -f "$log" "$started"; [[ -n ${PTOSERVE_FAILURES:-} ]] || rm -f "$failures"' EXIT
 status=0
+# What failed, and why: appended as each stage ends to the file
+# PTOSERVE_FAILURES names (.ci/run prints it at CI's very end, even if this
+# script is stopped at its budget), and printed at the end.
+failures=${PTOSERVE_FAILURES:-$(mktemp)}
+touch "$failures"
+failures_from=$(($(stat -c %s "$failures") + 1))
 # Bazel's startup options for the next stage (an output base of its own).
 startup=()
 output_paths=()
+
+# Each failed or timed-out test of a stage: its name, the test cases that
+# failed and the end of its log (Bazel's summary lists each log's path
+# under the test's line).
+report_failures() {  # STAGE-NAME STAGE-LOG
+  local target test_log first
+  grep -E '^//\S+ +(FAILED|TIMEOUT|NO STATUS|FAILED TO BUILD)' "$2" |
+    while read -r target _; do
+      echo "--- ${target} failed in: $1"
+      sed -n "\#^${target} #,\#^//#p" "$2" | grep -E '^\s+/\S+\.log$' |
+        while read -r test_log; do
+          grep -E '^\[  FAILED  \] [A-Za-z]|^(FAIL|ERROR): test' "$test_log" |
+            sed 's/ ([0-9]* ms)$//' | sort -u | head -n 20
+          # A test stopped at its timeout: the case it was running.
+          if grep -q '^-- Test timed out' "$test_log"; then
+            grep -E '^\[ RUN      \]' "$test_log" | tail -n 1 |
+              sed 's/^\[ RUN      \]/    timed out while running:/'
+          fi
+          echo "    ${test_log}"
+          first=$(grep -E -m1 -A30 'Failure$|^(FAIL|ERROR): test|Sanitizer|Check failed|Traceback|Terminated' "$test_log")
+          if [[ -n $first ]]; then
+            echo "    from its first failure:"
+            sed 's/^/    /' <<<"$first"
+          fi
+          echo "    its last lines:"
+          tail -n 8 "$test_log" | sed 's/^/    /'
+        done
+    done
+  grep -E '^(ERROR|FAILED):' "$2" | head -n 20
+}
 
 stage() {  # KEY NAME BAZEL-TEST-ARGS...
   selected "$1" || return 0
@@ -44,12 +80,17 @@ stage() {  # KEY NAME BAZEL-TEST-ARGS...
   shift 2
   echo "=== ${name}"
   output_paths+=("$(bazel "${startup[@]}" info output_path 2>/dev/null)")
-  bazel "${startup[@]}" test "${flags[@]}" "$@" 2>&1 | tee -a "$log"
+  local stage_log
+  stage_log=$(mktemp)
+  bazel "${startup[@]}" test "${flags[@]}" "$@" 2>&1 | tee "$stage_log"
   local rc=${PIPESTATUS[0]}
+  cat "$stage_log" >>"$log"
   if ((rc != 0)); then
     echo "=== ${name}: FAILED (bazel exit ${rc})"
+    report_failures "$name" "$stage_log" >>"$failures"
     status=1
   fi
+  rm -f "$stage_log"
   echo "=== ${name}: $((SECONDS - start)) s"
 }
 
@@ -58,9 +99,15 @@ stage() {  # KEY NAME BAZEL-TEST-ARGS...
 # pointing down (tools/check_layout).
 if selected tests; then
   echo "=== format"
-  tools/format --check || status=1
+  if ! tools/format --check; then
+    echo "--- format: files not as clang-format writes them (tools/format fixes them; its output above names them)" >>"$failures"
+    status=1
+  fi
   echo "=== layout"
-  tools/check_layout || status=1
+  if ! tools/check_layout; then
+    echo "--- layout: tools/check_layout's rules broken (its output above names where)" >>"$failures"
+    status=1
+  fi
 fi
 disk_cache=${PTOSERVE_DISK_CACHE-$HOME/.cache/ptoserve-disk-cache}
 # Built with clang (.bazelrc's --config=clang, about 30 % faster to compile);
@@ -148,6 +195,7 @@ if selected fuzz && ((fuzz_seconds > 0)) && [[ -x tools/fuzz ]]; then
   tools/fuzz "$fuzz_seconds" 2>&1 | tee -a "$log"
   if ((PIPESTATUS[0] != 0)); then
     echo "=== fuzzing: FAILED"
+    echo "--- fuzzing failed: tools/fuzz's output above names the target and its crash" >>"$failures"
     status=1
   fi
   echo "=== fuzzing: $((SECONDS - start)) s"
@@ -167,4 +215,8 @@ fi
 passed=$(grep -cE '^//.* PASSED' "$log")
 failed=$(grep -cE '^//.* (FAILED|TIMEOUT|NO STATUS|FAILED TO BUILD)' "$log")
 echo "tests: ${passed} passed, ${failed} failed"
+if (($(stat -c %s "$failures") >= failures_from)); then
+  echo "=== what failed"
+  tail -c "+${failures_from}" "$failures"
+fi
 exit "$status"
