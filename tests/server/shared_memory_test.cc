@@ -8,11 +8,18 @@
 #include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
+#include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -707,6 +714,87 @@ TEST(SharedMemoryTest, JobsAcrossRepeatedCutsEndOkOrFailedAndTheRegionHeals) {
   ASSERT_TRUE(bytes.ok()) << bytes.status();
   EXPECT_EQ((*bytes)[kBytes - 1], 0x5a);
   EXPECT_TRUE(last.CheckIntact().ok());
+}
+
+// Makes every later mmap of a file over an existing mapping (MAP_FIXED
+// without MAP_ANONYMOUS) on the calling thread fail with ENOMEM, as the
+// kernel would when out of memory; anonymous and unfixed mappings (the
+// allocators', the sanitizers') go through. A seccomp filter is the
+// thread's own and stays until it ends. False where the kernel has no
+// seccomp filters, or on another architecture.
+bool RefuseFileMappingsOverMappingsOnThisThread() {
+#if defined(__x86_64__)
+  struct sock_filter filter[] = {
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 0, 6),
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_mmap, 0, 4),
+      // The flags' low 32 bits (little-endian).
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+               offsetof(struct seccomp_data, args[3])),
+      BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, MAP_FIXED, 0, 2),
+      BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, MAP_ANONYMOUS, 1, 0),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOMEM),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+  };
+  struct sock_fprog program = {
+      static_cast<unsigned short>(sizeof(filter) / sizeof(filter[0])), filter};
+  return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 &&
+         prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &program) == 0;
+#else
+  return false;
+#endif
+}
+
+// The object is whole again but mapping it over the region fails: the job
+// is refused with RESOURCE_EXHAUSTED naming the mapping, the region's
+// pages are zero pages again (no hole: the failed job's own slice still
+// reads), and the next job maps it again and reads the object's bytes.
+TEST(SharedMemoryTest, AMappingRefusedAfterAFaultIsTriedAgainByTheNextJob) {
+  constexpr uint64_t kPage = 4096;
+  Object object(4 * kPage);
+  MemoryBudget budget(1 << 20);
+  SharedMemoryRegistry registry(On(), &budget);
+  ASSERT_TRUE(
+      registry.Register(Request("r", object.key(), 0, 4 * kPage), getuid())
+          .ok());
+  object.Truncate(kPage);
+  JobRegions faulting(&registry);
+  absl::StatusOr<absl::Span<uint8_t>> bytes =
+      faulting.Resolve(Slice("r", 0, 4 * kPage), "a", false);
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  volatile uint8_t* p = bytes->data();
+  EXPECT_EQ(p[2 * kPage], 0);  // the fault: zero pages from here
+  EXPECT_EQ(faulting.CheckIntact().code(),
+            absl::StatusCode::kFailedPrecondition);
+  object.Truncate(4 * kPage);
+  object.data()[3 * kPage] = 0x77;
+
+  bool filtered = false;
+  absl::Status refused;
+  std::thread([&] {
+    filtered = RefuseFileMappingsOverMappingsOnThisThread();
+    if (!filtered) return;
+    JobRegions job(&registry);
+    refused = job.Resolve(Slice("r", 0, 16), "a", false).status();
+  }).join();
+  if (!filtered) GTEST_SKIP() << "no seccomp filter on this kernel";
+  EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted) << refused;
+  EXPECT_THAT(std::string(refused.message()),
+              HasSubstr("region \"r\": mapping shared-memory object"));
+  EXPECT_THAT(std::string(refused.message()),
+              HasSubstr("again after a fault: Cannot allocate memory"));
+  // Zero pages over the whole region, as the guard leaves them.
+  EXPECT_EQ(p[0], 0);
+  EXPECT_EQ(p[3 * kPage], 0);
+
+  JobRegions next(&registry);
+  absl::StatusOr<absl::Span<uint8_t>> whole =
+      next.Resolve(Slice("r", 0, 4 * kPage), "a", false);
+  ASSERT_TRUE(whole.ok()) << whole.status();
+  EXPECT_EQ((*whole)[3 * kPage], 0x77);
+  EXPECT_EQ((*whole)[5], 5);
+  EXPECT_TRUE(next.CheckIntact().ok());
 }
 
 TEST(SharedMemoryTest, AnObjectCutShortDuringUseFaultsIntoAnError) {
