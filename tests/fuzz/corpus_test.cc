@@ -3,9 +3,6 @@
 // found (regressions/<fuzzer>/), so that a fixed bug stays fixed. Also
 // checks that the seeds are what make_seeds says they are: valid jobs and
 // programs, which start the fuzzers on the paths that do work.
-#include <google/protobuf/io/coded_stream.h>
-#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -133,19 +130,6 @@ TEST(SeedsTest, JobSeedsAreValidJobs) {
   EXPECT_GT(seeds, 0u);
 }
 
-// A job's bytes with its map entries in key order: the same job, the same
-// bytes, in every process.
-std::string Deterministic(const v1::Job& job) {
-  std::string bytes;
-  {
-    google::protobuf::io::StringOutputStream stream(&bytes);
-    google::protobuf::io::CodedOutputStream out(&stream);
-    out.SetSerializationDeterministic(true);
-    job.SerializeToCodedStream(&out);
-  }
-  return bytes;
-}
-
 // The most a mutant may hold here. job_fuzzer keeps a mutant only within
 // libFuzzer's max_len (LLVMFuzzerCustomMutator); without a bound the steps
 // compound (an assembly of 66 MiB a hundred steps into one seed), each step
@@ -167,7 +151,7 @@ TEST(SeedsTest, MutatedJobSeedsRun) {
     if (!job.ParseFromString(bytes)) continue;
     for (int i = 0; i < 300; ++i) {
       MutateJob(&rng, &job);
-      std::string mutant = Deterministic(job);
+      std::string mutant = SerializeInKeyOrder(job);
       if (mutant.size() > kMaxMutantBytes) {
         ASSERT_TRUE(job.ParseFromString(bytes));
         continue;

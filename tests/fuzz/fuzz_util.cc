@@ -1,5 +1,8 @@
 #include "tests/fuzz/fuzz_util.h"
 
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+
 #include <algorithm>
 #include <cstring>
 #include <string>
@@ -203,6 +206,16 @@ absl::Status SameJobSpec(const JobSpec& expected, const JobSpec& actual) {
                   absl::StrJoin(actual.outputs, ","));
   }
   return absl::OkStatus();
+}
+
+std::string SerializeInKeyOrder(const v1::Job& job) {
+  std::string bytes;
+  google::protobuf::io::StringOutputStream stream(&bytes);
+  google::protobuf::io::CodedOutputStream coded(&stream);
+  coded.SetSerializationDeterministic(true);
+  job.SerializeToCodedStream(&coded);
+  coded.Trim();
+  return bytes;
 }
 
 }  // namespace fuzz

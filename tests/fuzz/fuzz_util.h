@@ -4,9 +4,12 @@
 #ifndef PTOSERVE_TESTS_FUZZ_FUZZ_UTIL_H_
 #define PTOSERVE_TESTS_FUZZ_FUZZ_UTIL_H_
 
+#include <string>
+
 #include "absl/status/status.h"
 #include "core/engine.h"
 #include "proto/wire.h"
+#include "ptoserve/v1/job.pb.h"
 
 namespace ptoserve {
 namespace fuzz {
@@ -33,6 +36,10 @@ absl::Status SameOutcome(const JobOutcome& expected, const JobOutcome& actual);
 // difference. Element bytes are compared by address: both must borrow the
 // same request.
 absl::Status SameJobSpec(const JobSpec& expected, const JobSpec& actual);
+
+// A job's bytes with its map entries in key order: the same job, the same
+// bytes, in every process (a protobuf map's order is seeded per process).
+std::string SerializeInKeyOrder(const v1::Job& job);
 
 }  // namespace fuzz
 }  // namespace ptoserve

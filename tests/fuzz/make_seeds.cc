@@ -12,8 +12,6 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "google/protobuf/io/coded_stream.h"
-#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "proto/codec.h"
 #include "ptoserve/v1/job.pb.h"
 #include "server/jobs/decode.h"
@@ -236,16 +234,6 @@ bool Write(const fs::path& path, const std::string& bytes) {
   return static_cast<bool>(out);
 }
 
-std::string Serialize(const v1::Job& job) {
-  std::string bytes;
-  google::protobuf::io::StringOutputStream stream(&bytes);
-  google::protobuf::io::CodedOutputStream coded(&stream);
-  coded.SetSerializationDeterministic(true);  // map entries in key order
-  job.SerializeToCodedStream(&coded);
-  coded.Trim();
-  return bytes;
-}
-
 int Main(int argc, char** argv) {
   if (argc != 2) {
     std::fprintf(stderr, "usage: make_seeds CORPUS_DIR\n");
@@ -266,7 +254,8 @@ int Main(int argc, char** argv) {
       ok = false;
       continue;
     }
-    ok &= Write(root / "job_fuzzer" / ("seed_" + name + ".pb"), Serialize(job));
+    ok &= Write(root / "job_fuzzer" / ("seed_" + name + ".pb"),
+                SerializeInKeyOrder(job));
   }
   for (const auto& [name, text] : Programs()) {
     ok &= Write(root / "asm_fuzzer" / ("seed_" + name + ".pto"), text);
