@@ -15,6 +15,7 @@
 #include "server/jobs/dispatcher.h"
 #include "server/jobs/engine_runner.h"
 #include "server/jobs/gauges.h"
+#include "server/jobs/intake.h"
 #include "server/jobs/limits.h"
 #include "server/jobs/memory_budget.h"
 #include "server/jobs/shared_memory.h"
@@ -24,7 +25,6 @@
 #include "server/metrics/metrics_endpoint.h"
 #include "server/metrics/process_metrics.h"
 #include "server/metrics/service_metrics.h"
-#include "server/rpc/request_bytes.h"
 #include "server/rpc/shared_memory_service.h"
 #include "server/rpc/tile_compute_service.h"
 #include "server/transport/address.h"
@@ -95,7 +95,7 @@ struct Server::Parts {
   std::optional<TokenAuthenticator> auth;
   TaskPool decoders;
   std::unique_ptr<Dispatcher> dispatcher;
-  std::unique_ptr<RequestBytes> request_bytes;
+  std::unique_ptr<Intake> intake;
   std::unique_ptr<TileComputeService> service;
   std::unique_ptr<SharedMemoryService> shared_service;
   std::unique_ptr<ReflectionService> reflection;
@@ -169,13 +169,11 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
   parts->dispatcher = std::make_unique<Dispatcher>(
       &parts->engine, &parts->scheduler, limits, &parts->metrics,
       &parts->budget, &parts->shared, &parts->finishers);
-  parts->request_bytes = std::make_unique<RequestBytes>(
-      parts->dispatcher->job_limits(), limits.max_jobs_per_batch,
-      limits.max_message_bytes, &parts->metrics, &parts->budget,
-      &parts->decoders);
+  parts->intake = std::make_unique<Intake>(
+      parts->dispatcher.get(), &parts->metrics, &parts->budget,
+      &parts->decoders, limits.max_jobs_per_batch);
   parts->service = std::make_unique<TileComputeService>(
-      parts->dispatcher.get(), parts->request_bytes.get(), limits,
-      &parts->budget, auth);
+      parts->intake.get(), limits, &parts->budget, auth);
   parts->shared_service =
       std::make_unique<SharedMemoryService>(&parts->shared, auth);
   parts->registry.AddCallbackCounter(
@@ -257,7 +255,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
     http.max_body_bytes = options.max_message_bytes;
     http.tls = options.tls;
     HttpApiParts http_parts;
-    http_parts.dispatcher = parts->dispatcher.get();
+    http_parts.intake = parts->intake.get();
     http_parts.budget = &parts->budget;
     http_parts.registry = &parts->registry;
     http_parts.auth = auth;

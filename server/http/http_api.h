@@ -29,7 +29,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "server/jobs/dispatcher.h"
+#include "server/jobs/intake.h"
 #include "server/jobs/memory_budget.h"
 #include "server/metrics/metrics.h"
 #include "server/transport/auth.h"
@@ -59,7 +59,7 @@ struct HttpApiOptions {
 
 // What the API serves with; each must outlive it.
 struct HttpApiParts {
-  Dispatcher* dispatcher = nullptr;
+  const Intake* intake = nullptr;
   MemoryBudget* budget = nullptr;
   MetricsRegistry* registry = nullptr;
   const TokenAuthenticator* auth = nullptr;  // null: no tokens

@@ -16,7 +16,9 @@
 #include "ptoserve/v1/job.pb.h"
 #include "server/http/http_api.h"
 #include "server/jobs/dispatcher.h"
+#include "server/jobs/intake.h"
 #include "server/jobs/memory_budget.h"
+#include "server/jobs/request_body.h"
 
 namespace ptoserve {
 
@@ -30,13 +32,19 @@ enum class HttpRoute {
   kOther
 };
 
-// A job dispatched for a request; shared with the job's done, which may
-// still be returning on another thread when the request is answered.
+// The job of a request; shared with the job's done, which may still be
+// returning on another thread when the request is answered.
 struct HttpJob {
+  HttpJob(MemoryBudget* budget, std::shared_ptr<MemoryBudget::Share> share,
+          uint64_t limit)
+      : body(BodyFormat::kJson, budget, std::move(share), limit) {}
+
+  IncomingBody body;  // held against the client's share as it arrives
   v1::Job job;
   v1::JobResult result;
   CallInfo call;
   absl::Mutex mu;
+  bool started = false;  // handed to the pipeline
   bool done ABSL_GUARDED_BY(mu) = false;
   bool suspended ABSL_GUARDED_BY(mu) = false;
   absl::Status status ABSL_GUARDED_BY(mu);
@@ -53,12 +61,8 @@ struct HttpApi::Request {
   int status = 0;        // the HTTP status answered; 0: none yet
   absl::Status refused;  // found while the body arrived
   uint64_t dropped = 0;  // bytes of the body past its limit
-  // The body's part of the memory budget, reserved ahead of its bytes.
-  std::vector<MemoryBudget::Hold> body_holds;
-  uint64_t body_reserved = 0;
-  std::string body;
   std::shared_ptr<MemoryBudget::Share> share;
-  std::shared_ptr<HttpJob> job;  // once dispatched
+  std::shared_ptr<HttpJob> job;  // a POST's, from its head on
 };
 
 struct HttpApi::Callbacks {

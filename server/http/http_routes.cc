@@ -17,7 +17,6 @@
 #include "google/protobuf/util/json_util.h"
 #include "server/http/http_api.h"
 #include "server/http/http_callbacks.h"
-#include "server/http/json_scan.h"
 #include "server/http/playground_page.h"
 
 namespace ptoserve {
@@ -26,23 +25,12 @@ namespace {
 
 constexpr char kJson[] = "application/json";
 
-// Parsing JSON into a Job holds the body, protobuf's binary form of it and
-// the message: a number of two text bytes ("1,") becomes an 8-byte double
-// twice over, and the parser's buffers grow by doubling. A 16 MiB body of
-// such numbers peaked at 18.4 bytes per body byte; 20 are reserved from the
-// caller's share while it parses (ScanJson bounds the objects, whose
-// messages would cost more).
-constexpr uint64_t kJsonParseFactor = 20;
 // A result in JSON: base64 (4/3 of the bytes), or about 20 text bytes per
 // 8-byte value.
 constexpr uint64_t kJsonResultFactor = 3;
-// A body's reservation grows in steps of at least this.
-constexpr uint64_t kBodyStep = 64 << 10;
 // Bytes of a body past its limit read (and dropped) to answer it; more and
 // the connection is closed.
 constexpr uint64_t kMaxDropped = 1 << 20;
-// A job's JSON nests 4 deep (job, tiles, a tile, its values).
-constexpr size_t kMaxJsonDepth = 8;
 
 struct RouteInfo {
   HttpRoute route;
@@ -133,25 +121,6 @@ std::string PeerOf(MHD_Connection* c) {
                       addr->sa_family == AF_INET6 ? "]:" : ":", port);
 }
 
-// Shared memory names objects on the server's machine, for callers on it
-// that have gRPC: the API carries every tile in its body.
-absl::Status RefuseSharedMemory(const v1::Job& job) {
-  for (const auto& [name, tile] : job.tiles()) {
-    if (tile.has_shared()) {
-      return absl::FailedPreconditionError(absl::StrFormat(
-          "tiles[%s].shared: shared memory is served over gRPC only; send "
-          "the tile's data, values or fill",
-          ShortQuote(name)));
-    }
-  }
-  if (!job.output_regions().empty()) {
-    return absl::FailedPreconditionError(
-        "output_regions: shared memory is served over gRPC only; results "
-        "come back in the response");
-  }
-  return absl::OkStatus();
-}
-
 }  // namespace
 
 MHD_Result HttpApi::Callbacks::OnRequest(void* cls, MHD_Connection* c,
@@ -189,40 +158,20 @@ MHD_Result HttpApi::Callbacks::OnRequest(void* cls, MHD_Connection* c,
     return MHD_YES;
   }
   if (*upload_size > 0) {
-    // libmicrohttpd answers only once the body is in: past the limit the
-    // rest is read and dropped, up to kMaxDropped, then the connection is
-    // closed unanswered (a body declared too large is refused on its head).
-    if (r->refused.ok() &&
-        r->body.size() + *upload_size > api->options_.max_body_bytes) {
-      r->refused = absl::ResourceExhaustedError(absl::StrFormat(
-          "the body is over the limit of %u bytes (--max_message_mb)",
-          api->options_.max_body_bytes));
-    }
-    // What the body holds counts against the caller's share as it
-    // arrives, reserved ahead in steps that double.
-    if (r->refused.ok() && r->body.size() + *upload_size > r->body_reserved) {
-      const uint64_t step = std::max<uint64_t>(
-          {r->body_reserved, kBodyStep,
-           r->body.size() + *upload_size - r->body_reserved});
-      absl::StatusOr<MemoryBudget::Hold> more =
-          api->parts_.budget->Reserve(step, r->share);
-      if (more.ok()) {
-        r->body_holds.push_back(*std::move(more));
-        r->body_reserved += step;
-      } else {
-        r->refused = more.status();
-      }
+    // libmicrohttpd answers only once the body is in: past the limit, or
+    // the client's share, the rest is read and dropped, up to kMaxDropped,
+    // then the connection is closed unanswered (a body declared too large
+    // is refused on its head).
+    if (r->refused.ok()) {
+      r->refused = r->job->body.Append(absl::string_view(upload, *upload_size),
+                                       "--max_message_mb");
+      if (!r->refused.ok()) r->job->body.Discard();
     }
     if (!r->refused.ok()) {
-      if (!r->body.empty()) {
-        std::string().swap(r->body);
-        r->body_holds.clear();
-      }
       r->dropped += *upload_size;
       *upload_size = 0;
       return r->dropped <= kMaxDropped ? MHD_YES : MHD_NO;
     }
-    r->body.append(upload, *upload_size);
     *upload_size = 0;
     return MHD_YES;
   }
@@ -299,22 +248,13 @@ absl::Status HttpApi::Head(MHD_Connection* c, Request* r) const {
         "the body must be a job in JSON, sent with \"Content-Type: "
         "application/json\"");
   }
+  r->share = parts_.budget->ShareOf(client);
+  r->job = std::make_shared<HttpJob>(parts_.budget, r->share,
+                                     options_.max_body_bytes);
   uint64_t declared = 0;
   if (const absl::string_view length = Header(c, "Content-Length");
-      !length.empty() && absl::SimpleAtoi(length, &declared) &&
-      declared > options_.max_body_bytes) {
-    return absl::ResourceExhaustedError(absl::StrFormat(
-        "the body is %u bytes, over the limit of %u (--max_message_mb)",
-        declared, options_.max_body_bytes));
-  }
-  r->share = parts_.budget->ShareOf(client);
-  if (declared > 0) {  // the body's bytes, before any arrives
-    absl::StatusOr<MemoryBudget::Hold> body =
-        parts_.budget->Reserve(declared, r->share);
-    if (!body.ok()) return body.status();
-    r->body_holds.push_back(*std::move(body));
-    r->body_reserved = declared;
-    r->body.reserve(declared);
+      !length.empty() && absl::SimpleAtoi(length, &declared)) {
+    return r->job->body.Expect(declared, "--max_message_mb");
   }
   return absl::OkStatus();
 }
@@ -327,7 +267,8 @@ int HttpApi::Serve(MHD_Connection* c, Request* r) const {
       return Respond(c, r, 200, kPlaygroundPage, "Content-Security-Policy",
                      kPageSecurity, "text/html; charset=utf-8");
     case HttpRoute::kCapabilities:
-      return Respond(c, r, 200, ToJson(parts_.dispatcher->capabilities()));
+      return Respond(c, r, 200,
+                     ToJson(parts_.intake->dispatcher()->capabilities()));
     case HttpRoute::kHealth: {
       const bool ready = parts_.ready();
       return Respond(c, r, ready ? 200 : 503,
@@ -345,54 +286,22 @@ int HttpApi::Serve(MHD_Connection* c, Request* r) const {
 }
 
 int HttpApi::ServeExecute(MHD_Connection* c, Request* r) const {
-  if (r->job != nullptr) {  // resumed: its job was answered
-    absl::MutexLock lock(&r->job->mu);
-    if (!r->job->status.ok()) return RespondError(c, r, r->job->status);
-    return Respond(c, r, 200, std::move(r->job->json));
+  const std::shared_ptr<HttpJob>& job = r->job;
+  if (job->started) {  // resumed: its job was answered
+    absl::MutexLock lock(&job->mu);
+    if (!job->status.ok()) return RespondError(c, r, job->status);
+    return Respond(c, r, 200, std::move(job->json));
   }
-  const EngineLimits& limits = parts_.dispatcher->job_limits();
-  // The job, its two maps, and per tile its own object and a slice's.
-  const JsonBounds bounds{
-      8 + 4 * limits.max_tiles_per_job + limits.max_instructions_per_job,
-      kMaxJsonDepth};
-  if (absl::Status scanned = ScanJson(r->body, bounds); !scanned.ok()) {
-    return RespondError(c, r, scanned);
-  }
-  auto job = std::make_shared<HttpJob>();
-  {
-    absl::StatusOr<MemoryBudget::Hold> parsing =
-        parts_.budget->Reserve(r->body.size() * kJsonParseFactor, r->share);
-    if (!parsing.ok()) return RespondError(c, r, parsing.status());
-    google::protobuf::util::JsonParseOptions options;
-    options.ignore_unknown_fields = false;
-    const auto parsed = google::protobuf::util::JsonStringToMessage(
-        r->body, &job->job, options);
-    if (!parsed.ok()) {
-      return RespondError(c, r,
-                          absl::InvalidArgumentError(absl::StrCat(
-                              "the body is not a ptoserve.v1.Job in JSON: ",
-                              std::string(parsed.message()))));
-    }
-  }
-  std::string().swap(r->body);
-  r->body_holds.clear();
-  if (absl::Status local = RefuseSharedMemory(job->job); !local.ok()) {
-    return RespondError(c, r, local);
-  }
+  job->started = true;
   job->call.share = r->share;
-  job->call.caller_uid = []() -> absl::StatusOr<uid_t> {
-    return absl::FailedPreconditionError(
-        "shared memory is served over gRPC only");
-  };
-  JobRequest request;
-  request.job = &job->job;
-  request.request_bytes = job->job.ByteSizeLong();
+  job->call.shared_memory = false;
+  ExecuteRequest request;
+  request.body = &job->body;
+  request.what = "the body";
   request.call = &job->call;
-  // A small job runs on this thread when the scheduler is idle; the others
-  // wait with their connection suspended.
-  request.run_here = true;
+  request.job = &job->job;
   request.result = &job->result;
-  request.done = [budget = parts_.budget, job, share = r->share, c](
+  request.done = [budget = parts_.budget, job, c](
                      absl::StatusOr<v1::JobResult*> result,
                      MemoryBudget::Hold hold) {
     absl::Status status = result.status();
@@ -400,8 +309,8 @@ int HttpApi::ServeExecute(MHD_Connection* c, Request* r) const {
     MemoryBudget::Hold json_hold;
     if (result.ok()) {
       // The JSON beside the result it is made from.
-      absl::StatusOr<MemoryBudget::Hold> room =
-          budget->Reserve((*result)->ByteSizeLong() * kJsonResultFactor, share);
+      absl::StatusOr<MemoryBudget::Hold> room = budget->Reserve(
+          (*result)->ByteSizeLong() * kJsonResultFactor, job->call.share);
       if (room.ok()) {
         json_hold = *std::move(room);
         json = ToJson(**result);
@@ -417,9 +326,9 @@ int HttpApi::ServeExecute(MHD_Connection* c, Request* r) const {
     job->done = true;
     if (job->suspended) MHD_resume_connection(c);
   };
-  r->job = job;
-  const Dispatched dispatched = parts_.dispatcher->Dispatch(std::move(request));
-  if (!dispatched.status.ok()) return RespondError(c, r, dispatched.status);
+  // A light body is decoded, and a small job run, on this thread; the
+  // others wait with their connection suspended.
+  parts_.intake->Execute(std::move(request));
   absl::MutexLock lock(&job->mu);
   if (!job->done) {
     job->suspended = true;

@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_format.h"
 #include "common/protobuf_arena.h"
+#include "core/quote.h"
 #include "core/status_macros.h"
 #include "proto/codec.h"
 #include "server/jobs/admission.h"
@@ -85,6 +86,25 @@ thread_local bool ScratchArena::block_in_use_ = false;
 alignas(std::max_align_t) thread_local char ScratchArena::block_
     [ScratchArena::kBlockBytes];
 
+// Shared memory names objects on the server's machine, for callers on it
+// that have gRPC: a door without it carries every tile in its body.
+absl::Status RefuseSharedMemory(const v1::Job& job) {
+  for (const auto& [name, tile] : job.tiles()) {
+    if (tile.has_shared()) {
+      return absl::FailedPreconditionError(absl::StrFormat(
+          "tiles[%s].shared: shared memory is served over gRPC only; send "
+          "the tile's data, values or fill",
+          ShortQuote(name)));
+    }
+  }
+  if (!job.output_regions().empty()) {
+    return absl::FailedPreconditionError(
+        "output_regions: shared memory is served over gRPC only; results "
+        "come back in the response");
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 Dispatcher::Dispatcher(const Engine* engine, Scheduler* scheduler,
@@ -124,6 +144,9 @@ Dispatched Dispatcher::Dispatch(JobRequest request) {
   // A refused job never reaches its done, which counts the others.
   if (!dispatched.may_retry) {
     metrics_->JobAnswered(record, dispatched.status.code());
+    if (request.answer_refusals) {
+      request.done(dispatched.status, MemoryBudget::Hold());
+    }
   }
   return dispatched;
 }
@@ -149,6 +172,7 @@ absl::Status Dispatcher::Submit(JobRequest* request, JobRecord* record,
                                 bool* over_budget) {
   const v1::Job& job = *request->job;
   const CallInfo& call = *request->call;
+  if (!call.shared_memory) PTO_RETURN_IF_ERROR(RefuseSharedMemory(job));
   PTO_ASSIGN_OR_RETURN(DecodedJob decoded,
                        DecodeJob(job, *engine_, shared_, call.caller_uid));
   record->CountInstructions(decoded.spec.instructions);
@@ -262,7 +286,8 @@ absl::Status Dispatcher::Submit(JobRequest* request, JobRecord* record,
       std::min<uint32_t>(job.priority(), std::numeric_limits<int>::max()));
   ticket.cancelled = call.cancelled;
   ticket.client = call.share;
-  ticket.done = [this, answer = std::make_shared<Answer>(std::move(here))](
+  auto queued = std::make_shared<Answer>(std::move(here));
+  ticket.done = [this, answer = queued](
                     absl::StatusOr<std::unique_ptr<PreparedJob>> ran) {
     if (ran.ok() && answer->build_elsewhere && finishers_ != nullptr) {
       auto job =
@@ -277,7 +302,10 @@ absl::Status Dispatcher::Submit(JobRequest* request, JobRecord* record,
     }
     Finish(answer.get(), std::move(ran));
   };
-  return scheduler_->Submit(std::move(ticket));
+  absl::Status submitted = scheduler_->Submit(std::move(ticket));
+  // Refused: the done is the caller's again.
+  if (!submitted.ok()) request->done = std::move(queued->done);
+  return submitted;
 }
 
 void Dispatcher::RunHere(PreparedJob* job) const {

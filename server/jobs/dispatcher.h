@@ -37,6 +37,9 @@ struct CallInfo {
   // whole budget only); it also names the client to the scheduler and the
   // finishers, which share their threads between clients.
   std::shared_ptr<MemoryBudget::Share> share;
+  // Whether the door serves shared memory (gRPC's does; a job on another
+  // naming a region is refused, FAILED_PRECONDITION, saying so).
+  bool shared_memory = true;
 };
 
 // A job's result, and its share of the memory budget, to be held until the
@@ -66,12 +69,17 @@ struct JobRequest {
   // dispatcher's scratch memory, reused from job to job.
   v1::JobResult* result = nullptr;
   JobDone done;
+  // `done` also answers a job refused (with the refusal and no hold), but
+  // one handed back with may_retry: it then runs exactly once whatever
+  // becomes of the job.
+  bool answer_refusals = false;
 };
 
 // What became of a JobRequest.
 struct Dispatched {
   // OK: admitted, and `done` runs exactly once later (or already has).
-  // Otherwise why it was refused; `done` never runs.
+  // Otherwise why it was refused; `done` never runs (but with
+  // answer_refusals, where it has, with this).
   absl::Status status;
   // Refused only because the memory budget was full, and may_wait was set:
   // not counted in the metrics as answered; offer it again later.

@@ -10,6 +10,7 @@
 #include "absl/strings/str_format.h"
 #include "common/protobuf_arena.h"
 #include "proto/error_result.h"
+#include "server/rpc/grpc_body.h"
 
 namespace ptoserve {
 
@@ -53,27 +54,49 @@ BatchStream::BatchStream(StreamWire* wire, uint32_t window, StreamJobs jobs)
     : StreamMachine(wire, window), jobs_(std::move(jobs)) {}
 
 void BatchStream::Take(grpc::ByteBuffer* message, uint64_t number) {
+  GrpcBody here(message);
   const std::string what = absl::StrCat("stream message ", number);
-  absl::StatusOr<BatchShape> shape = jobs_.bytes->InspectBatch(*message, what);
+  absl::StatusOr<BatchShape> shape = jobs_.intake->ScanBatch(here, what);
   if (!shape.ok()) {
     Refuse(shape.status());
     return;
   }
   const uint64_t jobs = Counted(*shape);
   Expect(jobs);
-  if (RequestBytes::Light(shape->total, message->Length())) {
+  const uint64_t bytes = here.size();
+  std::shared_ptr<GrpcBody> body;
+  std::shared_ptr<Batch> parsed;
+  if (Intake::Light(shape->total, here)) {
     // Without the lock: when the scheduler is idle the jobs run on this
     // thread, one after the other (no hand-off), and their results take
     // mu_.
-    WithoutLock([&] { StartJobs(*message, what, *shape, /*run_here=*/true); });
-    return;
+    WithoutLock([&] { parsed = ParseBatch(here, what, *shape); });
+    if (parsed == nullptr) return;  // refused
+    if (Intake::LightTiles(*parsed->jobs)) {
+      WithoutLock([&] { StartJobs(parsed, *shape, /*run_here=*/true); });
+      return;
+    }
+    // Its tiles are made on the decoders.
+  } else {
+    body = std::make_shared<GrpcBody>(std::move(here));
   }
   // Decoded off gRPC's threads, which then start its jobs.
   BeginWork();
-  absl::Status offloaded = jobs_.bytes->Offload(
-      *message, jobs_.call.share, what,
-      [this, what, shape = *shape](const grpc::ByteBuffer& b) {
-        StartJobs(b, what, shape, /*run_here=*/false);
+  absl::Status offloaded = jobs_.intake->Offload(
+      jobs_.call, bytes, what,
+      [this, what, shape = *shape, body, parsed](absl::Status go) {
+        if (!go.ok()) {
+          MutexLock lock(&mu_);
+          EndWork();
+          Forget(Counted(shape));
+          Refuse(go);
+          Resume();
+          return;
+        }
+        std::shared_ptr<Batch> batch =
+            parsed != nullptr ? parsed : ParseBatch(*body, what, shape);
+        if (body != nullptr) body->Discard();
+        if (batch != nullptr) StartJobs(batch, shape, /*run_here=*/false);
         MutexLock lock(&mu_);
         EndWork();
         Resume();
@@ -85,17 +108,22 @@ void BatchStream::Take(grpc::ByteBuffer* message, uint64_t number) {
   }
 }
 
-void BatchStream::StartJobs(const grpc::ByteBuffer& bytes,
-                            absl::string_view what, const BatchShape& shape,
-                            bool run_here) {
+std::shared_ptr<BatchStream::Batch> BatchStream::ParseBatch(
+    const RequestBody& body, absl::string_view what, const BatchShape& shape) {
   auto batch = std::make_shared<Batch>();
-  if (absl::Status parsed = jobs_.bytes->ParseInto(bytes, what, batch->jobs);
+  if (absl::Status parsed =
+          jobs_.intake->Parse(body, jobs_.call, what, batch->jobs);
       !parsed.ok()) {
     MutexLock lock(&mu_);
     Forget(Counted(shape));
     Refuse(parsed);
-    return;
+    return nullptr;
   }
+  return batch;
+}
+
+void BatchStream::StartJobs(const std::shared_ptr<Batch>& batch,
+                            const BatchShape& shape, bool run_here) {
   const int n = batch->jobs->jobs_size();
   for (int i = 0; i < n; ++i) batch->answer->add_results();
   if (n == 0) {
@@ -126,7 +154,7 @@ void BatchStream::StartJobs(const grpc::ByteBuffer& bytes,
       Answered(batch, std::move(hold));
     };
     const Dispatched dispatched =
-        jobs_.dispatcher->Dispatch(std::move(request));
+        jobs_.intake->dispatcher()->Dispatch(std::move(request));
     if (!dispatched.status.ok()) {
       ToErrorResult(job.id(), dispatched.status,
                     batch->answer->mutable_results(i));
@@ -168,7 +196,7 @@ grpc::ByteBuffer BatchStream::Encoded(v1::JobResultBatch* answer) const {
   grpc::ByteBuffer bytes;
   absl::Status encoded;
   try {
-    encoded = jobs_.bytes->Encode(*answer, &bytes);
+    encoded = EncodeReply(*answer, jobs_.max_message_bytes, &bytes);
   } catch (const std::bad_alloc&) {
     encoded = absl::ResourceExhaustedError(
         "the server ran out of memory serializing this batch's answer");
@@ -180,7 +208,9 @@ grpc::ByteBuffer BatchStream::Encoded(v1::JobResultBatch* answer) const {
   for (v1::JobResult& result : *answer->mutable_results()) {
     ToErrorResult(std::string(result.id()), why, &result);
   }
-  if (jobs_.bytes->Encode(*answer, &bytes).ok()) return bytes;
+  if (EncodeReply(*answer, jobs_.max_message_bytes, &bytes).ok()) {
+    return bytes;
+  }
   // Even its errors, with their ids, are too large (many jobs and a small
   // --max_message_mb): the batch is answered as one refused message.
   const int jobs = answer->results_size();
@@ -191,7 +221,7 @@ grpc::ByteBuffer BatchStream::Encoded(v1::JobResultBatch* answer) const {
                                                "error, were too large too",
                                                why.message(), jobs)),
       answer->add_results());
-  (void)jobs_.bytes->Encode(*answer, &bytes);
+  (void)EncodeReply(*answer, jobs_.max_message_bytes, &bytes);
   return bytes;
 }
 

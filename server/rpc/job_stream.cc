@@ -4,7 +4,9 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
 #include "proto/error_result.h"
+#include "server/rpc/grpc_body.h"
 
 namespace ptoserve {
 
@@ -22,26 +24,38 @@ JobStream::JobStream(StreamWire* wire, uint32_t window, StreamJobs jobs)
 
 void JobStream::Take(grpc::ByteBuffer* message, uint64_t number) {
   Expect(1);
-  const uint64_t request_bytes = message->Length();
+  GrpcBody here(message);
+  const uint64_t request_bytes = here.size();
   const std::string what = absl::StrCat("stream message ", number);
-  absl::StatusOr<WireShape> shape = jobs_.bytes->Inspect(*message, what);
+  absl::StatusOr<WireShape> shape = jobs_.intake->Scan(here, what);
   if (!shape.ok()) {
     // Its id is unknown: the result carries none, and the stream goes on.
     PushError("", shape.status());
     return;
   }
-  if (RequestBytes::Light(*shape, request_bytes)) {
-    Admit(jobs_.bytes->Parse<v1::Job>(*message, what), request_bytes, shape->id,
-          /*run_here=*/true);
-    return;
+  std::shared_ptr<GrpcBody> body;
+  std::shared_ptr<v1::Job> parsed;
+  if (Intake::Light(*shape, here)) {
+    absl::StatusOr<std::shared_ptr<v1::Job>> job = ParseJob(here, what);
+    if (!job.ok() || Intake::LightTiles(**job)) {
+      Admit(std::move(job), request_bytes, shape->id, /*run_here=*/true);
+      return;
+    }
+    parsed = *std::move(job);  // its tiles are made on the decoders
+  } else {
+    body = std::make_shared<GrpcBody>(std::move(here));
   }
-  // Decoded off gRPC's threads.
+  // Decoded, or admitted, off gRPC's threads.
   BeginWork();
-  absl::Status offloaded = jobs_.bytes->Offload(
-      *message, jobs_.call.share, what,
-      [this, what, request_bytes, id = shape->id](const grpc::ByteBuffer& b) {
+  absl::Status offloaded = jobs_.intake->Offload(
+      jobs_.call, request_bytes, what,
+      [this, what, request_bytes, id = shape->id, body,
+       parsed](absl::Status go) {
         absl::StatusOr<std::shared_ptr<v1::Job>> job =
-            jobs_.bytes->Parse<v1::Job>(b, what);
+            !go.ok()            ? absl::StatusOr<std::shared_ptr<v1::Job>>(go)
+            : parsed != nullptr ? parsed
+                                : ParseJob(*body, what);
+        if (body != nullptr) body->Discard();
         MutexLock lock(&mu_);
         EndWork();
         Admit(std::move(job), request_bytes, id, /*run_here=*/false);
@@ -51,6 +65,13 @@ void JobStream::Take(grpc::ByteBuffer* message, uint64_t number) {
     EndWork();
     PushError(shape->id, offloaded);
   }
+}
+
+absl::StatusOr<std::shared_ptr<v1::Job>> JobStream::ParseJob(
+    const RequestBody& body, absl::string_view what) const {
+  auto job = std::make_shared<v1::Job>();
+  PTO_RETURN_IF_ERROR(jobs_.intake->Parse(body, jobs_.call, what, job.get()));
+  return job;
 }
 
 void JobStream::Admit(absl::StatusOr<std::shared_ptr<v1::Job>> job,
@@ -104,7 +125,8 @@ bool JobStream::StartJob(Waiting waiting, bool run_here) {
   };
   const void* const outer = dispatching;
   dispatching = this;
-  const Dispatched dispatched = jobs_.dispatcher->Dispatch(std::move(request));
+  const Dispatched dispatched =
+      jobs_.intake->dispatcher()->Dispatch(std::move(request));
   dispatching = outer;
   if (dispatched.status.ok()) return true;
   if (dispatched.may_retry) {
@@ -140,7 +162,7 @@ grpc::ByteBuffer JobStream::Encoded(const v1::JobResult& result) const {
   grpc::ByteBuffer bytes;
   absl::Status encoded;
   try {
-    encoded = jobs_.bytes->Encode(result, &bytes);
+    encoded = EncodeReply(result, jobs_.max_message_bytes, &bytes);
   } catch (const std::bad_alloc&) {
     encoded = absl::ResourceExhaustedError(
         "the server ran out of memory serializing this job's result");
@@ -150,9 +172,9 @@ grpc::ByteBuffer JobStream::Encoded(const v1::JobResult& result) const {
   // kMaxNameBytes: it fits any message limit), else without it.
   v1::JobResult failed;
   ToErrorResult(result.id(), encoded, &failed);
-  if (!jobs_.bytes->Encode(failed, &bytes).ok()) {
+  if (!EncodeReply(failed, jobs_.max_message_bytes, &bytes).ok()) {
     ToErrorResult("", encoded, &failed);
-    (void)jobs_.bytes->Encode(failed, &bytes);
+    (void)EncodeReply(failed, jobs_.max_message_bytes, &bytes);
   }
   return bytes;
 }

@@ -1,17 +1,19 @@
-// What a stream's jobs need besides the stream itself: the dispatcher they
-// go to, the request bytes that read them, and the call they came on
-// (every job of a stream is one of its client's).
+// What a stream's jobs need besides the stream itself: the request
+// pipeline they go through, the largest answer a message may carry, and
+// the call they came on (every job of a stream is one of its client's).
 #ifndef PTOSERVE_SERVER_RPC_STREAM_JOBS_H_
 #define PTOSERVE_SERVER_RPC_STREAM_JOBS_H_
 
+#include <cstdint>
+
 #include "server/jobs/dispatcher.h"
-#include "server/rpc/request_bytes.h"
+#include "server/jobs/intake.h"
 
 namespace ptoserve {
 
 struct StreamJobs {
-  Dispatcher* dispatcher;     // outlives the stream
-  const RequestBytes* bytes;  // outlives the stream
+  const Intake* intake;        // outlives the stream
+  uint64_t max_message_bytes;  // --max_message_mb
   CallInfo call;
 };
 

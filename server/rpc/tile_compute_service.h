@@ -5,10 +5,10 @@
 // dispatcher (server/jobs/dispatcher.h).
 //
 // Execute, ExecuteStream and ExecuteBatches take their messages as bytes and
-// decode them here (server/rpc/request_bytes.h): gRPC would answer a
-// request that does not decode UNIMPLEMENTED, with no message, and take a
-// stream message that does not for the end of the stream, which then ends
-// OK with later jobs unanswered.
+// hand them to the request pipeline (server/jobs/intake.h), which decodes
+// them: gRPC would answer a request that does not decode UNIMPLEMENTED, with
+// no message, and take a stream message that does not for the end of the
+// stream, which then ends OK with later jobs unanswered.
 #ifndef PTOSERVE_SERVER_RPC_TILE_COMPUTE_SERVICE_H_
 #define PTOSERVE_SERVER_RPC_TILE_COMPUTE_SERVICE_H_
 
@@ -18,10 +18,10 @@
 
 #include "ptoserve/v1/service.grpc.pb.h"
 #include "server/jobs/dispatcher.h"
+#include "server/jobs/intake.h"
 #include "server/jobs/limits.h"
 #include "server/jobs/memory_budget.h"
 #include "server/metrics/grpc_metrics.h"
-#include "server/rpc/request_bytes.h"
 #include "server/rpc/stall_watch.h"
 #include "server/rpc/unary_call.h"
 #include "server/transport/auth.h"
@@ -35,10 +35,10 @@ class TileComputeService final
                   v1::TileCompute::WithRawCallbackMethod_ExecuteBatches<
                       v1::TileCompute::Service>>>> {
  public:
-  // `dispatcher`, `bytes`, `budget` and `auth` (null: no authentication)
-  // must outlive the service.
-  TileComputeService(Dispatcher* dispatcher, const RequestBytes* bytes,
-                     const ServerLimits& limits, MemoryBudget* budget,
+  // `intake`, `budget` and `auth` (null: no authentication) must outlive
+  // the service.
+  TileComputeService(const Intake* intake, const ServerLimits& limits,
+                     MemoryBudget* budget,
                      const TokenAuthenticator* auth = nullptr);
 
   // `request`: a serialized Job; `response`: a serialized JobResult.
@@ -79,20 +79,15 @@ class TileComputeService final
   // whether it was cancelled, its caller's user, and its client's share of
   // the memory budget (its bearer token's, or else its connection's).
   CallInfo CallOf(grpc::CallbackServerContext* context) const;
-  // Decodes and admits an Execute call's request; answers `call` with the
-  // result or the error.
-  void RunUnary(UnaryCall* call, const grpc::ByteBuffer& request,
-                grpc::ByteBuffer* response, bool run_here);
-
   // OK, or why `context`'s caller may not call (UNAUTHENTICATED).
   absl::Status Authorize(const grpc::CallbackServerContext& context) const {
     return auth_ == nullptr ? absl::OkStatus() : auth_->Check(context);
   }
 
-  Dispatcher* const dispatcher_;
-  const RequestBytes* const bytes_;
+  const Intake* const intake_;
   MemoryBudget* const budget_;
   const TokenAuthenticator* const auth_;
+  const uint64_t max_message_bytes_;
   CountedCalls counted_;
   const uint32_t stream_window_;
   StallWatch stalls_;

@@ -17,12 +17,13 @@ google::protobuf::ArenaOptions FirstBlock(char* block, size_t bytes) {
 
 UnaryCall::UnaryCall(const GrpcMetrics::Method* calls, StallWatch* stalls,
                      grpc::CallbackServerContext* context,
-                     uint64_t request_bytes)
-    : arena_(FirstBlock(first_block_, kFirstBlockBytes)),
+                     grpc::ByteBuffer* request)
+    : body(request),
+      arena_(FirstBlock(first_block_, kFirstBlockBytes)),
       count_(calls),
       stalls_(stalls),
       context_(context) {
-  count_.Received(request_bytes);
+  count_.Received(body.size());
 }
 
 void UnaryCall::Answer(const grpc::Status& status, uint64_t reply_bytes) {

@@ -18,6 +18,7 @@
 #include "common/protobuf_arena.h"
 #include "server/jobs/dispatcher.h"
 #include "server/metrics/grpc_metrics.h"
+#include "server/rpc/grpc_body.h"
 #include "server/rpc/stall_watch.h"
 
 namespace ptoserve {
@@ -25,9 +26,10 @@ namespace ptoserve {
 class UnaryCall final : public grpc::ServerUnaryReactor {
  public:
   // `calls` (null: not counted here) and `stalls` must outlive the call;
-  // `request_bytes`: the request's size, counted as received.
+  // `request`: the request's bytes, whose slices the call takes (counted
+  // as received).
   UnaryCall(const GrpcMetrics::Method* calls, StallWatch* stalls,
-            grpc::CallbackServerContext* context, uint64_t request_bytes);
+            grpc::CallbackServerContext* context, grpc::ByteBuffer* request);
 
   // Ends the call with `status` (a reply with a body waits on the client
   // reading it), whose reply, when OK, is `reply_bytes` long. Call once.
@@ -45,7 +47,7 @@ class UnaryCall final : public grpc::ServerUnaryReactor {
   v1::Job* NewJob() { return NewMessage<v1::Job>(&arena_, &heap_job_); }
 
   // What the call holds while the job runs and its reply goes out.
-  const v1::Job* job = nullptr;  // NewJob's
+  GrpcBody body;  // the request's bytes, until parsed
   CallInfo info;
   MemoryBudget::Hold hold;
 

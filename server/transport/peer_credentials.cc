@@ -16,12 +16,14 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/base/const_init.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
@@ -260,6 +262,7 @@ namespace {
 struct Remembered {
   uint64_t connection = 0;
   std::optional<uid_t> uid;
+  std::optional<std::string> client;  // PeerClient's answer
 };
 
 absl::Mutex remembered_mu(absl::kConstInit);
@@ -277,6 +280,7 @@ void NewConnectionOnDescriptor(int fd) {
   Remembered& r = RememberedUsers()[fd];
   ++r.connection;
   r.uid.reset();
+  r.client.reset();
 }
 
 absl::StatusOr<uid_t> CachedPeerUid(absl::string_view peer) {
@@ -299,6 +303,90 @@ absl::StatusOr<uid_t> CachedPeerUid(absl::string_view peer) {
   Remembered& r = RememberedUsers()[fd];
   if (r.connection == connection) r.uid = uid;
   return uid;
+}
+
+namespace {
+
+bool IsLoopback(const Endpoint& e) {
+  static constexpr std::array<uint8_t, 16> kV6Loopback = {
+      0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+  const bool mapped_v4 = std::all_of(e.address.begin(), e.address.begin() + 10,
+                                     [](uint8_t b) { return b == 0; }) &&
+                         e.address[10] == 0xff && e.address[11] == 0xff;
+  return e.address == kV6Loopback || (mapped_v4 && e.address[12] == 127);
+}
+
+// "192.0.2.7" for an IPv4 (or IPv4-mapped) address, "2001:db8::7" else.
+std::string AddressText(const Endpoint& e) {
+  char text[INET6_ADDRSTRLEN] = "";
+  if (e.address[10] == 0xff && e.address[11] == 0xff &&
+      std::all_of(e.address.begin(), e.address.begin() + 10,
+                  [](uint8_t b) { return b == 0; })) {
+    inet_ntop(AF_INET, e.address.data() + 12, text, sizeof text);
+  } else {
+    inet_ntop(AF_INET6, e.address.data(), text, sizeof text);
+  }
+  return text;
+}
+
+// PeerClient of the far end `e`, reading the tables with `tables` (only
+// for a loopback one).
+template <typename Tables>
+std::string ClientAt(const Endpoint& e, const Tables& tables) {
+  if (IsLoopback(e)) {
+    const auto [tcp, tcp6] = tables();
+    const std::vector<Socket> sockets = SocketsAt(e, tcp, tcp6);
+    const bool one_user =
+        !sockets.empty() &&
+        std::all_of(sockets.begin(), sockets.end(),
+                    [&](const Socket& s) { return s.uid == sockets[0].uid; });
+    if (one_user) return absl::StrCat("user ", sockets[0].uid);
+  }
+  return absl::StrCat("address ", AddressText(e));
+}
+
+std::pair<std::string, std::string> ReadTables() {
+  return {ReadFile("/proc/net/tcp"), ReadFile("/proc/net/tcp6")};
+}
+
+}  // namespace
+
+std::string PeerClientIn(absl::string_view peer, absl::string_view tcp,
+                         absl::string_view tcp6) {
+  const std::optional<Endpoint> at = ParsePeer(peer);
+  if (!at.has_value()) return std::string(peer);
+  return ClientAt(*at, [&] { return std::pair(tcp, tcp6); });
+}
+
+std::string SocketClient(int fd) {
+  const std::optional<Endpoint> at = FarEnd(fd);
+  if (!at.has_value()) return "unknown";
+  return ClientAt(*at, ReadTables);
+}
+
+std::string PeerClient(absl::string_view peer) {
+  absl::string_view n = peer;
+  int fd = -1;
+  if (!absl::ConsumePrefix(&n, "fd:") || !absl::SimpleAtoi(n, &fd) || fd < 0) {
+    const std::optional<Endpoint> at = ParsePeer(peer);
+    // Not TCP (a unix: socket): one client per peer gRPC names.
+    if (!at.has_value()) return std::string(peer);
+    return ClientAt(*at, ReadTables);
+  }
+  uint64_t connection = 0;
+  {
+    MutexLock lock(&remembered_mu);
+    auto it = RememberedUsers().find(fd);
+    if (it != RememberedUsers().end()) {
+      if (it->second.client.has_value()) return *it->second.client;
+      connection = it->second.connection;
+    }
+  }
+  std::string client = SocketClient(fd);
+  MutexLock lock(&remembered_mu);
+  Remembered& r = RememberedUsers()[fd];
+  if (r.connection == connection) r.client = client;
+  return client;
 }
 
 absl::StatusOr<PeerConnection> FindConnection(absl::string_view peer) {

@@ -46,6 +46,26 @@ void NewConnectionOnDescriptor(int fd);
 absl::StatusOr<uid_t> PeerUidIn(absl::string_view peer, absl::string_view tcp,
                                 absl::string_view tcp6);
 
+// Who a caller that carries no token is, for what clients share (the
+// memory budget's shares, the decoders' turns, the scheduler's fair
+// queuing): on a loopback connection, the local user whose socket it is
+// ("user 1000"); otherwise the address it comes from, whatever its port
+// ("address 192.0.2.7", "address 2001:db8::7"). So every connection of one
+// user, or from one address, is one client, however many it opens. A
+// loopback socket whose user cannot be found (sockets of two users at its
+// address) is named by its address. Remembered per "fd:N" connection as
+// CachedPeerUid remembers its user; other peers are looked up each time,
+// and only loopback ones read the socket tables.
+std::string PeerClient(absl::string_view peer);
+
+// The same for the connected TCP socket `fd` (a connection the HTTP/JSON
+// API accepted); "unknown" for a descriptor that is not one.
+std::string SocketClient(int fd);
+
+// The same, the user looked up in `tcp` and `tcp6` (the tables' texts).
+std::string PeerClientIn(absl::string_view peer, absl::string_view tcp,
+                         absl::string_view tcp6);
+
 // A connection a call came on, as the server can find it again later: a
 // shared-memory region's lease lasts while its registering connection is
 // open (server/shared_memory.h).

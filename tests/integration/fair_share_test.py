@@ -7,7 +7,9 @@ they held is free again.
 The client that never reads speaks raw HTTP/2 (raw_grpc.py) with a receive
 window of 0, so the server can send it no answer byte, as a client that
 stopped reading would leave it once its window filled; the others use the
-Python client."""
+Python client. On loopback a client without a token is its user, so the
+one that never reads connects as another user (other_user.py): the test
+is two clients, as two users on one machine are."""
 
 import os
 import sys
@@ -17,6 +19,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import other_user  # noqa: E402
 import raw_grpc  # noqa: E402
 
 import grpc  # noqa: E402
@@ -69,8 +72,9 @@ class NeverReadingClient:
     """A raw HTTP/2 client whose receive window is 0: it opens streams and
     sends, but the server can send it nothing."""
 
-    def __init__(self, address, headers=()):
-        self.connection = raw_grpc.Connection(address, receive_window=0)
+    def __init__(self, address, headers=(), uid=None):
+        self.connection = raw_grpc.Connection(address, receive_window=0,
+                                              uid=uid)
         self.headers = list(headers)
 
     def stream(self, method, messages, end=False):
@@ -89,6 +93,8 @@ class NeverReadingClient:
         self.connection.close()
 
 
+@unittest.skipUnless(other_user.available(), "needs root, to connect as "
+                     "another user")
 class FairShareTest(unittest.TestCase):
 
     def setUp(self):
@@ -126,7 +132,7 @@ class FairShareTest(unittest.TestCase):
         self.assertLess(p99, OTHER_P99_BOUND_S)
 
     def test_a_stream_that_never_reads_holds_at_most_its_share(self):
-        attacker = NeverReadingClient(self.address)
+        attacker = NeverReadingClient(self.address, uid=other_user.OTHER_USER)
         try:
             attacker.stream("/ptoserve.v1.TileCompute/ExecuteStream",
                             [heavy_job(i) for i in range(64)])
@@ -149,9 +155,11 @@ class FairShareTest(unittest.TestCase):
             attacker.close()
 
     def test_never_read_batches_and_calls_on_two_connections(self):
-        # Without tokens a client is a connection: two connections take at
-        # most two shares, and a third client is still served.
-        attackers = [NeverReadingClient(self.address) for _ in range(2)]
+        # Without tokens a client on loopback is its user: two users'
+        # connections take at most two shares, and a third client is still
+        # served.
+        attackers = [NeverReadingClient(self.address, uid=uid) for uid in
+                     (other_user.OTHER_USER, other_user.THIRD_USER)]
         try:
             batch = job_pb2.JobBatch()
             for i in range(32):
@@ -172,6 +180,30 @@ class FairShareTest(unittest.TestCase):
         finally:
             for attacker in attackers:
                 attacker.close()
+
+
+    def test_one_users_many_connections_hold_one_share(self):
+        # However many connections one user opens, they are one client:
+        # together they hold one share, and another user is served.
+        attackers = [NeverReadingClient(self.address,
+                                        uid=other_user.OTHER_USER)
+                     for _ in range(3)]
+        try:
+            for attacker in attackers:
+                attacker.stream("/ptoserve.v1.TileCompute/ExecuteStream",
+                                [heavy_job(i) for i in range(32)])
+            wait_for("the user to fill its share",
+                     lambda: self.held() >= (CLIENT_MB - 2) << 20)
+            self.assertLessEqual(self.held(), CLIENT_MB << 20)
+            self.assertGreaterEqual(
+                metric(self.metrics, "ptoserve_memory_refused_client_total"),
+                1)
+            self.other_client_is_served("one user's three unread streams")
+        finally:
+            for attacker in attackers:
+                attacker.close()
+        wait_for("the budget to be free once the connections close",
+                 lambda: self.held() == 0)
 
 
 class TokenShareTest(unittest.TestCase):

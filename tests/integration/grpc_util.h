@@ -4,6 +4,7 @@
 
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
+#include <sys/types.h>
 
 #include <chrono>
 #include <memory>
@@ -18,6 +19,18 @@ namespace ptoserve {
 // shares one among channels with equal arguments), no retries and 64 MiB
 // messages.
 std::shared_ptr<grpc::Channel> OwnChannel(const std::string& address);
+
+// OwnChannel over a TCP connection to `address` (IP:PORT) whose socket
+// belongs to user `uid`: it is made while the calling thread's file-system
+// user is `uid`, and the kernel names the socket's maker as its owner in
+// its socket tables. A server on loopback then takes its calls for that
+// user's, a client apart from the test's own (PeerClient). Null if the
+// socket cannot be made (not root) or connected.
+std::shared_ptr<grpc::Channel> OwnChannelAs(uid_t uid,
+                                            const std::string& address);
+
+// A user for OwnChannelAs: none of this machine's, and not the test's.
+inline constexpr uid_t kOtherUser = 54321;
 
 // Now plus `d`, as gRPC deadlines are given.
 std::chrono::system_clock::time_point In(absl::Duration d);

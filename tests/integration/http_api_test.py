@@ -414,19 +414,39 @@ class BudgetTest(unittest.TestCase):
     def test_a_body_is_parsed_only_within_its_clients_share(self):
         # 64 MiB budget, 16 MiB a client: a 1 MiB body reserves 20 MiB
         # while it parses, over the share; a small job still runs.
-        proc, url, _ = start("--memory_budget_mb=64", "--max_job_mb=16",
-                             "--max_client_memory_mb=16")
+        proc, url, metrics = start("--memory_budget_mb=64", "--max_job_mb=16",
+                                   "--max_client_memory_mb=16")
         try:
             big = json.loads(json.dumps(TXOR_A2A3))
             big["id"] = "x" * (1 << 20)
             status, _, body = call(url, "POST", "/v1/jobs:execute", big)
             self.assertEqual(status, 429, body)
             self.assertIn("share", json.loads(body)["message"])
-            # A body's bytes count against the share before they arrive:
-            # 17 MiB declared is refused on its head.
-            answer = raw(url, b"POST /v1/jobs:execute HTTP/1.1\r\nHost: x\r\n"
+            # A body's bytes count against the share as they arrive, not as
+            # declared: 17 MiB declared holds a first step of 64 KiB on its
+            # head, and is refused (naming the share) once what arrived
+            # passes the share.
+            parts = urllib.parse.urlsplit(url)
+            with socket.create_connection((parts.hostname, parts.port),
+                                          timeout=BOUND_S) as s:
+                s.sendall(b"POST /v1/jobs:execute HTTP/1.1\r\n"
+                          b"Host: 127.0.0.1\r\n"
+                          b"Content-Type: application/json\r\n"
+                          b"Content-Length: 17825792\r\n\r\n")
+                held = "ptoserve_memory_held_bytes"
+                deadline = time.monotonic() + BOUND_S
+                while (series(metrics, held) == 0 and
+                       time.monotonic() < deadline):
+                    time.sleep(0.01)
+                self.assertEqual(series(metrics, held), 64 << 10)
+            while series(metrics, held) > 0 and time.monotonic() < deadline:
+                time.sleep(0.01)
+            # 16.5 MiB: refused at 16, the rest read and dropped to answer.
+            answer = raw(url, b"POST /v1/jobs:execute HTTP/1.1\r\n"
+                         b"Host: 127.0.0.1\r\n"
                          b"Content-Type: application/json\r\n"
-                         b"Content-Length: 17825792\r\n\r\n")
+                         b"Content-Length: 17301504\r\n\r\n" +
+                         b" " * 17301504)
             self.assertIn(b" 429 ", answer.split(b"\r\n")[0])
             self.assertIn(b"share", answer)
             status, _, _ = call(url, "POST", "/v1/jobs:execute", TXOR_A2A3)

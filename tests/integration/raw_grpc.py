@@ -15,6 +15,8 @@ import h2.events
 import h2.exceptions
 import h2.settings
 
+import other_user
+
 # Every call gives up after this long, whatever the server does.
 CALL_TIMEOUT_S = 30
 
@@ -68,14 +70,18 @@ class Connection:
     """One HTTP/2 connection to a gRPC server, plaintext or TLS."""
 
     def __init__(self, address: str, tls_ca: str = "",
-                 receive_window: int = 1 << 30):
+                 receive_window: int = 1 << 30, uid=None):
         """receive_window: what the server may send before this client
         reads it, per stream and for the connection (0: nothing, as a
-        client that never reads leaves it)."""
+        client that never reads leaves it). uid: the user the connection's
+        socket belongs to (other_user.connect_as), else this process's."""
         host, port = address.rsplit(":", 1)
         host = host.strip("[]")
-        sock = socket.create_connection((host, int(port)),
-                                        timeout=CALL_TIMEOUT_S)
+        if uid is None:
+            sock = socket.create_connection((host, int(port)),
+                                            timeout=CALL_TIMEOUT_S)
+        else:
+            sock = other_user.connect_as(uid, host, int(port), CALL_TIMEOUT_S)
         if tls_ca:
             context = ssl.create_default_context(cafile=tls_ca)
             context.check_hostname = False

@@ -114,11 +114,10 @@ class JobStreamTest : public ::testing::TestWithParam<Path> {
     limits.max_job_bytes = budget_bytes;
     limits.memory_budget_bytes = budget_bytes;
     dispatcher_.emplace(&engine_, &scheduler_, limits, &metrics_, &*budget_);
-    bytes_.emplace(dispatcher_->job_limits(), 256, 64 << 20, &metrics_,
-                   &*budget_, &decoders_);
+    intake_.emplace(&*dispatcher_, &metrics_, &*budget_, &decoders_, 256);
     CallInfo call;
     call.share = budget_->ShareOf("the test");
-    stream_.emplace(&wire_, window, StreamJobs{&*dispatcher_, &*bytes_, call});
+    stream_.emplace(&wire_, window, StreamJobs{&*intake_, 64 << 20, call});
     stream_->Start();
   }
   // Runs whatever the scheduler holds.
@@ -135,7 +134,7 @@ class JobStreamTest : public ::testing::TestWithParam<Path> {
   TaskPool decoders_{1, 16};
   std::optional<MemoryBudget> budget_;
   std::optional<Dispatcher> dispatcher_;
-  std::optional<RequestBytes> bytes_;
+  std::optional<Intake> intake_;
   FakeWire wire_;
   std::optional<JobStream> stream_;
 };

@@ -8,6 +8,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <sys/fsuid.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -87,6 +88,44 @@ TEST(PeerUidInTest, FindsTheCallersSocketInEitherTable) {
 }
 
 // Counted: established, on the port, and one of the process's sockets.
+// Who a client is: on loopback its user, whatever connection or port;
+// otherwise its address, whatever its port.
+TEST(PeerClientInTest, NamesLoopbackUsersAndOtherAddresses) {
+  const std::string server4 = V4Hex("127.0.0.1") + ":C351";
+  const std::string tcp =
+      std::string(kHeader) +
+      Line(V4Hex("127.0.0.1") + ":D431", server4, "01", 1000) +
+      Line(V4Hex("127.0.0.1") + ":D432", server4, "01", 1000) +
+      Line(V4Hex("127.0.0.3") + ":D433", server4, "01", 1001) +
+      Line(V4Hex("127.0.0.1") + ":D434", server4, "01", 1002) +
+      Line(V4Hex("127.0.0.1") + ":D434", server4, "01", 1003);
+  const std::string tcp6 =
+      std::string(kHeader) +
+      Line(V6Hex("::1") + ":1F90", V6Hex("::1") + ":C351", "01", 1004);
+  // One user's two connections are one client.
+  EXPECT_EQ(PeerClientIn("ipv4:127.0.0.1:54321", tcp, tcp6), "user 1000");
+  EXPECT_EQ(PeerClientIn("ipv4:127.0.0.1:54322", tcp, tcp6), "user 1000");
+  EXPECT_EQ(PeerClientIn("ipv4:127.0.0.3:54323", tcp, tcp6), "user 1001");
+  EXPECT_EQ(PeerClientIn("ipv6:[::1]:8080", tcp, tcp6), "user 1004");
+  // Not found, or two users' sockets at one address: its address.
+  EXPECT_EQ(PeerClientIn("ipv4:127.0.0.1:54324", tcp, tcp6),
+            "address 127.0.0.1");
+  EXPECT_EQ(PeerClientIn("ipv4:127.0.0.1:9", tcp, tcp6), "address 127.0.0.1");
+  // Another host: its address, whatever its port or its sockets here.
+  EXPECT_EQ(PeerClientIn("ipv4:192.0.2.7:1234", tcp, tcp6),
+            "address 192.0.2.7");
+  EXPECT_EQ(PeerClientIn("ipv4:192.0.2.7:5678", tcp, tcp6),
+            "address 192.0.2.7");
+  EXPECT_EQ(PeerClientIn("ipv6:[2001:db8::7]:1234", tcp, tcp6),
+            "address 2001:db8::7");
+  EXPECT_EQ(PeerClientIn("ipv6:%5B2001:db8::7%5D:1234", tcp, tcp6),
+            "address 2001:db8::7");
+  EXPECT_EQ(PeerClientIn("ipv6:[::ffff:192.0.2.7]:1", tcp, tcp6),
+            "address 192.0.2.7");
+  // Not TCP: the peer as gRPC names it.
+  EXPECT_EQ(PeerClientIn("unix:/tmp/s", tcp, tcp6), "unix:/tmp/s");
+}
+
 TEST(EstablishedConnectionsInTest, CountsThisProcesssConnectionsOnThePort) {
   const std::string server4 = V4Hex("127.0.0.1") + ":C351";  // port 50001
   const std::string client4 = V4Hex("127.0.0.1") + ":D431";
@@ -219,6 +258,41 @@ TEST(PeerUidTest, NamesAnotherUsersProcess) {
   EXPECT_EQ(*cached, kNobody) << (same_fd ? "descriptor reused" : "");
   close(done[0]);
   close(done[1]);
+}
+
+// Real connections: this process's user, remembered per descriptor until a
+// new connection on it; and, as root, a socket another user made.
+TEST(PeerClientTest, NamesTheUserOfARealConnection) {
+  LoopbackListener listener;
+  const int mine = ConnectLoopback(listener.port());
+  ASSERT_GE(mine, 0);
+  listener.AcceptPeer();
+  const int accepted = listener.last_accepted();
+  NewConnectionOnDescriptor(accepted);
+  const std::string me = absl::StrCat("user ", geteuid());
+  EXPECT_EQ(PeerClient(absl::StrCat("fd:", accepted)), me);
+  EXPECT_EQ(SocketClient(accepted), me);
+  if (geteuid() != 0) return;
+  // A socket made while this thread's file-system user is another is that
+  // user's in the kernel's tables.
+  constexpr uid_t kOther = 54321;
+  const uid_t before = setfsuid(kOther);
+  const int theirs = socket(AF_INET, SOCK_STREAM, 0);
+  setfsuid(before);
+  ASSERT_GE(theirs, 0);
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(listener.port());
+  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(connect(theirs, reinterpret_cast<sockaddr*>(&to), sizeof(to)), 0);
+  listener.AcceptPeer();
+  NewConnectionOnDescriptor(listener.last_accepted());
+  EXPECT_EQ(PeerClient(absl::StrCat("fd:", listener.last_accepted())),
+            "user 54321");
+  // The first connection is still remembered as this process's.
+  EXPECT_EQ(PeerClient(absl::StrCat("fd:", accepted)), me);
+  close(theirs);
+  close(mine);
 }
 
 // A descriptor's user is looked up once, and again only after a new

@@ -1,4 +1,4 @@
-#include "server/http/json_scan.h"
+#include "server/jobs/json_scan.h"
 
 #include "absl/strings/str_format.h"
 

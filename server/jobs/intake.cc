@@ -1,0 +1,328 @@
+#include "server/jobs/intake.h"
+
+#include <google/protobuf/util/json_util.h>
+
+#include <algorithm>
+#include <memory>
+#include <new>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "core/status_macros.h"
+#include "proto/wire.h"
+#include "server/jobs/json_scan.h"
+
+namespace ptoserve {
+
+namespace {
+
+// A protobuf request at most this large, with at most this many
+// instructions and this much assembly, is parsed (and may be run, see
+// kRunHereBytes in dispatcher.cc) on the thread that received it: a few
+// microseconds to a millisecond. Others are parsed on the decoders.
+constexpr uint64_t kLightRequestBytes = 1 << 20;
+constexpr size_t kLightInstructions = 64;
+constexpr size_t kLightAssemblyBytes = 16 << 10;
+// JSON parses at some tens of MB/s: a light body is one that takes well
+// under a millisecond.
+constexpr uint64_t kLightJsonBytes = 16 << 10;
+// A job whose declared tiles are at most this large has them made on the
+// thread that parsed it; making more (a small request may declare 16 MiB
+// `fill` tiles) is work for the decoders.
+constexpr uint64_t kLightTileBytes = 1 << 20;
+
+// Parsing JSON into a Job holds the body, protobuf's binary form of it and
+// the message: a number of two text bytes ("1,") becomes an 8-byte double
+// twice over, and the parser's buffers grow by doubling. A 16 MiB body of
+// such numbers peaked at 18.4 bytes per body byte; 20 are held against the
+// caller's share while it parses (ScanJson bounds the objects, whose
+// messages would cost more).
+constexpr uint64_t kJsonParseFactor = 20;
+// A job's JSON nests 4 deep (job, tiles, a tile, its values).
+constexpr size_t kMaxJsonDepth = 8;
+
+absl::string_view MessageName(const google::protobuf::Message& message) {
+  return message.GetDescriptor()->full_name();
+}
+
+// The bytes of the tiles `job` declares, as the engine would make them.
+uint64_t DeclaredTileBytes(const v1::Job& job) {
+  uint64_t bytes = 0;
+  for (const auto& [name, tile] : job.tiles()) {
+    const uint64_t elements = uint64_t{tile.rows()} * tile.cols();
+    bytes += elements * std::max<size_t>(1, WireElementBytes(tile.dtype()));
+  }
+  return bytes;
+}
+
+}  // namespace
+
+Intake::Intake(Dispatcher* dispatcher, ServiceMetrics* metrics,
+               MemoryBudget* budget, TaskPool* decoders,
+               uint32_t max_jobs_per_batch)
+    : dispatcher_(dispatcher),
+      metrics_(metrics),
+      budget_(budget),
+      decoders_(decoders),
+      max_jobs_per_batch_(max_jobs_per_batch) {}
+
+void Intake::CountRefused(absl::StatusCode code) const {
+  metrics_->JobAnswered(JobRecord("unknown"), code);
+}
+
+template <typename Shape>
+absl::StatusOr<Shape> Intake::Named(absl::StatusOr<Shape> scanned,
+                                    const RequestBody& body,
+                                    absl::string_view what) const {
+  if (scanned.ok()) return scanned;
+  CountRefused(scanned.status().code());
+  // "the request (N bytes) is not a ptoserve.v1.Job: ...", or
+  // "the request (N bytes): job has more than 1024 tiles, the limit".
+  const absl::string_view message = scanned.status().message();
+  return absl::Status(
+      scanned.status().code(),
+      absl::StrFormat("%s (%u bytes)%s %s", what, body.size(),
+                      absl::StartsWith(message, "is not ") ? "" : ":",
+                      message));
+}
+
+absl::StatusOr<WireShape> Intake::Scan(const RequestBody& body,
+                                       absl::string_view what) const {
+  const EngineLimits& limits = dispatcher_->job_limits();
+  if (body.format() == BodyFormat::kJson) {
+    // The job, its two maps, and per tile its own object and a slice's.
+    const JsonBounds bounds{
+        8 + 4 * limits.max_tiles_per_job + limits.max_instructions_per_job,
+        kMaxJsonDepth};
+    if (absl::Status scanned = ScanJson(body.text(), bounds); !scanned.ok()) {
+      CountRefused(scanned.code());
+      return scanned;
+    }
+    return WireShape{};
+  }
+  // What the parse would cost, checked first: 4M repeated wait_events
+  // (16 MB on the wire) would take 160 MB as protobuf strings.
+  absl::StatusOr<WireShape> shape;
+  absl::Status read =
+      body.Read([&](google::protobuf::io::ZeroCopyInputStream* in) {
+        shape = CheckJobWire(in, body.size(), limits);
+      });
+  if (!read.ok()) shape = read;
+  return Named(std::move(shape), body, what);
+}
+
+absl::StatusOr<BatchShape> Intake::ScanBatch(const RequestBody& body,
+                                             absl::string_view what) const {
+  absl::StatusOr<BatchShape> shape;
+  absl::Status read =
+      body.Read([&](google::protobuf::io::ZeroCopyInputStream* in) {
+        shape = CheckJobBatchWire(in, body.size(), dispatcher_->job_limits(),
+                                  max_jobs_per_batch_);
+      });
+  if (!read.ok()) shape = read;
+  return Named(std::move(shape), body, what);
+}
+
+bool Intake::Light(const WireShape& shape, const RequestBody& body) {
+  if (body.format() == BodyFormat::kJson) {
+    return body.size() <= kLightJsonBytes;
+  }
+  return body.size() <= kLightRequestBytes &&
+         shape.instructions <= kLightInstructions &&
+         shape.assembly_bytes <= kLightAssemblyBytes;
+}
+
+bool Intake::LightTiles(const v1::Job& job) {
+  return DeclaredTileBytes(job) <= kLightTileBytes;
+}
+
+bool Intake::LightTiles(const v1::JobBatch& batch) {
+  uint64_t bytes = 0;
+  for (const v1::Job& job : batch.jobs()) bytes += DeclaredTileBytes(job);
+  return bytes <= kLightTileBytes;
+}
+
+absl::Status Intake::Parse(const RequestBody& body, const CallInfo& call,
+                           absl::string_view what,
+                           google::protobuf::Message* message) const {
+  const auto out_of_memory = [&] {
+    CountRefused(absl::StatusCode::kResourceExhausted);
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "%s (%u bytes): the server ran out of memory decoding it", what,
+        body.size()));
+  };
+  if (body.format() == BodyFormat::kJson) {
+    absl::StatusOr<MemoryBudget::Hold> parsing =
+        budget_->Reserve(body.size() * kJsonParseFactor, call.share);
+    if (!parsing.ok()) {
+      CountRefused(parsing.status().code());
+      return parsing.status();
+    }
+    google::protobuf::util::JsonParseOptions options;
+    options.ignore_unknown_fields = false;
+    std::string why;
+    try {
+      const auto parsed = google::protobuf::util::JsonStringToMessage(
+          google::protobuf::StringPiece(body.text().data(), body.text().size()),
+          message, options);
+      if (parsed.ok()) return absl::OkStatus();
+      why = std::string(parsed.message());
+    } catch (const std::bad_alloc&) {
+      return out_of_memory();
+    }
+    CountRefused(absl::StatusCode::kInvalidArgument);
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, " is not a ", MessageName(*message), " in JSON: ", why));
+  }
+  // Parsed straight from the door's buffers. Not through gRPC's
+  // Deserialize: on a parse failure that builds protobuf's
+  // InitializationErrorString, which walks the half-parsed message (its
+  // `tiles` map included) only to say nothing useful about a proto3
+  // message, and crashed on corrupt input in the ThreadSanitizer build.
+  bool parsed = false;
+  try {
+    absl::Status read =
+        body.Read([&](google::protobuf::io::ZeroCopyInputStream* in) {
+          parsed = message->ParseFromZeroCopyStream(in);
+        });
+    parsed = parsed && read.ok();
+  } catch (const std::bad_alloc&) {
+    return out_of_memory();
+  }
+  if (parsed) return absl::OkStatus();
+  CountRefused(absl::StatusCode::kInvalidArgument);
+  return absl::InvalidArgumentError(absl::StrFormat(
+      "%s (%u bytes) is not a %s: its protobuf encoding is truncated or "
+      "corrupt",
+      what, body.size(), MessageName(*message)));
+}
+
+absl::Status Intake::Offload(const CallInfo& call, uint64_t bytes,
+                             absl::string_view what,
+                             std::function<void(absl::Status)> task) const {
+  // The bytes wait in the door's buffers, and count against the client's
+  // share meanwhile.
+  absl::StatusOr<MemoryBudget::Hold> reserved =
+      budget_->Reserve(bytes, call.share);
+  if (!reserved.ok()) {
+    CountRefused(absl::StatusCode::kResourceExhausted);
+    return reserved.status();
+  }
+  auto hold = std::make_shared<MemoryBudget::Hold>(*std::move(reserved));
+  const TaskPool::Posted posted = decoders_->Post(
+      [this, hold, &call, task = std::move(task)] {
+        // The deadline first: gRPC cancels a call past it.
+        if (absl::Now() >= call.deadline) {
+          CountRefused(absl::StatusCode::kDeadlineExceeded);
+          task(absl::DeadlineExceededError(
+              "the call's deadline passed before its request was decoded; "
+              "it never ran"));
+        } else if (call.cancelled && call.cancelled()) {
+          CountRefused(absl::StatusCode::kCancelled);
+          task(absl::CancelledError(
+              "the call was cancelled before its request was decoded"));
+        } else {
+          task(absl::OkStatus());
+        }
+        hold->Release();
+      },
+      call.share.get());
+  absl::Status refused;
+  switch (posted) {
+    case TaskPool::Posted::kQueued:
+      return absl::OkStatus();
+    case TaskPool::Posted::kStopping:
+      // The decoders stop first when the server shuts down: a request they
+      // refuse then is refused for that, as every other one is.
+      refused = absl::UnavailableError(
+          absl::StrCat(what, ": the server is shutting down"));
+      break;
+    case TaskPool::Posted::kClientFull:
+      refused = absl::ResourceExhaustedError(absl::StrFormat(
+          "%s: this client has %d large requests waiting to be decoded, the "
+          "most one client may; retry once they are",
+          what, kDecodesPerClient));
+      break;
+    case TaskPool::Posted::kFull:
+      refused = absl::ResourceExhaustedError(
+          absl::StrCat(what,
+                       ": the server is busy decoding other large "
+                       "requests; retry later"));
+      break;
+  }
+  CountRefused(refused.code());
+  return refused;
+}
+
+void Intake::Execute(ExecuteRequest request) const {
+  absl::StatusOr<WireShape> shape = Scan(*request.body, request.what);
+  if (!shape.ok()) {
+    request.done(shape.status(), MemoryBudget::Hold());
+    return;
+  }
+  if (Light(*shape, *request.body)) {
+    Continue(std::move(request), Where::kHere);
+    return;
+  }
+  auto waiting = std::make_shared<ExecuteRequest>(std::move(request));
+  const RequestBody& body = *waiting->body;
+  absl::Status offloaded =
+      Offload(*waiting->call, body.size() - std::min(body.size(), body.held()),
+              waiting->what, [this, waiting](absl::Status go) {
+                if (!go.ok()) {
+                  waiting->done(go, MemoryBudget::Hold());
+                  return;
+                }
+                Continue(std::move(*waiting), Where::kDecoder);
+              });
+  if (!offloaded.ok()) waiting->done(offloaded, MemoryBudget::Hold());
+}
+
+void Intake::Continue(ExecuteRequest request, Where where) const {
+  if (absl::Status parsed =
+          Parse(*request.body, *request.call, request.what, request.job);
+      !parsed.ok()) {
+    request.done(parsed, MemoryBudget::Hold());
+    return;
+  }
+  // The request's size, as the job's footprint counts it: its bytes on the
+  // wire, or (for JSON, whose text is larger) its message's.
+  const uint64_t request_bytes = request.body->format() == BodyFormat::kJson
+                                     ? request.job->ByteSizeLong()
+                                     : request.body->size();
+  request.body->Discard();
+  if (where == Where::kHere && !LightTiles(*request.job)) {
+    auto waiting = std::make_shared<ExecuteRequest>(std::move(request));
+    absl::Status offloaded =
+        Offload(*waiting->call, request_bytes, waiting->what,
+                [this, waiting, request_bytes](absl::Status go) {
+                  if (!go.ok()) {
+                    waiting->done(go, MemoryBudget::Hold());
+                    return;
+                  }
+                  Dispatch(std::move(*waiting), request_bytes, Where::kDecoder);
+                });
+    if (!offloaded.ok()) waiting->done(offloaded, MemoryBudget::Hold());
+    return;
+  }
+  Dispatch(std::move(request), request_bytes, where);
+}
+
+void Intake::Dispatch(ExecuteRequest request, uint64_t request_bytes,
+                      Where where) const {
+  JobRequest job;
+  job.job = request.job;
+  job.request_bytes = request_bytes;
+  job.call = request.call;
+  // A small job runs to completion on the door's thread when the scheduler
+  // is idle: no hand-off.
+  job.run_here = where == Where::kHere;
+  job.result = request.result;
+  job.done = std::move(request.done);
+  job.answer_refusals = true;
+  dispatcher_->Dispatch(std::move(job));
+}
+
+}  // namespace ptoserve

@@ -1,0 +1,130 @@
+// The request pipeline every front door calls: gRPC's Execute, ExecuteStream
+// and ExecuteBatches (server/rpc) and the HTTP/JSON API's jobs (server/http).
+// A request goes, in order:
+//   1. its bytes held against its client's share of the memory budget: an
+//      HTTP body's as they arrive (IncomingBody), a gRPC message's when it
+//      waits to be decoded;
+//   2. the scan: what parsing it would cost, checked before that is paid
+//      (the wire scan of a protobuf Job or JobBatch; the objects and depth
+//      of a JSON body);
+//   3. the parse, protobuf or proto3 JSON: on the calling thread only for a
+//      light request, otherwise on the decoders, clients taking turns one
+//      task each, so that the threads that read connections (and answer
+//      health checks) stay free; a job whose tiles are heavy to make goes
+//      to the decoders too, before the dispatcher makes them;
+//   4. the caller's deadline, and whether it has gone (CallInfo: a door
+//      raises it when its caller cancels or closes its connection),
+//      checked before each costly step and, once queued, by the scheduler;
+//   5. the dispatcher: admission against the budget, the engine, the result.
+// A door maps its protocol onto this and does nothing of its own: its bytes
+// as a RequestBody, its call as a CallInfo, its answer from JobDone.
+#ifndef PTOSERVE_SERVER_JOBS_INTAKE_H_
+#define PTOSERVE_SERVER_JOBS_INTAKE_H_
+
+#include <google/protobuf/message.h>
+
+#include <cstdint>
+#include <functional>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "proto/wire_scan.h"
+#include "ptoserve/v1/job.pb.h"
+#include "server/jobs/dispatcher.h"
+#include "server/jobs/memory_budget.h"
+#include "server/jobs/request_body.h"
+#include "server/jobs/task_pool.h"
+#include "server/metrics/service_metrics.h"
+
+namespace ptoserve {
+
+// The most requests of one client that the decoders hold waiting.
+inline constexpr int kDecodesPerClient = 64;
+
+// One job for Intake::Execute (a unary call, an HTTP request).
+struct ExecuteRequest {
+  RequestBody* body = nullptr;  // outlives `done`
+  // What the request is called in errors ("the request", "the body"): a
+  // string that outlives `done`.
+  absl::string_view what;
+  const CallInfo* call = nullptr;  // outlives `done`
+  v1::Job* job = nullptr;          // parsed into; outlives `done`
+  // Where the result is built (null: the dispatcher's scratch); outlives
+  // `done`.
+  v1::JobResult* result = nullptr;
+  // Runs exactly once: with the result, or why there is none.
+  JobDone done;
+};
+
+class Intake {
+ public:
+  // Everything must outlive the intake. Requests heavy to decode wait on
+  // `decoders` (at most kDecodesPerClient of one client's), their bytes
+  // held against `budget`.
+  Intake(Dispatcher* dispatcher, ServiceMetrics* metrics, MemoryBudget* budget,
+         TaskPool* decoders, uint32_t max_jobs_per_batch);
+
+  // Steps 1 to 5 for one job.
+  void Execute(ExecuteRequest request) const;
+
+  // The steps one at a time, for a door whose messages carry more than one
+  // job's life (a stream: its window, jobs waiting for room in the budget).
+  //
+  // The scan of `body` as a Job (a JobBatch, protobuf only), or why it
+  // will not be parsed, named after `what` ("stream message 3") and
+  // counted as a job refused.
+  absl::StatusOr<WireShape> Scan(const RequestBody& body,
+                                 absl::string_view what) const;
+  absl::StatusOr<BatchShape> ScanBatch(const RequestBody& body,
+                                       absl::string_view what) const;
+  // Whether a request so scanned may be parsed on the calling thread.
+  static bool Light(const WireShape& shape, const RequestBody& body);
+  // Whether the tiles a parsed job (every job of a batch) declares may be
+  // made on the calling thread.
+  static bool LightTiles(const v1::Job& job);
+  static bool LightTiles(const v1::JobBatch& batch);
+  // Parses `body` into `message`: INVALID_ARGUMENT naming `what` when it is
+  // not one, RESOURCE_EXHAUSTED when memory (or, for JSON, whose parser
+  // holds some 20 bytes per byte, `call`'s share) runs out; counted then.
+  absl::Status Parse(const RequestBody& body, const CallInfo& call,
+                     absl::string_view what,
+                     google::protobuf::Message* message) const;
+  // Runs `task` on the decoders, in `call`'s client's turn, with `bytes`
+  // held against its share meanwhile, and with OK; or with why it must not
+  // go on (the call's deadline passed, or its caller went, while it
+  // waited), which the task answers instead. Or returns why it cannot wait
+  // there (the budget, the decoders' queue or the client's part of it is
+  // full, or the server is shutting down), without running it.
+  absl::Status Offload(const CallInfo& call, uint64_t bytes,
+                       absl::string_view what,
+                       std::function<void(absl::Status)> task) const;
+
+  // Counts a job refused before it was decoded.
+  void CountRefused(absl::StatusCode code) const;
+
+  Dispatcher* dispatcher() const { return dispatcher_; }
+
+ private:
+  // Where a step runs: the door's thread, or a decoder.
+  enum class Where { kHere, kDecoder };
+  // Steps 3 to 5, from the parse on.
+  void Continue(ExecuteRequest request, Where where) const;
+  // Step 5.
+  void Dispatch(ExecuteRequest request, uint64_t request_bytes,
+                Where where) const;
+  // `scanned` named after `what` and the body's size, counted if refused.
+  template <typename Shape>
+  absl::StatusOr<Shape> Named(absl::StatusOr<Shape> scanned,
+                              const RequestBody& body,
+                              absl::string_view what) const;
+
+  Dispatcher* const dispatcher_;
+  ServiceMetrics* const metrics_;
+  MemoryBudget* const budget_;
+  TaskPool* const decoders_;
+  const uint32_t max_jobs_per_batch_;
+};
+
+}  // namespace ptoserve
+
+#endif  // PTOSERVE_SERVER_JOBS_INTAKE_H_

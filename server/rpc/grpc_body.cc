@@ -1,0 +1,45 @@
+#include "server/rpc/grpc_body.h"
+
+#include "absl/strings/str_format.h"
+#include "grpcpp/support/proto_buffer_reader.h"
+#include "grpcpp/support/slice.h"
+
+namespace ptoserve {
+
+absl::Status GrpcBody::Read(
+    absl::FunctionRef<void(google::protobuf::io::ZeroCopyInputStream*)> read)
+    const {
+  // The reader only reads the buffer; it takes it by pointer.
+  grpc::ProtoBufferReader reader(const_cast<grpc::ByteBuffer*>(&bytes_));
+  if (!reader.status().ok()) {
+    return absl::InternalError("the message's bytes could not be read");
+  }
+  read(&reader);
+  if (!reader.status().ok()) {
+    return absl::InternalError("the message's bytes could not be read");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status EncodeReply(const google::protobuf::Message& message,
+                         uint64_t max_bytes, grpc::ByteBuffer* bytes) {
+  // Sized once (gRPC's serializer sizes the message twice, once itself and
+  // once in protobuf's stream writer), refused before a byte is written if
+  // too large, then written whole into one slice of exactly that size.
+  const size_t size = message.ByteSizeLong();
+  if (size > max_bytes) {
+    bytes->Clear();
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "the result is %u bytes, more than a message may be (%u, "
+        "--max_message_mb)",
+        size, max_bytes));
+  }
+  grpc::Slice slice(size);
+  // The slice is new and this call's alone: its bytes are ours to write.
+  message.SerializeWithCachedSizesToArray(const_cast<uint8_t*>(slice.begin()));
+  grpc::ByteBuffer whole(&slice, 1);
+  bytes->Swap(&whole);
+  return absl::OkStatus();
+}
+
+}  // namespace ptoserve
