@@ -21,9 +21,12 @@ int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
   ptoserve::BlockShutdownSignals();
   ptoserve::EchoService service;
-  auto running = ptoserve::StartGrpcServer(
-      {absl::GetFlag(FLAGS_address), absl::GetFlag(FLAGS_max_message_mb) << 20},
-      {&service});
+  ptoserve::GrpcOptions options;
+  options.address = absl::GetFlag(FLAGS_address);
+  ptoserve::GrpcWiring wiring;
+  wiring.max_message_bytes =
+      static_cast<uint64_t>(absl::GetFlag(FLAGS_max_message_mb)) << 20;
+  auto running = ptoserve::StartGrpcServer(options, wiring, {&service});
   if (!running.ok()) {
     std::cerr << "echo_server: " << running.status().message() << "\n";
     return 1;

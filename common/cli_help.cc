@@ -116,6 +116,18 @@ void CheckFlagsOrExit(int argc, char** argv, absl::string_view program,
       if (absl::EndsWith(flag->Filename(), file)) ours.emplace_back(name);
     }
   }
+  // "--name=value: error"; or, for a flag whose type reads on from there
+  // ("is out of range [1, 1024]", common/ranged_flag.h), "--name=value is
+  // ...", without Abseil's preamble.
+  auto wrong = [](absl::string_view name, absl::string_view value,
+                  absl::string_view error) {
+    const size_t end = error.find("'; is ");
+    if (absl::StartsWith(error, "Illegal value '") &&
+        end != absl::string_view::npos) {
+      return absl::StrCat("--", name, "=", value, " ", error.substr(end + 3));
+    }
+    return absl::StrCat("--", name, "=", value, ": ", error);
+  };
   auto fail = [&](const std::string& message) {
     if (report) {
       report(message);
@@ -165,7 +177,7 @@ void CheckFlagsOrExit(int argc, char** argv, absl::string_view program,
         std::string error;
         if (!const_cast<absl::CommandLineFlag*>(flag)->ParseFrom(argv[i + 1],
                                                                  &error)) {
-          fail(absl::StrCat("--", name, "=", argv[i + 1], ": ", error));
+          fail(wrong(name, argv[i + 1], error));
         }
         ++i;
       }
@@ -174,7 +186,7 @@ void CheckFlagsOrExit(int argc, char** argv, absl::string_view program,
     std::string error;
     if (!const_cast<absl::CommandLineFlag*>(flag)->ParseFrom(
             body.substr(eq + 1), &error)) {
-      fail(absl::StrCat("--", name, "=", body.substr(eq + 1), ": ", error));
+      fail(wrong(name, body.substr(eq + 1), error));
     }
   }
 }

@@ -14,17 +14,35 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/cli_help.h"
+#include "common/ranged_flag.h"
 #include "core/types.h"
 #include "core/version.h"
 #include "server/jobs/shared_memory.h"
 #include "server/server.h"
 #include "server/transport/grpc_server.h"
+
+// The integer flags' types: each a range (common/ranged_flag.h).
+using From0To1024 = ptoserve::RangedInt<0, 1024>;
+using From0To10M = ptoserve::RangedInt<0, 10'000'000>;
+using From0To1M = ptoserve::RangedInt<0, 1 << 20>;
+using From0To4096 = ptoserve::RangedInt<0, 4096>;
+using From0To65536 = ptoserve::RangedInt<0, 1 << 16>;
+using From0ToMaxRegions = ptoserve::RangedInt<0, ptoserve::kMaxSharedRegions>;
+using From1To1024 = ptoserve::RangedInt<1, 1024>;
+using From1To16M = ptoserve::RangedInt<1, 1 << 24>;
+using From1To1M = ptoserve::RangedInt<1, 1 << 20>;
+using From1To256 = ptoserve::RangedInt<1, 256>;
+using From1To3600000 = ptoserve::RangedInt<1, 3'600'000>;
+using From1To65536 = ptoserve::RangedInt<1, 1 << 16>;
+using From1ToMaxRegions = ptoserve::RangedInt<1, ptoserve::kMaxSharedRegions>;
 
 ABSL_FLAG(std::string, address, "127.0.0.1:50051",
           "Address to listen on, HOST:PORT; port 0 picks a free port (the "
@@ -32,62 +50,68 @@ ABSL_FLAG(std::string, address, "127.0.0.1:50051",
           "clients.");
 ABSL_FLAG(std::string, default_target, "host",
           "Target for jobs that leave it unset: host, a2a3 or a5.");
-ABSL_FLAG(int, max_message_mb, 64,
+ABSL_FLAG(From1To1024, max_message_mb, 64,
           "Largest request or response message, in MiB; larger ones get "
           "RESOURCE_EXHAUSTED.");
-ABSL_FLAG(int, workers, 0,
+ABSL_FLAG(From0To1024, workers, 0,
           "Scheduler threads that run batches; 0 means one per CPU core.");
-ABSL_FLAG(int, max_batch_size, 64,
+ABSL_FLAG(From1To65536, max_batch_size, 64,
           "Most instructions of one batch key run as one backend call.");
-ABSL_FLAG(int, max_batch_kb, 1024,
+ABSL_FLAG(From0To1M, max_batch_kb, 1024,
           "Most KiB of dst tiles one batch writes; a larger instruction runs "
           "alone (large tiles gain nothing from sharing a backend call, and "
           "a batch holds a worker until it ends). 0: no bound.");
-ABSL_FLAG(int, max_queue_delay_us, 0,
+ABSL_FLAG(From0To10M, max_queue_delay_us, 0,
           "How long a partial batch may wait for company, in microseconds; "
           "0 runs whatever is queued as soon as a worker is free.");
-ABSL_FLAG(int, queue_capacity, 65536,
+ABSL_FLAG(From1To16M, queue_capacity, 65536,
           "Instructions admitted and not yet run; a job that does not fit "
           "gets RESOURCE_EXHAUSTED at once.");
-ABSL_FLAG(int, priority_levels, 4,
+ABSL_FLAG(From1To1024, priority_levels, 4,
           "Job priorities are 0 (the default) to priority_levels - 1.");
-ABSL_FLAG(int, priority_aging_ms, 10,
+ABSL_FLAG(From1To3600000, priority_aging_ms, 10,
           "Each this many milliseconds a queued instruction waits raise it one "
           "priority level, so that no level starves.");
-ABSL_FLAG(int, stream_window, 128,
+ABSL_FLAG(From1To65536, stream_window, 128,
           "Jobs of one ExecuteStream or ExecuteBatches call in flight at "
           "once; the server reads no further while that many are unanswered.");
-ABSL_FLAG(int, max_jobs_per_batch, 256,
+ABSL_FLAG(From1To65536, max_jobs_per_batch, 256,
           "Most jobs in one ExecuteBatches message (a JobBatch).");
-ABSL_FLAG(int, max_tile_mb, 16, "Largest tile, in MiB.");
-ABSL_FLAG(int, max_tiles_per_job, 1024, "Most tiles in one job.");
-ABSL_FLAG(int, max_instructions_per_job, 4096, "Most instructions in one job.");
-ABSL_FLAG(int, max_job_mb, 256,
+ABSL_FLAG(From1To1024, max_tile_mb, 16, "Largest tile, in MiB.");
+ABSL_FLAG(From1To65536, max_tiles_per_job, 1024, "Most tiles in one job.");
+ABSL_FLAG(From1To1M, max_instructions_per_job, 4096,
+          "Most instructions in one job.");
+ABSL_FLAG(From1To1M, max_job_mb, 256,
           "The most memory one job may hold, in MiB: its request, the tiles "
           "the server makes for it, and its result (built and serialized). "
           "Larger jobs get RESOURCE_EXHAUSTED before any tile is made.");
-ABSL_FLAG(int, memory_budget_mb, 768,
+ABSL_FLAG(From1To1M, memory_budget_mb, 768,
           "The memory all jobs in flight may hold together, in MiB (the same "
           "count as --max_job_mb). Over it, Execute answers "
           "RESOURCE_EXHAUSTED at once and a stream reads no further until "
           "its own results drain. Sized for the 1 GiB limit of "
           "deploy/k8s/, with room for gRPC's buffers.");
-ABSL_FLAG(int, max_client_memory_mb, 0,
+ABSL_FLAG(From0To1M, max_client_memory_mb, 0,
           "The most of --memory_budget_mb that one client's calls may hold "
-          "together, in MiB; a client is a bearer token (--auth_token_file) "
-          "or else one connection. 0: half the budget, and at least "
-          "--max_job_mb. Over it, that client's Execute answers "
+          "together, in MiB; a client is a bearer token (--auth_token_file), "
+          "or else the user of a loopback connection, or the address of "
+          "another, on however many connections. 0: half the budget, and at "
+          "least --max_job_mb. Over it, that client's Execute answers "
           "RESOURCE_EXHAUSTED and its streams read no further, while other "
           "clients go on.");
+ABSL_FLAG(absl::Duration, max_job_time, absl::Minutes(2),
+          "The longest any job may take from its arrival to its answer, on "
+          "every door: a caller's deadline or timeout longer than this, or "
+          "none, is cut to it (DEADLINE_EXCEEDED).");
 ABSL_FLAG(absl::Duration, stall_timeout, absl::Seconds(30),
           "How long an answer may wait to be written to a client that does "
           "not read it (HTTP/2 flow control) before its call is cancelled "
           "and what it holds is freed; 0 never cancels.");
-ABSL_FLAG(int, max_waits_per_instruction, 64,
+ABSL_FLAG(From0To4096, max_waits_per_instruction, 64,
           "The most events one instruction may wait on.");
-ABSL_FLAG(int, max_assembly_kb, 1024,
+ABSL_FLAG(From0To65536, max_assembly_kb, 1024,
           "The most bytes of PTO assembly one job may carry, in KiB.");
-ABSL_FLAG(int, host_buffer_kb, 1024,
+ABSL_FLAG(From1To1M, host_buffer_kb, 1024,
           "Size of the host target's unified buffer in KiB (manual-mode "
           "address bounds).");
 ABSL_FLAG(std::string, shared_memory, "auto",
@@ -96,9 +120,9 @@ ABSL_FLAG(std::string, shared_memory, "auto",
           "false, or auto: on exactly when --address is a loopback one.");
 ABSL_FLAG(std::string, shared_memory_prefix, "/ptoserve",
           "Every shared-memory key registered must start with this.");
-ABSL_FLAG(int, max_shared_regions, 64,
+ABSL_FLAG(From1ToMaxRegions, max_shared_regions, 64,
           "Most shared-memory regions registered at once, by all users.");
-ABSL_FLAG(int, max_shared_regions_per_user, 0,
+ABSL_FLAG(From0ToMaxRegions, max_shared_regions_per_user, 0,
           "Most shared-memory regions one user (the caller's uid) may have "
           "registered at once; 0: a quarter of --max_shared_regions (at "
           "least 1), so that one user's regions never refuse another's.");
@@ -132,16 +156,31 @@ ABSL_FLAG(std::string, http_address, "127.0.0.1:8000",
           "Where the HTTP/JSON API is served (POST /v1/jobs:execute, GET "
           "/v1/capabilities, /v1/health), IP:PORT; empty: nowhere. Like "
           "--metrics_address, on loopback unless given another address.");
-ABSL_FLAG(int, http_threads, 4,
+ABSL_FLAG(From1To256, http_threads, 4,
           "Threads of the HTTP/JSON API: they poll its connections, parse "
           "bodies and run small jobs.");
-ABSL_FLAG(int, http_max_connections, 1024,
+ABSL_FLAG(From1To1M, http_max_connections, 1024,
           "HTTP connections open at once; more are refused at accept.");
-ABSL_FLAG(int, http_max_connections_per_address, 64,
+ABSL_FLAG(From1To1M, http_max_connections_per_address, 64,
           "HTTP connections open at once from one client address.");
 ABSL_FLAG(absl::Duration, http_idle_timeout, absl::Seconds(15),
           "An HTTP connection that sends or reads nothing for this long is "
           "closed (whole seconds).");
+ABSL_FLAG(absl::Duration, http_head_timeout, absl::Seconds(20),
+          "An HTTP request's head must arrive whole within this of its "
+          "connection being ready for it (opened, or its last answer sent), "
+          "and its body, past the same grace, at --http_min_body_rate_kb; "
+          "otherwise the connection is closed.");
+ABSL_FLAG(From1To1M, http_min_body_rate_kb, 16,
+          "The slowest an HTTP request's body may arrive, in KiB a second on "
+          "average, once --http_head_timeout has passed since its head.");
+ABSL_FLAG(std::string, http_allowed_hosts, "",
+          "Host names HTTP requests may name (comma-separated), besides "
+          "localhost and the address the connection reached: a request "
+          "naming another is answered 421, so that a page of another site "
+          "whose name points here cannot use the API (DNS rebinding). Name "
+          "the server as its clients do (a proxy's name, a Service's DNS "
+          "name); \"*\" accepts any, turning the check off.");
 ABSL_FLAG(absl::Duration, handshake_timeout, absl::Seconds(10),
           "A connection that has not sent the HTTP/2 preface (or completed "
           "its TLS handshake) by then is closed, so that silent connections "
@@ -149,7 +188,11 @@ ABSL_FLAG(absl::Duration, handshake_timeout, absl::Seconds(10),
 ABSL_FLAG(absl::Duration, max_connection_idle, absl::Minutes(10),
           "A connection with no call for this long is closed (clients "
           "reconnect when they next call).");
-ABSL_FLAG(int, http2_window_kb, 1024,
+ABSL_FLAG(From1To1M, max_connections_per_address, 128,
+          "gRPC connections open at once from one client address; more are "
+          "closed as they are accepted (plaintext; with TLS gRPC's own "
+          "listener takes connections, unbounded).");
+ABSL_FLAG(From0To65536, http2_window_kb, 1024,
           "The HTTP/2 flow-control window each gRPC call gets for request "
           "bytes the server has not read yet, in KiB, fixed (0: gRPC's own, "
           "grown by its bandwidth-delay probes, which lets a client with many "
@@ -176,73 +219,24 @@ absl::StatusOr<Target> ParseTarget(const std::string& name) {
       "--default_target=", name, " is not one of ", TargetNames()));
 }
 
-// Every numeric flag's range; a value outside it stops the server with
-// exit status 2 before anything starts.
-struct IntFlag {
-  const absl::Flag<int>* flag;
-  const char* name;
-  int64_t min, max;
-};
-
+// What no flag's own type checks: flags that must agree, and durations.
+// Any of it stops the server with exit status 2 before anything starts.
 std::vector<std::string> FlagErrors() {
-  const IntFlag ranges[] = {
-      {&FLAGS_max_message_mb, "max_message_mb", 1, 1024},
-      {&FLAGS_workers, "workers", 0, 1024},
-      {&FLAGS_max_batch_size, "max_batch_size", 1, 1 << 16},
-      {&FLAGS_max_batch_kb, "max_batch_kb", 0, 1 << 20},
-      {&FLAGS_max_queue_delay_us, "max_queue_delay_us", 0, 10'000'000},
-      {&FLAGS_queue_capacity, "queue_capacity", 1, 1 << 24},
-      {&FLAGS_priority_levels, "priority_levels", 1, 1024},
-      {&FLAGS_priority_aging_ms, "priority_aging_ms", 1, 3'600'000},
-      {&FLAGS_stream_window, "stream_window", 1, 1 << 16},
-      {&FLAGS_max_jobs_per_batch, "max_jobs_per_batch", 1, 1 << 16},
-      {&FLAGS_max_tile_mb, "max_tile_mb", 1, 1024},
-      {&FLAGS_max_tiles_per_job, "max_tiles_per_job", 1, 1 << 16},
-      {&FLAGS_max_instructions_per_job, "max_instructions_per_job", 1, 1 << 20},
-      {&FLAGS_max_job_mb, "max_job_mb", 1, 1 << 20},
-      {&FLAGS_memory_budget_mb, "memory_budget_mb", 1, 1 << 20},
-      {&FLAGS_max_client_memory_mb, "max_client_memory_mb", 0, 1 << 20},
-      {&FLAGS_max_waits_per_instruction, "max_waits_per_instruction", 0, 4096},
-      {&FLAGS_max_assembly_kb, "max_assembly_kb", 0, 1 << 16},
-      {&FLAGS_host_buffer_kb, "host_buffer_kb", 1, 1 << 20},
-      {&FLAGS_http_threads, "http_threads", 1, 256},
-      {&FLAGS_http2_window_kb, "http2_window_kb", 0, 1 << 16},
-      {&FLAGS_http_max_connections, "http_max_connections", 1, 1 << 20},
-      {&FLAGS_http_max_connections_per_address,
-       "http_max_connections_per_address", 1, 1 << 20},
-      {&FLAGS_max_shared_regions_per_user, "max_shared_regions_per_user", 0,
-       static_cast<int64_t>(kMaxSharedRegions)},
-      {&FLAGS_max_shared_regions, "max_shared_regions", 1,
-       static_cast<int64_t>(kMaxSharedRegions)},
-  };
   std::vector<std::string> errors;
-  for (const IntFlag& f : ranges) {
-    const int value = absl::GetFlag(*f.flag);
-    if (value < f.min || value > f.max) {
-      errors.push_back(absl::StrFormat("--%s=%d is out of range [%d, %d]",
-                                       f.name, value, f.min, f.max));
-    }
-  }
-  if (absl::GetFlag(FLAGS_max_job_mb) > absl::GetFlag(FLAGS_memory_budget_mb)) {
+  const int64_t job_mb = absl::GetFlag(FLAGS_max_job_mb);
+  const int64_t budget_mb = absl::GetFlag(FLAGS_memory_budget_mb);
+  if (job_mb > budget_mb) {
     errors.push_back(absl::StrFormat(
         "--max_job_mb=%d is more than --memory_budget_mb=%d: such a job could "
         "never be admitted",
-        absl::GetFlag(FLAGS_max_job_mb),
-        absl::GetFlag(FLAGS_memory_budget_mb)));
+        job_mb, budget_mb));
   }
-  if (const int client = absl::GetFlag(FLAGS_max_client_memory_mb);
-      client != 0 && (client < absl::GetFlag(FLAGS_max_job_mb) ||
-                      client > absl::GetFlag(FLAGS_memory_budget_mb))) {
+  if (const int64_t client = absl::GetFlag(FLAGS_max_client_memory_mb);
+      client != 0 && (client < job_mb || client > budget_mb)) {
     errors.push_back(absl::StrFormat(
         "--max_client_memory_mb=%d is not between --max_job_mb=%d (a client "
         "could never run its largest job) and --memory_budget_mb=%d",
-        client, absl::GetFlag(FLAGS_max_job_mb),
-        absl::GetFlag(FLAGS_memory_budget_mb)));
-  }
-  if (absl::GetFlag(FLAGS_stall_timeout) < absl::ZeroDuration()) {
-    errors.push_back(absl::StrFormat(
-        "--stall_timeout=%s is negative",
-        absl::FormatDuration(absl::GetFlag(FLAGS_stall_timeout))));
+        client, job_mb, budget_mb));
   }
   const std::string shm = absl::GetFlag(FLAGS_shared_memory);
   if (shm != "auto" && shm != "true" && shm != "false") {
@@ -257,6 +251,17 @@ std::vector<std::string> FlagErrors() {
         "(no other \"/\", at most 200 bytes)",
         prefix));
   }
+  if (absl::GetFlag(FLAGS_stall_timeout) < absl::ZeroDuration()) {
+    errors.push_back(absl::StrFormat(
+        "--stall_timeout=%s is negative",
+        absl::FormatDuration(absl::GetFlag(FLAGS_stall_timeout))));
+  }
+  if (absl::GetFlag(FLAGS_max_job_time) <= absl::ZeroDuration() ||
+      absl::GetFlag(FLAGS_max_job_time) > absl::Hours(24)) {
+    errors.push_back(absl::StrFormat(
+        "--max_job_time=%s is out of range (0, 24h]",
+        absl::FormatDuration(absl::GetFlag(FLAGS_max_job_time))));
+  }
   for (auto [flag, name, min] :
        {std::tuple{&FLAGS_shutdown_grace, "shutdown_grace",
                    absl::ZeroDuration()},
@@ -270,6 +275,8 @@ std::vector<std::string> FlagErrors() {
         std::tuple{&FLAGS_shared_region_grace, "shared_region_grace",
                    absl::ZeroDuration()},
         std::tuple{&FLAGS_http_idle_timeout, "http_idle_timeout",
+                   absl::Seconds(1)},
+        std::tuple{&FLAGS_http_head_timeout, "http_head_timeout",
                    absl::Seconds(1)}}) {
     const absl::Duration d = absl::GetFlag(*flag);
     if (d < min || d > absl::Hours(1)) {
@@ -296,70 +303,86 @@ std::string RaiseOpenFileLimit() {
              : absl::StrCat(limit.rlim_cur, " (raised from ", before, ")");
 }
 
-// The server the flags describe.
+// A size flag in units of 2^`shift` bytes, in bytes.
+uint64_t Bytes(int64_t units, int shift) {
+  return static_cast<uint64_t>(units) << shift;
+}
+
+// The server the flags describe: each flag into its one field.
 ServerOptions OptionsFromFlags(Target default_target) {
   ServerOptions o;
-  o.address = absl::GetFlag(FLAGS_address);
-  o.metrics_address = absl::GetFlag(FLAGS_metrics_address);
+  o.grpc.address = absl::GetFlag(FLAGS_address);
+  o.grpc.handshake_timeout = absl::GetFlag(FLAGS_handshake_timeout);
+  o.grpc.max_connection_idle = absl::GetFlag(FLAGS_max_connection_idle);
+  o.grpc.http2_window_bytes =
+      static_cast<int>(Bytes(absl::GetFlag(FLAGS_http2_window_kb), 10));
+  o.grpc.max_connections_per_address =
+      absl::GetFlag(FLAGS_max_connections_per_address);
   o.http.address = absl::GetFlag(FLAGS_http_address);
   o.http.threads = absl::GetFlag(FLAGS_http_threads);
   o.http.max_connections = absl::GetFlag(FLAGS_http_max_connections);
   o.http.max_connections_per_address =
       absl::GetFlag(FLAGS_http_max_connections_per_address);
   o.http.idle_timeout = absl::GetFlag(FLAGS_http_idle_timeout);
+  o.http.head_timeout = absl::GetFlag(FLAGS_http_head_timeout);
+  o.http.min_body_rate = Bytes(absl::GetFlag(FLAGS_http_min_body_rate_kb), 10);
+  for (absl::string_view host :
+       absl::StrSplit(absl::GetFlag(FLAGS_http_allowed_hosts), ',',
+                      absl::SkipWhitespace())) {
+    o.http.allowed_hosts.push_back(
+        absl::AsciiStrToLower(absl::StripAsciiWhitespace(host)));
+  }
+  o.metrics.address = absl::GetFlag(FLAGS_metrics_address);
   o.engine.default_target = default_target;
-  o.engine.host_buffer_bytes =
-      uint64_t{1024} * absl::GetFlag(FLAGS_host_buffer_kb);
-  o.engine.limits.max_tile_bytes =
-      static_cast<size_t>(absl::GetFlag(FLAGS_max_tile_mb)) << 20;
+  o.engine.host_buffer_bytes = Bytes(absl::GetFlag(FLAGS_host_buffer_kb), 10);
+  o.engine.limits.max_tile_bytes = Bytes(absl::GetFlag(FLAGS_max_tile_mb), 20);
   o.engine.limits.max_tiles_per_job = absl::GetFlag(FLAGS_max_tiles_per_job);
   o.engine.limits.max_instructions_per_job =
       absl::GetFlag(FLAGS_max_instructions_per_job);
   o.engine.limits.max_waits_per_instruction =
       absl::GetFlag(FLAGS_max_waits_per_instruction);
   o.engine.limits.max_assembly_bytes =
-      static_cast<size_t>(absl::GetFlag(FLAGS_max_assembly_kb)) << 10;
+      Bytes(absl::GetFlag(FLAGS_max_assembly_kb), 10);
   o.scheduling.workers =
       absl::GetFlag(FLAGS_workers) > 0
-          ? absl::GetFlag(FLAGS_workers)
+          ? static_cast<int>(absl::GetFlag(FLAGS_workers))
           : std::max(1u, std::thread::hardware_concurrency());
   o.scheduling.max_batch_size = absl::GetFlag(FLAGS_max_batch_size);
-  o.scheduling.max_batch_bytes =
-      static_cast<uint64_t>(absl::GetFlag(FLAGS_max_batch_kb)) << 10;
+  o.scheduling.max_batch_bytes = Bytes(absl::GetFlag(FLAGS_max_batch_kb), 10);
   o.scheduling.max_queue_delay =
-      absl::Microseconds(absl::GetFlag(FLAGS_max_queue_delay_us));
+      absl::Microseconds(absl::GetFlag(FLAGS_max_queue_delay_us).value);
   o.scheduling.queue_capacity = absl::GetFlag(FLAGS_queue_capacity);
   o.scheduling.priority_levels = absl::GetFlag(FLAGS_priority_levels);
   o.scheduling.priority_aging =
-      absl::Milliseconds(absl::GetFlag(FLAGS_priority_aging_ms));
-  o.max_message_bytes = absl::GetFlag(FLAGS_max_message_mb) << 20;
-  o.max_job_bytes = static_cast<uint64_t>(absl::GetFlag(FLAGS_max_job_mb))
-                    << 20;
-  o.memory_budget_bytes =
-      static_cast<uint64_t>(absl::GetFlag(FLAGS_memory_budget_mb)) << 20;
-  o.client_memory_bytes =
-      static_cast<uint64_t>(absl::GetFlag(FLAGS_max_client_memory_mb)) << 20;
-  o.stall_timeout = absl::GetFlag(FLAGS_stall_timeout);
-  o.stream_window = absl::GetFlag(FLAGS_stream_window);
-  o.max_jobs_per_batch = absl::GetFlag(FLAGS_max_jobs_per_batch);
+      absl::Milliseconds(absl::GetFlag(FLAGS_priority_aging_ms).value);
+  o.limits.max_message_bytes = Bytes(absl::GetFlag(FLAGS_max_message_mb), 20);
+  o.limits.max_job_bytes = Bytes(absl::GetFlag(FLAGS_max_job_mb), 20);
+  o.limits.memory_budget_bytes =
+      Bytes(absl::GetFlag(FLAGS_memory_budget_mb), 20);
+  o.limits.client_memory_bytes =
+      Bytes(absl::GetFlag(FLAGS_max_client_memory_mb), 20);
+  o.limits.max_job_time = absl::GetFlag(FLAGS_max_job_time);
+  o.limits.stream_window = absl::GetFlag(FLAGS_stream_window);
+  o.limits.max_jobs_per_batch = absl::GetFlag(FLAGS_max_jobs_per_batch);
+  o.limits.stall_timeout = absl::GetFlag(FLAGS_stall_timeout);
   if (const std::string shm = absl::GetFlag(FLAGS_shared_memory);
       shm != "auto") {
-    o.shared_memory = shm == "true";
+    o.shared_memory.enabled = shm == "true";
   }
-  o.shared_memory_prefix = absl::GetFlag(FLAGS_shared_memory_prefix);
-  o.max_shared_regions = absl::GetFlag(FLAGS_max_shared_regions);
-  o.max_shared_regions_per_user =
-      absl::GetFlag(FLAGS_max_shared_regions_per_user);
-  o.shared_region_grace = absl::GetFlag(FLAGS_shared_region_grace);
+  o.shared_memory.key_prefix = absl::GetFlag(FLAGS_shared_memory_prefix);
+  o.shared_memory.max_regions = absl::GetFlag(FLAGS_max_shared_regions);
+  // 0: a quarter, so that one user's regions never refuse another's.
+  const uint32_t per_user = absl::GetFlag(FLAGS_max_shared_regions_per_user);
+  o.shared_memory.max_regions_per_user =
+      per_user != 0 ? std::min(per_user, o.shared_memory.max_regions)
+                    : std::max(1u, o.shared_memory.max_regions / 4);
+  o.shared_memory.lease_grace = absl::GetFlag(FLAGS_shared_region_grace);
   o.tls = {absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key),
            absl::GetFlag(FLAGS_tls_client_ca)};
   o.auth_token_file = absl::GetFlag(FLAGS_auth_token_file);
   o.tls_client_names = absl::StrSplit(absl::GetFlag(FLAGS_tls_client_names),
                                       ',', absl::SkipEmpty());
   o.reflection = absl::GetFlag(FLAGS_reflection);
-  o.handshake_timeout = absl::GetFlag(FLAGS_handshake_timeout);
-  o.max_connection_idle = absl::GetFlag(FLAGS_max_connection_idle);
-  o.http2_window_bytes = absl::GetFlag(FLAGS_http2_window_kb) << 10;
   return o;
 }
 

@@ -16,7 +16,6 @@
 #include "server/jobs/engine_runner.h"
 #include "server/jobs/gauges.h"
 #include "server/jobs/intake.h"
-#include "server/jobs/limits.h"
 #include "server/jobs/memory_budget.h"
 #include "server/jobs/shared_memory.h"
 #include "server/jobs/task_pool.h"
@@ -36,30 +35,16 @@ namespace ptoserve {
 
 namespace {
 
+// The shared-memory options as the registry takes them: on or off decided,
+// and how often leases are looked at.
 SharedMemoryOptions SharedMemoryFrom(const ServerOptions& options) {
-  SharedMemoryOptions shm;
-  shm.enabled =
-      options.shared_memory.value_or(IsLoopbackAddress(options.address));
-  shm.key_prefix = options.shared_memory_prefix;
-  shm.max_regions = options.max_shared_regions;
-  shm.max_regions_per_user = options.max_shared_regions_per_user != 0
-                                 ? std::min(options.max_shared_regions_per_user,
-                                            options.max_shared_regions)
-                                 : std::max(1u, options.max_shared_regions / 4);
-  shm.lease_grace = options.shared_region_grace;
+  SharedMemoryOptions shm = options.shared_memory;
+  shm.enabled = shm.enabled.value_or(IsLoopbackAddress(options.grpc.address));
   // Leases are looked at four times a grace, between 20 times a second and
   // once a second.
-  shm.lease_sweep = std::clamp(options.shared_region_grace / 4,
-                               absl::Milliseconds(50), absl::Seconds(1));
+  shm.lease_sweep =
+      std::clamp(shm.lease_grace / 4, absl::Milliseconds(50), absl::Seconds(1));
   return shm;
-}
-
-// What one client may hold of the memory budget.
-uint64_t ClientMemory(const ServerOptions& options) {
-  if (options.client_memory_bytes != 0) return options.client_memory_bytes;
-  return std::min(
-      options.memory_budget_bytes,
-      std::max(options.memory_budget_bytes / 2, options.max_job_bytes));
 }
 
 }  // namespace
@@ -72,7 +57,8 @@ struct Server::Parts {
         metrics(&registry),
         runner(&engine, &metrics),
         scheduler(options.scheduling, &runner),
-        budget(options.memory_budget_bytes, ClientMemory(options)),
+        budget(options.limits.memory_budget_bytes,
+               options.limits.ClientMemoryBytes()),
         shared(SharedMemoryFrom(options), &budget),
         // Decodes requests too large to decode on gRPC's threads (service.h).
         // One client may have a quarter of their queue: one client's large
@@ -156,24 +142,14 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
   AddMemoryBudgetGauges(&parts->budget, &parts->registry);
   AddSharedMemoryGauges(&parts->shared, &parts->registry);
 
-  ServerLimits limits;
-  limits.max_message_bytes = options.max_message_bytes;
-  limits.max_job_bytes = options.max_job_bytes;
-  limits.memory_budget_bytes = parts->budget.limit();
-  limits.priority_levels = options.scheduling.priority_levels;
-  limits.queue_capacity = options.scheduling.queue_capacity;
-  limits.stream_window = options.stream_window;
-  limits.max_jobs_per_batch = options.max_jobs_per_batch;
-  limits.stall_timeout = options.stall_timeout;
-  limits.shared_memory = parts->shared.options();
   parts->dispatcher = std::make_unique<Dispatcher>(
-      &parts->engine, &parts->scheduler, limits, &parts->metrics,
+      &parts->engine, &parts->scheduler, options.limits, &parts->metrics,
       &parts->budget, &parts->shared, &parts->finishers);
-  parts->intake = std::make_unique<Intake>(
-      parts->dispatcher.get(), &parts->metrics, &parts->budget,
-      &parts->decoders, limits.max_jobs_per_batch);
-  parts->service = std::make_unique<TileComputeService>(
-      parts->intake.get(), limits, &parts->budget, auth);
+  parts->intake =
+      std::make_unique<Intake>(parts->dispatcher.get(), &parts->metrics,
+                               &parts->budget, &parts->decoders);
+  parts->service = std::make_unique<TileComputeService>(parts->intake.get(),
+                                                        &parts->budget, auth);
   parts->shared_service =
       std::make_unique<SharedMemoryService>(&parts->shared, auth);
   parts->registry.AddCallbackCounter(
@@ -236,9 +212,11 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
   }
 
   // Before gRPC: a port that is taken stops the server before it serves.
-  if (!options.metrics_address.empty()) {
+  if (!options.metrics.address.empty()) {
+    HttpDaemonOptions metrics = options.metrics;
+    metrics.flag = "--metrics_address";
     absl::StatusOr<std::unique_ptr<MetricsEndpoint>> started =
-        MetricsEndpoint::Start(options.metrics_address, &parts->registry);
+        MetricsEndpoint::Start(metrics, &parts->registry);
     if (!started.ok()) return started.status();
     parts->metrics_endpoint = std::move(*started);
   }
@@ -251,9 +229,8 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
           "certificates (--tls_client_ca), so beside mutual TLS it serves "
           "loopback only; leave --http_address empty or give it 127.0.0.1"));
     }
-    HttpApiOptions http = options.http;
-    http.max_body_bytes = options.max_message_bytes;
-    http.tls = options.tls;
+    HttpDaemonOptions http = options.http;
+    http.flag = "--http_address";
     HttpApiParts http_parts;
     http_parts.intake = parts->intake.get();
     http_parts.budget = &parts->budget;
@@ -261,20 +238,17 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
     http_parts.auth = auth;
     http_parts.ready = [parts = parts.get()] { return parts->Serving(); };
     absl::StatusOr<std::unique_ptr<HttpApi>> started =
-        HttpApi::Start(http, http_parts);
+        HttpApi::Start(http, options.tls, http_parts);
     if (!started.ok()) return started.status();
     parts->http = std::move(*started);
   }
-  GrpcSettings settings;
-  settings.address = options.address;
-  settings.max_message_bytes = options.max_message_bytes;
-  settings.credentials = *credentials;
-  settings.tls = tls;
-  settings.handshake_timeout = options.handshake_timeout;
-  settings.max_connection_idle = options.max_connection_idle;
-  settings.http2_window_bytes = options.http2_window_bytes;
-  settings.interceptor = parts->grpc_metrics.get();
-  absl::StatusOr<RunningServer> running = StartGrpcServer(settings, services);
+  GrpcWiring wiring;
+  wiring.max_message_bytes = options.limits.max_message_bytes;
+  wiring.credentials = *credentials;
+  wiring.tls = tls;
+  wiring.interceptor = parts->grpc_metrics.get();
+  absl::StatusOr<RunningServer> running =
+      StartGrpcServer(options.grpc, wiring, services);
   if (!running.ok()) return running.status();
   parts->running = std::move(*running);
   // The connections gRPC serves, counted in the kernel's socket tables at

@@ -4,7 +4,7 @@
 // another program that embeds the server.
 //
 //   ServerOptions options;
-//   options.address = "127.0.0.1:0";
+//   options.grpc.address = "127.0.0.1:0";
 //   absl::StatusOr<std::unique_ptr<Server>> server = Server::Start(options);
 //   if (!server.ok()) ...;
 //   std::cout << (*server)->address();
@@ -21,44 +21,34 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "core/engine.h"
-#include "server/http/http_api.h"
+#include "server/httpd/http_daemon.h"
+#include "server/jobs/limits.h"
 #include "server/jobs/scheduler.h"
+#include "server/jobs/shared_memory.h"
 #include "server/transport/auth.h"
+#include "server/transport/grpc_server.h"
 
 namespace ptoserve {
 
+// Everything a server is started with: each subsystem's options, whole.
 struct ServerOptions {
-  // HOST:PORT; port 0 picks a free one (address() reports it).
-  std::string address = "127.0.0.1:50051";
-  // Where /metrics is served, HOST:PORT; empty: nowhere.
-  std::string metrics_address;
-  // The HTTP/JSON API (server/http/http_api.h): its address (empty: none),
-  // threads and timeouts; its body limit is max_message_bytes and its TLS
-  // is `tls`.
-  HttpApiOptions http;
+  // Where and how gRPC takes connections (address, handshake, idle,
+  // windows, connections per address).
+  GrpcOptions grpc;
+  // The HTTP/JSON API's connections (server/http/http_api.h): its
+  // address (empty: none), threads, limits and timeouts, allowed hosts.
+  HttpDaemonOptions http;
+  // The same for GET /metrics (empty address: none).
+  HttpDaemonOptions metrics;
   EngineOptions engine;
   SchedulerOptions scheduling;
-  int max_message_bytes = 64 << 20;
-  uint64_t max_job_bytes = uint64_t{256} << 20;
-  uint64_t memory_budget_bytes = uint64_t{768} << 20;
-  // What one client may hold of it; 0: half, and at least max_job_bytes.
-  uint64_t client_memory_bytes = 0;
-  // How long an answer may wait for a client that does not read it before
-  // its call is cancelled; zero: never.
-  absl::Duration stall_timeout = absl::Seconds(30);
-  uint32_t stream_window = 128;
-  uint32_t max_jobs_per_batch = 256;
-  // The shared-memory data path (server/shared_memory.h): on, off, or
-  // (unset) on exactly when `address` is a loopback one.
-  std::optional<bool> shared_memory;
-  std::string shared_memory_prefix = "/ptoserve";
-  uint32_t max_shared_regions = 64;
-  // What one user may have of them; 0: a quarter (at least 1).
-  uint32_t max_shared_regions_per_user = 0;
-  // How long a region outlives its registering connection, unless it asked
-  // to outlive it for good.
-  absl::Duration shared_region_grace = absl::Seconds(10);
-  // TLS when tls.cert is set (server/auth.h).
+  // What every door's calls are held to: message size, memory, shares,
+  // streams, how long a job or an unread answer may take.
+  ServiceLimits limits;
+  // The shared-memory data path (server/jobs/shared_memory.h); unset
+  // `enabled`: on exactly when grpc.address is a loopback one.
+  SharedMemoryOptions shared_memory;
+  // TLS when tls.cert is set (server/transport/auth.h), for gRPC and HTTP.
   TlsFiles tls;
   // Bearer tokens, one a line; empty: none required.
   std::string auth_token_file;
@@ -66,10 +56,6 @@ struct ServerOptions {
   // signed.
   std::vector<std::string> tls_client_names;
   bool reflection = true;
-  absl::Duration handshake_timeout = absl::Seconds(10);
-  absl::Duration max_connection_idle = absl::Minutes(10);
-  // GrpcSettings::http2_window_bytes.
-  int http2_window_bytes = 1 << 20;
 };
 
 class Server {

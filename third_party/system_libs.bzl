@@ -13,8 +13,6 @@ _LIBS = {
     "gtest": (["gtest", "gmock"], ["-lpthread"]),
     "gtest_main": (["gtest_main", "gmock", "gtest"], ["-lpthread"]),
     "benchmark": (["benchmark"], ["-lpthread"]),
-    # Debian's libcivetweb-dev ships no .pc file.
-    "civetweb": ([], ["-lcivetweb"]),
     "microhttpd": (["libmicrohttpd"], []),
 }
 

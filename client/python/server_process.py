@@ -43,12 +43,14 @@ def _drain(pipe) -> None:
         pipe.read()
 
 
-def start_and_read(args: list[str], wanted: dict[str, str]
-                    ) -> tuple[subprocess.Popen, dict[str, str]]:
-    """Starts the server with `args` and reads its lines until each of
-    `wanted`'s markers ("listening on ") has been followed by a word; returns
-    it and those words by `wanted`'s keys."""
-    server = subprocess.Popen([SERVER, *args], stdout=subprocess.PIPE,
+def start_and_read(args: list[str], wanted: dict[str, str],
+                   prefix: tuple[str, ...] = ()
+                   ) -> tuple[subprocess.Popen, dict[str, str]]:
+    """Starts the server with `args` (run by `prefix`, e.g. taskset, if
+    given) and reads its lines until each of `wanted`'s markers ("listening
+    on ") has been followed by a word; returns it and those words by
+    `wanted`'s keys."""
+    server = subprocess.Popen([*prefix, SERVER, *args], stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT)
     lines = queue.Queue()
 
@@ -98,6 +100,14 @@ def start_server_with_http(*flags: str) -> tuple[subprocess.Popen, str, str]:
          "--http_address=127.0.0.1:0", *flags],
         {"http": "HTTP/JSON API on ", "metrics": "metrics on "})
     return server, found["http"], found["metrics"]
+
+
+def sanitized(binary: str) -> bool:
+    """Whether `binary` was built with AddressSanitizer or ThreadSanitizer,
+    which make every call many times slower."""
+    with open(binary, "rb") as f:
+        text = f.read()
+    return b"__asan_init" in text or b"__tsan_init" in text
 
 
 def scrape(url: str) -> dict[str, float]:

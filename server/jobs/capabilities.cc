@@ -11,7 +11,9 @@
 namespace ptoserve {
 
 v1::Capabilities CapabilitiesOf(const Engine& engine,
-                                const ServerLimits& limits) {
+                                const SchedulerOptions& scheduling,
+                                const ServiceLimits& limits,
+                                const SharedMemoryOptions& shared_memory) {
   v1::Capabilities capabilities;
   v1::Capabilities* out = &capabilities;
   out->set_server_version(kVersion);
@@ -39,8 +41,8 @@ v1::Capabilities CapabilitiesOf(const Engine& engine,
   l->set_max_tiles_per_job(engine_limits.max_tiles_per_job);
   l->set_max_instructions_per_job(engine_limits.max_instructions_per_job);
   l->set_max_message_bytes(limits.max_message_bytes);
-  l->set_priority_levels(limits.priority_levels);
-  l->set_queue_capacity(limits.queue_capacity);
+  l->set_priority_levels(scheduling.priority_levels);
+  l->set_queue_capacity(scheduling.queue_capacity);
   l->set_stream_window(limits.stream_window);
   l->set_max_job_bytes(limits.max_job_bytes);
   l->set_memory_budget_bytes(limits.memory_budget_bytes);
@@ -49,11 +51,11 @@ v1::Capabilities CapabilitiesOf(const Engine& engine,
   l->set_max_name_bytes(kMaxNameBytes);
   l->set_max_jobs_per_batch(limits.max_jobs_per_batch);
   v1::SharedMemoryInfo* shm = out->mutable_shared_memory();
-  shm->set_enabled(limits.shared_memory.enabled);
-  shm->set_key_prefix(limits.shared_memory.key_prefix);
-  shm->set_max_regions(limits.shared_memory.max_regions);
-  shm->set_max_regions_per_user(limits.shared_memory.max_regions_per_user);
-  *shm->mutable_lease_grace() = ToDuration(limits.shared_memory.lease_grace);
+  shm->set_enabled(shared_memory.enabled.value_or(false));
+  shm->set_key_prefix(shared_memory.key_prefix);
+  shm->set_max_regions(shared_memory.max_regions);
+  shm->set_max_regions_per_user(shared_memory.max_regions_per_user);
+  *shm->mutable_lease_grace() = ToDuration(shared_memory.lease_grace);
   for (const std::string& form : pasm::AcceptedForms()) {
     out->add_assembly_forms(form);
   }

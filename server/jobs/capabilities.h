@@ -6,11 +6,15 @@
 #include "core/engine.h"
 #include "ptoserve/v1/service.pb.h"
 #include "server/jobs/limits.h"
+#include "server/jobs/scheduler.h"
+#include "server/jobs/shared_memory.h"
 
 namespace ptoserve {
 
 v1::Capabilities CapabilitiesOf(const Engine& engine,
-                                const ServerLimits& limits);
+                                const SchedulerOptions& scheduling,
+                                const ServiceLimits& limits,
+                                const SharedMemoryOptions& shared_memory);
 
 }  // namespace ptoserve
 

@@ -108,7 +108,7 @@ absl::Status RefuseSharedMemory(const v1::Job& job) {
 }  // namespace
 
 Dispatcher::Dispatcher(const Engine* engine, Scheduler* scheduler,
-                       const ServerLimits& limits, ServiceMetrics* metrics,
+                       const ServiceLimits& limits, ServiceMetrics* metrics,
                        MemoryBudget* budget, const SharedMemoryRegistry* shared,
                        TaskPool* finishers)
     : engine_(engine),
@@ -124,7 +124,9 @@ Dispatcher::Dispatcher(const Engine* engine, Scheduler* scheduler,
                             ? 0
                             : std::max(1, scheduler->options().workers)),
       limits_(limits),
-      capabilities_(CapabilitiesOf(*engine, limits)) {}
+      capabilities_(CapabilitiesOf(
+          *engine, scheduler->options(), limits,
+          shared != nullptr ? shared->options() : SharedMemoryOptions{})) {}
 
 Dispatched Dispatcher::Dispatch(JobRequest request) {
   JobRecord record(
@@ -178,13 +180,16 @@ absl::Status Dispatcher::Submit(JobRequest* request, JobRecord* record,
   record->CountInstructions(decoded.spec.instructions);
   // The scheduler's rule, checked here too: a job that runs to completion
   // never reaches it.
-  if (job.priority() >= limits_.priority_levels) {
+  const uint32_t levels = scheduler_->options().priority_levels;
+  if (job.priority() >= levels) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "priority %u is out of range: this server has priority levels 0 to %u",
-        job.priority(), limits_.priority_levels - 1));
+        job.priority(), levels - 1));
   }
   JobTicket ticket;
-  ticket.deadline = call.deadline;
+  // Every job has a deadline: its caller's, or the server's longest.
+  ticket.deadline =
+      std::min(call.deadline, record->arrival + limits_.max_job_time);
   if (job.has_timeout()) {
     const absl::Duration timeout = absl::Seconds(job.timeout().seconds()) +
                                    absl::Nanoseconds(job.timeout().nanos());

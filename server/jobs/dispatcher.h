@@ -96,7 +96,7 @@ class Dispatcher {
   // batches, other clients' included. Shut `finishers` down after the
   // scheduler.
   Dispatcher(const Engine* engine, Scheduler* scheduler,
-             const ServerLimits& limits, ServiceMetrics* metrics,
+             const ServiceLimits& limits, ServiceMetrics* metrics,
              MemoryBudget* budget, const SharedMemoryRegistry* shared = nullptr,
              TaskPool* finishers = nullptr);
 
@@ -107,6 +107,8 @@ class Dispatcher {
 
   // What a job may hold and carry (the wire scan reads them).
   const EngineLimits& job_limits() const { return engine_->options().limits; }
+  // What the server holds every door's calls to.
+  const ServiceLimits& limits() const { return limits_; }
   // The server's GetCapabilities answer: fixed for its lifetime.
   const v1::Capabilities& capabilities() const { return capabilities_; }
 
@@ -135,7 +137,7 @@ class Dispatcher {
   // queue delay: jobs are to wait for company then).
   std::atomic<int> running_here_{0};
   const int max_running_here_;
-  const ServerLimits limits_;
+  const ServiceLimits limits_;
   const v1::Capabilities capabilities_;
 };
 

@@ -60,13 +60,11 @@ uint64_t DeclaredTileBytes(const v1::Job& job) {
 }  // namespace
 
 Intake::Intake(Dispatcher* dispatcher, ServiceMetrics* metrics,
-               MemoryBudget* budget, TaskPool* decoders,
-               uint32_t max_jobs_per_batch)
+               MemoryBudget* budget, TaskPool* decoders)
     : dispatcher_(dispatcher),
       metrics_(metrics),
       budget_(budget),
-      decoders_(decoders),
-      max_jobs_per_batch_(max_jobs_per_batch) {}
+      decoders_(decoders) {}
 
 void Intake::CountRefused(absl::StatusCode code) const {
   metrics_->JobAnswered(JobRecord("unknown"), code);
@@ -119,7 +117,7 @@ absl::StatusOr<BatchShape> Intake::ScanBatch(const RequestBody& body,
   absl::Status read =
       body.Read([&](google::protobuf::io::ZeroCopyInputStream* in) {
         shape = CheckJobBatchWire(in, body.size(), dispatcher_->job_limits(),
-                                  max_jobs_per_batch_);
+                                  dispatcher_->limits().max_jobs_per_batch);
       });
   if (!read.ok()) shape = read;
   return Named(std::move(shape), body, what);

@@ -62,7 +62,7 @@ class Intake {
   // `decoders` (at most kDecodesPerClient of one client's), their bytes
   // held against `budget`.
   Intake(Dispatcher* dispatcher, ServiceMetrics* metrics, MemoryBudget* budget,
-         TaskPool* decoders, uint32_t max_jobs_per_batch);
+         TaskPool* decoders);
 
   // Steps 1 to 5 for one job.
   void Execute(ExecuteRequest request) const;
@@ -122,7 +122,6 @@ class Intake {
   ServiceMetrics* const metrics_;
   MemoryBudget* const budget_;
   TaskPool* const decoders_;
-  const uint32_t max_jobs_per_batch_;
 };
 
 }  // namespace ptoserve

@@ -1,27 +1,45 @@
-// The numbers that describe a server beside what the engine knows: what
-// GetCapabilities reports, what the service's calls and streams may hold,
-// and how long an answer may wait for a client that does not read it.
+// What the server holds every front door's calls to, beside what one job
+// may carry (EngineLimits) and the scheduler's own (SchedulerOptions): one
+// field per flag, passed down whole.
 #ifndef PTOSERVE_SERVER_JOBS_LIMITS_H_
 #define PTOSERVE_SERVER_JOBS_LIMITS_H_
 
+#include <algorithm>
 #include <cstdint>
 
 #include "absl/time/time.h"
-#include "server/jobs/shared_memory.h"
 
 namespace ptoserve {
 
-struct ServerLimits {
-  uint64_t max_message_bytes = 0;
-  uint64_t max_job_bytes = 0;        // what one job may hold
-  uint64_t memory_budget_bytes = 0;  // what all jobs may hold together
-  uint32_t priority_levels = 1;
-  uint32_t queue_capacity = 0;  // instructions
-  uint32_t stream_window = 1;   // jobs of one stream in flight
-  uint32_t max_jobs_per_batch = 1;
-  // How long an answer may wait for a client that does not read it.
-  absl::Duration stall_timeout = absl::ZeroDuration();
-  SharedMemoryOptions shared_memory;
+struct ServiceLimits {
+  // The largest request or answer, on every door (--max_message_mb).
+  uint64_t max_message_bytes = uint64_t{64} << 20;
+  // What one job may hold: its request, the tiles the server makes, its
+  // result built and serialized (--max_job_mb).
+  uint64_t max_job_bytes = uint64_t{256} << 20;
+  // What all jobs in flight may hold together (--memory_budget_mb).
+  uint64_t memory_budget_bytes = uint64_t{768} << 20;
+  // What one client's calls may hold of it (--max_client_memory_mb); 0:
+  // half the budget, and at least max_job_bytes (ClientMemoryBytes).
+  uint64_t client_memory_bytes = 0;
+  // The longest a job may take from its arrival to its answer, whatever
+  // deadline or timeout its caller asks for, or none (--max_job_time).
+  absl::Duration max_job_time = absl::Minutes(2);
+  // Jobs of one ExecuteStream or ExecuteBatches call unanswered at once
+  // (--stream_window).
+  uint32_t stream_window = 128;
+  // Jobs in one JobBatch (--max_jobs_per_batch).
+  uint32_t max_jobs_per_batch = 256;
+  // How long an answer may wait for a client that does not read it before
+  // its call is cancelled (--stall_timeout); zero: forever.
+  absl::Duration stall_timeout = absl::Seconds(30);
+
+  // What one client may hold: client_memory_bytes, or its default.
+  uint64_t ClientMemoryBytes() const {
+    if (client_memory_bytes != 0) return client_memory_bytes;
+    return std::min(memory_budget_bytes,
+                    std::max(memory_budget_bytes / 2, max_job_bytes));
+  }
 };
 
 }  // namespace ptoserve

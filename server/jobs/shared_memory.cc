@@ -233,7 +233,7 @@ void RegionUse::Release() {
 SharedMemoryRegistry::SharedMemoryRegistry(const SharedMemoryOptions& options,
                                            MemoryBudget* budget)
     : options_(options), budget_(budget) {
-  if (!options_.enabled || options_.lease_sweep <= absl::ZeroDuration()) {
+  if (!enabled() || options_.lease_sweep <= absl::ZeroDuration()) {
     return;
   }
   sweeper_ = std::thread([this] {

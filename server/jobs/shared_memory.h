@@ -46,8 +46,10 @@
 namespace ptoserve {
 
 struct SharedMemoryOptions {
-  // Whether regions may be registered and used at all.
-  bool enabled = false;
+  // Whether regions may be registered and used at all (--shared_memory);
+  // unset: on exactly when every address the server listens on is a
+  // loopback one (the server decides; the registry takes unset as off).
+  std::optional<bool> enabled;
   // Every key must start with this ("/" and the start of a name).
   std::string key_prefix = "/ptoserve";
   // The most regions registered at once, by everyone and by one user.
@@ -188,7 +190,7 @@ class SharedMemoryRegistry {
                        MemoryBudget* budget);
 
   const SharedMemoryOptions& options() const { return options_; }
-  bool enabled() const { return options_.enabled; }
+  bool enabled() const { return options_.enabled.value_or(false); }
 
   // Stops the lease thread, if there is one.
   ~SharedMemoryRegistry();

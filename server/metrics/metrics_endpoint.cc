@@ -1,8 +1,6 @@
 #include "server/metrics/metrics_endpoint.h"
 
-#include <civetweb.h>
-
-#include <cstring>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 
@@ -13,44 +11,46 @@ namespace {
 // The exposition format's content type, as Prometheus's own clients send it.
 constexpr char kContentType[] = "text/plain; version=0.0.4; charset=utf-8";
 
-int ServeMetrics(mg_connection* connection, void* registry) {
-  const char* method = mg_get_request_info(connection)->request_method;
-  const bool head = std::strcmp(method, "HEAD") == 0;
-  if (!head && std::strcmp(method, "GET") != 0) {
-    mg_send_http_error(connection, 405, "%s is not allowed; use GET\n", method);
-    return 405;
-  }
-  const std::string text =
-      static_cast<const MetricsRegistry*>(registry)->Render();
-  mg_send_http_ok(connection, kContentType,
-                  static_cast<long long>(text.size()));
-  if (!head) mg_write(connection, text.data(), text.size());
-  return 200;
+HttpResponse Text(int status, std::string body,
+                  const char* content_type = "text/plain; charset=utf-8") {
+  HttpResponse r;
+  r.status = status;
+  r.body = std::move(body);
+  r.content_type = content_type;
+  return r;
 }
 
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<MetricsEndpoint>> MetricsEndpoint::Start(
-    const std::string& address, const MetricsRegistry* registry) {
-  // civetweb serves a connection per thread, and a connection that sends
-  // nothing holds its thread until the request timeout: enough threads, and
-  // a short timeout, keep idle or slow clients from blocking a scrape (a
-  // scrape itself takes well under a millisecond). No linger_timeout_ms of
-  // 0: that closes with a reset, which drops what the kernel has not sent
-  // yet of a large exposition (70 KB) to a slow reader.
-  absl::StatusOr<std::unique_ptr<HttpServer>> http = HttpServer::Start(
-      address, {{"num_threads", "32"}, {"request_timeout_ms", "1000"}},
-      "--metrics_address");
-  if (!http.ok()) return http.status();
-  // "$": exactly /metrics, not /metrics/anything.
-  (*http)->Handle("/metrics$", ServeMetrics,
-                  const_cast<MetricsRegistry*>(registry));
-  return std::unique_ptr<MetricsEndpoint>(
-      new MetricsEndpoint(*std::move(http)));
+    const HttpDaemonOptions& connections, const MetricsRegistry* registry) {
+  std::unique_ptr<MetricsEndpoint> endpoint(new MetricsEndpoint(registry));
+  absl::StatusOr<std::unique_ptr<HttpDaemon>> daemon =
+      HttpDaemon::Start(connections, endpoint.get());
+  if (!daemon.ok()) return daemon.status();
+  endpoint->daemon_ = *std::move(daemon);
+  return endpoint;
 }
 
+MetricsEndpoint::~MetricsEndpoint() { daemon_.reset(); }
+
 std::string MetricsEndpoint::url() const {
-  return absl::StrCat("http://", http_->host(), ":", http_->port(), "/metrics");
+  return absl::StrCat(daemon_->url(), "/metrics");
+}
+
+void MetricsEndpoint::OnHead(const std::shared_ptr<HttpExchange>& exchange) {
+  if (exchange->path() != "/metrics") {
+    return exchange->Respond(
+        Text(404, absl::StrCat("no such path; the metrics are at /metrics\n")));
+  }
+  const absl::string_view method = exchange->method();
+  if (method != "GET" && method != "HEAD") {
+    HttpResponse refused =
+        Text(405, absl::StrCat(method, " is not allowed; use GET\n"));
+    refused.headers.push_back({"Allow", "GET"});
+    return exchange->Respond(std::move(refused));
+  }
+  exchange->Respond(Text(200, registry_->Render(), kContentType));
 }
 
 }  // namespace ptoserve

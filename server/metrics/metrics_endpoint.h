@@ -1,6 +1,8 @@
 // Serves a MetricsRegistry to Prometheus: GET /metrics over HTTP, in the
-// text exposition format, on civetweb (Debian's libcivetweb). Every other
-// path answers 404.
+// text exposition format, on the server's one HTTP server (HttpDaemon), so
+// its connections have the API's limits and timeouts. Every other path
+// answers 404. No Host check: a scrape names its target as Prometheus was
+// told to, and the exposition is no page a browser runs.
 #ifndef PTOSERVE_SERVER_METRICS_METRICS_ENDPOINT_H_
 #define PTOSERVE_SERVER_METRICS_METRICS_ENDPOINT_H_
 
@@ -8,18 +10,19 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "server/metrics/http_server.h"
+#include "server/httpd/http_daemon.h"
 #include "server/metrics/metrics.h"
 
 namespace ptoserve {
 
-class MetricsEndpoint {
+class MetricsEndpoint final : public HttpHandler {
  public:
-  // Listens on `address` (IP:PORT; port 0 picks a free port) and serves
-  // `registry`, which must outlive the endpoint. UNAVAILABLE if it cannot
-  // listen there.
+  // Serves `registry`, which must outlive the endpoint, on `connections`
+  // (its address, IP:PORT, port 0 picks a free one; limits and timeouts).
+  // UNAVAILABLE if it cannot listen there.
   static absl::StatusOr<std::unique_ptr<MetricsEndpoint>> Start(
-      const std::string& address, const MetricsRegistry* registry);
+      const HttpDaemonOptions& connections, const MetricsRegistry* registry);
+  ~MetricsEndpoint() override;
 
   MetricsEndpoint(const MetricsEndpoint&) = delete;
   MetricsEndpoint& operator=(const MetricsEndpoint&) = delete;
@@ -27,11 +30,15 @@ class MetricsEndpoint {
   // "http://IP:PORT/metrics", with the port actually bound.
   std::string url() const;
 
- private:
-  explicit MetricsEndpoint(std::unique_ptr<HttpServer> http)
-      : http_(std::move(http)) {}
+  void OnHead(const std::shared_ptr<HttpExchange>& exchange) override;
+  void OnComplete(const std::shared_ptr<HttpExchange>& exchange) override {}
 
-  const std::unique_ptr<HttpServer> http_;
+ private:
+  explicit MetricsEndpoint(const MetricsRegistry* registry)
+      : registry_(registry) {}
+
+  const MetricsRegistry* const registry_;
+  std::unique_ptr<HttpDaemon> daemon_;
 };
 
 }  // namespace ptoserve

@@ -47,15 +47,13 @@ absl::Time CallDeadline(const grpc::CallbackServerContext& context) {
 }  // namespace
 
 TileComputeService::TileComputeService(const Intake* intake,
-                                       const ServerLimits& limits,
                                        MemoryBudget* budget,
                                        const TokenAuthenticator* auth)
     : intake_(intake),
       budget_(budget),
       auth_(auth),
-      max_message_bytes_(limits.max_message_bytes),
-      stream_window_(limits.stream_window),
-      stalls_(limits.stall_timeout) {}
+      limits_(intake->dispatcher()->limits()),
+      stalls_(limits_.stall_timeout) {}
 
 CallInfo TileComputeService::CallOf(
     grpc::CallbackServerContext* context) const {
@@ -94,7 +92,8 @@ grpc::ServerUnaryReactor* TileComputeService::Execute(
                                         MemoryBudget::Hold hold) {
     call->hold = std::move(hold);
     absl::Status encoded =
-        r.ok() ? EncodeReply(**r, max_message_bytes_, response) : r.status();
+        r.ok() ? EncodeReply(**r, limits_.max_message_bytes, response)
+               : r.status();
     call->Answer(ToGrpcStatus(encoded), encoded.ok() ? response->Length() : 0);
   };
   intake_->Execute(std::move(execute));
@@ -108,8 +107,8 @@ TileComputeService::ExecuteStream(grpc::CallbackServerContext* context) {
   }
   auto* reactor = new StreamReactor(counted_.stream, &stalls_, context);
   reactor->Run(std::make_unique<JobStream>(
-      reactor, stream_window_,
-      StreamJobs{intake_, max_message_bytes_, CallOf(context)}));
+      reactor, limits_.stream_window,
+      StreamJobs{intake_, limits_.max_message_bytes, CallOf(context)}));
   return reactor;
 }
 
@@ -120,8 +119,8 @@ TileComputeService::ExecuteBatches(grpc::CallbackServerContext* context) {
   }
   auto* reactor = new StreamReactor(counted_.batches, &stalls_, context);
   reactor->Run(std::make_unique<BatchStream>(
-      reactor, stream_window_,
-      StreamJobs{intake_, max_message_bytes_, CallOf(context)}));
+      reactor, limits_.stream_window,
+      StreamJobs{intake_, limits_.max_message_bytes, CallOf(context)}));
   return reactor;
 }
 

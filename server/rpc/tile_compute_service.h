@@ -19,7 +19,6 @@
 #include "ptoserve/v1/service.grpc.pb.h"
 #include "server/jobs/dispatcher.h"
 #include "server/jobs/intake.h"
-#include "server/jobs/limits.h"
 #include "server/jobs/memory_budget.h"
 #include "server/metrics/grpc_metrics.h"
 #include "server/rpc/stall_watch.h"
@@ -36,9 +35,8 @@ class TileComputeService final
                       v1::TileCompute::Service>>>> {
  public:
   // `intake`, `budget` and `auth` (null: no authentication) must outlive
-  // the service.
-  TileComputeService(const Intake* intake, const ServerLimits& limits,
-                     MemoryBudget* budget,
+  // the service; its limits are the dispatcher's.
+  TileComputeService(const Intake* intake, MemoryBudget* budget,
                      const TokenAuthenticator* auth = nullptr);
 
   // `request`: a serialized Job; `response`: a serialized JobResult.
@@ -87,9 +85,8 @@ class TileComputeService final
   const Intake* const intake_;
   MemoryBudget* const budget_;
   const TokenAuthenticator* const auth_;
-  const uint64_t max_message_bytes_;
+  const ServiceLimits& limits_;
   CountedCalls counted_;
-  const uint32_t stream_window_;
   StallWatch stalls_;
 };
 

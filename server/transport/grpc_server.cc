@@ -75,27 +75,29 @@ class BorrowedInterceptor final
 }  // namespace
 
 absl::StatusOr<RunningServer> StartGrpcServer(
-    const GrpcSettings& settings, const std::vector<grpc::Service*>& services) {
+    const GrpcOptions& options, const GrpcWiring& wiring,
+    const std::vector<grpc::Service*>& services) {
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
   int port = 0;
   RunningServer running;
-  if (!settings.tls && !absl::StartsWith(settings.address, "unix:")) {
-    ListenerOptions options;
-    options.handshake_timeout = settings.handshake_timeout;
+  if (!wiring.tls && !absl::StartsWith(options.address, "unix:")) {
+    ListenerOptions listening;
+    listening.handshake_timeout = options.handshake_timeout;
+    listening.max_per_address = options.max_connections_per_address;
     absl::StatusOr<std::unique_ptr<Listener>> listener =
-        Listener::Bind(settings.address, options);
+        Listener::Bind(options.address, listening);
     if (!listener.ok()) return listener.status();
     running.listener = std::move(*listener);
   } else {
-    builder.AddListeningPort(settings.address, settings.credentials, &port);
+    builder.AddListeningPort(options.address, wiring.credentials, &port);
   }
   builder.AddChannelArgument(
       GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS,
-      static_cast<int>(absl::ToInt64Milliseconds(settings.handshake_timeout)));
-  builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_IDLE_MS,
-                             static_cast<int>(absl::ToInt64Milliseconds(
-                                 settings.max_connection_idle)));
+      static_cast<int>(absl::ToInt64Milliseconds(options.handshake_timeout)));
+  builder.AddChannelArgument(
+      GRPC_ARG_MAX_CONNECTION_IDLE_MS,
+      static_cast<int>(absl::ToInt64Milliseconds(options.max_connection_idle)));
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 60 * 1000);
   // Calls one connection may have open at once (gRPC's default is
   // unbounded); a client needing more opens another connection.
@@ -109,13 +111,14 @@ absl::StatusOr<RunningServer> StartGrpcServer(
   // (ExecuteBatches at 64 streams ran at half its 4-stream rate). A fixed
   // window keeps what waits unread small ("Receive windows" in
   // docs/PERFORMANCE.md).
-  if (settings.http2_window_bytes > 0) {
+  if (options.http2_window_bytes > 0) {
     builder.AddChannelArgument(GRPC_ARG_HTTP2_BDP_PROBE, 0);
     builder.AddChannelArgument(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES,
-                               settings.http2_window_bytes);
+                               options.http2_window_bytes);
   }
-  builder.SetMaxReceiveMessageSize(settings.max_message_bytes);
-  builder.SetMaxSendMessageSize(settings.max_message_bytes);
+  // At most 1 GiB (--max_message_mb): gRPC counts in an int.
+  builder.SetMaxReceiveMessageSize(static_cast<int>(wiring.max_message_bytes));
+  builder.SetMaxSendMessageSize(static_cast<int>(wiring.max_message_bytes));
   // No compressed messages, either way. gRPC inflates a compressed request
   // whole, before any size limit applies to what it inflated to (about
   // 1 MiB of gzip makes 1 GiB), on every method, health and reflection
@@ -129,12 +132,12 @@ absl::StatusOr<RunningServer> StartGrpcServer(
   // port that is in use and take a share of its connections.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   for (grpc::Service* service : services) builder.RegisterService(service);
-  if (settings.interceptor != nullptr) {
+  if (wiring.interceptor != nullptr) {
     std::vector<
         std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
         interceptors;
     interceptors.push_back(
-        std::make_unique<BorrowedInterceptor>(settings.interceptor));
+        std::make_unique<BorrowedInterceptor>(wiring.interceptor));
     builder.experimental().SetInterceptorCreators(std::move(interceptors));
   }
   running.server = builder.BuildAndStart();
@@ -143,15 +146,15 @@ absl::StatusOr<RunningServer> StartGrpcServer(
     running.listener->Start(running.server.get());
   }
   if (running.server == nullptr || port == 0) {
-    const std::string why = WhyCannotBind(settings.address);
+    const std::string why = WhyCannotBind(options.address);
     return absl::UnavailableError(absl::StrCat(
-        "cannot listen on ", settings.address, ": ",
-        !why.empty()   ? why
-        : settings.tls ? "gRPC could not use the TLS certificate and key "
-                         "(is --tls_key the key of --tls_cert?)"
-                       : "gRPC refused the address"));
+        "cannot listen on ", options.address, ": ",
+        !why.empty() ? why
+        : wiring.tls ? "gRPC could not use the TLS certificate and key "
+                       "(is --tls_key the key of --tls_cert?)"
+                     : "gRPC refused the address"));
   }
-  running.address = WithPort(settings.address, port);
+  running.address = WithPort(options.address, port);
   grpc::HealthCheckServiceInterface* health =
       running.server->GetHealthCheckService();
   health->SetServingStatus(true);

@@ -17,25 +17,36 @@
 
 namespace ptoserve {
 
-struct GrpcSettings {
-  std::string address;    // HOST:PORT; port 0 picks a free one
-  int max_message_bytes;  // largest request or response
-  // Plaintext by default; see server/auth.h for TLS. A plaintext TCP
-  // server accepts its connections through a Listener (server/listener.h);
-  // a TLS one through gRPC's own listener.
-  std::shared_ptr<grpc::ServerCredentials> credentials =
-      grpc::InsecureServerCredentials();
-  bool tls = false;  // whether `credentials` are TLS
+// Where and how a gRPC server takes its connections: the operator's.
+struct GrpcOptions {
+  // HOST:PORT (or unix:PATH); port 0 picks a free one (--address).
+  std::string address = "127.0.0.1:50051";
   // A connection that has not completed its HTTP/2 (or TLS) handshake by
-  // then is closed.
+  // then is closed (--handshake_timeout).
   absl::Duration handshake_timeout = absl::Seconds(10);
-  // A connection with no call for this long is closed (GOAWAY first).
+  // A connection with no call for this long is closed, GOAWAY first
+  // (--max_connection_idle).
   absl::Duration max_connection_idle = absl::Minutes(10);
   // The HTTP/2 flow-control window each call is granted for request bytes
   // the server has not read yet, fixed (0: gRPC's own, which grows with its
   // bandwidth-delay probes). A message the server starts reading is let in
-  // whole, whatever the window.
+  // whole, whatever the window (--http2_window_kb).
   int http2_window_bytes = 1 << 20;
+  // Connections open at once from one client address; more are closed at
+  // accept (--max_connections_per_address). A plaintext TCP server's own
+  // listener keeps it; gRPC's TLS listener has no such bound.
+  int max_connections_per_address = 128;
+};
+
+// What the program wires into a gRPC server beside its options.
+struct GrpcWiring {
+  uint64_t max_message_bytes = uint64_t{64} << 20;  // a request or response
+  // Plaintext by default; see server/transport/auth.h for TLS. A plaintext
+  // TCP server accepts its connections through a Listener (listener.h); a
+  // TLS one through gRPC's own listener.
+  std::shared_ptr<grpc::ServerCredentials> credentials =
+      grpc::InsecureServerCredentials();
+  bool tls = false;  // whether `credentials` are TLS
   // Sees every call (null: none); must outlive the server.
   grpc::experimental::ServerInterceptorFactoryInterface* interceptor = nullptr;
 };
@@ -52,7 +63,8 @@ struct RunningServer {
 // dropped if they do not answer within 20 s.
 // UNAVAILABLE, with the reason, if it cannot listen.
 absl::StatusOr<RunningServer> StartGrpcServer(
-    const GrpcSettings& settings, const std::vector<grpc::Service*>& services);
+    const GrpcOptions& options, const GrpcWiring& wiring,
+    const std::vector<grpc::Service*>& services);
 
 // Blocks SIGINT and SIGTERM in the calling thread and every thread it starts
 // later. Call first thing in main.

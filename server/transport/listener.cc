@@ -8,12 +8,17 @@
 #include <poll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstring>
 #include <deque>
 #include <iostream>
+#include <optional>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -36,6 +41,45 @@ absl::Status Unavailable(const std::string& address, const std::string& why) {
 void CloseAll(const std::vector<int>& fds) {
   for (int fd : fds) close(fd);
 }
+
+// A client's address, IPv4 as IPv4-mapped IPv6.
+using Address = std::array<uint8_t, 16>;
+
+std::optional<Address> PeerAddress(int fd) {
+  sockaddr_storage ss{};
+  socklen_t n = sizeof(ss);
+  if (getpeername(fd, reinterpret_cast<sockaddr*>(&ss), &n) != 0) {
+    return std::nullopt;
+  }
+  Address a{};
+  if (ss.ss_family == AF_INET) {
+    a[10] = a[11] = 0xff;
+    std::memcpy(a.data() + 12,
+                &reinterpret_cast<const sockaddr_in&>(ss).sin_addr, 4);
+  } else if (ss.ss_family == AF_INET6) {
+    std::memcpy(a.data(), &reinterpret_cast<const sockaddr_in6&>(ss).sin6_addr,
+                16);
+  } else {
+    return std::nullopt;
+  }
+  return a;
+}
+
+// A connection the listener took, until it is found closed: descriptor
+// `fd` is then no longer this socket (`inode`), or no longer established.
+struct Taken {
+  int fd;
+  ino_t inode;
+  Address from;
+  bool Open() const {
+    struct stat st;
+    tcp_info info{};
+    socklen_t n = sizeof(info);
+    return fstat(fd, &st) == 0 && st.st_ino == inode &&
+           getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &n) == 0 &&
+           info.tcpi_state == TCP_ESTABLISHED;
+  }
+};
 
 // The soft limit on open files, or a large number if there is none.
 int OpenFileLimit() {
@@ -138,6 +182,18 @@ void Listener::Run(grpc::Server* server) {
     close(fd);
     counter->fetch_add(1, std::memory_order_relaxed);
   };
+  // Connections taken, while max_per_address bounds them; looked through
+  // for closed ones when they double.
+  std::vector<Taken> taken;
+  size_t tidy_at = 64;
+  const auto tidy = [&taken](const Address* from) {
+    taken.erase(std::remove_if(taken.begin(), taken.end(),
+                               [from](const Taken& t) {
+                                 return (from == nullptr || t.from == *from) &&
+                                        !t.Open();
+                               }),
+                taken.end());
+  };
   std::vector<pollfd> polled;
   for (;;) {
     polled.clear();
@@ -208,6 +264,23 @@ void Listener::Run(grpc::Server* server) {
         if (fd >= fd_limit - options_.reserve_fds) {
           drop(fd, &stats_.shed);
           continue;
+        }
+        if (options_.max_per_address > 0) {
+          if (const std::optional<Address> from = PeerAddress(fd)) {
+            if (taken.size() >= tidy_at) {
+              tidy(nullptr);
+              tidy_at = std::max<size_t>(64, 2 * taken.size());
+            }
+            tidy(&*from);
+            if (std::count_if(taken.begin(), taken.end(), [&](const Taken& t) {
+                  return t.from == *from;
+                }) >= options_.max_per_address) {
+              drop(fd, &stats_.over_address);
+              continue;
+            }
+            struct stat st;
+            if (fstat(fd, &st) == 0) taken.push_back({fd, st.st_ino, *from});
+          }
         }
         // Whatever a call on an earlier connection with this descriptor
         // number was found to be is not this one's (CachedPeerUid).

@@ -11,7 +11,10 @@
 //     for the connections it already serves;
 //   - closes a connection that has not sent the preface within
 //     `handshake_timeout`, or that sends something else, and holds at most
-//     `max_pending` such connections at once (the oldest goes first).
+//     `max_pending` such connections at once (the oldest goes first);
+//   - refuses a connection from an address that already has
+//     `max_per_address` open (waiting for their preface, or gRPC's), so
+//     that one client address cannot take every descriptor.
 #ifndef PTOSERVE_SERVER_TRANSPORT_LISTENER_H_
 #define PTOSERVE_SERVER_TRANSPORT_LISTENER_H_
 
@@ -33,14 +36,17 @@ struct ListenerOptions {
   absl::Duration handshake_timeout = absl::Seconds(10);
   size_t max_pending = 1024;
   int reserve_fds = 64;
+  // 0: no bound.
+  int max_per_address = 0;
 };
 
 // What the listener has done, for metrics and tests.
 struct ListenerStats {
-  std::atomic<uint64_t> accepted{0};   // handed to gRPC
-  std::atomic<uint64_t> shed{0};       // closed for want of descriptors
-  std::atomic<uint64_t> timed_out{0};  // closed: no preface in time
-  std::atomic<uint64_t> rejected{0};   // closed: not HTTP/2, or closed early
+  std::atomic<uint64_t> accepted{0};      // handed to gRPC
+  std::atomic<uint64_t> shed{0};          // closed for want of descriptors
+  std::atomic<uint64_t> timed_out{0};     // closed: no preface in time
+  std::atomic<uint64_t> rejected{0};      // closed: not HTTP/2, or closed early
+  std::atomic<uint64_t> over_address{0};  // closed: its address had enough
 };
 
 class Listener {

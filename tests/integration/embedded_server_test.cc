@@ -24,7 +24,7 @@ using ::testing::HasSubstr;
 
 ServerOptions OnAnyPort() {
   ServerOptions options;
-  options.address = "127.0.0.1:0";
+  options.grpc.address = "127.0.0.1:0";
   options.scheduling.workers = 2;
   return options;
 }
@@ -83,7 +83,7 @@ TEST(EmbeddedServerTest, AnAddressInUseIsUnavailable) {
   absl::StatusOr<std::unique_ptr<Server>> first = Server::Start(OnAnyPort());
   ASSERT_TRUE(first.ok()) << first.status();
   ServerOptions same = OnAnyPort();
-  same.address = (*first)->address();
+  same.grpc.address = (*first)->address();
   absl::StatusOr<std::unique_ptr<Server>> second = Server::Start(same);
   EXPECT_EQ(second.status().code(), absl::StatusCode::kUnavailable)
       << second.status();
@@ -120,8 +120,8 @@ TEST(EmbeddedServerTest, SharedMemoryIsOnByDefaultOnlyOnLoopback) {
   };
   for (const Case& c : cases) {
     ServerOptions options = OnAnyPort();
-    options.address = c.address;
-    options.shared_memory = c.asked;
+    options.grpc.address = c.address;
+    options.shared_memory.enabled = c.asked;
     absl::StatusOr<std::unique_ptr<Server>> server = Server::Start(options);
     if (!server.ok() &&
         server.status().code() == absl::StatusCode::kUnavailable &&

@@ -253,7 +253,7 @@ class HttpApiTest(unittest.TestCase):
     # answers the next caller.
 
     def test_a_body_over_the_limit_is_refused_before_it_is_read(self):
-        head = (b"POST /v1/jobs:execute HTTP/1.1\r\nHost: x\r\n"
+        head = (b"POST /v1/jobs:execute HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                 b"Content-Type: application/json\r\n"
                 b"Content-Length: 100000000000\r\n\r\n")
         answer = raw(self.url, head)
@@ -262,7 +262,7 @@ class HttpApiTest(unittest.TestCase):
         self.assertHealthy()
 
     def test_a_body_cut_short_is_refused(self):
-        head = (b"POST /v1/jobs:execute HTTP/1.1\r\nHost: x\r\n"
+        head = (b"POST /v1/jobs:execute HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                 b"Content-Type: application/json\r\n"
                 b"Content-Length: 1000\r\n\r\n{\"tiles\": ")
         # libmicrohttpd closes a connection whose body ends early, without
@@ -275,7 +275,7 @@ class HttpApiTest(unittest.TestCase):
         self.assertHealthy()
 
     def test_chunked_bodies_stop_at_the_limit(self):
-        head = (b"POST /v1/jobs:execute HTTP/1.1\r\nHost: x\r\n"
+        head = (b"POST /v1/jobs:execute HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                 b"Content-Type: application/json\r\n"
                 b"Transfer-Encoding: chunked\r\n\r\n")
         chunk = b"40\r\n" + b" " * 64 + b"\r\n"
@@ -333,7 +333,7 @@ class HttpApiTest(unittest.TestCase):
         slow = [socket.create_connection(target, source_address=other)
                 for _ in range(4)]
         try:
-            head = b"GET /v1/health HTTP/1.1\r\nHost: x\r\nX-Pad: "
+            head = b"GET /v1/health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Pad: "
             for s in slow:
                 s.sendall(head)
             self.assertEqual(
@@ -343,7 +343,7 @@ class HttpApiTest(unittest.TestCase):
             ninth = socket.create_connection(target, source_address=other,
                                              timeout=BOUND_S)
             with ninth:
-                ninth.sendall(b"GET /v1/health HTTP/1.1\r\nHost: x\r\n\r\n")
+                ninth.sendall(b"GET /v1/health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
                 try:
                     answer = ninth.recv(4096)
                 except ConnectionResetError:
@@ -510,7 +510,7 @@ class NeverReadingClientTest(unittest.TestCase):
             parts = urllib.parse.urlsplit(url)
             s = socket.create_connection((parts.hostname, parts.port))
             s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-            s.sendall(b"POST /v1/jobs:execute HTTP/1.1\r\nHost: x\r\n"
+            s.sendall(b"POST /v1/jobs:execute HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                       b"Content-Type: application/json\r\n"
                       b"Content-Length: %d\r\n\r\n" % len(body) + body)
             held = "ptoserve_memory_held_bytes"
@@ -545,7 +545,7 @@ class MetricsSlowReaderTest(unittest.TestCase):
             with socket.create_connection((parts.hostname, parts.port),
                                           timeout=BOUND_S) as s:
                 s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 2048)
-                s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n"
+                s.sendall(b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                           b"Connection: close\r\n\r\n")
                 data = b""
                 while True:

@@ -1,10 +1,15 @@
 #include "tests/integration/metrics_scrape.h"
 
-#include <civetweb.h>
 #include <gtest/gtest.h>
-#include <strings.h>
+#include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <vector>
+
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
@@ -15,30 +20,60 @@ HttpResponse HttpGet(const std::string& url, const std::string& path) {
   const std::string host_port = url.substr(7, url.find('/', 7) - 7);
   const size_t colon = host_port.rfind(':');
   const std::string host = host_port.substr(0, colon);
-  int port = 0;
-  EXPECT_TRUE(absl::SimpleAtoi(host_port.substr(colon + 1), &port)) << url;
-  char error[256] = "";
-  mg_connection* connection = mg_download(
-      host.c_str(), port, 0, error, sizeof error,
-      "GET %s HTTP/1.0\r\nHost: %s\r\n\r\n", path.c_str(), host_port.c_str());
   HttpResponse response;
-  if (connection == nullptr) {
-    ADD_FAILURE() << "GET " << url << path << ": " << error;
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (getaddrinfo(host.c_str(), host_port.substr(colon + 1).c_str(), &hints,
+                  &found) != 0) {
+    ADD_FAILURE() << "GET " << url << path << ": cannot resolve " << host;
     return response;
   }
-  const mg_response_info* info = mg_get_response_info(connection);
-  response.status = info->status_code;
-  for (int i = 0; i < info->num_headers; ++i) {
-    if (strcasecmp(info->http_headers[i].name, "Content-Type") == 0) {
-      response.content_type = info->http_headers[i].value;
+  const int fd = socket(found->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  // Every read and write ends by itself.
+  const timeval bound{30, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &bound, sizeof bound);
+  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &bound, sizeof bound);
+  const bool connected =
+      fd >= 0 && connect(fd, found->ai_addr, found->ai_addrlen) == 0;
+  freeaddrinfo(found);
+  if (!connected) {
+    ADD_FAILURE() << "GET " << url << path << ": cannot connect";
+    if (fd >= 0) close(fd);
+    return response;
+  }
+  // HTTP/1.0: the answer ends when the server closes the connection.
+  const std::string request =
+      absl::StrCat("GET ", path, " HTTP/1.0\r\nHost: ", host_port, "\r\n\r\n");
+  std::string answer;
+  if (send(fd, request.data(), request.size(), MSG_NOSIGNAL) ==
+      static_cast<ssize_t>(request.size())) {
+    char buf[4096];
+    ssize_t n;
+    while ((n = recv(fd, buf, sizeof buf, 0)) > 0) answer.append(buf, n);
+  }
+  close(fd);
+  const size_t head_end = answer.find("\r\n\r\n");
+  if (head_end == std::string::npos) {
+    ADD_FAILURE() << "GET " << url << path << ": no answer";
+    return response;
+  }
+  std::vector<absl::string_view> head =
+      absl::StrSplit(absl::string_view(answer).substr(0, head_end), "\r\n");
+  // "HTTP/1.1 200 OK"
+  std::vector<absl::string_view> status = absl::StrSplit(head[0], ' ');
+  if (status.size() < 2 || !absl::SimpleAtoi(status[1], &response.status)) {
+    ADD_FAILURE() << "GET " << url << path << ": " << head[0];
+  }
+  for (size_t i = 1; i < head.size(); ++i) {
+    const size_t sep = head[i].find(':');
+    if (sep != absl::string_view::npos &&
+        absl::EqualsIgnoreCase(head[i].substr(0, sep), "Content-Type")) {
+      response.content_type =
+          std::string(absl::StripAsciiWhitespace(head[i].substr(sep + 1)));
     }
   }
-  char buf[4096];
-  int n;
-  while ((n = mg_read(connection, buf, sizeof buf)) > 0) {
-    response.body.append(buf, n);
-  }
-  mg_close_connection(connection);
+  response.body = answer.substr(head_end + 4);
   return response;
 }
 

@@ -1,5 +1,5 @@
 // Reading a server's Prometheus endpoint from a test: GET over HTTP (with
-// civetweb's client), every sample of a scrape, and what changed between
+// a plain socket), every sample of a scrape, and what changed between
 // two.
 #ifndef PTOSERVE_TESTS_INTEGRATION_METRICS_SCRAPE_H_
 #define PTOSERVE_TESTS_INTEGRATION_METRICS_SCRAPE_H_

@@ -1,6 +1,5 @@
 // The Prometheus endpoint of the real server: scraped over HTTP before and
 // after some jobs, the counters and histograms move by what the jobs did.
-#include <civetweb.h>
 #include <gmock/gmock.h>
 #include <grpcpp/generic/generic_stub.h>
 #include <gtest/gtest.h>

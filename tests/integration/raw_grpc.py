@@ -70,16 +70,18 @@ class Connection:
     """One HTTP/2 connection to a gRPC server, plaintext or TLS."""
 
     def __init__(self, address: str, tls_ca: str = "",
-                 receive_window: int = 1 << 30, uid=None):
+                 receive_window: int = 1 << 30, uid=None, source=None):
         """receive_window: what the server may send before this client
         reads it, per stream and for the connection (0: nothing, as a
         client that never reads leaves it). uid: the user the connection's
-        socket belongs to (other_user.connect_as), else this process's."""
+        socket belongs to (other_user.connect_as), else this process's.
+        source: the address it comes from (e.g. 127.0.0.2)."""
         host, port = address.rsplit(":", 1)
         host = host.strip("[]")
         if uid is None:
-            sock = socket.create_connection((host, int(port)),
-                                            timeout=CALL_TIMEOUT_S)
+            sock = socket.create_connection(
+                (host, int(port)), timeout=CALL_TIMEOUT_S,
+                source_address=(source, 0) if source else None)
         else:
             sock = other_user.connect_as(uid, host, int(port), CALL_TIMEOUT_S)
         if tls_ca:
@@ -188,6 +190,42 @@ class Connection:
                     done = True
             self._flush()
         return answer
+
+    def call_many(self, method: str, body: bytes, n: int) -> list:
+        """Sends `body` (a framed message that fits the stream's window) to
+        `method` on `n` new streams at once, and returns each one's
+        grpc-status once all are answered ("" for one reset)."""
+        streams = []
+        for _ in range(n):
+            stream = self.h2.get_next_available_stream_id()
+            self.h2.send_headers(stream, [
+                (":method", "POST"), (":scheme", "http"), (":path", method),
+                (":authority", self.authority),
+                ("content-type", "application/grpc"), ("te", "trailers")])
+            self.h2.send_data(stream, body, end_stream=True)
+            streams.append(stream)
+        self._flush()
+        status = {}
+        deadline = time.monotonic() + CALL_TIMEOUT_S
+        while len(status) < n and time.monotonic() < deadline:
+            self.sock.settimeout(max(0.01, deadline - time.monotonic()))
+            data = self.sock.recv(1 << 16)
+            if not data:
+                break
+            for event in self.h2.receive_data(data):
+                stream = getattr(event, "stream_id", None)
+                if isinstance(event, h2.events.DataReceived):
+                    self.h2.acknowledge_received_data(
+                        event.flow_controlled_length, stream)
+                elif isinstance(event, (h2.events.ResponseReceived,
+                                        h2.events.TrailersReceived)):
+                    headers = dict(event.headers)
+                    if "grpc-status" in headers:
+                        status[stream] = headers["grpc-status"]
+                elif isinstance(event, h2.events.StreamReset):
+                    status[stream] = ""
+            self._flush()
+        return [status.get(s, "") for s in streams]
 
     def open_stream(self, method: str, body: bytes, headers: list = (),
                     end: bool = False):

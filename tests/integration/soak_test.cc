@@ -5,7 +5,6 @@
 // one answer with a code its kind allows; the server's memory must stay
 // bounded and its threads and descriptors return to where they were.
 // docs/RELIABILITY.md has the figures.
-#include <civetweb.h>
 #include <grpc/grpc.h>
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>

@@ -164,7 +164,7 @@ class DispatcherTest : public ::testing::Test {
   EngineRunner runner_{&engine_, &metrics_};
   Scheduler scheduler_{NoWorkers(), &runner_};
   MemoryBudget budget_{64 << 20};
-  ServerLimits limits_;
+  ServiceLimits limits_;
 };
 
 // The result of a job of many instructions (an event record each) is built
@@ -226,7 +226,6 @@ TEST_F(DispatcherTest, ASmallJobRunsToCompletionWhereItArrives) {
 // offered after two priority-0 jobs of the same client runs first.
 TEST_F(DispatcherTest,
        ASmallJobQueuesBehindNothingButPriorityWhenTheSchedulerIsBusy) {
-  limits_.priority_levels = 4;
   Dispatcher dispatcher(&engine_, &scheduler_, limits_, &metrics_, &budget_,
                         nullptr, nullptr);
   CallInfo call;

@@ -109,12 +109,12 @@ class JobStreamTest : public ::testing::TestWithParam<Path> {
  protected:
   void Open(uint64_t budget_bytes, uint32_t window) {
     budget_.emplace(budget_bytes);
-    ServerLimits limits;
+    ServiceLimits limits;
     limits.max_message_bytes = 64 << 20;
     limits.max_job_bytes = budget_bytes;
     limits.memory_budget_bytes = budget_bytes;
     dispatcher_.emplace(&engine_, &scheduler_, limits, &metrics_, &*budget_);
-    intake_.emplace(&*dispatcher_, &metrics_, &*budget_, &decoders_, 256);
+    intake_.emplace(&*dispatcher_, &metrics_, &*budget_, &decoders_);
     CallInfo call;
     call.share = budget_->ShareOf("the test");
     stream_.emplace(&wire_, window, StreamJobs{&*intake_, 64 << 20, call});

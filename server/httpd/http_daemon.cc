@@ -1,0 +1,499 @@
+#include "server/httpd/http_daemon.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <optional>
+#include <thread>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "common/mutex.h"
+
+namespace ptoserve {
+
+namespace {
+
+// Bytes of a body read (and dropped) after its request was answered early;
+// more and the connection is closed unanswered.
+constexpr uint64_t kMaxDropped = 1 << 20;
+// How often the watch looks for connections too slow.
+constexpr absl::Duration kWatchPeriod = absl::Milliseconds(250);
+
+// `address` ("IP:PORT", "[IPv6]:PORT") as a socket address; numeric only.
+absl::StatusOr<sockaddr_storage> Resolve(const std::string& address,
+                                         const std::string& flag) {
+  const size_t colon = address.rfind(':');
+  const auto unparsable = [&] {
+    return absl::InvalidArgumentError(
+        absl::StrCat(flag, "=", address,
+                     " is not IP:PORT with a numeric IP, e.g. 127.0.0.1:8000"));
+  };
+  if (colon == std::string::npos || colon == 0) return unparsable();
+  std::string host = address.substr(0, colon);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  addrinfo hints{};
+  hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV | AI_PASSIVE;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (getaddrinfo(host.c_str(), address.substr(colon + 1).c_str(), &hints,
+                  &found) != 0) {
+    return unparsable();
+  }
+  sockaddr_storage out{};
+  std::memcpy(&out, found->ai_addr, found->ai_addrlen);
+  freeaddrinfo(found);
+  return out;
+}
+
+// Why `address` cannot be listened on, found by trying: "the address is
+// already in use" rather than libmicrohttpd's silence.
+std::string WhyNotListening(const sockaddr_storage& address) {
+  const socklen_t length = address.ss_family == AF_INET6 ? sizeof(sockaddr_in6)
+                                                         : sizeof(sockaddr_in);
+  std::string why = "it could not be listened on";
+  const int fd = socket(address.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd >= 0) {
+    const int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (bind(fd, reinterpret_cast<const sockaddr*>(&address), length) != 0) {
+      why = errno == EADDRINUSE
+                ? "the address is already in use (another server, or an "
+                  "earlier one still running?)"
+                : absl::StrCat("it is not an address of this host (bind: ",
+                               std::strerror(errno), ")");
+    }
+    close(fd);
+  }
+  return why;
+}
+
+// The host of a Host header's value, in lower case: its port and an IPv6
+// literal's brackets taken off.
+std::string HostName(absl::string_view value) {
+  if (absl::StartsWith(value, "[")) {
+    const size_t end = value.find(']');
+    return absl::AsciiStrToLower(value.substr(
+        1, end == absl::string_view::npos ? value.size() - 1 : end - 1));
+  }
+  const size_t colon = value.rfind(':');
+  if (colon != absl::string_view::npos) value = value.substr(0, colon);
+  return absl::AsciiStrToLower(value);
+}
+
+// Whether `host` is an IP literal for the address `local` (an IPv4 one
+// also as IPv4-mapped IPv6).
+bool IsAddress(const std::string& host, const sockaddr_storage& local) {
+  in6_addr want{};
+  if (local.ss_family == AF_INET) {
+    const in_addr& v4 = reinterpret_cast<const sockaddr_in&>(local).sin_addr;
+    want.s6_addr[10] = want.s6_addr[11] = 0xff;
+    std::memcpy(want.s6_addr + 12, &v4, 4);
+  } else if (local.ss_family == AF_INET6) {
+    want = reinterpret_cast<const sockaddr_in6&>(local).sin6_addr;
+  } else {
+    return false;
+  }
+  in6_addr got{};
+  in_addr v4{};
+  if (inet_pton(AF_INET, host.c_str(), &v4) == 1) {
+    got.s6_addr[10] = got.s6_addr[11] = 0xff;
+    std::memcpy(got.s6_addr + 12, &v4, 4);
+  } else if (inet_pton(AF_INET6, host.c_str(), &got) != 1) {
+    return false;
+  }
+  return std::memcmp(&got, &want, sizeof(got)) == 0;
+}
+
+}  // namespace
+
+// A connection's timing, as the watch sees it; guarded by the daemon's mu_.
+struct HttpDaemon::Connection {
+  uint64_t id = 0;
+  int fd = -1;
+  sockaddr_storage local{};  // the address the client reached
+  bool in_head = true;       // waiting for a request's head, since:
+  absl::Time ready_since;
+  bool in_body = false;  // taking a body, since its head:
+  absl::Time body_since;
+  uint64_t body_bytes = 0;
+  bool cut = false;  // closed for being too slow
+  // The request waiting for its answer, while the connection is suspended.
+  std::shared_ptr<Exchange> waiting;
+  // The handler's, on the connection's thread only.
+  std::shared_ptr<void> handler_state;
+};
+
+struct HttpDaemon::Exchange final : HttpExchange {
+  Exchange(HttpDaemon* daemon, MHD_Connection* c, Connection* connection,
+           absl::string_view method, absl::string_view path)
+      : daemon(daemon),
+        c(c),
+        connection(connection),
+        method_(method),
+        path_(path),
+        start_(absl::Now()) {}
+
+  absl::string_view method() const override { return method_; }
+  absl::string_view path() const override { return path_; }
+  absl::string_view header(const char* name) const override {
+    const char* v = MHD_lookup_connection_value(c, MHD_HEADER_KIND, name);
+    return v == nullptr ? absl::string_view() : absl::string_view(v);
+  }
+  absl::string_view query(const char* name) const override {
+    const char* v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, name);
+    return v == nullptr ? absl::string_view() : absl::string_view(v);
+  }
+  bool host_allowed() const override { return host_allowed_; }
+  int socket() const override { return connection->fd; }
+  std::shared_ptr<void>& connection_state() override {
+    return connection->handler_state;
+  }
+  absl::Time start() const override { return start_; }
+  bool gone() const override { return gone_.load(std::memory_order_acquire); }
+  int status() const override {
+    return status_.load(std::memory_order_relaxed);
+  }
+
+  void Respond(HttpResponse response) override {
+    MutexLock lock(&mu);
+    if (answer.has_value() || ended) return;
+    answer = std::move(response);
+    if (suspended) {
+      suspended = false;
+      {
+        MutexLock watch(&daemon->mu_);
+        daemon->WatchSuspended(connection, false);
+      }
+      MHD_resume_connection(c);
+    }
+  }
+
+  // Hands the answer to libmicrohttpd. On the connection's thread.
+  MHD_Result Queue() {
+    auto* text = new std::string(std::move(answer->body));
+    MHD_Response* r = MHD_create_response_from_buffer_with_free_callback_cls(
+        text->size(), text->data(),
+        [](void* owned) { delete static_cast<std::string*>(owned); }, text);
+    MHD_add_response_header(r, "Content-Type", answer->content_type.c_str());
+    for (const auto& [name, value] : answer->headers) {
+      MHD_add_response_header(r, name.c_str(), value.c_str());
+    }
+    const MHD_Result queued = MHD_queue_response(c, answer->status, r);
+    MHD_destroy_response(r);
+    status_.store(answer->status, std::memory_order_relaxed);
+    sent = true;
+    return queued;
+  }
+
+  HttpDaemon* const daemon;
+  MHD_Connection* const c;
+  Connection* const connection;
+  const std::string method_;
+  const std::string path_;
+  const absl::Time start_;
+  bool host_allowed_ = false;
+  // The connection's thread's own.
+  bool completed = false;  // OnComplete ran
+  bool sent = false;       // the answer was handed to libmicrohttpd
+  uint64_t dropped = 0;    // body bytes dropped after an early answer
+
+  absl::Mutex mu;
+  std::optional<HttpResponse> answer ABSL_GUARDED_BY(mu);
+  bool suspended ABSL_GUARDED_BY(mu) = false;
+  bool ended ABSL_GUARDED_BY(mu) = false;
+  std::atomic<bool> gone_{false};
+  std::atomic<int> status_{0};
+};
+
+struct HttpDaemonCallbacks {
+  using Exchange = HttpDaemon::Exchange;
+  using Connection = HttpDaemon::Connection;
+
+  static Connection* ConnectionOf(MHD_Connection* c) {
+    const MHD_ConnectionInfo* info =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return static_cast<Connection*>(info->socket_context);
+  }
+
+  static MHD_Result OnRequest(void* cls, MHD_Connection* c, const char* url,
+                              const char* method, const char* /*version*/,
+                              const char* upload, size_t* upload_size,
+                              void** state) {
+    auto* d = static_cast<HttpDaemon*>(cls);
+    if (*state == nullptr) return Head(d, c, url, method, state);
+    const std::shared_ptr<Exchange>& ex =
+        *static_cast<std::shared_ptr<Exchange>*>(*state);
+    if (ex->sent) return MHD_YES;
+    if (*upload_size > 0) {
+      const size_t n = std::exchange(*upload_size, 0);
+      {
+        MutexLock lock(&d->mu_);
+        ex->connection->body_bytes += n;
+      }
+      bool answered;
+      {
+        MutexLock lock(&ex->mu);
+        answered = ex->answer.has_value();
+      }
+      if (answered) {
+        ex->dropped += n;
+        return ex->dropped <= kMaxDropped ? MHD_YES : MHD_NO;
+      }
+      d->handler_->OnBody(ex, absl::string_view(upload, n));
+      return MHD_YES;
+    }
+    {
+      MutexLock lock(&d->mu_);
+      ex->connection->in_body = false;
+    }
+    if (!ex->completed) {
+      ex->completed = true;
+      bool answered;
+      {
+        MutexLock lock(&ex->mu);
+        answered = ex->answer.has_value();
+      }
+      if (!answered) d->handler_->OnComplete(ex);
+    }
+    MutexLock lock(&ex->mu);
+    if (ex->answer.has_value()) return ex->Queue();
+    // Answered later, from another thread; watched meanwhile.
+    ex->suspended = true;
+    MHD_suspend_connection(c);
+    MutexLock watch(&d->mu_);
+    ex->connection->waiting = ex;
+    d->WatchSuspended(ex->connection, true);
+    return MHD_YES;
+  }
+
+  static MHD_Result Head(HttpDaemon* d, MHD_Connection* c, const char* url,
+                         const char* method, void** state) {
+    Connection* connection = ConnectionOf(c);
+    auto ex = std::make_shared<Exchange>(d, c, connection, method, url);
+    const std::string host = HostName(ex->header("Host"));
+    const std::vector<std::string>& allowed = d->options_.allowed_hosts;
+    ex->host_allowed_ =
+        // HTTP/1.1 requires a Host (libmicrohttpd refuses one without);
+        // a browser always sends one.
+        host.empty() || host == "localhost" ||
+        IsAddress(host, connection->local) ||
+        std::find(allowed.begin(), allowed.end(), host) != allowed.end() ||
+        std::find(allowed.begin(), allowed.end(), "*") != allowed.end();
+    {
+      MutexLock lock(&d->mu_);
+      connection->in_head = false;
+      connection->in_body = true;
+      connection->body_since = absl::Now();
+      connection->body_bytes = 0;
+    }
+    *state = new std::shared_ptr<Exchange>(ex);
+    d->handler_->OnHead(ex);
+    MutexLock lock(&ex->mu);
+    // Answered on its head: the body is never read.
+    if (ex->answer.has_value()) return ex->Queue();
+    return MHD_YES;
+  }
+
+  static void OnCompleted(void* cls, MHD_Connection* /*c*/, void** state,
+                          MHD_RequestTerminationCode /*how*/) {
+    auto* d = static_cast<HttpDaemon*>(cls);
+    auto* slot = static_cast<std::shared_ptr<Exchange>*>(*state);
+    if (slot == nullptr) return;
+    *state = nullptr;
+    const std::shared_ptr<Exchange> ex = std::move(*slot);
+    delete slot;
+    {
+      MutexLock lock(&ex->mu);
+      ex->ended = true;
+    }
+    {
+      MutexLock lock(&d->mu_);
+      Connection* connection = ex->connection;
+      connection->in_head = true;
+      connection->in_body = false;
+      connection->ready_since = absl::Now();
+      connection->waiting = nullptr;
+    }
+    d->handler_->OnEnd(ex);
+  }
+
+  static void OnConnection(void* cls, MHD_Connection* c, void** socket_context,
+                           MHD_ConnectionNotificationCode what) {
+    auto* d = static_cast<HttpDaemon*>(cls);
+    if (what == MHD_CONNECTION_NOTIFY_STARTED) {
+      auto* connection = new Connection;
+      connection->fd =
+          MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD)
+              ->connect_fd;
+      socklen_t length = sizeof(connection->local);
+      getsockname(connection->fd,
+                  reinterpret_cast<sockaddr*>(&connection->local), &length);
+      connection->ready_since = absl::Now();
+      *socket_context = connection;
+      d->stats_->connections.fetch_add(1, std::memory_order_relaxed);
+      MutexLock lock(&d->mu_);
+      connection->id = ++d->next_id_;
+      d->connections_.push_back(connection);
+      return;
+    }
+    auto* connection = static_cast<Connection*>(*socket_context);
+    if (connection == nullptr) return;
+    d->stats_->connections.fetch_sub(1, std::memory_order_relaxed);
+    // Before libmicrohttpd closes the descriptor: the watch never touches
+    // a descriptor that may be another connection's by then.
+    MutexLock lock(&d->mu_);
+    d->WatchSuspended(connection, false);
+    d->connections_.erase(
+        std::find(d->connections_.begin(), d->connections_.end(), connection));
+    delete connection;
+    *socket_context = nullptr;
+  }
+};
+
+HttpDaemon::HttpDaemon(const HttpDaemonOptions& options, HttpHandler* handler)
+    : options_(options), handler_(handler) {}
+
+HttpDaemon::~HttpDaemon() {
+  if (daemon_ != nullptr) MHD_stop_daemon(daemon_);
+  if (watcher_ != nullptr) {
+    {
+      MutexLock lock(&mu_);
+      stopping_ = true;
+    }
+    const char byte = 0;
+    (void)!write(wake_[1], &byte, 1);
+    watcher_->join();
+  }
+  for (int fd : {epoll_, wake_[0], wake_[1]}) {
+    if (fd >= 0) close(fd);
+  }
+}
+
+absl::StatusOr<std::unique_ptr<HttpDaemon>> HttpDaemon::Start(
+    const HttpDaemonOptions& options, HttpHandler* handler) {
+  absl::StatusOr<sockaddr_storage> address =
+      Resolve(options.address, options.flag);
+  if (!address.ok()) return address.status();
+  std::unique_ptr<HttpDaemon> d(new HttpDaemon(options, handler));
+  d->epoll_ = epoll_create1(EPOLL_CLOEXEC);
+  if (d->epoll_ < 0 || pipe2(d->wake_, O_CLOEXEC) != 0) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("cannot serve ", options.flag, ": ", strerror(errno)));
+  }
+  epoll_event wake{};
+  wake.events = EPOLLIN;
+  wake.data.u64 = 0;  // no connection's id
+  epoll_ctl(d->epoll_, EPOLL_CTL_ADD, d->wake_[0], &wake);
+  const bool tls = !options.tls_cert_pem.empty();
+  unsigned int flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME;
+  if (address->ss_family == AF_INET6) flags |= MHD_USE_IPv6;
+  if (tls) flags |= MHD_USE_TLS;
+  std::vector<MHD_OptionItem> items = {
+      {MHD_OPTION_SOCK_ADDR, 0, &*address},
+      {MHD_OPTION_THREAD_POOL_SIZE, options.threads, nullptr},
+      {MHD_OPTION_CONNECTION_LIMIT, options.max_connections, nullptr},
+      {MHD_OPTION_PER_IP_CONNECTION_LIMIT, options.max_connections_per_address,
+       nullptr},
+      {MHD_OPTION_CONNECTION_TIMEOUT,
+       static_cast<intptr_t>(
+           std::max<int64_t>(1, absl::ToInt64Seconds(options.idle_timeout))),
+       nullptr},
+      {MHD_OPTION_NOTIFY_COMPLETED,
+       reinterpret_cast<intptr_t>(&HttpDaemonCallbacks::OnCompleted), d.get()},
+      {MHD_OPTION_NOTIFY_CONNECTION,
+       reinterpret_cast<intptr_t>(&HttpDaemonCallbacks::OnConnection), d.get()},
+  };
+  if (tls) {
+    items.push_back({MHD_OPTION_HTTPS_MEM_KEY, 0,
+                     const_cast<char*>(d->options_.tls_key_pem.c_str())});
+    items.push_back({MHD_OPTION_HTTPS_MEM_CERT, 0,
+                     const_cast<char*>(d->options_.tls_cert_pem.c_str())});
+  }
+  items.push_back({MHD_OPTION_END, 0, nullptr});
+  d->daemon_ = MHD_start_daemon(flags, 0, nullptr, nullptr,
+                                &HttpDaemonCallbacks::OnRequest, d.get(),
+                                MHD_OPTION_ARRAY, items.data(), MHD_OPTION_END);
+  if (d->daemon_ == nullptr) {
+    return absl::UnavailableError(absl::StrCat("cannot serve ", options.flag,
+                                               "=", options.address, ": ",
+                                               WhyNotListening(*address)));
+  }
+  d->port_ = MHD_get_daemon_info(d->daemon_, MHD_DAEMON_INFO_BIND_PORT)->port;
+  d->watcher_ = std::make_unique<std::thread>([d = d.get()] { d->Watch(); });
+  return d;
+}
+
+std::string HttpDaemon::url() const {
+  const size_t colon = options_.address.rfind(':');
+  return absl::StrCat(options_.tls_cert_pem.empty() ? "http" : "https", "://",
+                      options_.address.substr(0, colon), ":", port_);
+}
+
+void HttpDaemon::WatchSuspended(Connection* connection, bool on) {
+  if (!on) {
+    if (connection->waiting != nullptr) {
+      epoll_ctl(epoll_, EPOLL_CTL_DEL, connection->fd, nullptr);
+      connection->waiting = nullptr;
+    }
+    return;
+  }
+  // The client's end closing (EPOLLRDHUP), or the connection failing: not
+  // its sending more (a pipelined request waits in the socket).
+  epoll_event event{};
+  event.events = EPOLLRDHUP;
+  event.data.u64 = connection->id;
+  epoll_ctl(epoll_, EPOLL_CTL_ADD, connection->fd, &event);
+}
+
+void HttpDaemon::Watch() {
+  epoll_event events[64];
+  for (;;) {
+    const int n =
+        epoll_wait(epoll_, events, 64, absl::ToInt64Milliseconds(kWatchPeriod));
+    MutexLock lock(&mu_);
+    if (stopping_) return;
+    for (int i = 0; i < n; ++i) {
+      const uint64_t id = events[i].data.u64;
+      for (Connection* connection : connections_) {
+        if (connection->id != id || connection->waiting == nullptr) continue;
+        connection->waiting->gone_.store(true, std::memory_order_release);
+        // Once: the closed end stays readable.
+        epoll_ctl(epoll_, EPOLL_CTL_DEL, connection->fd, nullptr);
+        connection->waiting = nullptr;
+      }
+    }
+    const absl::Time now = absl::Now();
+    for (Connection* connection : connections_) {
+      if (connection->cut) continue;
+      const bool slow_head =
+          connection->in_head &&
+          now - connection->ready_since > options_.head_timeout;
+      const bool slow_body =
+          connection->in_body &&
+          now - connection->body_since >
+              options_.head_timeout +
+                  absl::Seconds(static_cast<double>(connection->body_bytes) /
+                                std::max<uint64_t>(1, options_.min_body_rate));
+      if (slow_head || slow_body) {
+        // libmicrohttpd sees the connection end, and closes it.
+        shutdown(connection->fd, SHUT_RDWR);
+        connection->cut = true;
+        stats_->too_slow.fetch_add(1, std::memory_order_relaxed);
+      }
+    }
+  }
+}
+
+}  // namespace ptoserve
