@@ -1,32 +1,45 @@
 #!/usr/bin/env python3
-"""What each attack on the HTTP/JSON API costs the server and its other
+"""What each attack on the front doors costs the server and its other
 callers: the server's peak RSS during the attack (VmHWM, reset before each
-through /proc/PID/clear_refs) and the p50/p99 latency of a light HTTP
-caller and a light gRPC caller (ptobench, concurrency 1) running beside it.
+through /proc/PID/clear_refs), the most memory its budget held, the
+p50/p99 latency of a light HTTP caller and a light gRPC caller (ptobench,
+concurrency 1) running beside it, and the slowest of the readiness probes
+(GET /v2/health/ready every 50 ms, as a balancer asks).
 
 The server runs on core 0 with its defaults (4 HTTP threads, 64
 connections per client address, a 15 s idle timeout, 64 MiB bodies, a 768
 MiB budget), the attackers and the callers on core 1. Each attack runs for
---seconds, repeated as fast as it goes; the slow and idle ones keep 256
-connections open from 127.0.0.2 instead (the callers are 127.0.0.1).
-"none" is the baseline.
+--seconds in a process of its own (its work never holds up the callers'
+measurement), repeated as fast as it goes; the slow and idle ones keep 256
+connections open from 127.0.0.2 instead (the callers are 127.0.0.1); the
+last five connect as another user (as root: a socket made under setfsuid),
+since on loopback a client without a token is its user. "none" is the
+baseline. --server runs another build (e.g. an older one, for before and
+after); --only some of the attacks.
 
   bazel build -c opt //server:ptoserve //bench:ptobench
-  bench/http_attacks.py --seconds=8 > /tmp/attacks.md
+  sudo bench/http_attacks.py --seconds=8 > /tmp/attacks.md
 """
 import argparse
+import ctypes
 import http.client
 import json
+import multiprocessing
 import os
+import re
 import socket
 import statistics
+import struct
 import subprocess
 import sys
 import threading
 import time
+import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.path.join(ROOT, "bazel-bin")
+# A user none of the machine's accounts use, for the attackers' sockets.
+OTHER_USER = 54321
 
 JOB = {
     "tiles": {
@@ -37,18 +50,17 @@ JOB = {
                       "src1": "b"}],
     "outputs": ["c"],
 }
-HEAD = (b"POST /v1/jobs:execute HTTP/1.1\r\nHost: x\r\n"
+HEAD = (b"POST /v1/jobs:execute HTTP/1.1\r\nHost: 127.0.0.1\r\n"
         b"Content-Type: application/json\r\n")
 
 
-def start_server():
+def start_server(binary):
     proc = subprocess.Popen(
-        ["taskset", "-c", "0", f"{BIN}/server/ptoserve",
-         "--address=127.0.0.1:0", "--metrics_address=",
-         "--http_address=127.0.0.1:0"],
+        ["taskset", "-c", "0", binary, "--address=127.0.0.1:0",
+         "--metrics_address=127.0.0.1:0", "--http_address=127.0.0.1:0"],
         stdout=subprocess.PIPE, text=True)
-    grpc = http = None
-    while grpc is None or http is None:
+    grpc = http = metrics = None
+    while grpc is None or http is None or metrics is None:
         line = proc.stdout.readline()
         if not line:
             sys.exit("ptoserve did not start")
@@ -56,9 +68,24 @@ def start_server():
             grpc = line.split("listening on ")[1].split()[0]
         if "HTTP/JSON API on " in line:
             http = line.split("HTTP/JSON API on http://")[1].split()[0]
+        if "metrics on " in line:
+            metrics = line.split("metrics on ")[1].split()[0]
     threading.Thread(target=proc.stdout.read, daemon=True).start()
     host, port = http.rsplit(":", 1)
-    return proc, grpc, (host, int(port))
+    return proc, grpc, (host, int(port)), metrics
+
+
+def other_users_socket(addr, timeout=15):
+    """A socket connected to `addr` whose owner is OTHER_USER."""
+    libc = ctypes.CDLL(None)
+    before = libc.setfsuid(OTHER_USER)
+    try:
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    finally:
+        libc.setfsuid(before)
+    s.settimeout(timeout)
+    s.connect(addr)
+    return s
 
 
 def send(addr, data, shutdown=False, timeout=15):
@@ -126,7 +153,7 @@ def slow_heads(addr, stop, connections=256):
     """Connections that send a head a byte every 100 ms, reopened when the
     server closes them."""
     socks = []
-    head = b"GET /v1/health HTTP/1.1\r\nHost: x\r\nX-Pad: " + b"a" * 100000
+    head = b"GET /v1/health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Pad: " + b"a" * 100000
     while not stop.is_set():
         while len(socks) < connections:
             try:
@@ -169,6 +196,144 @@ def idle(addr, stop, connections=256):
         s.close()
 
 
+def trickled_bodies(addr, stop):
+    """12 bodies that declare 64 MiB each (the whole budget together) and
+    send a byte every 5 s; reopened when the server closes one."""
+    socks = []
+    while not stop.is_set():
+        while len(socks) < 12:
+            try:
+                s = other_users_socket(addr)
+                s.sendall(HEAD + b"Content-Length: 67108864\r\n\r\n{")
+                socks.append(s)
+            except OSError:
+                break
+        stop.wait(5)
+        for s in list(socks):
+            try:
+                s.sendall(b" ")
+            except OSError:
+                s.close()
+                socks.remove(s)
+    for s in socks:
+        s.close()
+
+
+def closed_with_jobs(addr, stop):
+    """13 jobs of 4000 TANDs over two 2048x2048 int32 fills, each on a
+    connection closed right after sending, sent again every 2 s."""
+    job = {"target": "TARGET_HOST", "tiles": {
+        name: {"dtype": "DTYPE_INT32", "rows": 2048, "cols": 2048,
+               "fill": fill} for name, fill in (("a", 6), ("b", 3))},
+        "instructions": [{"opcode": "OPCODE_TAND", "dst": "c", "src0": "a",
+                          "src1": "b"}] * 4000}
+    body = json.dumps(job).encode()
+    data = HEAD + b"Content-Length: %d\r\n\r\n" % len(body) + body
+    while not stop.is_set():
+        for _ in range(13):
+            try:
+                with other_users_socket(addr) as s:
+                    s.sendall(data)
+            except OSError:
+                pass
+        stop.wait(2)
+
+
+def json_numbers(addr, stop):
+    """8 connections sending 1 MiB bodies of numbers, one after another."""
+    body = (b'{"tiles": {"a": {"values": [' + b"1," * ((1 << 19) - 1) +
+            b'1]}}}')
+    data = HEAD + b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+    def one():
+        try:
+            with other_users_socket(addr) as s:
+                f = s.makefile("rb")
+                while not stop.is_set():
+                    s.sendall(data)
+                    length = 0
+                    while (line := f.readline()) not in (b"\r\n", b""):
+                        if line.lower().startswith(b"content-length:"):
+                            length = int(line.split(b":")[1])
+                    f.read(length)
+        except OSError:
+            pass
+    workers = [threading.Thread(target=one) for _ in range(8)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+
+
+def rebound_host(addr, stop):
+    """A page of http://evil.test:PORT whose name points here: its job's
+    Host and Origin agree, and name another server."""
+    body = json.dumps(JOB).encode()
+    host = b"evil.test:%d" % addr[1]
+    data = (b"POST /v1/jobs:execute HTTP/1.1\r\nHost: " + host +
+            b"\r\nOrigin: http://" + host +
+            b"\r\nContent-Type: application/json\r\n"
+            b"Content-Length: %d\r\n\r\n" % len(body) + body)
+    while not stop.is_set():
+        with socket.create_connection(addr, timeout=15) as s:
+            s.sendall(data)
+            status = s.recv(64).split(b"\r\n")[0]
+        print(f"    rebound Host answered: {status.decode()}", flush=True)
+        stop.wait(60)
+
+
+def grpc_fills(grpc_address, stop):
+    """50 gRPC connections of one user, each sending small jobs that make
+    two 4 MiB fills (raw HTTP/2, python3-h2), eight in flight on each."""
+    sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
+    import raw_grpc  # noqa: E402
+    # A Job of two 1024x1024 int32 fills (valid 1x16) and one TAND, by hand:
+    # field numbers from job.proto and tile.proto.
+    def varint(v):
+        out = b""
+        while True:
+            b, v = v & 0x7F, v >> 7
+            out += bytes([b | (0x80 if v else 0)])
+            if not v:
+                return out
+
+    def field(n, wire, payload):
+        key = varint(n << 3 | wire)
+        return key + (varint(len(payload)) + payload if wire == 2 else payload)
+
+    def tile(fill):
+        return (field(1, 0, varint(5)) + field(2, 0, varint(1024)) +
+                field(3, 0, varint(1024)) + field(4, 0, varint(1)) +
+                field(5, 0, varint(16)) +
+                field(11, 1, struct.pack("<d", fill)))
+    job = field(2, 0, varint(1))  # TARGET_HOST
+    for name, fill in ((b"a", 6.0), (b"b", 3.0)):
+        job += field(4, 2, field(1, 2, name) + field(2, 2, tile(fill)))
+    # Its dst 1x16: the answer costs nothing to read.
+    dst = (field(1, 0, varint(5)) + field(2, 0, varint(1)) +
+           field(3, 0, varint(16)))
+    job += field(4, 2, field(1, 2, b"c") + field(2, 2, dst))
+    job += field(5, 2, field(1, 0, varint(1)) + field(2, 2, b"c") +
+                 field(3, 2, b"a") + field(4, 2, b"b"))
+    request = raw_grpc.frame(job)
+
+    def one():
+        conn = raw_grpc.Connection(grpc_address, uid=OTHER_USER)
+        try:
+            while not stop.is_set():
+                # Eight at once: the attacker's own work is not what bounds
+                # the attack.
+                conn.call_many("/ptoserve.v1.TileCompute/Execute", request, 8)
+        except Exception:  # noqa: BLE001: the server may close it
+            pass
+        conn.close()
+    workers = [threading.Thread(target=one) for _ in range(50)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+
+
 ATTACKS = {
     "none": None,
     "oversized Content-Length": oversized,
@@ -179,7 +344,14 @@ ATTACKS = {
     "16 MiB of 2-byte numbers": huge_numbers,
     "256 slow heads (1 B/100 ms)": slow_heads,
     "256 idle connections": idle,
+    "12 bodies of 64 MiB, a byte every 5 s": trickled_bodies,
+    "13 jobs of 4000 TANDs, connection closed": closed_with_jobs,
+    "8 connections of 1 MiB JSON numbers": json_numbers,
+    "rebound Host (evil.test)": rebound_host,
+    "50 gRPC connections of one user, 4 MiB fills": grpc_fills,
 }
+# These take the gRPC address, the others the HTTP one.
+GRPC_ATTACKS = {grpc_fills}
 
 
 def http_caller(addr, stop, latencies, errors):
@@ -202,6 +374,35 @@ def http_caller(addr, stop, latencies, errors):
         latencies.append(time.monotonic() - start)
 
 
+def probe_readiness(addr, stop, latencies):
+    """GET /v2/health/ready every 50 ms, on a new connection each time."""
+    while not stop.is_set():
+        start = time.monotonic()
+        try:
+            conn = http.client.HTTPConnection(*addr, timeout=30)
+            conn.request("GET", "/v2/health/ready")
+            conn.getresponse().read()
+            conn.close()
+        except OSError:
+            pass
+        latencies.append(time.monotonic() - start)
+        stop.wait(0.05)
+
+
+def held_max(metrics, stop, most):
+    """The most the memory budget held, scraped every 100 ms."""
+    while not stop.is_set():
+        try:
+            with urllib.request.urlopen(metrics, timeout=5) as r:
+                text = r.read().decode()
+            m = re.search(r"^ptoserve_memory_held_bytes (\S+)$", text, re.M)
+            if m:
+                most[0] = max(most[0], float(m.group(1)))
+        except OSError:
+            pass
+        stop.wait(0.1)
+
+
 def percentile(values, p):
     if not values:
         return float("nan")
@@ -212,24 +413,39 @@ def percentile(values, p):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seconds", type=float, default=8)
+    parser.add_argument("--server", default=f"{BIN}/server/ptoserve")
+    parser.add_argument("--only", default="",
+                        help="attacks whose names contain this (none: all)")
     args = parser.parse_args()
     os.sched_setaffinity(0, {1})
-    proc, grpc, addr = start_server()
-    print("| attack | server peak RSS | HTTP caller p50 / p99 (calls, errors) "
-          "| gRPC caller p50 / p99 |")
-    print("|---|---|---|---|")
+    multiprocessing.set_start_method("fork")
+    proc, grpc, addr, metrics = start_server(args.server)
+    print("| attack | server peak RSS | budget held, most | HTTP caller p50 / "
+          "p99 (calls, errors) | gRPC caller p50 / p99 | readiness, slowest |")
+    print("|---|---|---|---|---|---|")
     try:
         for name, attack in ATTACKS.items():
+            if args.only and attack is not None and args.only not in name:
+                continue
             with open(f"/proc/{proc.pid}/clear_refs", "w") as f:
                 f.write("5")  # resets VmHWM
             stop = threading.Event()
-            threads = []
+            stop_attack = multiprocessing.Event()
+            attacker = None
             if attack is not None:
-                threads.append(threading.Thread(target=attack,
-                                                args=(addr, stop)))
-            latencies, errors = [], []
-            threads.append(threading.Thread(
-                target=http_caller, args=(addr, stop, latencies, errors)))
+                attacker = multiprocessing.Process(
+                    target=attack,
+                    args=(grpc if attack in GRPC_ATTACKS else addr,
+                          stop_attack))
+                attacker.start()
+            latencies, errors, ready, most = [], [], [], [0.0]
+            threads = [
+                threading.Thread(target=http_caller,
+                                 args=(addr, stop, latencies, errors)),
+                threading.Thread(target=probe_readiness,
+                                 args=(addr, stop, ready)),
+                threading.Thread(target=held_max, args=(metrics, stop, most)),
+            ]
             for t in threads:
                 t.start()
             grpc_out = subprocess.run(
@@ -238,17 +454,27 @@ def main():
                  "--warmup=0s", "--format=json"],
                 capture_output=True, text=True)
             stop.set()
+            stop_attack.set()
             for t in threads:
                 t.join()
+            if attacker is not None:
+                attacker.join(30)
+                if attacker.is_alive():
+                    attacker.kill()
             with open(f"/proc/{proc.pid}/status") as f:
                 hwm = next(int(line.split()[1]) for line in f
                            if line.startswith("VmHWM"))
-            g = json.loads(grpc_out.stdout.strip().splitlines()[-1])
+            lines = grpc_out.stdout.strip().splitlines()
+            g = json.loads(lines[-1]) if lines else {}
             print(f"| {name} | {hwm / 1024:.0f} MiB | "
+                  f"{most[0] / (1 << 20):.0f} MiB | "
                   f"{percentile(latencies, 50) * 1e3:.2f} / "
                   f"{percentile(latencies, 99) * 1e3:.1f} ms "
                   f"({len(latencies)}, {len(errors)}) | "
-                  f"{g['p50_us'] / 1e3:.2f} / {g['p99_us'] / 1e3:.2f} ms |",
+                  f"{g.get('p50_us', float('nan')) / 1e3:.2f} / "
+                  f"{g.get('p99_us', float('nan')) / 1e3:.2f} ms "
+                  f"({g.get('errors', '?')} errors) | "
+                  f"{max(ready, default=float('nan')) * 1e3:.0f} ms |",
                   flush=True)
             if proc.poll() is not None:
                 sys.exit(f"ptoserve exited during {name}")

@@ -1,9 +1,13 @@
 // Which user a caller on this host runs as, from the TCP connection its
-// call came on: the kernel's socket tables (/proc/net/tcp, /proc/net/tcp6)
-// list each socket with its address and the user that opened it, so the
-// client's end of a loopback connection names the client's user. The
-// shared-memory path uses it to map only objects the caller itself could
-// open (server/shared_memory.h).
+// call came on: the kernel knows each socket's address and the user that
+// opened it, so the client's end of a loopback connection names the
+// client's user. For a connection this process accepted (its descriptor
+// known) the kernel is asked for that one socket (sock_diag, as ss(8)
+// asks), which costs the same however many sockets the host has; for
+// another (gRPC's TLS listener's), its socket tables are read
+// (/proc/net/tcp, /proc/net/tcp6). The shared-memory path uses it to map
+// only objects the caller itself could open (server/shared_memory.h), and
+// PeerClient to tell clients apart.
 #ifndef PTOSERVE_SERVER_TRANSPORT_PEER_CREDENTIALS_H_
 #define PTOSERVE_SERVER_TRANSPORT_PEER_CREDENTIALS_H_
 
