@@ -139,6 +139,9 @@ void Client::ConfigureContext(grpc::ClientContext* context) const {
   if (!options_.token.empty()) {
     context->AddMetadata("authorization", "Bearer " + options_.token);
   }
+  for (const auto& [name, value] : options_.metadata) {
+    context->AddMetadata(name, value);
+  }
 }
 
 template <typename Stub, typename Request, typename Response>

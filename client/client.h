@@ -38,6 +38,8 @@ struct ClientOptions {
   std::string tls_ca_pem, tls_cert_pem, tls_key_pem, tls_server_name;
   // Sent as "authorization: Bearer <token>" on every call when not empty.
   std::string token;
+  // Sent with every call besides (name in lower case, value).
+  std::vector<std::pair<std::string, std::string>> metadata;
 };
 
 // The gRPC target for `address`: "HOST:PORT", a comma-separated list of

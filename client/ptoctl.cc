@@ -1,10 +1,13 @@
 // ptoctl: the command-line client of ptoserve.
 //
-//   ptoctl [--server=HOST:PORT] capabilities | health | tand | txor |
-//          run JOB.json|PROGRAM.pto|- [--tile ...] [--trace=OUT.json]
+//   ptoctl [--server=HOST:PORT | HOST:PORT] capabilities | health | tand |
+//          txor | run JOB.json|PROGRAM.pto|- [--tile ...] [--trace=OUT.json]
 //          [--ub-map] | fmt PROGRAM.pto|- |
 //          stream JOBS.jsonl|- | list [SERVICE] | describe SYMBOL |
-//          call SERVICE/METHOD -d JSON|@FILE|-
+//          [call] SERVICE/METHOD -d JSON|@FILE|-
+//
+// As grpcurl: the address may come first, -plaintext is taken, -d is the
+// request, -H 'NAME: VALUE' a header, and SERVICE/METHOD alone a call.
 //
 // See `ptoctl --help` and README.md for the flags of each command.
 #include <grpc/support/log.h>
@@ -15,10 +18,13 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "absl/flags/reflection.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "client/ptoctl_connect.h"
 #include "client/ptoctl_flags.h"
 #include "client/ptoctl_job_commands.h"
 #include "client/ptoctl_print.h"
@@ -34,7 +40,7 @@ namespace {
 constexpr char kUsage[] =
     "ptoctl: the command-line client of ptoserve.\n"
     "\n"
-    "Usage: ptoctl [--server=HOST:PORT] [--json] COMMAND [flags]\n"
+    "Usage: ptoctl [--server=HOST:PORT | HOST:PORT] [--json] COMMAND [flags]\n"
     "  capabilities     targets, element types, limits and version\n"
     "  health           the gRPC health status (exit 0 when SERVING)\n"
     "  regions          the shared-memory regions registered\n"
@@ -63,11 +69,16 @@ constexpr char kUsage[] =
     "                   (through server reflection, as grpcurl list)\n"
     "  describe SYMBOL  a service, method, message, field or enum with its\n"
     "                   comments (as grpcurl describe)\n"
-    "  call SERVICE/METHOD -d JSON|@FILE|-\n"
+    "  [call] SERVICE/METHOD -d JSON|@FILE|-\n"
     "                   call any unary method the server lists, the request\n"
     "                   and response in proto3 JSON (as grpcurl -d)\n"
     "FILE may be - for standard input. The token may also come from\n"
     "$PTOSERVE_TOKEN. A server error exits 1, a usage error 2.\n"
+    "As grpcurl: `ptoctl -plaintext 127.0.0.1:50051 list`, the address\n"
+    "first; -plaintext (ptoctl's default); -d for call's request;\n"
+    "-H 'NAME: VALUE' a header sent with every call (repeatable;\n"
+    "'authorization: Bearer TOKEN' is the token); SERVICE/METHOD alone\n"
+    "calls it.\n"
     "\n"
     "  --tile=NAME=DTYPE:RxC[:valid=RxC][:V]\n"
     "      run with assembly: an input tile of the program; V as for --src0\n"
@@ -79,9 +90,36 @@ constexpr char kUsage[] =
     "      tiles by address; one line instead when the events carry no\n"
     "      operands (a host job in auto mode has no buffer model).\n";
 
+// Whether `arg`, where a command is expected, is a server's address as
+// grpcurl takes it first (HOST:PORT, or a gRPC name): commands hold no ':'.
+bool LooksLikeAddress(absl::string_view arg) {
+  const size_t colon = arg.rfind(':');
+  if (colon == absl::string_view::npos) return false;
+  int port = 0;
+  return absl::SimpleAtoi(arg.substr(colon + 1), &port) ||
+         absl::StartsWith(arg, "dns:") || absl::StartsWith(arg, "unix:") ||
+         absl::StartsWith(arg, "ipv4:") || absl::StartsWith(arg, "ipv6:");
+}
+
 // Checks the flags that only some commands take, and runs the command.
-int Main(const std::vector<char*>& args, const std::vector<std::string>& tiles,
-         bool ub_map) {
+// `server_given`: --server is on the command line.
+int Main(std::vector<char*> args, const std::vector<std::string>& tiles,
+         bool ub_map, bool server_given) {
+  // grpcurl's order: the address, then the verb.
+  if (args.size() >= 2 && LooksLikeAddress(args[1])) {
+    if (server_given) {
+      return UsageError(
+          absl::StrCat("the server is given twice: --server and ", args[1]));
+    }
+    std::string error;
+    absl::FindCommandLineFlag("server")->ParseFrom(args[1], &error);
+    args.erase(args.begin() + 1);
+  }
+  // grpcurl calls a method by its name alone, with no verb.
+  static char kCall[] = "call";
+  if (args.size() >= 2 && absl::StrContains(args[1], '/')) {
+    args.insert(args.begin() + 1, kCall);
+  }
   if (args.size() < 2) return UsageError("no command given");
   const std::string format = absl::GetFlag(FLAGS_format);
   if (format != "dec" && format != "hex") {
@@ -162,21 +200,33 @@ int main(int argc, char** argv) {
   absl::SetProgramUsageMessage("the command-line client of ptoserve");
   // --tile may repeat, which Abseil flags do not allow, and --ub-map has a
   // hyphen, which Abseil's flag names do not: take those first.
-  std::vector<std::string> tiles;
-  bool ub_map = false;
+  // So may -H (grpcurl's header), which repeats too.
+  std::vector<std::string> tiles, headers;
+  bool ub_map = false, server_given = false;
   std::vector<char*> rest;
   for (int i = 0; i < argc; ++i) {
     const std::string arg = argv[i];
+    if (arg == "--") {
+      for (; i < argc; ++i) rest.push_back(argv[i]);
+      break;
+    }
     if (arg == "--ub-map") {
       ub_map = true;
     } else if (arg == "--tile" && i + 1 < argc) {
       tiles.push_back(argv[++i]);
     } else if (absl::StartsWith(arg, "--tile=")) {
       tiles.push_back(std::string(absl::StripPrefix(arg, "--tile=")));
+    } else if ((arg == "-H" || arg == "--H") && i + 1 < argc) {
+      headers.push_back(argv[++i]);
+    } else if (absl::StartsWith(arg, "-H=") || absl::StartsWith(arg, "--H=")) {
+      headers.push_back(arg.substr(arg.find('=') + 1));
     } else {
+      server_given = server_given || absl::StartsWith(arg, "--server") ||
+                     absl::StartsWith(arg, "-server");
       rest.push_back(argv[i]);
     }
   }
+  ptoserve::ptoctl::SetHeaders(std::move(headers));
   rest.push_back(nullptr);
   const int count = static_cast<int>(rest.size()) - 1;
   const bool json = ptoserve::FlagGiven(count, rest.data(), "json");
@@ -187,5 +237,5 @@ int main(int argc, char** argv) {
                              });
   return ptoserve::ptoctl::Main(
       absl::ParseCommandLine(static_cast<int>(rest.size()) - 1, rest.data()),
-      tiles, ub_map);
+      tiles, ub_map, server_given);
 }

@@ -10,7 +10,12 @@
 ABSL_FLAG(std::string, server, "127.0.0.1:50051",
           "ptoserve address: HOST:PORT, a comma-separated list of IP:PORT "
           "(round robin, retried on UNAVAILABLE), or a gRPC name such as "
-          "dns:///ptoserve:50051.");
+          "dns:///ptoserve:50051. Also given as the first argument, as "
+          "grpcurl takes it: ptoctl 127.0.0.1:50051 list.");
+ABSL_FLAG(bool, plaintext, false,
+          "As grpcurl's -plaintext: no TLS, which is ptoctl's default, so "
+          "that a command line written for grpcurl works; with a --tls flag "
+          "it is a usage error.");
 ABSL_FLAG(bool, tls, false,
           "Connect with TLS (implied by --tls_ca, --tls_cert, --tls_key and "
           "--tls_server_name).");

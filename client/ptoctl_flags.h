@@ -21,5 +21,6 @@ ABSL_DECLARE_FLAG(std::string, target);
 ABSL_DECLARE_FLAG(std::string, trace);
 ABSL_DECLARE_FLAG(std::string, service);
 ABSL_DECLARE_FLAG(std::string, d);
+ABSL_DECLARE_FLAG(bool, plaintext);
 
 #endif  // PTOSERVE_CLIENT_PTOCTL_FLAGS_H_

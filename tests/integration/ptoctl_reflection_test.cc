@@ -51,6 +51,60 @@ TEST_F(PtoctlReflectionTest, ListsTheServicesAndTheirMethods) {
             "ptoserve.v1.TileCompute.GetCapabilities\n");
 }
 
+// What a grpcurl user types works as grpcurl does: the address first,
+// -plaintext, -d, -H, and SERVICE/METHOD alone as a call.
+TEST_F(PtoctlReflectionTest, TakesGrpcurlsCommandLines) {
+  const std::string address = server_->address();
+  CommandResult r = RunCommand("client/ptoctl -plaintext " + address + " list");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("ptoserve.v1.TileCompute\n"));
+  r = RunCommand("client/ptoctl " + address + " list ptoserve.v1.TileCompute");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("ptoserve.v1.TileCompute.Execute\n"));
+  r = RunCommand("client/ptoctl -plaintext " + address +
+                 " describe ptoserve.v1.Tile");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("message Tile {"));
+  // A call by its name alone, its request from -d, a header sent along.
+  r = RunCommand("client/ptoctl -plaintext -H 'x-trace: 1' -d '{}' " + address +
+                 " grpc.health.v1.Health/Check");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("\"status\": \"SERVING\""));
+  r = RunCommand("client/ptoctl " + address +
+                 " ptoserve.v1.TileCompute/GetCapabilities");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("\"serverVersion\""));
+  // ptoctl's own commands take the address first too.
+  r = RunCommand("client/ptoctl " + address + " health");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output, "SERVING\n");
+  // Contradictions are usage errors, saying what contradicts what.
+  r = RunCommand("client/ptoctl --server=" + address + " " + address +
+                 " list 2>&1");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.output, HasSubstr("the server is given twice"));
+  r = RunCommand("client/ptoctl -plaintext --tls " + address + " list 2>&1");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.output, HasSubstr("-plaintext asks for no TLS"));
+  r = RunCommand("client/ptoctl -H nocolon " + address + " list 2>&1");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.output, HasSubstr("is not \"NAME: VALUE\""));
+}
+
+// grpcurl's -H 'authorization: Bearer TOKEN' is the token.
+TEST(PtoctlHeaderTest, AnAuthorizationHeaderIsTheToken) {
+  ServerProcess server(
+      {"--auth_token_file=" + WriteTempFile("tokens", "secret-one\n")});
+  CommandResult r = RunCommand(
+      "client/ptoctl -plaintext -H 'authorization: Bearer secret-one' " +
+      server.address() + " capabilities");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  r = RunCommand("client/ptoctl -H 'authorization: Bearer wrong' " +
+                 server.address() + " capabilities 2>&1");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.output, HasSubstr("UNAUTHENTICATED"));
+}
+
 TEST_F(PtoctlReflectionTest, DescribesEverySymbolKindWithItsComments) {
   // Every listed service, the health service included.
   for (const char* service :
