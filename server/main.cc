@@ -26,6 +26,7 @@
 #include "core/types.h"
 #include "core/version.h"
 #include "server/jobs/shared_memory.h"
+#include "server/metrics/log.h"
 #include "server/server.h"
 #include "server/transport/grpc_server.h"
 
@@ -197,6 +198,19 @@ ABSL_FLAG(From0To65536, http2_window_kb, 1024,
           "bytes the server has not read yet, in KiB, fixed (0: gRPC's own, "
           "grown by its bandwidth-delay probes, which lets a client with many "
           "calls in flight have megabytes wait unread).");
+ABSL_FLAG(std::string, log_level, "info",
+          "What the server writes on standard output: debug (also a line "
+          "for every call answered OK), info (start-up, shutdown, and a "
+          "line for every call answered with an error, with its message), "
+          "warning (the server's own failures: INTERNAL, UNKNOWN), error.");
+ABSL_FLAG(std::string, log_format, "text",
+          "text, or json: one JSON object a line (time, level, event; a "
+          "call's door, method, peer, client, code, duration_ms, bytes_in, "
+          "bytes_out, message).");
+ABSL_FLAG(From1To1M, log_rate, 100,
+          "The most log lines written a second; the lines past it are "
+          "dropped and counted (ptoserve_log_lines_dropped_total), and how "
+          "many is said once a line is written again.");
 ABSL_FLAG(absl::Duration, shutdown_grace, absl::Seconds(10),
           "On SIGINT/SIGTERM, after the lame-duck period, how long calls in "
           "flight may take to finish before they are cancelled.");
@@ -237,6 +251,17 @@ std::vector<std::string> FlagErrors() {
         "--max_client_memory_mb=%d is not between --max_job_mb=%d (a client "
         "could never run its largest job) and --memory_budget_mb=%d",
         client, job_mb, budget_mb));
+  }
+  if (const std::string level = absl::GetFlag(FLAGS_log_level);
+      level != "debug" && level != "info" && level != "warning" &&
+      level != "error") {
+    errors.push_back(absl::StrFormat(
+        "--log_level=%s is not one of debug, info, warning, error", level));
+  }
+  if (const std::string format = absl::GetFlag(FLAGS_log_format);
+      format != "text" && format != "json") {
+    errors.push_back(
+        absl::StrFormat("--log_format=%s is not one of text, json", format));
   }
   const std::string shm = absl::GetFlag(FLAGS_shared_memory);
   if (shm != "auto" && shm != "true" && shm != "false") {
@@ -301,6 +326,19 @@ std::string RaiseOpenFileLimit() {
   return limit.rlim_cur == before
              ? absl::StrCat(limit.rlim_cur)
              : absl::StrCat(limit.rlim_cur, " (raised from ", before, ")");
+}
+
+// The log the flags describe (checked by FlagErrors).
+LogOptions LogOptionsFromFlags() {
+  LogOptions o;
+  const std::string level = absl::GetFlag(FLAGS_log_level);
+  o.level = level == "debug"     ? LogLevel::kDebug
+            : level == "warning" ? LogLevel::kWarning
+            : level == "error"   ? LogLevel::kError
+                                 : LogLevel::kInfo;
+  o.json = absl::GetFlag(FLAGS_log_format) == "json";
+  o.lines_per_second = absl::GetFlag(FLAGS_log_rate);
+  return o;
 }
 
 // A size flag in units of 2^`shift` bytes, in bytes.
@@ -399,6 +437,7 @@ int Run() {
     std::cerr << "ptoserve: " << target.status().message() << "\n";
     return 2;
   }
+  Log::Get().Configure(LogOptionsFromFlags());
   const std::string open_files = RaiseOpenFileLimit();
   absl::StatusOr<std::unique_ptr<Server>> server =
       Server::Start(OptionsFromFlags(*target));
@@ -406,25 +445,28 @@ int Run() {
     std::cerr << "ptoserve: " << server.status().message() << "\n";
     return server.status().code() == absl::StatusCode::kUnavailable ? 1 : 2;
   }
-  std::cout << "ptoserve " << kVersion << " listening on "
-            << (*server)->address() << " (default target "
-            << TargetName(*target) << ")" << std::endl;
+  Log& log = Log::Get();
+  log.Say(LogLevel::kInfo, "start",
+          absl::StrCat("ptoserve ", kVersion, " listening on ",
+                       (*server)->address(), " (default target ",
+                       TargetName(*target), ")"));
   if (!(*server)->metrics_url().empty()) {
-    std::cout << "ptoserve metrics on " << (*server)->metrics_url()
-              << std::endl;
+    log.Say(LogLevel::kInfo, "start",
+            absl::StrCat("ptoserve metrics on ", (*server)->metrics_url()));
   }
   if (!(*server)->http_url().empty()) {
-    std::cout << "ptoserve HTTP/JSON API on " << (*server)->http_url()
-              << std::endl;
+    log.Say(LogLevel::kInfo, "start",
+            absl::StrCat("ptoserve HTTP/JSON API on ", (*server)->http_url()));
   }
-  std::cout << "ptoserve: open files limit " << open_files << ", memory budget "
-            << ((*server)->memory_budget_bytes() >> 20)
-            << " MiB, shared memory "
-            << ((*server)->shared_memory() ? "on" : "off") << std::endl;
+  log.Say(LogLevel::kInfo, "start",
+          absl::StrCat(
+              "ptoserve: open files limit ", open_files, ", memory budget ",
+              (*server)->memory_budget_bytes() >> 20, " MiB, shared memory ",
+              (*server)->shared_memory() ? "on" : "off"));
   (*server)->ServeUntilSignalled(absl::GetFlag(FLAGS_shutdown_grace),
                                  absl::GetFlag(FLAGS_lame_duck),
                                  absl::GetFlag(FLAGS_shutdown_delay));
-  std::cout << "ptoserve: stopped" << std::endl;
+  log.Say(LogLevel::kInfo, "stop", "ptoserve: stopped");
   return 0;
 }
 

@@ -20,6 +20,7 @@
 #include "server/jobs/shared_memory.h"
 #include "server/jobs/task_pool.h"
 #include "server/metrics/grpc_metrics.h"
+#include "server/metrics/log.h"
 #include "server/metrics/metrics.h"
 #include "server/metrics/metrics_endpoint.h"
 #include "server/metrics/process_metrics.h"
@@ -196,6 +197,10 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
   own.batches = counted("ExecuteBatches");
   parts->service->CountOwnCalls(own);
   AddProcessMetrics(&parts->registry);
+  parts->registry.AddCallbackCounter(
+      "ptoserve_log_lines_dropped_total",
+      "Log lines not written because more than --log_rate came in a second.",
+      [] { return static_cast<double>(Log::Get().dropped()); });
   // What the health service and /v2/health/ready answer: 0 from SIGTERM on
   // (the alert rules' NOT_SERVING).
   parts->registry.AddGauge(

@@ -1,6 +1,8 @@
 // HttpApi's routes: a request's head checked (Host, method, Origin, token,
 // content type), a job's body held as it arrives, and each route's answer.
 #include <google/protobuf/util/json_util.h>
+#include <netdb.h>
+#include <sys/socket.h>
 
 #include <algorithm>
 #include <memory>
@@ -17,6 +19,7 @@
 #include "server/http/http_api.h"
 #include "server/http/playground_page.h"
 #include "server/jobs/request_body.h"
+#include "server/metrics/log.h"
 #include "server/transport/peer_credentials.h"
 
 namespace ptoserve {
@@ -135,7 +138,39 @@ struct HttpApi::Call {
   // The job's part of the budget, and its JSON's, until the answer is sent.
   MemoryBudget::Hold hold;
   MemoryBudget::Hold json_hold;
+  // Why the request was refused, and who its client is, for its log line.
+  std::string error;
+  std::string client;
 };
+
+namespace {
+
+// Answers `exchange` with `status`'s error (as `http_status` if given),
+// noting it for the log.
+void Refuse(HttpExchange* exchange, HttpApi::Call* call,
+            const absl::Status& status, int http_status = 0) {
+  call->error = std::string(status.message());
+  HttpResponse answer = Error(status);
+  if (http_status != 0) answer.status = http_status;
+  exchange->Respond(std::move(answer));
+}
+
+// gRPC's name for a peer ("ipv4:127.0.0.1:40112"), of the socket's far end.
+std::string PeerOf(int fd) {
+  sockaddr_storage ss{};
+  socklen_t n = sizeof(ss);
+  char host[NI_MAXHOST] = "";
+  char port[NI_MAXSERV] = "";
+  if (getpeername(fd, reinterpret_cast<sockaddr*>(&ss), &n) != 0 ||
+      getnameinfo(reinterpret_cast<sockaddr*>(&ss), n, host, sizeof host, port,
+                  sizeof port, NI_NUMERICHOST | NI_NUMERICSERV) != 0) {
+    return "an unknown peer";
+  }
+  return ss.ss_family == AF_INET6 ? absl::StrCat("ipv6:[", host, "]:", port)
+                                  : absl::StrCat("ipv4:", host, ":", port);
+}
+
+}  // namespace
 
 absl::Status HttpApi::Admit(HttpExchange* exchange, Call* call) const {
   // A page of another site may send a request here (a browser sends the
@@ -173,6 +208,7 @@ absl::Status HttpApi::Admit(HttpExchange* exchange, Call* call) const {
     }
     client = *std::static_pointer_cast<std::string>(known);
   }
+  call->client = client;
   if (call->route != Route::kExecute) return absl::OkStatus();
   if (!absl::StartsWith(exchange->header("Content-Type"), kJson)) {
     return absl::InvalidArgumentError(
@@ -203,29 +239,33 @@ void HttpApi::OnHead(const std::shared_ptr<HttpExchange>& exchange) {
   const RouteInfo* route = RouteOf(exchange->path());
   call->route = route != nullptr ? route->route : Route::kOther;
   if (!exchange->host_allowed()) {
-    HttpResponse misdirected =
-        Error(absl::PermissionDeniedError(absl::StrFormat(
+    return Refuse(
+        exchange.get(), call.get(),
+        absl::PermissionDeniedError(absl::StrFormat(
             "Host %s is not a name of this server, which answers to "
             "localhost, the address a connection reached and "
             "--http_allowed_hosts (a page of another site whose name points "
             "here may not use it)",
-            ShortQuote(exchange->header("Host"), 200))));
-    misdirected.status = 421;
-    return exchange->Respond(std::move(misdirected));
+            ShortQuote(exchange->header("Host"), 200))),
+        421);
   }
   if (route == nullptr) {
-    return exchange->Respond(Error(absl::NotFoundError(absl::StrFormat(
-        "no such path: %s (GET / for the playground, POST /v1/jobs:execute, "
-        "GET /v1/capabilities, GET /v1/health, GET /v2/health/live, GET "
-        "/v2/health/ready)",
-        ShortQuote(exchange->path(), 200)))));
+    return Refuse(
+        exchange.get(), call.get(),
+        absl::NotFoundError(absl::StrFormat(
+            "no such path: %s (GET / for the playground, POST "
+            "/v1/jobs:execute, GET /v1/capabilities, GET /v1/health, GET "
+            "/v2/health/live, GET /v2/health/ready)",
+            ShortQuote(exchange->path(), 200))));
   }
   const absl::string_view method = exchange->method();
   if (method != route->method &&
       !(absl::string_view(route->method) == "GET" && method == "HEAD")) {
-    HttpResponse refused = Error(absl::UnimplementedError(
+    const absl::Status wrong = absl::UnimplementedError(
         absl::StrFormat("%s is not allowed on %s; use %s", ShortQuote(method),
-                        route->path, route->method)));
+                        route->path, route->method));
+    call->error = std::string(wrong.message());
+    HttpResponse refused = Error(wrong);
     refused.status = 405;
     refused.headers.push_back({"Allow", route->method});
     return exchange->Respond(std::move(refused));
@@ -254,7 +294,7 @@ void HttpApi::OnHead(const std::shared_ptr<HttpExchange>& exchange) {
   }
   if (absl::Status admitted = Admit(exchange.get(), call.get());
       !admitted.ok()) {
-    return exchange->Respond(Error(admitted));
+    return Refuse(exchange.get(), call.get(), admitted);
   }
   if (call->route == Route::kCapabilities) {
     exchange->Respond(
@@ -269,7 +309,7 @@ void HttpApi::OnBody(const std::shared_ptr<HttpExchange>& exchange,
   if (absl::Status taken = call->body->Append(piece, "--max_message_mb");
       !taken.ok()) {
     call->body->Discard();
-    exchange->Respond(Error(taken));
+    Refuse(exchange.get(), call, taken);
   }
 }
 
@@ -297,11 +337,13 @@ void HttpApi::Execute(const std::shared_ptr<HttpExchange>& exchange,
                      absl::StatusOr<v1::JobResult*> result,
                      MemoryBudget::Hold hold) {
     call->hold = std::move(hold);
-    if (!result.ok()) return exchange->Respond(Error(result.status()));
+    if (!result.ok()) {
+      return Refuse(exchange.get(), call.get(), result.status());
+    }
     // The JSON beside the result it is made from.
     absl::StatusOr<MemoryBudget::Hold> room = budget->Reserve(
         (*result)->ByteSizeLong() * kJsonResultFactor, call->info.share);
-    if (!room.ok()) return exchange->Respond(Error(room.status()));
+    if (!room.ok()) return Refuse(exchange.get(), call.get(), room.status());
     call->json_hold = *std::move(room);
     exchange->Respond(Answer(200, ToJson(**result)));
   };
@@ -314,10 +356,30 @@ void HttpApi::OnEnd(const std::shared_ptr<HttpExchange>& exchange) {
   const RouteInfo* route = RouteOf(exchange->path());
   const std::string name = route != nullptr ? route->path : "other";
   const int status = exchange->status();
-  requests_->With({name, status != 0 ? absl::StrCat(status) : "none"})
-      .Increment();
-  seconds_->With({name}).Observe(
-      absl::ToDoubleSeconds(absl::Now() - exchange->start()));
+  const std::string code = status != 0 ? absl::StrCat(status) : "none";
+  const absl::Duration took = absl::Now() - exchange->start();
+  requests_->With({name, code}).Increment();
+  seconds_->With({name}).Observe(absl::ToDoubleSeconds(took));
+  auto* call = static_cast<Call*>(exchange->state.get());
+  CallLine line;
+  line.ok = status != 0 && status < 400;
+  line.server_fault = status >= 500 && status != 503;
+  Log& log = Log::Get();
+  if (log.Enabled(Log::LevelOf(line))) {
+    const std::string peer = PeerOf(exchange->socket());
+    line.door = "http";
+    line.method = name;
+    line.peer = peer;
+    line.client = call->client;
+    line.code = code;
+    line.message = status == 0
+                       ? absl::string_view("the connection closed first")
+                       : absl::string_view(call->error);
+    line.took = took;
+    line.bytes_in = exchange->bytes_received();
+    line.bytes_out = exchange->bytes_sent();
+    log.Called(line);
+  }
   exchange->state.reset();
 }
 

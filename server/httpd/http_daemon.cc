@@ -165,6 +165,10 @@ struct HttpDaemon::Exchange final : HttpExchange {
   int status() const override {
     return status_.load(std::memory_order_relaxed);
   }
+  uint64_t bytes_received() const override { return received; }
+  uint64_t bytes_sent() const override {
+    return sent_bytes_.load(std::memory_order_relaxed);
+  }
 
   void Respond(HttpResponse response) override {
     MutexLock lock(&mu);
@@ -193,6 +197,7 @@ struct HttpDaemon::Exchange final : HttpExchange {
     const MHD_Result queued = MHD_queue_response(c, answer->status, r);
     MHD_destroy_response(r);
     status_.store(answer->status, std::memory_order_relaxed);
+    sent_bytes_.store(text->size(), std::memory_order_relaxed);
     sent = true;
     return queued;
   }
@@ -208,6 +213,7 @@ struct HttpDaemon::Exchange final : HttpExchange {
   bool completed = false;  // OnComplete ran
   bool sent = false;       // the answer was handed to libmicrohttpd
   uint64_t dropped = 0;    // body bytes dropped after an early answer
+  uint64_t received = 0;   // body bytes received
 
   absl::Mutex mu;
   std::optional<HttpResponse> answer ABSL_GUARDED_BY(mu);
@@ -215,6 +221,7 @@ struct HttpDaemon::Exchange final : HttpExchange {
   bool ended ABSL_GUARDED_BY(mu) = false;
   std::atomic<bool> gone_{false};
   std::atomic<int> status_{0};
+  std::atomic<uint64_t> sent_bytes_{0};
 };
 
 struct HttpDaemonCallbacks {
@@ -238,6 +245,7 @@ struct HttpDaemonCallbacks {
     if (ex->sent) return MHD_YES;
     if (*upload_size > 0) {
       const size_t n = std::exchange(*upload_size, 0);
+      ex->received += n;
       {
         MutexLock lock(&d->mu_);
         ex->connection->body_bytes += n;

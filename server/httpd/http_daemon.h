@@ -101,6 +101,10 @@ class HttpExchange {
   virtual bool gone() const = 0;
   // The status answered; 0 when none was sent.
   virtual int status() const = 0;
+  // The body's bytes received, and the answer's body's bytes handed to
+  // the connection.
+  virtual uint64_t bytes_received() const = 0;
+  virtual uint64_t bytes_sent() const = 0;
 
   // What the handler keeps with its connection, across its requests (one
   // at a time). In the handler's callbacks only.

@@ -2,6 +2,7 @@
 
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/message_lite.h>
+#include <grpcpp/server_context.h>
 #include <grpcpp/support/byte_buffer.h>
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/mutex.h"
+#include "server/metrics/log.h"
 
 namespace ptoserve {
 
@@ -35,12 +37,15 @@ absl::string_view TypeName(bool client_streaming, bool server_streaming) {
 // cannot see; each step reports that handover to it (server/mutex.h).
 class CallCounter final : public grpc::experimental::Interceptor {
  public:
-  explicit CallCounter(const GrpcMetrics::Method* method)
-      : method_(method), count_(method) {
+  CallCounter(const GrpcMetrics::Method* method,
+              const grpc::ServerContextBase* context)
+      : method_(method), count_(method, context) {
     TsanReleasing(this);
   }
   ~CallCounter() override {
     TsanAcquired(this);
+    // The call's context may be gone by now.
+    count_.SetContext(nullptr);
     count_.Ended();
   }
 
@@ -62,7 +67,8 @@ class CallCounter final : public grpc::experimental::Interceptor {
     }
     if (methods->QueryInterceptionHookPoint(
             InterceptionHookPoints::PRE_SEND_STATUS)) {
-      count_.Answered(methods->GetSendStatus().error_code());
+      const grpc::Status status = methods->GetSendStatus();
+      count_.Answered(status.error_code(), status.error_message());
     }
     TsanReleasing(this);
     methods->Proceed();
@@ -196,6 +202,7 @@ void GrpcMetrics::MakeMethod(Method* m, absl::string_view service,
   }
   m->seconds_family_ = seconds_;
   m->labels_ = {std::string(type), std::string(service), std::string(method)};
+  m->path = absl::StrCat("/", service, "/", method);
 }
 
 double GrpcMetrics::Open(bool streaming) const {
@@ -223,7 +230,8 @@ grpc::experimental::Interceptor* GrpcMetrics::CreateServerInterceptor(
   const absl::string_view name(info->method());
   if (by_handler_.contains(name)) return nullptr;
   auto it = methods_.find(name);
-  return new CallCounter(it == methods_.end() ? &unknown_ : &it->second);
+  return new CallCounter(it == methods_.end() ? &unknown_ : &it->second,
+                         info->server_context());
 }
 
 const GrpcMetrics::Method* GrpcMetrics::CountedByHandler(
@@ -234,34 +242,65 @@ const GrpcMetrics::Method* GrpcMetrics::CountedByHandler(
   return &it->second;
 }
 
-CallCount::CallCount(const GrpcMetrics::Method* method) : method_(method) {
+CallCount::CallCount(const GrpcMetrics::Method* method,
+                     const grpc::ServerContextBase* context)
+    : method_(method), context_(context) {
   if (method_ == nullptr) return;
   start_ = absl::Now();
   method_->started->Increment();
 }
 
-void CallCount::Received(uint64_t bytes) const {
+void CallCount::Received(uint64_t bytes) {
   if (method_ == nullptr) return;
   method_->received->Increment();
   method_->received_bytes->Increment(bytes);
+  bytes_in_.fetch_add(bytes, std::memory_order_relaxed);
 }
 
-void CallCount::Sent(uint64_t bytes) const {
+void CallCount::Sent(uint64_t bytes) {
   if (method_ == nullptr) return;
   method_->sent->Increment();
   method_->sent_bytes->Increment(bytes);
+  bytes_out_.fetch_add(bytes, std::memory_order_relaxed);
 }
 
-void CallCount::Answered(int code) {
+void CallCount::Answered(int code, absl::string_view message) {
   if (method_ == nullptr || answered_) return;
   answered_ = true;
   method_->Handled(code, absl::Now() - start_);
+  Logged(code, message);
 }
 
 void CallCount::Ended() {
   if (method_ == nullptr || answered_) return;
   answered_ = true;
   method_->Handled(grpc::StatusCode::CANCELLED, absl::Now() - start_);
+  Logged(grpc::StatusCode::CANCELLED, "the client went away unanswered");
+}
+
+void CallCount::Logged(int code, absl::string_view message) const {
+  if (code < 0 || code >= 17) code = grpc::StatusCode::UNKNOWN;
+  CallLine line;
+  line.ok = code == grpc::StatusCode::OK;
+  line.server_fault = code == grpc::StatusCode::INTERNAL ||
+                      code == grpc::StatusCode::UNKNOWN ||
+                      code == grpc::StatusCode::DATA_LOSS;
+  Log& log = Log::Get();
+  // Nothing is made for a line that would not be written.
+  if (!log.Enabled(Log::LevelOf(line))) return;
+  const std::string peer = context_ != nullptr ? context_->peer() : "";
+  const std::string code_name =
+      absl::StatusCodeToString(static_cast<absl::StatusCode>(code));
+  line.door = "grpc";
+  line.method = method_->path;
+  line.peer = peer.empty() ? "an unknown peer" : peer;
+  line.client = client_;
+  line.code = code_name;
+  line.message = message;
+  line.took = absl::Now() - start_;
+  line.bytes_in = bytes_in_.load(std::memory_order_relaxed);
+  line.bytes_out = bytes_out_.load(std::memory_order_relaxed);
+  log.Called(line);
 }
 
 }  // namespace ptoserve

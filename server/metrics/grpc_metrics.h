@@ -52,6 +52,7 @@ class GrpcMetrics final
     std::array<Counter*, 17> handled;  // by canonical code
     bool streaming = false;            // either side streams
     Requests requests = Requests::kParsed;
+    std::string path;  // "/package.Service/Method", as logs name it
 
     // Counts a call answered with `code` (out of range: UNKNOWN) after
     // `took`: handled, and its handling time.
@@ -111,27 +112,42 @@ class GrpcMetrics final
 };
 
 // One call counted in its method's series, by the interceptor or, for a
-// method counted there (CountedByHandler), by its handler. Started when
-// made; Answered once, when the status is sent; Ended when gRPC is done
-// with the call, which counts a call never answered (its client went
-// away) as CANCELLED. Null method: counts nothing. The owner orders
-// Answered before Ended.
+// method counted there (CountedByHandler), by its handler, and logged
+// (server/metrics/log.h) when answered. Started when made; Answered once,
+// when the status is sent; Ended when gRPC is done with the call, which
+// counts a call never answered (its client went away) as CANCELLED. Null
+// method: counts nothing. The owner orders Answered before Ended.
 class CallCount {
  public:
-  explicit CallCount(const GrpcMetrics::Method* method);
+  // `context` (null: none) names the peer in the log; it must be valid
+  // whenever Answered or Ended runs while it is set (SetContext).
+  explicit CallCount(const GrpcMetrics::Method* method,
+                     const grpc::ServerContextBase* context = nullptr);
   CallCount(const CallCount&) = delete;
   CallCount& operator=(const CallCount&) = delete;
 
   // A message of `bytes` read from the client, or sent to it.
-  void Received(uint64_t bytes) const;
-  void Sent(uint64_t bytes) const;
-  void Answered(int code);
+  void Received(uint64_t bytes);
+  void Sent(uint64_t bytes);
+  // The status sent: its code and message.
+  void Answered(int code, absl::string_view message = {});
   void Ended();
+  // The client the call is of (server/transport: a token, a user, an
+  // address), for the log; it must outlive the count.
+  void SetClient(absl::string_view client) { client_ = client; }
+  void SetContext(const grpc::ServerContextBase* context) {
+    context_ = context;
+  }
 
  private:
+  void Logged(int code, absl::string_view message) const;
+
   const GrpcMetrics::Method* const method_;
+  const grpc::ServerContextBase* context_;
   absl::Time start_;  // when the call arrived, for its handling time
   bool answered_ = false;
+  std::atomic<uint64_t> bytes_in_{0}, bytes_out_{0};
+  absl::string_view client_;
 };
 
 }  // namespace ptoserve

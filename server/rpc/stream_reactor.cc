@@ -11,11 +11,13 @@ using Reactor = grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>;
 StreamReactor::StreamReactor(const GrpcMetrics::Method* calls,
                              StallWatch* stalls,
                              grpc::CallbackServerContext* context)
-    : count_(calls), stalls_(stalls) {
+    : count_(calls, context), stalls_(stalls) {
   stalls_->Add(&stall_, context);
 }
 
-void StreamReactor::Run(std::unique_ptr<StreamMachine> machine) {
+void StreamReactor::Run(std::unique_ptr<StreamMachine> machine,
+                        absl::string_view client) {
+  count_.SetClient(client);
   machine_ = std::move(machine);
   // Stated to ThreadSanitizer: gRPC runs the events after this, on other
   // threads, ordered through queues it cannot see.
@@ -60,7 +62,7 @@ void StreamReactor::StartWrite(const grpc::ByteBuffer* message) {
 }
 
 void StreamReactor::Finish(const grpc::Status& status) {
-  count_.Answered(status.error_code());
+  count_.Answered(status.error_code(), status.error_message());
   TsanReleasing(this);
   Reactor::Finish(status);
 }

@@ -27,9 +27,10 @@ class StreamReactor final
   StreamReactor(const GrpcMetrics::Method* calls, StallWatch* stalls,
                 grpc::CallbackServerContext* context);
 
-  // Runs `machine`, made with this as its wire, until the call is done.
-  // Call once, right after construction.
-  void Run(std::unique_ptr<StreamMachine> machine);
+  // Runs `machine`, made with this as its wire, until the call is done,
+  // the call's `client` named in its log line (a name that outlives the
+  // machine). Call once, right after construction.
+  void Run(std::unique_ptr<StreamMachine> machine, absl::string_view client);
 
   void OnReadDone(bool ok) override;
   void OnWriteDone(bool ok) override;

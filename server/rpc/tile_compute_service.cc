@@ -20,9 +20,11 @@ namespace {
 class RefusedStream final
     : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
-  RefusedStream(const GrpcMetrics::Method* calls, const grpc::Status& status)
-      : count_(calls) {
-    count_.Answered(status.error_code());
+  RefusedStream(const GrpcMetrics::Method* calls,
+                grpc::CallbackServerContext* context,
+                const grpc::Status& status)
+      : count_(calls, context) {
+    count_.Answered(status.error_code(), status.error_message());
     TsanReleasing(this);
     Finish(status);
   }
@@ -83,6 +85,7 @@ grpc::ServerUnaryReactor* TileComputeService::Execute(
     return call;
   }
   call->info = CallOf(context);
+  call->SetClient(call->info.share->client());
   ExecuteRequest execute;
   execute.body = &call->body;
   execute.what = "the request";
@@ -103,24 +106,32 @@ grpc::ServerUnaryReactor* TileComputeService::Execute(
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>*
 TileComputeService::ExecuteStream(grpc::CallbackServerContext* context) {
   if (absl::Status allowed = Authorize(*context); !allowed.ok()) {
-    return new RefusedStream(counted_.stream, ToGrpcStatus(allowed));
+    return new RefusedStream(counted_.stream, context, ToGrpcStatus(allowed));
   }
   auto* reactor = new StreamReactor(counted_.stream, &stalls_, context);
-  reactor->Run(std::make_unique<JobStream>(
-      reactor, limits_.stream_window,
-      StreamJobs{intake_, limits_.max_message_bytes, CallOf(context)}));
+  CallInfo call = CallOf(context);
+  const std::shared_ptr<MemoryBudget::Share> share = call.share;
+  reactor->Run(
+      std::make_unique<JobStream>(
+          reactor, limits_.stream_window,
+          StreamJobs{intake_, limits_.max_message_bytes, std::move(call)}),
+      share->client());
   return reactor;
 }
 
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>*
 TileComputeService::ExecuteBatches(grpc::CallbackServerContext* context) {
   if (absl::Status allowed = Authorize(*context); !allowed.ok()) {
-    return new RefusedStream(counted_.batches, ToGrpcStatus(allowed));
+    return new RefusedStream(counted_.batches, context, ToGrpcStatus(allowed));
   }
   auto* reactor = new StreamReactor(counted_.batches, &stalls_, context);
-  reactor->Run(std::make_unique<BatchStream>(
-      reactor, limits_.stream_window,
-      StreamJobs{intake_, limits_.max_message_bytes, CallOf(context)}));
+  CallInfo call = CallOf(context);
+  const std::shared_ptr<MemoryBudget::Share> share = call.share;
+  reactor->Run(
+      std::make_unique<BatchStream>(
+          reactor, limits_.stream_window,
+          StreamJobs{intake_, limits_.max_message_bytes, std::move(call)}),
+      share->client());
   return reactor;
 }
 

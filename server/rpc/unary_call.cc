@@ -20,7 +20,7 @@ UnaryCall::UnaryCall(const GrpcMetrics::Method* calls, StallWatch* stalls,
                      grpc::ByteBuffer* request)
     : body(request),
       arena_(FirstBlock(first_block_, kFirstBlockBytes)),
-      count_(calls),
+      count_(calls, context),
       stalls_(stalls),
       context_(context) {
   count_.Received(body.size());
@@ -28,7 +28,7 @@ UnaryCall::UnaryCall(const GrpcMetrics::Method* calls, StallWatch* stalls,
 
 void UnaryCall::Answer(const grpc::Status& status, uint64_t reply_bytes) {
   if (status.ok()) count_.Sent(reply_bytes);
-  count_.Answered(status.error_code());
+  count_.Answered(status.error_code(), status.error_message());
   // An answer with a body waits on the client's reading it.
   if (status.ok()) {
     stalls_->Add(&stall_, context_);

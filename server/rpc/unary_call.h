@@ -43,6 +43,9 @@ class UnaryCall final : public grpc::ServerUnaryReactor {
   // against 0.15 for a server using the default reactor.
   bool InternalInlineable() override { return true; }
 
+  // Names the call's client in its log line; `client` outlives the call.
+  void SetClient(absl::string_view client) { count_.SetClient(client); }
+
   // An empty job to parse the request into: it lives as long as the call.
   v1::Job* NewJob() { return NewMessage<v1::Job>(&arena_, &heap_job_); }
 

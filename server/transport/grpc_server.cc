@@ -16,6 +16,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "server/metrics/log.h"
 #include "server/transport/address.h"
 
 namespace ptoserve {
@@ -179,16 +180,19 @@ void ServeUntilSignalled(RunningServer* running, absl::Duration grace,
     int signal = 0;
     sigwait(&signals, &signal);
     const char* signal_name = signal == SIGINT ? "SIGINT" : "SIGTERM";
+    Log& log = Log::Get();
     if (delay > absl::ZeroDuration()) {
-      std::cout << name << ": " << signal_name << ", NOT_SERVING for "
-                << absl::FormatDuration(delay) << " while still taking work"
-                << std::endl;
+      log.Say(LogLevel::kInfo, "stop",
+              absl::StrCat(name, ": ", signal_name, ", NOT_SERVING for ",
+                           absl::FormatDuration(delay),
+                           " while still taking work"));
       not_serving();
       server->GetHealthCheckService()->SetServingStatus(false);
       absl::SleepFor(delay);
     }
-    std::cout << name << ": " << signal_name << ", draining in-flight calls"
-              << std::endl;
+    log.Say(
+        LogLevel::kInfo, "stop",
+        absl::StrCat(name, ": ", signal_name, ", draining in-flight calls"));
     const absl::Time start = absl::Now();
     stop_accepting();
     server->GetHealthCheckService()->SetServingStatus(false);
@@ -202,11 +206,12 @@ void ServeUntilSignalled(RunningServer* running, absl::Duration grace,
     const absl::Time closing = absl::Now();
     server->Shutdown(std::chrono::system_clock::now() +
                      absl::ToChronoMicroseconds(grace));
-    std::cout << name << ": accepted jobs answered in "
-              << absl::FormatDuration(drained)
-              << ", calls and connections closed in "
-              << absl::FormatDuration(absl::Now() - closing) << " (of "
-              << absl::FormatDuration(grace) << " allowed)" << std::endl;
+    log.Say(LogLevel::kInfo, "stop",
+            absl::StrCat(name, ": accepted jobs answered in ",
+                         absl::FormatDuration(drained),
+                         ", calls and connections closed in ",
+                         absl::FormatDuration(absl::Now() - closing), " (of ",
+                         absl::FormatDuration(grace), " allowed)"));
   });
   server->Wait();
   shutdown.join();

@@ -1,0 +1,145 @@
+#include "server/metrics/log.h"
+
+#include <netdb.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <iostream>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/strip.h"
+#include "absl/time/clock.h"
+#include "common/json_quote.h"
+
+namespace ptoserve {
+
+namespace {
+
+absl::string_view LevelName(LogLevel level) {
+  switch (level) {
+    case LogLevel::kDebug:
+      return "debug";
+    case LogLevel::kInfo:
+      return "info";
+    case LogLevel::kWarning:
+      return "warning";
+    case LogLevel::kError:
+      return "error";
+  }
+  return "info";
+}
+
+// `peer` as a reader knows it: "fd:N" (gRPC's name for a connection
+// handed to it by descriptor) as the address at the descriptor's far end.
+std::string Readable(absl::string_view peer) {
+  int fd = -1;
+  if (!absl::ConsumePrefix(&peer, "fd:") || !absl::SimpleAtoi(peer, &fd)) {
+    return std::string(peer);
+  }
+  sockaddr_storage ss{};
+  socklen_t n = sizeof(ss);
+  char host[NI_MAXHOST] = "";
+  char port[NI_MAXSERV] = "";
+  if (getpeername(fd, reinterpret_cast<sockaddr*>(&ss), &n) != 0 ||
+      getnameinfo(reinterpret_cast<sockaddr*>(&ss), n, host, sizeof host, port,
+                  sizeof port, NI_NUMERICHOST | NI_NUMERICSERV) != 0) {
+    return absl::StrCat("fd:", fd);
+  }
+  return ss.ss_family == AF_INET6 ? absl::StrCat("ipv6:[", host, "]:", port)
+                                  : absl::StrCat("ipv4:", host, ":", port);
+}
+
+}  // namespace
+
+Log& Log::Get() {
+  static Log* log = new Log();
+  return *log;
+}
+
+void Log::Configure(const LogOptions& options) {
+  threshold_.store(static_cast<int>(options.level), std::memory_order_relaxed);
+  json_.store(options.json, std::memory_order_relaxed);
+  absl::MutexLock lock(&mu_);
+  rate_ = std::max(1.0, options.lines_per_second);
+  tokens_ = rate_;
+}
+
+std::string Log::JsonHead(LogLevel level, absl::string_view event) const {
+  return absl::StrCat("{\"time\": \"",
+                      absl::FormatTime("%Y-%m-%dT%H:%M:%E6SZ", absl::Now(),
+                                       absl::UTCTimeZone()),
+                      "\", \"level\": \"", LevelName(level),
+                      "\", \"event\": ", JsonQuote(event));
+}
+
+void Log::Say(LogLevel level, absl::string_view event, absl::string_view text) {
+  if (!Enabled(level)) return;
+  if (!json_.load(std::memory_order_relaxed)) return Write(std::string(text));
+  Write(absl::StrCat(JsonHead(level, event), ", \"message\": ", JsonQuote(text),
+                     "}"));
+}
+
+void Log::Called(const CallLine& call) {
+  const LogLevel level = LevelOf(call);
+  if (!Enabled(level)) return;
+  const double ms = absl::ToDoubleMilliseconds(call.took);
+  const std::string peer = Readable(call.peer);
+  if (json_.load(std::memory_order_relaxed)) {
+    std::string line = absl::StrCat(JsonHead(level, "call"),
+                                    ", \"door\": ", JsonQuote(call.door),
+                                    ", \"method\": ", JsonQuote(call.method),
+                                    ", \"peer\": ", JsonQuote(peer));
+    if (!call.client.empty()) {
+      absl::StrAppend(&line, ", \"client\": ", JsonQuote(call.client));
+    }
+    absl::StrAppend(&line, ", \"code\": ", JsonQuote(call.code),
+                    absl::StrFormat(", \"duration_ms\": %.3f", ms),
+                    ", \"bytes_in\": ", call.bytes_in,
+                    ", \"bytes_out\": ", call.bytes_out);
+    if (!call.message.empty()) {
+      absl::StrAppend(&line, ", \"message\": ", JsonQuote(call.message));
+    }
+    return Write(line + "}");
+  }
+  std::string line =
+      absl::StrCat("ptoserve: ", call.door, " ", call.method, " from ", peer);
+  if (!call.client.empty()) absl::StrAppend(&line, " (", call.client, ")");
+  absl::StrAppend(&line, ": ", call.code, absl::StrFormat(" in %.3f ms, ", ms),
+                  call.bytes_in, " bytes in, ", call.bytes_out, " out");
+  if (!call.message.empty()) absl::StrAppend(&line, ": ", call.message);
+  Write(line);
+}
+
+void Log::Write(const std::string& line) {
+  absl::MutexLock lock(&mu_);
+  const absl::Time now = absl::Now();
+  if (refilled_ != absl::InfinitePast()) {
+    tokens_ = std::min(
+        rate_, tokens_ + absl::ToDoubleSeconds(now - refilled_) * rate_);
+  }
+  refilled_ = now;
+  if (tokens_ < 1) {
+    ++unsaid_;
+    dropped_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  tokens_ -= 1;
+  if (unsaid_ > 0) {
+    const std::string note = absl::StrCat(
+        unsaid_, " log lines dropped: more than --log_rate=", rate_,
+        " a second");
+    if (json_.load(std::memory_order_relaxed)) {
+      std::cout << JsonHead(LogLevel::kWarning, "dropped")
+                << ", \"dropped\": " << unsaid_
+                << ", \"message\": " << JsonQuote(note) << "}\n";
+    } else {
+      std::cout << "ptoserve: " << note << "\n";
+    }
+    unsaid_ = 0;
+  }
+  std::cout << line << std::endl;
+}
+
+}  // namespace ptoserve
