@@ -12,6 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "core/status_macros.h"
 #include "proto/wire.h"
+#include "server/jobs/json_errors.h"
 #include "server/jobs/json_scan.h"
 
 namespace ptoserve {
@@ -171,8 +172,8 @@ absl::Status Intake::Parse(const RequestBody& body, const CallInfo& call,
       return out_of_memory();
     }
     CountRefused(absl::StatusCode::kInvalidArgument);
-    return absl::InvalidArgumentError(absl::StrCat(
-        what, " is not a ", MessageName(*message), " in JSON: ", why));
+    return absl::InvalidArgumentError(
+        ReadableJsonError(what, body.text(), why, *message->GetDescriptor()));
   }
   // Parsed straight from the door's buffers. Not through gRPC's
   // Deserialize: on a parse failure that builds protobuf's

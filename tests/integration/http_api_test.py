@@ -225,6 +225,27 @@ class HttpApiTest(unittest.TestCase):
         self.assertError(self.execute(shared), 400, "FAILED_PRECONDITION",
                          "gRPC only")
 
+    def test_errors_speak_of_the_job_as_it_was_written(self):
+        # The tile by its name, the field, an enum's valid values; never a
+        # type URL.
+        wrong = json.loads(json.dumps(TXOR_A2A3))
+        wrong["tiles"]["b"]["dtype"] = "int16"
+        status, _, answer = self.execute(wrong)
+        self.assertEqual(status, 400)
+        self.assertEqual(answer["message"],
+                         'tiles["b"].dtype: "int16" is not one of DTYPE_INT8, '
+                         "DTYPE_UINT8, DTYPE_INT16, DTYPE_UINT16, DTYPE_INT32, "
+                         "DTYPE_UINT32, DTYPE_FLOAT16, DTYPE_BFLOAT16, "
+                         "DTYPE_FLOAT32")
+        self.assertError(self.execute(b"", {"Content-Type": "application/json"}),
+                         400, "INVALID_ARGUMENT",
+                         "the body is empty")
+        self.assertError(self.execute({"tiles": {"a": {"rowz": 1}}}), 400,
+                         "INVALID_ARGUMENT",
+                         'tiles["a"]: a tile has no field "rowz"; its fields '
+                         "are dtype, rows, cols")
+        self.assertHealthy()
+
     def test_pages_of_other_sites_may_not_run_jobs(self):
         host = urllib.parse.urlsplit(self.url).netloc
         self.assertError(

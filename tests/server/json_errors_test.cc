@@ -1,0 +1,97 @@
+// protobuf's JSON parse errors for a job, in its sender's words: each case
+// parses a body with protobuf and checks what the sender is told.
+#include "server/jobs/json_errors.h"
+
+#include <google/protobuf/util/json_util.h>
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "ptoserve/v1/job.pb.h"
+
+namespace ptoserve {
+namespace {
+
+// What the sender of `body` is told.
+std::string Told(const std::string& body) {
+  v1::Job job;
+  const auto parsed = google::protobuf::util::JsonStringToMessage(body, &job);
+  EXPECT_FALSE(parsed.ok()) << body;
+  return ReadableJsonError("the body", body, std::string(parsed.message()),
+                           *v1::Job::descriptor());
+}
+
+TEST(JsonErrorsTest, NamesTheTileAndTheFieldAndWhatWouldDo) {
+  EXPECT_EQ(Told(R"({"tiles": {"a": {"dtype": "int16"}}})"),
+            "tiles[\"a\"].dtype: \"int16\" is not one of DTYPE_INT8, "
+            "DTYPE_UINT8, DTYPE_INT16, DTYPE_UINT16, DTYPE_INT32, "
+            "DTYPE_UINT32, DTYPE_FLOAT16, DTYPE_BFLOAT16, DTYPE_FLOAT32");
+  // The second tile, by its name, not its place.
+  EXPECT_EQ(Told(R"({"tiles": {"x": {"rows": 1}, "b": {"rows": -1}}})"),
+            "tiles[\"b\"].rows: -1 is not a whole number from 0 to "
+            "4294967295");
+  EXPECT_EQ(Told(R"({"tiles": {"a": {"values": [1, "x"]}}})"),
+            "tiles[\"a\"].values[1]: \"x\" is not a number");
+  EXPECT_EQ(Told(R"({"tiles": {"a": {"shared": {"offset": true}}}})"),
+            "tiles[\"a\"].shared.offset: true is not a whole number from 0 "
+            "to 18446744073709551615");
+  EXPECT_EQ(Told(R"({"instructions": [{}, {"opcode": "TAND"}]})"),
+            "instructions[1].opcode: \"TAND\" is not one of OPCODE_TAND, "
+            "OPCODE_TXOR, OPCODE_TOR, OPCODE_TNOT");
+  EXPECT_EQ(Told(R"({"target": "a5"})"),
+            "target: \"a5\" is not one of TARGET_HOST, TARGET_A2A3, "
+            "TARGET_A5");
+  EXPECT_EQ(Told(R"({"timeout": "2"})"),
+            "timeout is not a duration: seconds ending in s, e.g. \"2.5s\"");
+  EXPECT_EQ(Told(R"({"instructions": [{"dst": 5}]})"),
+            "instructions[0].dst: 5 is not a string, in quotes");
+}
+
+TEST(JsonErrorsTest, UnknownFieldsListTheFieldsThereAre) {
+  EXPECT_EQ(Told(R"({"tiles": {"a": {"dtyp": 1}}})"),
+            "tiles[\"a\"]: a tile has no field \"dtyp\"; its fields are "
+            "dtype, rows, cols, validRows, validCols, layout, location, "
+            "address, data, values, fill, shared");
+  EXPECT_EQ(Told(R"({"tile": {}})"),
+            "a job has no field \"tile\"; its fields are id, target, mode, "
+            "tiles, instructions, outputs, priority, timeout, assembly, "
+            "outputRegions");
+}
+
+TEST(JsonErrorsTest, NeverATypeUrlOrACaretLine) {
+  for (const std::string& body :
+       {std::string(""), std::string("  \n"), std::string("[1, 2]"),
+        std::string(R"({"tiles" 1})"), std::string(R"({"tiles": )"),
+        std::string(R"({"tiles": {"a": {"fill": 1e400}}})"),
+        std::string(R"({"mode": "fast"})")}) {
+    const std::string told = Told(body);
+    EXPECT_EQ(told.find("type.googleapis.com"), std::string::npos) << told;
+    EXPECT_EQ(told.find("TYPE_"), std::string::npos) << told;
+    EXPECT_EQ(told.find('^'), std::string::npos) << told;
+    EXPECT_EQ(told.find('\n'), std::string::npos) << told;
+  }
+  EXPECT_EQ(Told(""),
+            "the body is empty; a job is {\"tiles\": {...}, "
+            "\"instructions\": [...]}");
+  EXPECT_EQ(Told("[1, 2]"),
+            "the body is not a JSON object; a job is {\"tiles\": {...}, "
+            "\"instructions\": [...]}");
+  EXPECT_EQ(Told(R"({"tiles" 1})"),
+            "the body is not a ptoserve.v1.Job in JSON: Expected : between "
+            "key:value pair, near {\"tiles\" 1}");
+}
+
+TEST(JsonErrorsTest, KeyAtFindsAMapsEntryInWrittenOrder) {
+  const std::string body =
+      R"({"id": "x", "outputRegions": {"p": {}}, "tiles": {"a": {"rows": [1, {"b": 2}]}, "z\"q": 1, "c": {}}})";
+  EXPECT_EQ(KeyAt(body, "tiles", 0), "a");
+  EXPECT_EQ(KeyAt(body, "tiles", 1), "z\"q");
+  EXPECT_EQ(KeyAt(body, "tiles", 2), "c");
+  EXPECT_EQ(KeyAt(body, "tiles", 3), "");
+  EXPECT_EQ(KeyAt(body, "output_regions", 0), "p");
+  EXPECT_EQ(KeyAt("{", "tiles", 0), "");
+  EXPECT_EQ(KeyAt(R"({"tiles": 1})", "tiles", 0), "");
+}
+
+}  // namespace
+}  // namespace ptoserve
