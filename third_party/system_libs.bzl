@@ -14,6 +14,7 @@ _LIBS = {
     "gtest_main": (["gtest_main", "gmock", "gtest"], ["-lpthread"]),
     "benchmark": (["benchmark"], ["-lpthread"]),
     "microhttpd": (["libmicrohttpd"], []),
+    "zlib": (["zlib"], []),
 }
 
 # Libraries that use Abseil's mutexes: in the tsan config each of them also

@@ -21,7 +21,7 @@ build_packages=(
   g++ pkg-config
   bazel-bootstrap bazel-platforms bazel-rules-java
   libgrpc++-dev protobuf-compiler-grpc protobuf-compiler libprotobuf-dev
-  grpc-proto libabsl-dev libmicrohttpd-dev
+  grpc-proto libabsl-dev libmicrohttpd-dev zlib1g-dev
   # The system libraries' repository (third_party/system_libs.bzl) asks
   # pkg-config for every library it names, tests' included.
   libgtest-dev libgmock-dev libbenchmark-dev

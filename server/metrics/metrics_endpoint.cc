@@ -1,8 +1,17 @@
 #include "server/metrics/metrics_endpoint.h"
 
-#include <utility>
+#include <zlib.h>
 
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 
 namespace ptoserve {
 
@@ -18,6 +27,45 @@ HttpResponse Text(int status, std::string body,
   r.body = std::move(body);
   r.content_type = content_type;
   return r;
+}
+
+// Whether an Accept-Encoding header takes gzip (a q of 0 refuses it).
+bool AcceptsGzip(absl::string_view accept) {
+  for (absl::string_view coding : absl::StrSplit(accept, ',')) {
+    std::vector<absl::string_view> parts = absl::StrSplit(coding, ';');
+    if (!absl::EqualsIgnoreCase(absl::StripAsciiWhitespace(parts[0]), "gzip")) {
+      continue;
+    }
+    for (size_t i = 1; i < parts.size(); ++i) {
+      absl::string_view q = absl::StripAsciiWhitespace(parts[i]);
+      double weight = 1;
+      if (absl::ConsumePrefix(&q, "q=") && absl::SimpleAtod(q, &weight) &&
+          weight <= 0) {
+        return false;
+      }
+    }
+    return true;
+  }
+  return false;
+}
+
+// `text` gzipped (RFC 1952), or "" if zlib fails.
+std::string Gzip(const std::string& text) {
+  z_stream z{};
+  // 15 window bits, +16: a gzip header and trailer.
+  if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8,
+                   Z_DEFAULT_STRATEGY) != Z_OK) {
+    return "";
+  }
+  std::string out(deflateBound(&z, text.size()), '\0');
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(text.data()));
+  z.avail_in = static_cast<uInt>(text.size());
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = static_cast<uInt>(out.size());
+  const int done = deflate(&z, Z_FINISH);
+  out.resize(z.total_out);
+  deflateEnd(&z);
+  return done == Z_STREAM_END ? out : "";
 }
 
 }  // namespace
@@ -50,7 +98,17 @@ void MetricsEndpoint::OnHead(const std::shared_ptr<HttpExchange>& exchange) {
     refused.headers.push_back({"Allow", "GET"});
     return exchange->Respond(std::move(refused));
   }
-  exchange->Respond(Text(200, registry_->Render(), kContentType));
+  HttpResponse answer = Text(200, registry_->Render(), kContentType);
+  // Prometheus asks for gzip: the exposition is text that shrinks about
+  // tenfold.
+  answer.headers.push_back({"Vary", "Accept-Encoding"});
+  if (AcceptsGzip(exchange->header("Accept-Encoding"))) {
+    if (std::string zipped = Gzip(answer.body); !zipped.empty()) {
+      answer.body = std::move(zipped);
+      answer.headers.push_back({"Content-Encoding", "gzip"});
+    }
+  }
+  exchange->Respond(std::move(answer));
 }
 
 }  // namespace ptoserve

@@ -17,6 +17,7 @@ API is checked against what the load generator sent:
 Usage: prometheus_test.py RULES_FILE (with PTOSERVE_BINARY set)."""
 
 import bisect
+import gzip
 import json
 import os
 import shutil
@@ -303,6 +304,35 @@ scrape_configs:
         self.assertEqual(checked.returncode, 0,
                          checked.stdout.decode() + checked.stderr.decode())
         self.assertEqual(checked.stdout.decode() + checked.stderr.decode(), "")
+
+    def fetch(self, accept_encoding: str | None) -> tuple[dict, bytes]:
+        request = urllib.request.Request(self.metrics_url)
+        if accept_encoding is not None:
+            request.add_header("Accept-Encoding", accept_encoding)
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            return dict(answer.headers), answer.read()
+
+    def test_a_scrape_that_takes_gzip_gets_it(self):
+        # Prometheus sends "Accept-Encoding: gzip"; the scrapes above were
+        # gzipped (up == 1 needs a body it could read).
+        headers, zipped = self.fetch("gzip")
+        self.assertEqual(headers.get("Content-Encoding"), "gzip")
+        self.assertEqual(headers.get("Vary"), "Accept-Encoding")
+        text = gzip.decompress(zipped).decode()
+        self.assertIn("# TYPE grpc_server_handled_total counter", text)
+        self.assertLess(len(zipped) * 4, len(text))
+        # The same families as a plain scrape, in the same order.
+        _, plain = self.fetch(None)
+        families = lambda t: [line for line in t.splitlines()
+                              if line.startswith("# TYPE")]
+        self.assertEqual(families(text), families(plain.decode()))
+        for refused in ["identity", "gzip;q=0", "br, deflate", "gzip;q=0.0"]:
+            headers, body = self.fetch(refused)
+            self.assertNotIn("Content-Encoding", headers, refused)
+            self.assertIn(b"# TYPE", body, refused)
+        for taken in ["deflate, gzip;q=0.5", " GZIP ", "gzip;q=1"]:
+            headers, _ = self.fetch(taken)
+            self.assertEqual(headers.get("Content-Encoding"), "gzip", taken)
 
 
 if __name__ == "__main__":
