@@ -12,9 +12,12 @@ API is checked against what the load generator sent:
     quantile;
   - the memory budget gauge, against --memory_budget_mb, and the recording
     rule over it; every rule evaluated without error;
-  - `promtool check metrics` on a scrape.
+  - `promtool check metrics` on a scrape, and a gzipped one;
+  - every query of the Grafana dashboard, its variables filled in as
+    Grafana would, returns data.
 
-Usage: prometheus_test.py RULES_FILE (with PTOSERVE_BINARY set)."""
+Usage: prometheus_test.py RULES_FILE DASHBOARD_FILE (with PTOSERVE_BINARY
+set)."""
 
 import bisect
 import gzip
@@ -27,16 +30,17 @@ import tempfile
 import threading
 import time
 import unittest
+import urllib.error
 import urllib.parse
 import urllib.request
 
 import grpc
 import numpy as np
 from ptoserve_client import binary_job
-from server_process import (free_port, start_server_with_metrics,
-                            stop_server, wait_for)
+from server_process import free_port, start_and_read, stop_server, wait_for
 
 RULES = os.path.abspath(sys.argv.pop(1))
+DASHBOARD = os.path.abspath(sys.argv.pop(1))
 PROMETHEUS = "/usr/bin/prometheus"
 PROMTOOL = "/usr/bin/promtool"
 BUDGET_MB = 96
@@ -68,7 +72,8 @@ class Load:
     int32 TAND sent as bytes, and BAD_CALLS calls whose target is a2a3 with
     rows that are too narrow (INVALID_ARGUMENT); counts and times them."""
 
-    def __init__(self, address: str):
+    def __init__(self, address: str, http: str):
+        self.http = http
         a = np.full((16, 16), 0x0FF0, np.int32)
         b = np.full((16, 16), 0x00FF, np.int32)
         self.request = binary_job("tand", a, b).SerializeToString()
@@ -103,9 +108,22 @@ class Load:
                         self.sent_bytes += len(self.bad)
                     else:
                         self.other.append(f"{error.code()}: {error.details()}")
+        self._http_calls(stop)
         for t in threads:
             t.join()
         self.channel.close()
+
+    def _http_calls(self, stop: float) -> None:
+        """HTTP requests, three routes, until `stop`: counters that grow
+        from one scrape to the next for the dashboard's HTTP panels."""
+        while time.monotonic() < stop:
+            for path in ["/v2/health/ready", "/v1/capabilities", "/nowhere"]:
+                try:
+                    with urllib.request.urlopen(self.http + path, timeout=30):
+                        pass
+                except urllib.error.HTTPError as error:
+                    if error.code != 404:
+                        self.other.append(f"{path}: HTTP {error.code}")
 
     def _calls(self, stop: float) -> None:
         while time.monotonic() < stop:
@@ -128,8 +146,13 @@ class PrometheusTest(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        cls.server, cls.address, cls.metrics_url = start_server_with_metrics(
-            f"--memory_budget_mb={BUDGET_MB}", "--max_job_mb=64")
+        cls.server, found = start_and_read(
+            ["--address=127.0.0.1:0", "--metrics_address=127.0.0.1:0",
+             "--http_address=127.0.0.1:0", f"--memory_budget_mb={BUDGET_MB}",
+             "--max_job_mb=64"],
+            {"address": "listening on ", "metrics": "metrics on ",
+             "http": "HTTP/JSON API on "})
+        cls.address, cls.metrics_url = found["address"], found["metrics"]
         cls.scratch = tempfile.mkdtemp()
         target = urllib.parse.urlparse(cls.metrics_url).netloc
         config = os.path.join(cls.scratch, "prometheus.yml")
@@ -169,13 +192,14 @@ scrape_configs:
             wait_for("three scrapes", lambda: cls.value(
                 'count_over_time(up{job="ptoserve"}[1m]) >= 3'))
             cls.load_start = time.time()
-            cls.load = Load(cls.address)
+            cls.load = Load(cls.address, found["http"])
             cls.load.run()
             cls.load_end = time.time()
             # Prometheus has the last count once a scrape after the load.
             total = cls.load.ok
             wait_for(f"Prometheus to count {total} calls", lambda: cls.value(
                 f'grpc_server_handled_total{EXECUTE},grpc_code="OK"}} == {total}'))
+            cls.last_scrape = time.time()
         except BaseException:
             cls.tearDownClass()
             raise
@@ -333,6 +357,42 @@ scrape_configs:
         for taken in ["deflate, gzip;q=0.5", " GZIP ", "gzip;q=1"]:
             headers, _ = self.fetch(taken)
             self.assertEqual(headers.get("Content-Encoding"), "gzip", taken)
+
+    def test_every_dashboard_query_returns_data(self):
+        with open(DASHBOARD) as f:
+            dashboard = json.load(f)
+        variables = {v["name"]: v for v in dashboard["templating"]["list"]}
+        self.assertEqual(variables["job"]["query"]["query"],
+                         "label_values(ptoserve_build_info, job)")
+        jobs = self.query("group by (job) (ptoserve_build_info)")
+        self.assertEqual([j["metric"]["job"] for j in jobs], ["ptoserve"])
+        panels = [p for p in dashboard["panels"] if p["type"] != "row"]
+        self.assertGreaterEqual(len(panels), 20)
+        ids = [p["id"] for p in dashboard["panels"]]
+        self.assertEqual(len(ids), len(set(ids)))
+        # Grafana's $__rate_interval is at least four scrape intervals; 1m
+        # holds the load and its last scrape.
+        filled = {"$job": variables["job"]["allValue"],
+                  "$__rate_interval": "1m"}
+        for panel in panels:
+            self.assertEqual(panel["datasource"]["uid"], "${datasource}",
+                             panel["title"])
+            self.assertTrue(panel["description"], panel["title"])
+            self.assertTrue(panel["targets"], panel["title"])
+            for target in panel["targets"]:
+                expr = target["expr"]
+                self.assertIn('job=~"$job"', expr, panel["title"])
+                for name, value in filled.items():
+                    expr = expr.replace(name, value)
+                self.assertNotIn("$", expr, panel["title"])
+                # At the last scrape of the load, every series the panel
+                # draws has a value.
+                result = self.query(expr, at=self.last_scrape)
+                self.assertTrue(result, f"{panel['title']}: {expr}: no data")
+                for series in result:
+                    value = float(series["value"][1])
+                    self.assertFalse(value != value,  # NaN: 0/0, no calls
+                                     f"{panel['title']}: {expr}: NaN")
 
 
 if __name__ == "__main__":
