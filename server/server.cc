@@ -216,7 +216,13 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
     }
   }
 
-  // Before gRPC: a port that is taken stops the server before it serves.
+  // The gRPC port is the one a user names first, so it is the first that
+  // a second server on the same ports fails on; the metrics and HTTP ports
+  // then start before gRPC, so that a port that is taken stops the server
+  // before it serves.
+  if (absl::Status free = CheckCanListen(options.grpc.address); !free.ok()) {
+    return free;
+  }
   if (!options.metrics.address.empty()) {
     HttpDaemonOptions metrics = options.metrics;
     metrics.flag = "--metrics_address";

@@ -75,6 +75,14 @@ class BorrowedInterceptor final
 
 }  // namespace
 
+absl::Status CheckCanListen(const std::string& address) {
+  if (absl::StartsWith(address, "unix:")) return absl::OkStatus();
+  const std::string why = WhyCannotBind(address);
+  if (why.empty()) return absl::OkStatus();
+  return absl::UnavailableError(
+      absl::StrCat("cannot listen on ", address, ": ", why));
+}
+
 absl::StatusOr<RunningServer> StartGrpcServer(
     const GrpcOptions& options, const GrpcWiring& wiring,
     const std::vector<grpc::Service*>& services) {

@@ -58,6 +58,11 @@ struct RunningServer {
   std::unique_ptr<Listener> listener;
 };
 
+// OK if `address` (HOST:PORT) can be bound now, as StartGrpcServer would;
+// otherwise UNAVAILABLE, "cannot listen on ADDRESS: why" (what it would
+// fail with). A unix: address is not tried.
+absl::Status CheckCanListen(const std::string& address);
+
 // Starts a callback-API server for `services` with the standard health
 // service (SERVING for the server). Idle peers are pinged every minute and
 // dropped if they do not answer within 20 s.

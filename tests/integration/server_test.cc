@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <cstring>
 #include <future>
 #include <random>
 #include <set>
@@ -24,6 +25,7 @@ namespace ptoserve {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 using ServerTest = test::SharedServerTest;
 
@@ -412,18 +414,26 @@ TEST_F(ServerTest, CapabilitiesDescribeEveryTarget) {
 }
 
 // gRPC turns SO_REUSEPORT on by default, so a second server on a busy port
-// used to start and take a share of the connections.
+// used to start and take a share of the connections. A second server on
+// all of the first's ports (what starting one twice on the defaults does)
+// names the gRPC port, the one its user gave first.
 TEST(ServerStartTest, ASecondServerOnAPortInUseFailsToStart) {
   ServerProcess first;
-  // `timeout`: a server that does start must not hang the test.
-  CommandResult r = RunCommand(
-      "timeout 20 server/ptoserve --metrics_address= --http_address= "
-      "--address=" +
-      first.address());
-  EXPECT_EQ(r.exit_code, 1) << r.output;
-  EXPECT_THAT(r.output,
-              HasSubstr("ptoserve: cannot listen on " + first.address() +
-                        ": Address already in use"));
+  // "http://127.0.0.1:PORT/metrics" -> "127.0.0.1:PORT"
+  std::string metrics = first.metrics_url().substr(strlen("http://"));
+  metrics = metrics.substr(0, metrics.find('/'));
+  for (const std::string& metrics_flag : {std::string(""), metrics}) {
+    SCOPED_TRACE("--metrics_address=" + metrics_flag);
+    // `timeout`: a server that does start must not hang the test.
+    CommandResult r = RunCommand(
+        "timeout 20 server/ptoserve --http_address= --metrics_address=" +
+        metrics_flag + " --address=" + first.address());
+    EXPECT_EQ(r.exit_code, 1) << r.output;
+    EXPECT_THAT(r.output,
+                HasSubstr("ptoserve: cannot listen on " + first.address() +
+                          ": Address already in use"));
+    EXPECT_THAT(r.output, Not(HasSubstr("metrics_address")));
+  }
   auto client = Client::Connect(first.address()).value();
   EXPECT_EQ(client->Health().value(), "SERVING");
 }
