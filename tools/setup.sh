@@ -3,12 +3,14 @@
 # Idempotent: when everything is present it only checks, in well under a
 # second.
 #
-#   tools/setup.sh [clang | build]
+#   tools/setup.sh [clang | build | serve]
 #
 # clang: also clang and its sanitizer and libFuzzer runtimes, which the
 # test command's ASan+UBSan and fuzzing stages build with.
 # build: only what building the server and ptoctl needs (the container
 # image's build stage): no formatter, no Python, no test tools.
+# serve: what tools/serve.sh needs: the build's, the Python client's
+# runtime and curl (the quickstart's first requests); no test tools.
 set -euo pipefail
 
 # Debian's kubectl (package kubernetes-client, for its built-in kustomize)
@@ -26,10 +28,10 @@ build_packages=(
   # pkg-config for every library it names, tests' included.
   libgtest-dev libgmock-dev libbenchmark-dev
 )
+python_packages=(python3-grpcio python3-protobuf python3-numpy)
 packages=(
-  "${build_packages[@]}"
-  python3-yaml openssl clang-format
-  python3-grpcio python3-protobuf python3-numpy python3-venv python3-wheel
+  "${build_packages[@]}" "${python_packages[@]}" curl
+  python3-yaml openssl clang-format python3-venv python3-wheel
   python3-h2
   # The playground's test drives Debian's chromium, headless.
   chromium
@@ -43,7 +45,11 @@ for extra in "$@"; do
   case "$extra" in
     clang) packages+=(clang libclang-rt-14-dev) ;;
     build) packages=("${build_packages[@]}"); want_kubectl=0 ;;
-    *) echo "usage: tools/setup.sh [clang | build]" >&2; exit 2 ;;
+    serve)
+      packages=("${build_packages[@]}" "${python_packages[@]}" curl)
+      want_kubectl=0
+      ;;
+    *) echo "usage: tools/setup.sh [clang | build | serve]" >&2; exit 2 ;;
   esac
 done
 

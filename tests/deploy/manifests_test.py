@@ -385,6 +385,20 @@ class ManifestsTest(unittest.TestCase):
         self.assertLessEqual(service["spec"]["selector"].items(), labels.items(),
                              "the Service selects no pod of the Deployment")
 
+    def test_the_service_names_the_http_port_by_an_allowed_host(self):
+        # The HTTP/JSON API is reached through the Service's name, which the
+        # server must accept as a Host (else 421).
+        service = self.docs["Service"]
+        ports = {p["name"]: p for p in service["spec"]["ports"]}
+        self.assertIn("http", ports)
+        self.assertEqual(self.target_port(ports["http"]),
+                         port_of(self.args["http_address"]))
+        self.assertEqual(ports["http"]["port"], port_of(self.args["http_address"]))
+        allowed = self.args["http_allowed_hosts"].split(",")
+        name = service["metadata"]["name"]
+        self.assertIn(name, allowed)
+        self.assertIn(f"{name}.default.svc.cluster.local", allowed)
+
     def test_budget_and_autoscaler_point_at_the_deployment(self):
         labels = self.docs["Deployment"]["spec"]["selector"]["matchLabels"]
         self.assertEqual(self.docs["PodDisruptionBudget"]["spec"]["selector"]["matchLabels"],
@@ -455,6 +469,9 @@ class ManifestsTest(unittest.TestCase):
         for name in from_env:
             self.assertIn(name, self.flags)
         self.assertTrue(addresses["address"].startswith("0.0.0.0:"))
+        # A port published with -p is reached as 127.0.0.1 on the host.
+        self.assertIn("http_allowed_hosts", from_env)
+        self.assertIn("127.0.0.1", env["FLAGS_http_allowed_hosts"].split(","))
         exposed = {int(p) for p in re.search(r"^EXPOSE (.*)$", text, re.M).group(1).split()}
         self.assertEqual(exposed, {port_of(a) for a in addresses.values()})
         command, _ = healthcheck_command(instructions)
