@@ -18,6 +18,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/mutex.h"
+#include "server/httpd/host_check.h"
 
 namespace ptoserve {
 
@@ -77,43 +78,6 @@ std::string WhyNotListening(const sockaddr_storage& address) {
     close(fd);
   }
   return why;
-}
-
-// The host of a Host header's value, in lower case: its port and an IPv6
-// literal's brackets taken off.
-std::string HostName(absl::string_view value) {
-  if (absl::StartsWith(value, "[")) {
-    const size_t end = value.find(']');
-    return absl::AsciiStrToLower(value.substr(
-        1, end == absl::string_view::npos ? value.size() - 1 : end - 1));
-  }
-  const size_t colon = value.rfind(':');
-  if (colon != absl::string_view::npos) value = value.substr(0, colon);
-  return absl::AsciiStrToLower(value);
-}
-
-// Whether `host` is an IP literal for the address `local` (an IPv4 one
-// also as IPv4-mapped IPv6).
-bool IsAddress(const std::string& host, const sockaddr_storage& local) {
-  in6_addr want{};
-  if (local.ss_family == AF_INET) {
-    const in_addr& v4 = reinterpret_cast<const sockaddr_in&>(local).sin_addr;
-    want.s6_addr[10] = want.s6_addr[11] = 0xff;
-    std::memcpy(want.s6_addr + 12, &v4, 4);
-  } else if (local.ss_family == AF_INET6) {
-    want = reinterpret_cast<const sockaddr_in6&>(local).sin6_addr;
-  } else {
-    return false;
-  }
-  in6_addr got{};
-  in_addr v4{};
-  if (inet_pton(AF_INET, host.c_str(), &v4) == 1) {
-    got.s6_addr[10] = got.s6_addr[11] = 0xff;
-    std::memcpy(got.s6_addr + 12, &v4, 4);
-  } else if (inet_pton(AF_INET6, host.c_str(), &got) != 1) {
-    return false;
-  }
-  return std::memcmp(&got, &want, sizeof(got)) == 0;
 }
 
 }  // namespace
@@ -290,15 +254,8 @@ struct HttpDaemonCallbacks {
                          const char* method, void** state) {
     Connection* connection = ConnectionOf(c);
     auto ex = std::make_shared<Exchange>(d, c, connection, method, url);
-    const std::string host = HostName(ex->header("Host"));
-    const std::vector<std::string>& allowed = d->options_.allowed_hosts;
-    ex->host_allowed_ =
-        // HTTP/1.1 requires a Host (libmicrohttpd refuses one without);
-        // a browser always sends one.
-        host.empty() || host == "localhost" ||
-        IsAddress(host, connection->local) ||
-        std::find(allowed.begin(), allowed.end(), host) != allowed.end() ||
-        std::find(allowed.begin(), allowed.end(), "*") != allowed.end();
+    ex->host_allowed_ = HostAllowed(ex->header("Host"), connection->local,
+                                    d->options_.allowed_hosts);
     {
       MutexLock lock(&d->mu_);
       connection->in_head = false;

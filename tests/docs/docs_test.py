@@ -1,7 +1,8 @@
 """The docs' examples, run against a real ptoserve and compared with what
-the docs show.
+the docs show; and the docs checked against the binaries they describe.
 
-Documents: README.md, client/python/README.md and docs/ASSEMBLY.md.
+Documents: README.md, every page of docs/ and client/python/README.md
+(the links in checked/; tools/check_layout fails when a page has none).
 
 What runs:
 - Every ```console block: each `$ COMMAND` line (continued on the next line
@@ -9,11 +10,11 @@ What runs:
   like the repository root (the docs' convention: commands run from there),
   and what it prints, stdout and stderr together, is compared with the
   block's lines after it, up to the next `$ ` line. The scratch directory
-  holds examples/ (a copy of the checkout's), bazel-bin/client/ptoctl and
-  client/python/example.py.
-- In client/python/README.md, every ```python block that a paragraph
-  "prints" and a block follow: the code runs with /usr/bin/python3 and the
-  client on PYTHONPATH, and its stdout is compared with that block.
+  holds examples/ (a copy of the checkout's files) and
+  client/python/example.py, and `ptoctl` is first on PATH.
+- Every ```python block that a paragraph "prints" and a block follow: the
+  code runs with /usr/bin/python3 and the client on PYTHONPATH, and its
+  stdout is compared with that block.
 
 The server: one ptoserve, started here with its defaults except for its
 ports (gRPC and the HTTP/JSON API on ephemeral loopback ports, metrics
@@ -22,10 +23,10 @@ off), serves every example in the documents' order.
 Substitutions in what runs (the docs use ptoserve's default addresses):
 - `127.0.0.1:50051` becomes the server's gRPC address, and
   `http://127.0.0.1:8000` its HTTP/JSON API's URL.
-- bazel-bin/client/ptoctl runs the real ptoctl with `--server=ADDRESS`
-  first, so that commands without `--server` (ptoctl's default is
-  127.0.0.1:50051) reach the server; a `--server` a command gives comes
-  later and wins.
+- `ptoctl` runs the real ptoctl with `--server=ADDRESS` first, so that
+  commands without a server (ptoctl's default is 127.0.0.1:50051) reach
+  this one; a command that names one (`--server=...`, or the address as
+  its first argument, grpcurl's way) runs as written.
 - REWRITES below: commands of the docs that run a Bazel target, run as the
   file the target runs.
 
@@ -53,6 +54,13 @@ document and the command's first line, each with its reason; an exemption
 that matches no command fails the test, so the list stays as small as the
 docs allow.
 
+Checks beside the examples:
+- every flag `ptoserve --help` lists appears in docs/FLAGS.md, and every
+  flag of `ptoctl --help` in docs/CLI.md, as `--NAME`;
+- every citation of a section, `docs/PAGE.md, "Title"` (or README's,
+  client/python/README.md's), names a heading that page has;
+- the BUILD rule docs/CLIENTS.md shows is examples/cpp/BUILD.bazel's.
+
 Run by `bazel test //tests/docs:docs_test`. Outside Bazel, from the
 repository root after `bazel build //server:ptoserve //client:ptoctl
 //client/python:all`:
@@ -73,10 +81,13 @@ import unittest
 
 import server_process
 
-DOCS = ["README.md", "client/python/README.md", "docs/ASSEMBLY.md"]
 # Where the documents are read: links to them at their repository paths
 # (BUILD.bazel says why).
 CHECKED = "tests/docs/checked"
+DOCS = ["README.md"] + sorted(
+    f"docs/{name}" for name in os.listdir(os.path.join(CHECKED, "docs"))
+    if name.endswith(".md")) + ["client/python/README.md"]
+PTOSERVE = os.environ.get("PTOSERVE_BINARY", "server/ptoserve")
 PTOCTL = os.environ.get("PTOCTL_BINARY", "client/ptoctl")
 DOC_ADDRESS = "127.0.0.1:50051"
 DOC_HTTP = "http://127.0.0.1:8000"
@@ -86,17 +97,16 @@ COMMAND_TIMEOUT_S = 60
 # (document, the command's first line as the document writes it): why it
 # does not run here.
 EXEMPTIONS = {
-    ("README.md",
-     "bazel-bin/client/ptoctl --server=127.0.0.1:50051 --tls_ca=other-ca.crt "
-     "health"):
-        "needs a TLS server and a second CA's certificate; security_test "
-        "checks this message",
-    ("README.md",
-     "bazel-bin/client/ptoctl --server=127.0.0.1:50051 --tls_ca=ca.crt "
-     "health   # the server wants a client certificate"):
+    ("docs/DEPLOYING.md", "ptoctl --tls_ca=pki/other-ca.crt health"):
+        "needs a TLS server and tools/make_certs.sh's second CA; "
+        "security_test checks this message against a server started with "
+        "that script's certificates",
+    ("docs/DEPLOYING.md",
+     "ptoctl --tls_ca=pki/ca.crt health   # the server wants a client "
+     "certificate"):
         "needs a TLS server that wants client certificates; security_test "
         "checks this message",
-    ("README.md", "curl -s http://127.0.0.1:9464/metrics"):
+    ("docs/METRICS.md", "curl -s http://127.0.0.1:9464/metrics"):
         "an excerpt of a scrape: its counts and latency buckets depend on "
         "every call made before it and on their timing; metrics_test checks "
         "the series",
@@ -117,6 +127,10 @@ EXEMPTIONS = {
 REWRITES = [
     ("bazel run //client/python:example -- ",
      "/usr/bin/python3 client/python/example.py "),
+    ("bazel run -c opt //examples/cpp:first_request -- ",
+     os.path.abspath("examples/cpp/first_request") + " "),
+    ("bazel run -c opt //client:shared_memory_example -- ",
+     os.path.abspath("client/shared_memory_example") + " "),
 ]
 
 ERROR_WITH_CODE = re.compile(r"^ptoctl: [A-Z][A-Z_]+: ")
@@ -269,13 +283,22 @@ class DocsTest(unittest.TestCase):
         examples = os.path.join(cls.root, "examples")
         os.makedirs(examples)
         for name in sorted(os.listdir("examples")):
-            if not name.startswith("BUILD"):
-                shutil.copy(os.path.join("examples", name), examples)
-        os.makedirs(os.path.join(cls.root, "bazel-bin", "client"))
-        wrapper = os.path.join(cls.root, "bazel-bin", "client", "ptoctl")
+            path = os.path.join("examples", name)
+            if not name.startswith("BUILD") and os.path.isfile(path):
+                shutil.copy(path, examples)
+        # ptoctl, first on PATH: this server unless the command names one.
+        bin_dir = os.path.join(cls.root, ".bin")
+        os.makedirs(bin_dir)
+        wrapper = os.path.join(bin_dir, "ptoctl")
         with open(wrapper, "w") as f:
-            f.write('#!/bin/sh\nexec %s --server=%s "$@"\n' %
-                    (os.path.abspath(PTOCTL), cls.address))
+            f.write('#!/bin/sh\n'
+                    'for a in "$@"; do\n'
+                    '  case "$a" in %s|--server|--server=*) exec %s "$@";; '
+                    'esac\n'
+                    'done\n'
+                    'exec %s --server=%s "$@"\n' %
+                    (cls.address, os.path.abspath(PTOCTL),
+                     os.path.abspath(PTOCTL), cls.address))
         os.chmod(wrapper, 0o755)
         os.makedirs(os.path.join(cls.root, "client", "python"))
         shutil.copy("client/python/example.py",
@@ -287,6 +310,7 @@ class DocsTest(unittest.TestCase):
             os.path.abspath(p) for p in
             os.environ.get("PYTHONPATH", "").split(os.pathsep) if p)
         cls.env["PYTHONDONTWRITEBYTECODE"] = "1"
+        cls.env["PATH"] = bin_dir + os.pathsep + os.environ.get("PATH", "")
 
     def substituted(self, code):
         code = code.replace(DOC_HTTP, self.http)
@@ -364,11 +388,85 @@ class DocsTest(unittest.TestCase):
         for key in sorted(set(EXEMPTIONS) - exempted):
             failures.append(f"exemption {key} matches no command: remove it")
         for doc, count in ran.items():
-            if count == 0:
-                failures.append(f"{doc}: no example ran")
+            with open(os.path.join(CHECKED, doc), encoding="utf-8") as f:
+                fenced = re.search(r"^```console$", f.read(), re.M)
+            if fenced and count == 0 and not any(k[0] == doc
+                                                 for k in exempted):
+                failures.append(f"{doc}: has console blocks, no example ran")
         print(f"examples run: {ran}; exempted: {len(exempted)}")
         if failures:
             self.fail("\n\n".join(failures))
+
+
+def help_flags(binary):
+    """The flags `binary --help` lists (`  --NAME=...` or `  --NAME`)."""
+    done = subprocess.run([binary, "--help"], capture_output=True, text=True,
+                          timeout=COMMAND_TIMEOUT_S)
+    return sorted(set(re.findall(r"^  --([a-z0-9_]+)\b",
+                                 done.stdout + done.stderr, re.M)))
+
+
+def headings(text):
+    """The titles of a Markdown text's headings, outside code fences."""
+    titles = set()
+    inside = False
+    for line in text.split("\n"):
+        if fence(line) is not None:
+            inside = not inside
+        elif not inside and line.startswith("#"):
+            titles.add(line.lstrip("#").strip())
+    return titles
+
+
+# `docs/PAGE.md, "Title"`, `README, "Title"`, `client/python/README.md`,
+# "Title": a citation of a section.
+CITATION = re.compile(
+    r'`?((?:docs/[A-Z_]+\.md)|README(?:\.md)?|client/python/README\.md)`?'
+    r'(?:\'s)?,?\s+"([^"]+)"')
+
+
+class DocsAgreeWithTheBinariesTest(unittest.TestCase):
+
+    def test_every_ptoserve_flag_is_in_flags_md(self):
+        self.check_flags(PTOSERVE, "docs/FLAGS.md")
+
+    def test_every_ptoctl_flag_is_in_cli_md(self):
+        self.check_flags(PTOCTL, "docs/CLI.md")
+
+    def check_flags(self, binary, doc):
+        flags = help_flags(binary)
+        self.assertGreater(len(flags), 10, f"{binary} --help")
+        with open(os.path.join(CHECKED, doc), encoding="utf-8") as f:
+            text = f.read()
+        missing = [f for f in flags
+                   if not re.search(rf"--{f}\b", text)]
+        self.assertEqual(missing, [], f"{doc} does not name these flags of "
+                         f"{os.path.basename(binary)} --help")
+
+    def test_every_cited_section_exists(self):
+        texts = {}
+        for doc in DOCS:
+            with open(os.path.join(CHECKED, doc), encoding="utf-8") as f:
+                texts[doc] = f.read()
+        wrong = []
+        for doc, text in texts.items():
+            for page, title in CITATION.findall(" ".join(text.split())):
+                page = "README.md" if page == "README" else page
+                if page not in texts:
+                    wrong.append(f"{doc}: cites {page}, not a page")
+                elif title not in headings(texts[page]):
+                    wrong.append(f'{doc}: cites {page}, "{title}": no such '
+                                 f"heading")
+        self.assertEqual(wrong, [])
+
+    def test_the_build_rule_shown_is_the_example_package(self):
+        with open(os.path.join(CHECKED, "docs/CLIENTS.md"),
+                  encoding="utf-8") as f:
+            text = f.read()
+        rule = re.search(r"```python\n(cc_binary\(.*?\n\))\n```", text,
+                         re.S).group(1)
+        with open("examples/cpp/BUILD.bazel", encoding="utf-8") as f:
+            self.assertIn(rule, f.read())
 
 
 if __name__ == "__main__":

@@ -49,7 +49,7 @@ TEST(SecurityTest, TlsServerRefusesPlaintextAndServesTls) {
   EXPECT_TRUE(TryTand(server.address(), tls).ok());
   // A client that trusts another CA does not get through, and says why.
   ClientOptions stranger = tls;
-  stranger.tls_ca_pem = pki.pem("other.crt");
+  stranger.tls_ca_pem = pki.pem("other-ca.crt");
   absl::Status refused = TryTand(server.address(), stranger);
   EXPECT_EQ(refused.code(), absl::StatusCode::kUnavailable) << refused;
   EXPECT_THAT(std::string(refused.message()),
@@ -75,8 +75,8 @@ TEST(SecurityTest, MutualTlsNeedsAClientCertificate) {
   EXPECT_TRUE(TryTand(server.address(), tls).ok());
   // A certificate another CA signed is no better than none.
   ClientOptions impostor = tls;
-  impostor.tls_cert_pem = pki.pem("other.crt");
-  impostor.tls_key_pem = pki.pem("other.key");
+  impostor.tls_cert_pem = pki.pem("other-ca.crt");
+  impostor.tls_key_pem = pki.pem("other-ca.key");
   EXPECT_EQ(TryTand(server.address(), impostor).code(),
             absl::StatusCode::kUnavailable);
   EXPECT_TRUE(TryTand(server.address(), tls).ok());
@@ -159,7 +159,7 @@ TEST(SecurityTest, PtoctlConnectionFailuresFailFastWithTheReason) {
   const Case cases[] = {
       {"",
        "Socket closed (the server closed the connection: does it want TLS?"},
-      {"--tls_ca=" + pki.path("other.crt"), "certificate verify failed"},
+      {"--tls_ca=" + pki.path("other-ca.crt"), "certificate verify failed"},
       {"--tls_ca=" + pki.path("ca.crt"),
        "does the server want a client certificate?"},
   };

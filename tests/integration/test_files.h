@@ -18,7 +18,8 @@ std::string ReadWholeFile(const std::string& path);
 
 // A CA, a server certificate for localhost and 127.0.0.1 (CN=localhost), a
 // client certificate (CN=client), both signed by the CA, and a second CA
-// that signed nothing ("other.crt"), made with openssl in $TEST_TMPDIR.
+// that signed nothing ("other-ca.crt"), made by tools/make_certs.sh in
+// $TEST_TMPDIR.
 class Pki {
  public:
   Pki();
