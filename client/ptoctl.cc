@@ -9,7 +9,7 @@
 // As grpcurl: the address may come first, -plaintext is taken, -d is the
 // request, -H 'NAME: VALUE' a header, and SERVICE/METHOD alone a call.
 //
-// See `ptoctl --help` and README.md for the flags of each command.
+// See `ptoctl --help` and docs/CLI.md for the flags of each command.
 #include <grpc/support/log.h>
 
 #include <cstdlib>

@@ -1,4 +1,4 @@
-// The README's C++ shared-memory example, built and run by the tests:
+// docs/SHARED_MEMORY.md's C++ example, built and run by the tests:
 //   shared_memory_example [HOST:PORT]
 // TAND of two 256x256 int32 tiles in a shared-memory region, the result
 // written by the server into the same region.

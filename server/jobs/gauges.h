@@ -1,6 +1,6 @@
 // The gauges that read the jobs layer's state at each scrape: the
 // scheduler's queue and clients, the memory budget and its shares, the
-// shared-memory regions. README.md ("Metrics") says what each one means.
+// shared-memory regions. docs/METRICS.md says what each one means.
 #ifndef PTOSERVE_SERVER_JOBS_GAUGES_H_
 #define PTOSERVE_SERVER_JOBS_GAUGES_H_
 

@@ -1,5 +1,5 @@
 // ptoserve's metrics: their names, labels and buckets, and what the service
-// and the scheduler's runner record in them. README.md ("Metrics") says
+// and the scheduler's runner record in them. docs/METRICS.md says
 // what each one means.
 #ifndef PTOSERVE_SERVER_METRICS_SERVICE_METRICS_H_
 #define PTOSERVE_SERVER_METRICS_SERVICE_METRICS_H_

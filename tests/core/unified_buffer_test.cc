@@ -374,10 +374,10 @@ TEST(MixedPlacementTest, UnboundTilesArePlacedAroundBoundOnes) {
   EXPECT_EQ(outcome.outputs[2].tile.desc().address, 0xC00u);
 }
 
-// README: a tile without an address "is placed around the bound ones". A
-// bound tile b (2x8 int32, valid 1x8, no elements) at 0x0 is first written
-// by instruction 1, so the engine placed the unbound input a, dead after
-// instruction 0, over b's bytes: b came back with a's elements (7) in the
+// docs/SEMANTICS.md: a tile without an address "is placed around the bound
+// ones". A bound tile b (2x8 int32, valid 1x8, no elements) at 0x0 is first
+// written by instruction 1, so the engine placed the unbound input a, dead
+// after instruction 0, over b's bytes: b came back with a's elements (7) in the
 // row outside its valid region, bytes that neither the client nor any tile
 // it bound ever wrote (the same job with b's address changed, or on the
 // host in auto mode, returns zeros there). Bound tiles are never cleared

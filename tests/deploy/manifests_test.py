@@ -132,7 +132,7 @@ def newer_than_the_models(path, value):
 
     python3-kubernetes 22.6.0's models are Kubernetes 1.22's. Probe.grpc
     came in 1.23 (alpha) and is on by default from 1.24 (the minimum
-    README.md names): GRPCAction is {port, service}, checked here by hand.
+    docs/DEPLOYING.md names): GRPCAction is {port, service}, checked here by hand.
     """
     if len(path) < 2 or path[-1] != "grpc" or path[-2] not in PROBES or probe_has_grpc():
         return False
@@ -450,7 +450,7 @@ class ManifestsTest(unittest.TestCase):
         text = (DEPLOY / "Dockerfile").read_text()
         instructions = dockerfile_instructions(text)
         self.assertIn("RUN tools/setup.sh", text)
-        # The build README's serve command runs (its optional disk cache
+        # tools/serve.sh's build runs (its optional disk cache
         # aside): optimized, the server and ptoctl.
         build = re.search(r"^RUN bazel build (.*?)\\\n &&", text, re.M | re.S).group(1)
         words = re.sub(r"\$\([^)]*\)", " ", build).replace("\\\n", " ").split()

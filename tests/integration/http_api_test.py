@@ -477,8 +477,8 @@ class BudgetTest(unittest.TestCase):
 
 
 class ReadmeExamplesTest(unittest.TestCase):
-    """README's curl examples, "HTTP/JSON API": the same requests, and the
-    output the README shows."""
+    """docs/HTTP_API.md's curl examples, "Routes": the same requests, and the
+    output the page shows."""
 
     def test_the_readme_examples_print_what_it_shows(self):
         here = os.path.dirname(os.path.abspath(__file__))

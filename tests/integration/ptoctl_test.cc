@@ -147,7 +147,7 @@ TEST_F(PtoctlTest, ShmPrintsWhatTheRequestPathPrints) {
               HasSubstr("shared memory: on, keys /ptoserve..., at most 64"));
 }
 
-// The README's C++ shared-memory example, as written.
+// docs/SHARED_MEMORY.md's C++ example, as written.
 TEST_F(PtoctlTest, TheSharedMemoryExampleRuns) {
   CommandResult r =
       RunCommand("client/shared_memory_example " + server_->address());
