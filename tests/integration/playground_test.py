@@ -1,11 +1,27 @@
 """The playground page in a real browser: Debian's chromium, headless,
 driven over the DevTools protocol on a pipe (--remote-debugging-pipe: no
-port, no library beyond Python's own). It loads the page from the server,
-runs the seed's TXOR on a2a3 and checks the result cells against a scalar
-XOR and the four micro-op steps, the buffer map and the Chrome trace, shows
-hex, runs all three targets side by side, makes an error and checks the
-marked line, and takes a screenshot that must not be blank (written to the
-test's outputs, and to $PLAYGROUND_SCREENSHOT when set)."""
+port, no library beyond Python's own). It loads the page from the server
+and checks, against scalar references and the page's own geometry:
+
+  - the seed's TXOR on a2a3: the result cells (a scalar XOR), the inputs
+    beside it, the tmp (a scalar OR), the four micro-op steps, hex;
+  - the layout, at 1400 and 800 px, all three targets, decimal and hex:
+    three cards in one row at 1400 px, stacked at 800, no element of a
+    card's content beyond its card (a scrolling box clips what it holds),
+    no horizontal scroll of the page; a full-page screenshot at each width
+    (test outputs, and $PLAYGROUND_SCREENSHOT_DIR when set);
+  - the valid region marked and padding shown as padding;
+  - errors in place: a tiles-JSON error clears the results and marks the
+    tiles box; a bad tile value marks its line in the tiles box, not the
+    program; a target that refuses says so in its own card;
+  - JSON mode: examples/alias.json runs on a5 (the job's target) by
+    default, a target chosen against it is said in the card; the buffer
+    picture has one label per tile and the aliased pair in two lanes, both
+    visible; bound tiles marked as bound;
+  - the timelines share one scale (bar widths proportional to times
+    across cards);
+  - the URL fragment reproduces a run on a fresh load; Ctrl+Enter runs;
+  - no script error on the page all along."""
 
 import base64
 import json
@@ -92,6 +108,9 @@ class DevTools:
         self.send("Page.enable")
         self.send("Page.navigate", {"url": url})
 
+    def navigate(self, url):
+        self.send("Page.navigate", {"url": url})
+
     def eval(self, expression):
         result = self.send("Runtime.evaluate", {
             "expression": expression, "awaitPromise": True,
@@ -137,6 +156,32 @@ def png_pixels_vary(data):
     return len(set(zlib.decompress(idat))) > 16
 
 
+# Every element of every result card whose box is not inside its card,
+# leaving out what a scrolling box inside the card holds (the scrolling
+# box is itself checked): [target, tag, class, how far out in px].
+OVERFLOW = """
+(() => {
+  const out = [];
+  for (const card of document.querySelectorAll('#results section.result')) {
+    const c = card.getBoundingClientRect();
+    for (const e of card.querySelectorAll('*')) {
+      let clipped = false;
+      for (let a = e.parentElement; a && a !== card; a = a.parentElement) {
+        const s = getComputedStyle(a);
+        if (s.overflowX !== 'visible' || s.overflowY !== 'visible') { clipped = true; break; }
+      }
+      if (clipped) continue;
+      const r = e.getBoundingClientRect();
+      if (r.width === 0 && r.height === 0) continue;
+      const over = Math.max(c.left - r.left, r.right - c.right, c.top - r.top, r.bottom - c.bottom);
+      if (over > 0.5) out.push([card.dataset.target, e.tagName, e.getAttribute('class'), Math.round(over)]);
+    }
+  }
+  return out;
+})()
+"""
+
+
 class PlaygroundTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -146,94 +191,343 @@ class PlaygroundTest(unittest.TestCase):
         cls.browser.open(cls.url + "/")
         cls.browser.wait("document.readyState === 'complete' && "
                          "!!document.getElementById('run')", "the page")
+        cls.width(1400)
 
     @classmethod
     def tearDownClass(cls):
+        thrown = [e for e in cls.browser.events
+                  if e.get("method") == "Runtime.exceptionThrown"]
         cls.browser.close()
         stop(cls.server)
         shutil.rmtree(cls.dir, ignore_errors=True)
+        assert thrown == [], f"script errors on the page: {thrown}"
 
-    def run_page(self, target, count=1):
-        b = self.browser
-        b.eval(f"document.getElementById('target').value = '{target}'")
-        b.eval("document.getElementById('results').replaceChildren()")
-        b.eval("document.getElementById('run').click()")
-        b.wait(f"document.querySelectorAll('#results section.result')"
-               f".length === {count}", f"results on {target}")
+    @classmethod
+    def width(cls, px):
+        # No scroll bars: the page's width is the window's, in the checks
+        # and in the full-page screenshots alike.
+        cls.browser.send("Emulation.setScrollbarsHidden", {"hidden": True})
+        cls.browser.send("Emulation.setDeviceMetricsOverride", {
+            "width": px, "height": 1000, "deviceScaleFactor": 1,
+            "mobile": False})
+        cls.browser.wait(f"window.innerWidth === {px}", f"{px} px")
 
-    def test_1_txor_on_a2a3_shows_cells_steps_map_and_trace(self):
-        b = self.browser
-        b.eval("document.getElementById('ex-txor').click()")
+    def full_page(self):
+        """A PNG of the whole page at the window's width."""
+        size = self.browser.send("Page.getLayoutMetrics")["cssContentSize"]
+        return base64.b64decode(self.browser.send("Page.captureScreenshot", {
+            "format": "png", "captureBeyondViewport": True,
+            "clip": {"x": 0, "y": 0, "width": size["width"],
+                     "height": size["height"], "scale": 1}})["data"])
+
+    def js(self, expression):
+        return self.browser.eval(expression)
+
+    def set_value(self, element, value):
+        self.js(f"(() => {{ const e = document.getElementById('{element}');"
+                f" e.value = {json.dumps(value)};"
+                " e.dispatchEvent(new Event('change')); })()")
+
+    def run_page(self, target=None, count=1, click=True):
+        if target is not None:
+            self.set_value("target", target)
+        self.js("document.getElementById('results').replaceChildren()")
+        if click:
+            self.js("document.getElementById('run').click()")
+        self.browser.wait(
+            "!document.getElementById('running') && document.querySelectorAll("
+            f"'#results section.result').length === {count}", "the results")
+
+    def cells(self, scope, role, tile, kind="cell"):
+        return self.js(
+            f"[...document.querySelectorAll('{scope} table.tile.{role}"
+            f"[data-tile=\"{tile}\"] td.{kind}')].map(td => td.textContent)")
+
+    def asm_example(self, name):
+        if self.js("document.querySelector('input[name=mode]:checked')"
+                   ".value") != "asm":
+            self.js("document.querySelector('input[name=mode][value=asm]')"
+                    ".click()")
+        self.js(f"document.getElementById('ex-{name}').click()")
+
+    def test_1_txor_on_a2a3_shows_inputs_result_tmp_steps_map_and_trace(self):
+        self.asm_example("txor")
+        self.set_value("format", "dec")
         self.run_page("a2a3")
         scope = "#results .result[data-target=a2a3]"
-        self.assertIn("done", b.eval(
+        self.assertIn("done", self.js(
             f"document.querySelector('{scope} .status').textContent"))
-        cells = b.eval(f"[...document.querySelectorAll('{scope} td.cell')]"
-                       ".map(td => td.textContent)")
-        self.assertEqual(cells, [str((i + 1) ^ 3) for i in range(32)])
-        steps = b.eval(f"[...document.querySelectorAll('{scope} li.step')]"
-                       ".map(li => li.textContent.split(' ')[0])")
+        self.assertEqual(self.cells(scope, "input", "src0"),
+                         [str(i + 1) for i in range(32)])
+        self.assertEqual(self.cells(scope, "input", "src1"), ["3"] * 32)
+        self.assertEqual(self.cells(scope, "output", "dst"),
+                         [str((i + 1) ^ 3) for i in range(32)])
+        # The seed's a2a3 TXOR: tmp = src0 | src1.
+        self.assertEqual(self.cells(scope, "tmp", "dst.tmp"),
+                         [str((i + 1) | 3) for i in range(32)])
+        steps = self.js(f"[...document.querySelectorAll('{scope} li.step')]"
+                        ".map(li => li.textContent.split(' ')[0])")
         self.assertEqual(steps, ["vor", "vand", "vnot", "vand"])
-        boxes = b.eval(f"[...document.querySelectorAll('{scope} svg.ubmap "
-                       "g.ubtile title')].map(t => t.textContent)")
-        self.assertEqual(len(boxes), 4, boxes)
-        self.assertTrue(any(t.startswith("tmp ") for t in boxes), boxes)
-        trace = json.loads(b.eval(
+        labels = self.js(
+            f"[...document.querySelectorAll('{scope} svg.ubmap g.ubrow')]"
+            ".map(r => [...r.querySelectorAll('text.label')]"
+            ".map(t => t.textContent))")
+        self.assertEqual([sorted(row) for row in labels],
+                         [["dst", "dst.tmp", "src0", "src1"]])
+        keys = self.js(f"[...document.querySelectorAll('{scope} .ub-key')]"
+                       ".map(k => k.textContent)")
+        self.assertEqual(len(keys), 4, keys)
+        self.assertTrue(all("bytes at [0x" in k and "placed by the server" in k
+                            for k in keys), keys)
+        trace = json.loads(self.js(
             f"fetch(document.querySelector('{scope} a.trace').href)"
             ".then(r => r.text())"))
         slices = [e for e in trace["traceEvents"] if e["ph"] == "X"]
         self.assertEqual([e["name"] for e in slices], ["queue", "TXOR"])
-        b.eval("document.getElementById('format').value = 'hex';"
-               "document.getElementById('format').dispatchEvent("
-               "new Event('change'))")
-        self.assertEqual(b.eval(
-            f"document.querySelector('{scope} td.cell').textContent"),
-            "0x0002")
-        b.eval("document.getElementById('format').value = 'dec';"
-               "document.getElementById('format').dispatchEvent("
-               "new Event('change'))")
-        shot = base64.b64decode(b.send("Page.captureScreenshot",
-                                       {"format": "png"})["data"])
-        self.assertTrue(png_pixels_vary(shot), "the screenshot is blank")
-        for out in (os.environ.get("TEST_UNDECLARED_OUTPUTS_DIR"),
-                    os.environ.get("PLAYGROUND_SCREENSHOT_DIR")):
-            if out:
-                with open(os.path.join(out, "playground.png"), "wb") as f:
-                    f.write(shot)
+        self.set_value("format", "hex")
+        self.assertEqual(self.cells(scope, "output", "dst")[0], "0x0002")
+        self.set_value("format", "dec")
+        # One self-contained page: nothing it names is fetched from
+        # elsewhere (links are the page's own blobs).
+        outside = self.js(
+            "[...document.querySelectorAll('[src], [href]')].map(e => "
+            "e.getAttribute('src') || e.getAttribute('href')).filter(u => "
+            "!u.startsWith('blob:') && !u.startsWith('#'))")
+        self.assertEqual(outside, [])
 
-    def test_2_all_three_targets_side_by_side(self):
-        b = self.browser
-        b.eval("document.getElementById('ex-tand').click()")
-        self.run_page("all", count=3)
-        for target, steps in (("host", ["and"]), ("a2a3", ["vand"]),
-                              ("a5", ["vand"])):
-            scope = f"#results .result[data-target={target}]"
-            got = b.eval(f"[...document.querySelectorAll('{scope} li.step')]"
-                         ".map(li => li.textContent.split(' ')[0])")
-            self.assertEqual(got, steps, target)
-            cells = b.eval(f"[...document.querySelectorAll('{scope} "
-                           "td.cell')].map(td => td.textContent)")
-            self.assertEqual(cells, [str(((i * 37) & 255) & 15)
-                                     for i in range(64)], target)
+    def test_2_three_targets_fit_at_1400_and_stack_at_800(self):
+        measured = {}
+        try:
+            for px in (1400, 800):
+                self.width(px)
+                self.asm_example("tand")
+                for fmt in ("hex", "dec"):
+                    self.set_value("format", fmt)
+                    self.run_page("all", count=3)
+                    for target, steps in (("host", ["and"]),
+                                          ("a2a3", ["vand"]),
+                                          ("a5", ["vand"])):
+                        scope = f"#results .result[data-target={target}]"
+                        got = self.js(
+                            f"[...document.querySelectorAll('{scope} "
+                            "li.step')].map(li => li.textContent"
+                            ".split(' ')[0])")
+                        self.assertEqual(got, steps, target)
+                        want = [((i * 37) & 255) & 15 for i in range(64)]
+                        self.assertEqual(
+                            self.cells(scope, "output", "dst"),
+                            [f"0x{v:02x}" if fmt == "hex" else str(v)
+                             for v in want], target)
+                    self.assertEqual(self.js(OVERFLOW), [], f"{px} px {fmt}")
+                    page = self.js(
+                        "[document.documentElement.scrollWidth, "
+                        "document.documentElement.clientWidth]")
+                    self.assertLessEqual(page[0], page[1],
+                                         f"{px} px {fmt}: the page scrolls")
+                    tops = self.js(
+                        "[...document.querySelectorAll('#results "
+                        "section.result')].map(c => Math.round("
+                        "c.getBoundingClientRect().top))")
+                    if px == 1400:
+                        self.assertEqual(len(set(tops)), 1, tops)
+                    else:
+                        self.assertEqual(tops, sorted(set(tops)), tops)
+                    measured[(px, fmt)] = tops
+                # The picture: the seed's TXOR on every target (a2a3's
+                # tmp and four steps beside host's and a5's one).
+                self.asm_example("txor")
+                self.run_page("all", count=3)
+                self.assertEqual(self.js(OVERFLOW), [], f"{px} px TXOR")
+                shot = self.full_page()
+                self.assertTrue(png_pixels_vary(shot), "blank screenshot")
+                for out in (os.environ.get("TEST_UNDECLARED_OUTPUTS_DIR"),
+                            os.environ.get("PLAYGROUND_SCREENSHOT_DIR")):
+                    if out:
+                        with open(os.path.join(out, f"playground-{px}.png"),
+                                  "wb") as f:
+                            f.write(shot)
+        finally:
+            self.width(1400)
+        print(f"card tops by width and format: {measured}")
 
-    def test_3_an_error_marks_its_line(self):
-        b = self.browser
-        b.eval("document.getElementById('ex-txor').click()")
-        b.eval("const p = document.getElementById('program');"
-               "p.value = p.value.replace('%src1 :', '%srcX :')")
+    def test_3_the_valid_region_is_marked(self):
+        self.asm_example("txor")
+        tiles = json.loads(self.js("document.getElementById('tiles').value"))
+        for tile in tiles.values():
+            tile["valid_cols"] = 12
+        self.set_value("tiles", json.dumps(tiles, indent=1))
+        self.run_page("host")
+        scope = "#results .result[data-target=host]"
+        for role, tile in (("input", "src0"), ("input", "src1"),
+                           ("output", "dst")):
+            self.assertEqual(len(self.cells(scope, role, tile)), 24, tile)
+            self.assertEqual(len(self.cells(scope, role, tile, "pad")), 8,
+                             tile)
+        # dst's padding is the zeros of the tile the server allocated.
+        self.assertEqual(self.cells(scope, "output", "dst", "pad"), ["0"] * 8)
+        self.assertEqual(self.cells(scope, "output", "dst")[:12],
+                         [str((i + 1) ^ 3) for i in range(12)])
+
+    def test_4_a_tiles_json_error_clears_the_results_and_marks_its_box(self):
+        self.asm_example("txor")
         self.run_page("a2a3")
-        line = b.wait("document.querySelector('#marked .line.bad')?.dataset"
-                      ".line", "the marked line")
-        self.assertEqual(line, "2")
-        self.assertTrue(b.eval(
-            "document.getElementById('error').textContent")
-            .startswith("2:24: %srcX is neither a tile"))
-        self.assertIn("^", b.eval(
-            "document.querySelector('#marked .caret').textContent"))
-        # No script error on the page all along.
-        thrown = [e for e in b.events
-                  if e.get("method") == "Runtime.exceptionThrown"]
-        self.assertEqual(thrown, [])
+        text = self.js("document.getElementById('tiles').value")
+        broken = text.replace('"src1"', '"src1', 1)
+        self.set_value("tiles", broken)
+        self.js("document.getElementById('run').click()")
+        self.browser.wait("!!document.querySelector('#tiles-marks .line.bad')",
+                          "the tiles box marked")
+        self.assertEqual(self.js(
+            "document.querySelectorAll('#results section.result').length"),
+            0)
+        self.assertTrue(self.js(
+            "document.getElementById('tiles').classList.contains('bad')"))
+        self.assertEqual(self.js(
+            "document.querySelectorAll('#program-marks *').length"), 0)
+        line = int(self.js(
+            "document.querySelector('#tiles-marks .line.bad').dataset.line"))
+        self.assertEqual(line, broken[:broken.index('"src1:')].count("\n")
+                         + 1)
+
+    def test_5_a_bad_tile_value_is_marked_in_the_tiles_box(self):
+        self.asm_example("txor")
+        tiles = json.loads(self.js("document.getElementById('tiles').value"))
+        tiles["src1"]["fill"] = 300000
+        text = json.dumps(tiles, indent=1)
+        self.set_value("tiles", text)
+        self.run_page("a2a3")
+        message = self.browser.wait(
+            "document.querySelector('#tiles-marks .message')?.textContent",
+            "the tiles box marked")
+        self.assertIn('tile "src1": fill = 300000', message)
+        line = int(self.js(
+            "document.querySelector('#tiles-marks .line.bad').dataset.line"))
+        src1 = text.index('"src1"')
+        self.assertEqual(line, text[:text.index('"fill"', src1)].count("\n")
+                         + 1)
+        self.assertEqual(self.js(
+            "document.querySelectorAll('#program-marks *').length"), 0)
+        self.assertIn("fill = 300000", self.js(
+            "document.querySelector('#results .result .error').textContent"))
+
+    def test_6_each_target_refuses_in_its_own_card(self):
+        self.asm_example("txor")
+        tiles = json.loads(self.js("document.getElementById('tiles').value"))
+        for tile in tiles.values():  # 16-byte rows: a2a3 and a5 refuse
+            tile["cols"] = 8
+            if "values" in tile:
+                tile["values"] = tile["values"][:16]
+        self.set_value("tiles", json.dumps(tiles, indent=1))
+        self.run_page("all", count=3)
+        host = "#results .result[data-target=host]"
+        self.assertEqual(self.cells(host, "output", "dst"),
+                         [str((i + 1) ^ 3) for i in range(16)])
+        self.assertIsNone(self.js(f"document.querySelector('{host} .error')"))
+        for target in ("a2a3", "a5"):
+            error = self.js("document.querySelector('#results .result"
+                            f"[data-target={target}] .error').textContent")
+            self.assertIn(f"(TXOR on {target})", error)
+            self.assertIn("rows of a multiple of 32 bytes", error)
+        self.assertEqual(self.js("document.getElementById('error')"
+                                 ".textContent"), "")
+        self.assertIn("Ran on host; refused on a2a3 and a5", self.js(
+            "document.getElementById('summary').textContent"))
+
+    def test_7_alias_json_runs_where_it_says_with_both_tiles_visible(self):
+        self.js("document.getElementById('ex-alias').click()")
+        self.assertEqual(self.js("document.getElementById('target').value"),
+                         "job")
+        self.run_page()
+        scope = "#results .result[data-target=a5]"
+        self.assertEqual(self.cells(scope, "output", "d"), ["2"] * 256)
+        self.assertEqual(self.cells(scope, "output", "a"), ["1"] * 256)
+        self.assertEqual(self.cells(scope, "input", "a"), ["5"] * 256)
+        self.assertIsNone(self.js(f"document.querySelector('{scope} .notice')"))
+        # e0: c is bound to a's bytes. Both drawn, in lanes of their own,
+        # each with one label.
+        boxes = self.js(
+            f"[...document.querySelectorAll('{scope} g.ubrow[data-event=e0] "
+            "g.ubtile')].map(g => { const r = g.querySelector('rect')"
+            ".getBoundingClientRect(); return [g.dataset.tile, r.left, r.top,"
+            " r.width, r.height, g.querySelectorAll('text.label').length]; })")
+        by_tile = {b[0]: b for b in boxes}
+        self.assertEqual(sorted(by_tile), ["a", "b", "c"])
+        a, c = by_tile["a"], by_tile["c"]
+        self.assertAlmostEqual(a[1], c[1], delta=0.5)  # same addresses
+        self.assertGreaterEqual(abs(a[2] - c[2]), a[4])  # stacked lanes
+        for b in boxes:
+            self.assertGreater(b[3], 20, b)
+            self.assertEqual(b[5], 1, b)
+        keys = self.js(f"[...document.querySelectorAll('{scope} .ub-key')]"
+                       ".map(k => k.textContent)")
+        self.assertIn("a: 1024 bytes at [0x0, 0x400), bound (manual mode)",
+                      keys)
+        self.assertTrue(any(k.startswith("d: ") and "placed by the server"
+                            in k for k in keys), keys)
+        ticks = self.js(f"[...document.querySelectorAll('{scope} svg.ubmap "
+                        "text.tick')].map(t => t.textContent)")
+        self.assertIn("0x0", ticks)
+        self.assertGreaterEqual(len(ticks), 3, ticks)
+        # A target chosen against the job's is said in the card.
+        self.run_page("host")
+        notice = self.js("document.querySelector('#results .result"
+                         "[data-target=host] .notice').textContent")
+        self.assertIn("names TARGET_A5; this ran on host", notice)
+
+    def test_8_the_timelines_share_one_scale(self):
+        self.asm_example("txor")
+        self.run_page("all", count=3)
+        scales = self.js(
+            "[...document.querySelectorAll('#results svg.timeline')]"
+            ".map(s => +s.dataset.usPerPx)")
+        self.assertEqual(len(scales), 3)
+        self.assertEqual(len(set(scales)), 1, scales)
+        bars = self.js(
+            "[...document.querySelectorAll('#results svg.timeline rect')]"
+            ".map(r => [+r.dataset.us, r.getBoundingClientRect().width])")
+        for us, px in bars:
+            if us / scales[0] >= 1:
+                self.assertAlmostEqual(px, us / scales[0], delta=1.0)
+        legend = self.js("document.querySelector('#results .timeline-box "
+                         ".legend').textContent")
+        self.assertIn("queued", legend)
+        self.assertIn("running", legend)
+        self.assertTrue(self.js("[...document.querySelectorAll('#results "
+                                "svg.timeline text.tick')].some(t => "
+                                "t.textContent.endsWith(' us'))"))
+
+    def test_9_the_url_fragment_reproduces_a_run(self):
+        self.asm_example("tand")
+        program = self.js("document.getElementById('program').value")
+        program = program.replace("pto.tand", "pto.txor")
+        self.set_value("program", program)
+        self.set_value("format", "hex")
+        self.run_page("a5")
+        state = self.js("location.hash")
+        self.assertTrue(state.startswith("#"))
+        self.browser.navigate("about:blank")
+        self.browser.wait("location.href === 'about:blank'", "a blank page")
+        self.browser.navigate(self.url + "/" + state)
+        self.browser.wait("document.querySelectorAll('#results "
+                          "section.result').length === 1", "the restored run")
+        self.assertEqual(self.js("document.getElementById('program').value"),
+                         program)
+        scope = "#results .result[data-target=a5]"
+        self.assertEqual(self.cells(scope, "output", "dst"),
+                         [f"0x{((i * 37) & 255) ^ 15:02x}" for i in range(64)])
+        self.set_value("format", "dec")
+
+    def test_9b_ctrl_enter_runs(self):
+        self.asm_example("txor")
+        self.set_value("target", "host")
+        self.js("document.getElementById('results').replaceChildren()")
+        self.js("document.getElementById('program').focus();"
+                "document.getElementById('program').dispatchEvent(new "
+                "KeyboardEvent('keydown', {key: 'Enter', ctrlKey: true, "
+                "bubbles: true}))")
+        self.browser.wait("document.querySelectorAll('#results "
+                          "section.result[data-target=host]').length === 1",
+                          "a run from Ctrl+Enter")
 
 
 if __name__ == "__main__":
