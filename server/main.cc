@@ -421,6 +421,7 @@ int Run() {
     return 2;
   }
   Log::Get().Configure(LogOptionsFromFlags());
+  LogGrpcThroughServerLog();
   const std::string open_files = RaiseOpenFileLimit();
   absl::StatusOr<std::unique_ptr<Server>> server =
       Server::Start(OptionsFromFlags(*target));

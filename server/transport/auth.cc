@@ -11,6 +11,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "core/quote.h"
+#include "server/metrics/log.h"
 
 namespace ptoserve {
 
@@ -172,11 +173,10 @@ class Gate final : public grpc::AuthMetadataProcessor {
                              seen) != client_names_.end();
       }
       if (!allowed) {
-        return grpc::Status(
-            grpc::StatusCode::PERMISSION_DENIED,
-            absl::StrCat("the client certificate's common name ",
-                         seen.empty() ? "(none)" : ShortQuote(seen),
-                         " is not one --tls_client_names allows"));
+        return Refused(metadata, grpc::StatusCode::PERMISSION_DENIED,
+                       absl::StrCat("the client certificate's common name ",
+                                    seen.empty() ? "(none)" : ShortQuote(seen),
+                                    " is not one --tls_client_names allows"));
       }
     }
     if (auth_ == nullptr) return grpc::Status::OK;
@@ -188,11 +188,28 @@ class Gate final : public grpc::AuthMetadataProcessor {
     absl::Status allowed =
         auth_->CheckHeader(it == metadata.end() ? nullptr : &value);
     if (allowed.ok()) return grpc::Status::OK;
-    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
-                        std::string(allowed.message()));
+    return Refused(metadata, grpc::StatusCode::UNAUTHENTICATED,
+                   std::string(allowed.message()));
   }
 
  private:
+  // A call refused here never reaches the calls' own logging (it has no
+  // handler): its line is written here, as the handlers' would be.
+  static grpc::Status Refused(const InputMetadata& metadata,
+                              grpc::StatusCode code, std::string message) {
+    CallLine line;
+    line.door = "grpc";
+    if (auto path = metadata.find(":path"); path != metadata.end()) {
+      line.method = absl::string_view(path->second.data(), path->second.size());
+    }
+    line.code = code == grpc::StatusCode::UNAUTHENTICATED ? "UNAUTHENTICATED"
+                                                          : "PERMISSION_DENIED";
+    line.ok = false;
+    line.message = message;
+    Log::Get().Called(line);
+    return grpc::Status(code, std::move(message));
+  }
+
   const TokenAuthenticator* auth_;
   const std::vector<std::string> client_names_;
 };

@@ -1,6 +1,7 @@
 #include "server/transport/grpc_server.h"
 
 #include <grpc/compression.h>
+#include <grpc/support/log.h>
 #include <grpcpp/health_check_service_interface.h>
 #include <netdb.h>
 #include <pthread.h>
@@ -168,6 +169,21 @@ absl::StatusOr<RunningServer> StartGrpcServer(
       running.server->GetHealthCheckService();
   health->SetServingStatus(true);
   return running;
+}
+
+void LogGrpcThroughServerLog() {
+  gpr_set_log_function([](gpr_log_func_args* args) {
+    const LogLevel level = args->severity == GPR_LOG_SEVERITY_ERROR
+                               ? LogLevel::kInfo
+                               : LogLevel::kDebug;
+    Log& log = Log::Get();
+    if (!log.Enabled(level)) return;
+    absl::string_view file = args->file != nullptr ? args->file : "";
+    file = file.substr(file.rfind('/') + 1);
+    log.Say(level, "grpc",
+            absl::StrCat("ptoserve: grpc: ", args->message, " (", file, ":",
+                         args->line, ")"));
+  });
 }
 
 void BlockShutdownSignals() {

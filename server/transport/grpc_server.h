@@ -71,6 +71,12 @@ absl::StatusOr<RunningServer> StartGrpcServer(
     const GrpcOptions& options, const GrpcWiring& wiring,
     const std::vector<grpc::Service*>& services);
 
+// Sends gRPC's own log lines (a failed TLS handshake, a connection reset)
+// through the server's log: its format, its rate, and a level of its own
+// (gRPC's errors at info: a client's doing, mostly; the rest at debug).
+// Call once, before the server starts.
+void LogGrpcThroughServerLog();
+
 // Blocks SIGINT and SIGTERM in the calling thread and every thread it starts
 // later. Call first thing in main.
 void BlockShutdownSignals();

@@ -463,7 +463,7 @@ class DocsAgreeWithTheBinariesTest(unittest.TestCase):
         with open(os.path.join(CHECKED, "docs/CLIENTS.md"),
                   encoding="utf-8") as f:
             text = f.read()
-        rule = re.search(r"```python\n(cc_binary\(.*?\n\))\n```", text,
+        rule = re.search(r"```bzl\n(cc_binary\(.*?\n\))\n```", text,
                          re.S).group(1)
         with open("examples/cpp/BUILD.bazel", encoding="utf-8") as f:
             self.assertIn(rule, f.read())

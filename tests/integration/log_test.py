@@ -2,11 +2,14 @@
 output: one line per call answered on either door at its level (OK calls
 at debug, errors at info with their message), start-up and shutdown,
 --log_format=json, and --log_rate bounding a flood of bad requests, what
-it dropped counted and said."""
+it dropped counted and said. With TLS: a call refused for its token
+before any handler sees it is logged as the others are, and gRPC's own
+lines (a failed handshake) come in the server's format, within its rate."""
 
 import http.client
 import json
 import os
+import socket
 import subprocess
 import sys
 import threading
@@ -14,11 +17,13 @@ import time
 import unittest
 import urllib.parse
 
+import grpc
 import numpy as np
-from ptoserve_client import Client, PtoserveError
+from ptoserve_client import Client, PtoserveError, binary_job
 from server_process import metric
 
 SERVER = os.environ.get("PTOSERVE_BINARY", "server/ptoserve")
+MAKE_CERTS = os.path.abspath("tools/make_certs.sh")
 # Every wait below ends by itself: a state reached or this bound passed.
 BOUND_S = 30
 
@@ -196,6 +201,69 @@ class LogTest(unittest.TestCase):
         self.assertTrue(said, "\n".join(server.text()[-10:]))
         self.assertRegex(said[0], r"ptoserve: \d+ log lines dropped: more "
                          r"than --log_rate=5 a second")
+
+
+    def test_with_tls_refused_calls_and_grpcs_own_lines_are_logged(self):
+        pki = os.path.join(os.environ.get("TEST_TMPDIR", "/tmp"), "log-pki")
+        subprocess.run([MAKE_CERTS, pki, "1"], check=True,
+                       capture_output=True)
+        tokens = os.path.join(pki, "tokens")
+        with open(tokens, "w") as f:
+            f.write("right-token\n")
+        server = Server("--log_format=json", "--log_rate=20",
+                        f"--tls_cert={pki}/server.crt",
+                        f"--tls_key={pki}/server.key",
+                        f"--auth_token_file={tokens}")
+        self.addCleanup(server.stop)
+        records = lambda: [json.loads(l) for l in server.text()
+                           if l.startswith("{")]
+        # A call with a wrong token is refused by gRPC's auth processor,
+        # before any handler runs.
+        with open(f"{pki}/ca.crt", "rb") as f:
+            credentials = grpc.ssl_channel_credentials(f.read())
+        with grpc.secure_channel(server.address, credentials) as channel:
+            execute = channel.unary_unary("/ptoserve.v1.TileCompute/Execute")
+            a = np.full((1, 8), 6, np.int32)
+            with self.assertRaises(grpc.RpcError) as refused:
+                execute(binary_job("tand", a, a).SerializeToString(),
+                        metadata=[("authorization", "Bearer wrong")],
+                        timeout=BOUND_S)
+            self.assertEqual(refused.exception.code(),
+                             grpc.StatusCode.UNAUTHENTICATED)
+        server.wait_for("for the refused call", lambda l:
+                        '"code": "UNAUTHENTICATED"' in l)
+        call = next(r for r in records()
+                    if r.get("code") == "UNAUTHENTICATED")
+        self.assertEqual(call["event"], "call")
+        self.assertEqual(call["door"], "grpc")
+        self.assertEqual(call["method"], "/ptoserve.v1.TileCompute/Execute")
+        self.assertEqual(call["level"], "info")
+        self.assertIn("message", call)
+        # Plaintext bytes to the TLS port: gRPC's handshake fails and says
+        # so, as a line of the server's log. A flood of them stays within
+        # the rate, the rest counted.
+        host, port = server.address.rsplit(":", 1)
+        start = time.monotonic()
+        for _ in range(100):
+            with socket.create_connection((host, int(port)),
+                                          timeout=BOUND_S) as s:
+                s.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" * 4)
+                s.settimeout(BOUND_S)
+                while s.recv(4096):
+                    pass
+        server.wait_for("from gRPC", lambda l: '"event": "grpc"' in l)
+        ours = [r for r in records() if r.get("event") == "grpc"]
+        self.assertTrue(all(r["message"].startswith("ptoserve: grpc: ") and
+                            r["level"] == "info" for r in ours), ours[:3])
+        self.assertTrue(any("andshake" in r["message"] for r in ours),
+                        ours[:3])
+        elapsed = time.monotonic() - start
+        self.assertLessEqual(len(ours), 20 + 20 * elapsed + 1)
+        self.assertFalse([l for l in server.text() if l.startswith("E1")],
+                         "gRPC wrote past the server's log")
+        if len(ours) < 100:
+            self.assertGreater(metric(server.metrics,
+                                      "ptoserve_log_lines_dropped_total"), 0)
 
 
 if __name__ == "__main__":
