@@ -40,9 +40,10 @@ int main(int argc, char** argv) {
     std::cerr << result.status() << "\n";
     return 1;
   }
-  // The request carried three slices, not 768 KiB; c now holds a & b.
-  std::cout << "request " << job->ByteSizeLong()
-            << " bytes, c[4095] = " << c[4095] << " (" << (4095 & 0x0ff0)
-            << " expected)\n";
+  // The request carried three slices (a few bytes each, with the
+  // region's name), not 768 KiB of tiles; c now holds a & b.
+  std::cout << "request " << (job->ByteSizeLong() < 1024 ? "under" : "over")
+            << " 1 KiB for 768 KiB of tiles, c[4095] = " << c[4095] << " ("
+            << (4095 & 0x0ff0) << " expected)\n";
   return 0;
 }  // ~SharedRegion unregisters the region and removes the object

@@ -9,7 +9,9 @@
 # Clones this repository's HEAD into a copy of the bare root and, chrooted
 # there as root:
 #   1. serve: `tools/serve.sh` (installs, builds optimized, serves on free
-#      ports); `ptoctl health` and one TAND checked against its expected
+#      ports); with what it installed, as README's first requests use it,
+#      `ptoctl health`, one TAND, a job over HTTP with curl and one through
+#      the Python client, each checked against its expected
 #      result; SIGTERM; the server must exit 0;
 #   2. test: `tools/test.sh` limited to its smoke stage: the tests of what a
 #      fresh root can break (a package setup.sh forgot, a user or permission
@@ -60,18 +62,29 @@ stage "tools/serve.sh"
 tools/serve.sh --address=127.0.0.1:0 --metrics_address=127.0.0.1:0 --http_address=127.0.0.1:0 >/tmp/serve.log 2>&1 &
 server=$!
 for _ in $(seq 1 1800); do
-  grep -q "metrics on" /tmp/serve.log && break
+  grep -q "HTTP/JSON API on" /tmp/serve.log && break
   kill -0 $server 2>/dev/null || { cat /tmp/serve.log; exit 1; }
   sleep 1
 done
-grep -q "metrics on" /tmp/serve.log || { cat /tmp/serve.log; exit 1; }
+grep -q "HTTP/JSON API on" /tmp/serve.log || { cat /tmp/serve.log; exit 1; }
 address=$(sed -n "s/.*listening on \([^ ]*\).*/\1/p" /tmp/serve.log)
 echo "serving on $address"
-ptoctl=bazel-bin/client/ptoctl
-$ptoctl --server=$address health
-got=$($ptoctl --server=$address tand --dtype=int16 --shape=1x4 --src0=255,-1,7,12 --src1=15)
+# What the first requests of the README use, as serve.sh installed it: ptoctl by
+# name, curl, and the Python client for /usr/bin/python3.
+ptoctl --server=$address health
+got=$(ptoctl --server=$address tand --dtype=int16 --shape=1x4 --src0=255,-1,7,12 --src1=15)
 echo "$got"
 echo "$got" | grep -qE "^ +15 +15 +7 +12$" || { echo "unexpected TAND result"; exit 1; }
+http=$(sed -n "s|.*HTTP/JSON API on \([^ ]*\).*|\1|p" /tmp/serve.log)
+curl -sf -H "Content-Type: application/json" --data @examples/first.json \
+  "$http/v1/jobs:execute" | grep -q "\"values\":\[0,2,2,1\]" ||
+  { echo "unexpected answer to examples/first.json over HTTP"; exit 1; }
+(cd / && /usr/bin/python3 -c "
+import sys
+from ptoserve_client import Client
+with Client(sys.argv[1]) as client:
+    assert client.tand([[12, 10, 6, 5]], 3).dst.tolist() == [[0, 2, 2, 1]]
+print(\"the Python client, installed by serve.sh: ok\")" "$address") || exit 1
 metrics=$(sed -n "s|.*metrics on http://\([^/]*\)/metrics.*|\1|p" /tmp/serve.log)
 exec 3<>"/dev/tcp/${metrics%:*}/${metrics##*:}"
 printf "GET /metrics HTTP/1.0\r\n\r\n" >&3

@@ -152,7 +152,8 @@ TEST_F(PtoctlTest, TheSharedMemoryExampleRuns) {
   CommandResult r =
       RunCommand("client/shared_memory_example " + server_->address());
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_THAT(r.output, HasSubstr("c[4095] = 4080 (4080 expected)"));
+  EXPECT_THAT(r.output, HasSubstr("request under 1 KiB for 768 KiB of tiles, "
+                                  "c[4095] = 4080 (4080 expected)"));
   // A bad address is an error message and exit 1, not an abort.
   r = RunCommand("client/shared_memory_example no-port-here");
   EXPECT_EQ(r.exit_code, 1) << r.output;
