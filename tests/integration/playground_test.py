@@ -453,6 +453,8 @@ class PlaygroundTest(unittest.TestCase):
         by_tile = {b[0]: b for b in boxes}
         self.assertEqual(sorted(by_tile), ["a", "b", "c"])
         a, c = by_tile["a"], by_tile["c"]
+        print(f"alias e0: a at x={a[1]:.1f} y={a[2]:.1f} w={a[3]:.1f}, "
+              f"c at x={c[1]:.1f} y={c[2]:.1f} w={c[3]:.1f}")
         self.assertAlmostEqual(a[1], c[1], delta=0.5)  # same addresses
         self.assertGreaterEqual(abs(a[2] - c[2]), a[4])  # stacked lanes
         for b in boxes:
@@ -488,6 +490,8 @@ class PlaygroundTest(unittest.TestCase):
         for us, px in bars:
             if us / scales[0] >= 1:
                 self.assertAlmostEqual(px, us / scales[0], delta=1.0)
+        print(f"timeline: {scales[0]:.4f} us a px on every card; bars "
+              f"(us, px): {[(round(u, 1), round(p, 1)) for u, p in bars]}")
         legend = self.js("document.querySelector('#results .timeline-box "
                          ".legend').textContent")
         self.assertIn("queued", legend)
