@@ -293,7 +293,8 @@ void CallCount::Logged(int code, absl::string_view message) const {
       absl::StatusCodeToString(static_cast<absl::StatusCode>(code));
   line.door = "grpc";
   line.method = method_->path;
-  line.peer = peer.empty() ? "an unknown peer" : peer;
+  line.peer = peer.empty() ? absl::string_view("an unknown peer")
+                           : absl::string_view(peer);
   line.client = client_;
   line.code = code_name;
   line.message = message;

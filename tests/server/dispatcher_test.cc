@@ -12,6 +12,7 @@
 #include "absl/synchronization/mutex.h"
 #include "server/jobs/engine_runner.h"
 #include "server/metrics/metrics.h"
+#include "tests/server/signal.h"
 
 namespace ptoserve {
 namespace {
@@ -45,33 +46,6 @@ SchedulerOptions NoWorkers() {
   options.workers = 0;
   return options;
 }
-
-// Set once by a job's done, on whichever thread runs it; waited for by the
-// test. Not absl::Notification: once set, its wait returns on an atomic
-// flag inside Debian's Abseil, which is not built with ThreadSanitizer,
-// without taking its mutex, and ThreadSanitizer (shown Abseil's mutexes
-// by tools/tsan/absl_sync.cc, not its atomics) then sees no order between
-// done's writes and the test's reads. Every step here takes the mutex.
-class Signal {
- public:
-  void Notify() {
-    absl::MutexLock lock(&mu_);
-    set_ = true;
-  }
-  bool HasBeenNotified() {
-    absl::MutexLock lock(&mu_);
-    return set_;
-  }
-  bool WaitForNotificationWithTimeout(absl::Duration timeout) {
-    const bool set = mu_.LockWhenWithTimeout(absl::Condition(&set_), timeout);
-    mu_.Unlock();
-    return set;
-  }
-
- private:
-  absl::Mutex mu_;
-  bool set_ ABSL_GUARDED_BY(mu_) = false;
-};
 
 // What a job's done saw.
 struct Answer {

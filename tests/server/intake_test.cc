@@ -66,7 +66,7 @@ bool WaitUntil(Predicate done) {
 
 // What became of one request.
 struct Outcome {
-  absl::Notification done;
+  Signal done;
   absl::Status status;
   std::thread::id thread;
   v1::Job job;
