@@ -18,6 +18,7 @@
 #include "absl/synchronization/notification.h"
 #include "server/jobs/engine_runner.h"
 #include "server/metrics/metrics.h"
+#include "tests/server/signal.h"
 
 namespace ptoserve {
 namespace {
