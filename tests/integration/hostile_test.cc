@@ -213,14 +213,15 @@ class HostileTest : public ::testing::Test {
   }
 
   // Stops the prober and checks what it saw: every call answered, health
-  // SERVING throughout, and the 99th percentile under `p99`.
+  // SERVING throughout, and (in plain builds) the 99th percentile under
+  // `p99`.
   void ExpectOthersServed(absl::Duration p99 = absl::Seconds(1)) {
     prober_->Stop();
     EXPECT_GT(prober_->calls(), 0u);
     for (const std::string& f : prober_->failures()) ADD_FAILURE() << f;
     std::cout << "prober: " << prober_->calls() << " calls, p99 "
               << absl::FormatDuration(prober_->p99()) << std::endl;
-    EXPECT_LT(prober_->p99(), p99);
+    if (kLatencyBoundsApply) EXPECT_LT(prober_->p99(), p99);
   }
 
   void TearDown() override {
