@@ -149,7 +149,7 @@ struct HttpDaemon::Exchange final : HttpExchange {
   }
 
   // Hands the answer to libmicrohttpd. On the connection's thread.
-  MHD_Result Queue() {
+  MHD_Result Queue() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
     auto* text = new std::string(std::move(answer->body));
     MHD_Response* r = MHD_create_response_from_buffer_with_free_callback_cls(
         text->size(), text->data(),
