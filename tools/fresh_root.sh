@@ -81,9 +81,11 @@ curl -sf -H "Content-Type: application/json" --data @examples/first.json \
   { echo "unexpected answer to examples/first.json over HTTP"; exit 1; }
 (cd / && /usr/bin/python3 -c "
 import sys
+import numpy as np
 from ptoserve_client import Client
 with Client(sys.argv[1]) as client:
-    assert client.tand([[12, 10, 6, 5]], 3).dst.tolist() == [[0, 2, 2, 1]]
+    a = np.array([[12, 10, 6, 5]], dtype=np.int32)
+    assert client.tand(a, 3).dst.tolist() == [[0, 2, 2, 1]]
 print(\"the Python client, installed by serve.sh: ok\")" "$address") || exit 1
 metrics=$(sed -n "s|.*metrics on http://\([^/]*\)/metrics.*|\1|p" /tmp/serve.log)
 exec 3<>"/dev/tcp/${metrics%:*}/${metrics##*:}"
