@@ -42,11 +42,17 @@ SANITIZED = sanitized(SERVER)
 # checked.
 VICTIM_P99_S = 10.0 if SANITIZED else 0.25
 # ptobench's p99 of one call at a time beside 50 connections of another user
-# on a server of one core: 8 to 16 ms measured (-c opt; up to 57 ms on a
-# loaded machine), 813 to 1,712 ms when every connection was a client of
-# its own.
-GRPC_P99_S = 10.0 if SANITIZED else 0.25
-PROBE_S = 10.0 if SANITIZED else 0.5
+# on a server of one core: 8 to 16 ms measured (-c opt; up to 198 ms in
+# fastbuild under tools/flakes' busy loops), 813 to 1,712 ms when every
+# connection was a client of its own.
+GRPC_P99_S = 10.0 if SANITIZED else 0.5
+# Readiness beside eight connections of 1 MiB JSON bodies: nine probes in
+# ten under PROBE_P90_S and every one under PROBE_MAX_S. Measured p50 about
+# 1 ms, the slowest of 80 8 to 685 ms under tools/flakes' busy loops (the
+# machine's scheduler, not a parse); when bodies were parsed on the polling
+# threads, 7 of 8 probes took over 200 ms and the slowest 2.4 s.
+PROBE_P90_S = 10.0 if SANITIZED else 0.1
+PROBE_MAX_S = 10.0 if SANITIZED else 2.0
 # Every wait below ends by itself: a state reached or this bound passed.
 BOUND_S = 30
 
@@ -358,11 +364,13 @@ class DoorsTest(unittest.TestCase):
         victim.stop(self, "8 connections of 1 MiB JSON bodies")
         sent = attacker.stop()
         print(f"readiness: {len(probes)} probes, slowest "
-              f"{max(probes) * 1e3:.2f} ms, p50 "
+              f"{max(probes) * 1e3:.2f} ms, p90 "
+              f"{percentile(probes, 90) * 1e3:.2f} ms, p50 "
               f"{percentile(probes, 50) * 1e3:.2f} ms; {sent} bodies "
               f"parsed meanwhile", file=sys.stderr)
         self.assertGreater(sent, 8)
-        self.assertLess(max(probes), PROBE_S)
+        self.assertLess(percentile(probes, 90), PROBE_P90_S)
+        self.assertLess(max(probes), PROBE_MAX_S)
 
     def test_a_rebound_host_is_misdirected(self):
         self.start("--http_allowed_hosts=ptoserve.test")
