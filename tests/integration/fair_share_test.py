@@ -109,6 +109,9 @@ class FairShareTest(unittest.TestCase):
     def held(self):
         return metric(self.metrics, "ptoserve_memory_held_bytes")
 
+    def refused_for_share(self):
+        return metric(self.metrics, "ptoserve_memory_refused_client_total")
+
     def small_tand(self, client):
         a = np.arange(256, dtype=np.int32).reshape(16, 16)
         b = np.full((16, 16), 0x0F, dtype=np.int32)
@@ -192,12 +195,12 @@ class FairShareTest(unittest.TestCase):
             for attacker in attackers:
                 attacker.stream("/ptoserve.v1.TileCompute/ExecuteStream",
                                 [heavy_job(i) for i in range(32)])
-            wait_for("the user to fill its share",
-                     lambda: self.held() >= (CLIENT_MB - 2) << 20)
+            # Full once a job was refused for the share (it may reach
+            # CLIENT_MB - 2 a moment before the next job is refused).
+            wait_for("the user to fill its share and be refused",
+                     lambda: self.held() >= (CLIENT_MB - 2) << 20 and
+                     self.refused_for_share() >= 1)
             self.assertLessEqual(self.held(), CLIENT_MB << 20)
-            self.assertGreaterEqual(
-                metric(self.metrics, "ptoserve_memory_refused_client_total"),
-                1)
             self.other_client_is_served("one user's three unread streams")
         finally:
             for attacker in attackers:
@@ -229,15 +232,14 @@ class TokenShareTest(unittest.TestCase):
             for attacker in attackers:
                 attacker.stream("/ptoserve.v1.TileCompute/ExecuteStream",
                                 [heavy_job(i) for i in range(32)])
-            wait_for("token-a to fill its share",
+            wait_for("token-a to fill its share and be refused",
                      lambda: metric(self.metrics, "ptoserve_memory_held_bytes")
-                     >= (CLIENT_MB - 2) << 20)
+                     >= (CLIENT_MB - 2) << 20 and
+                     metric(self.metrics,
+                            "ptoserve_memory_refused_client_total") >= 1)
             self.assertLessEqual(
                 metric(self.metrics, "ptoserve_memory_held_bytes"),
                 CLIENT_MB << 20)
-            self.assertGreaterEqual(
-                metric(self.metrics, "ptoserve_memory_refused_client_total"),
-                1)
             # token-a's own unary call is refused, naming its share;
             # token-b's is served.
             with Client(self.address, token="token-a") as same:

@@ -509,7 +509,12 @@ TEST(SoakTest, TwoHundredClientsWithFaultsEveryCallAnsweredOnce) {
   EXPECT_EQ(queued, 0);
   EXPECT_LE(server_jobs, warmup.calls() + ledger.calls());
   EXPECT_GT(server_deadlines, 0);
-  EXPECT_GT(server_cancels, 0);
+  // A cancel reaches the server only while it holds the job, a window of
+  // microseconds for these jobs: a run may see none (0 of 594 under ASan,
+  // 6 of 2,431 in a plain build). scheduling_test's
+  // CancelledCallDropsItsQueuedJob cancels a job the server is known to
+  // hold. Here: the server counts no cancel its clients did not make.
+  EXPECT_LE(server_cancels, ledger.answers(grpc::StatusCode::CANCELLED));
   // Memory bounded, and back near the baseline once idle.
   if (kMemoryBoundsApply) {
     EXPECT_LT(peak_kb, kPeakRssLimitKb);
