@@ -57,15 +57,7 @@ void Engine::RunBatch(absl::Span<const WorkItem> batch) const {
       traces[direct++] = traces[k];
       continue;
     }
-    // Compute into a copy of dst (its bytes outside the valid region
-    // kept), then copy it into place.
-    BoundInstruction aside = *instructions[k];
-    Tile staged = OwnedCopy(*aside.dst);
-    aside.dst = &staged;
-    const BoundInstruction* one[] = {&aside};
-    backend.Run(one, absl::MakeConstSpan(&traces[k], 1));
-    std::memcpy(instructions[k]->dst->data(), staged.data(),
-                staged.size_bytes());
+    backend.RunStaged(*instructions[k], traces[k]);
   }
   if (direct > 0) {
     backend.Run(absl::MakeConstSpan(instructions.data(), direct),

@@ -64,10 +64,8 @@ absl::Status JobBinder::PlaceInBuffer() {
   for (size_t i = 0; i < wiring_.size(); ++i) {
     const Wiring& w = wiring_[i];
     for (size_t src : {w.src0, w.src1}) {
-      const bool same_place =
-          ranges[src].begin == ranges[w.dst].begin &&
-          descs_[src].row_bytes() == descs_[w.dst].row_bytes();
-      if (ranges[src].Overlaps(ranges[w.dst]) && !same_place) {
+      if (MustStageDst(ranges[w.dst], descs_[w.dst].row_bytes(), ranges[src],
+                       descs_[src].row_bytes())) {
         work[i].stage_dst = true;
       }
     }

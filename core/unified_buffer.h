@@ -38,6 +38,17 @@ struct ByteRange {
 // The bytes a placed tile occupies. REQUIRES: desc.address has a value.
 ByteRange PlacedRange(const TileDesc& desc);
 
+// Whether an instruction must compute its dst aside and copy it in: its
+// dst (bytes `dst`, rows of `dst_row_bytes`) overlaps a source's bytes
+// without being the same place (same first byte and row pitch), so that
+// writing dst in place could change what is read of the source.
+inline bool MustStageDst(const ByteRange& dst, size_t dst_row_bytes,
+                         const ByteRange& src, size_t src_row_bytes) {
+  const bool same_place =
+      src.begin == dst.begin && src_row_bytes == dst_row_bytes;
+  return src.Overlaps(dst) && !same_place;
+}
+
 // Checks that tile `name`'s address is 32-byte aligned and that the whole
 // tile fits in a buffer of `buffer_bytes` on `target`.
 // REQUIRES: desc.address has a value.

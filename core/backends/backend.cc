@@ -1,6 +1,7 @@
 #include "core/backends/backend.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -211,6 +212,16 @@ absl::Status Backend::Check(const InstructionSig& inst) const {
   if (c.rule.uses_tmp) c.operands.push_back(&inst.tmp);
   for (Rule rule : kRules) PTO_RETURN_IF_ERROR(rule(c));
   return absl::OkStatus();
+}
+
+void Backend::RunStaged(const BoundInstruction& inst, Trace* trace) const {
+  Tile staged(inst.dst->desc());
+  std::memcpy(staged.data(), inst.dst->data(), staged.size_bytes());
+  BoundInstruction aside = inst;
+  aside.dst = &staged;
+  const BoundInstruction* one[] = {&aside};
+  Run(one, absl::MakeConstSpan(&trace, 1));
+  std::memcpy(inst.dst->data(), staged.data(), staged.size_bytes());
 }
 
 std::string Backend::Algorithm(Opcode opcode) const {

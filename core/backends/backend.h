@@ -75,6 +75,13 @@ class Backend {
   // REQUIRES: Check passed for each; traces.size() == batch.size().
   void Run(Batch batch, BatchTraces traces) const;
 
+  // Executes one instruction whose dst overlaps a source without being the
+  // same place (MustStageDst): dst is computed into a copy of itself (its
+  // bytes outside the valid region kept) and copied into place, so that
+  // every source is read before any of dst is written, as a vector unit
+  // does. REQUIRES: Check passed.
+  void RunStaged(const BoundInstruction& inst, Trace* trace) const;
+
   // How this target computes `opcode`: its steps, then the kernels that
   // run them, e.g. "dst = vxor(src0, src1) (tmp unused), with avx2 kernels".
   std::string Algorithm(Opcode opcode) const;

@@ -11,17 +11,29 @@
 //   TileT x, tmp;
 //   TXOR(x, out, b, tmp, e);  // waits on e
 //
-// pto/common/pto_tile.hpp   Tile, TileType, BLayout, SLayout, DYNAMIC
-// pto/common/pto_instr.hpp  TAND, TXOR and their checks
-// pto/common/event.hpp      RecordEvent
-// pto/common/observer.hpp   watching instructions run (tracing, tests)
+// A kernel written for PTO-ISA compiles as it is: global memory through
+// GlobalTensor, tiles bound with TASSIGN, TLOAD and TSTORE, the kernel
+// qualifiers (AICORE, __gm__, ...) and, from <pto/common/constants.hpp>,
+// the NUM_* shape constants. docs/KERNELS.md is the guide.
+//
+// pto/common/pto_tile.hpp       Tile, TileType, BLayout, SLayout, DYNAMIC,
+//                               SetFailureHandler
+// pto/common/global_tensor.hpp  GlobalTensor, Shape, Stride
+// pto/common/memory.hpp         TASSIGN, TLOAD, TSTORE, ResetKernel
+// pto/common/pto_instr.hpp      TAND, TXOR and their checks
+// pto/common/event.hpp          RecordEvent
+// pto/common/observer.hpp       watching instructions run (tracing, tests)
+// pto/common/type.hpp           the kernel qualifiers, half, aclFloat16
 #ifndef PTO_PTO_INST_HPP
 #define PTO_PTO_INST_HPP
 
 #include "pto/common/event.hpp"
+#include "pto/common/global_tensor.hpp"
+#include "pto/common/memory.hpp"
 #include "pto/common/observer.hpp"
 #include "pto/common/pto_instr.hpp"
 #include "pto/common/pto_tile.hpp"
 #include "pto/common/target.hpp"
+#include "pto/common/type.hpp"
 
 #endif  // PTO_PTO_INST_HPP

@@ -25,12 +25,20 @@ constexpr uint8_t kSentinelByte = 0xA5;
 // Fills every element of `tile` with random bits.
 template <typename TileData>
 void Randomize(TileData& tile, std::mt19937& rng) {
-  for (auto& e : tile.data()) e = static_cast<typename TileData::DType>(rng());
+  for (int i = 0; i < TileData::Numel; ++i) {
+    tile.data()[i] = static_cast<typename TileData::DType>(rng());
+  }
+}
+
+// The bytes of a tile's elements, padding included.
+template <typename TileData>
+constexpr size_t Bytes(const TileData&) {
+  return sizeof(typename TileData::DType) * TileData::Numel;
 }
 
 template <typename TileData>
 void FillSentinel(TileData& tile) {
-  std::memset(tile.data(), kSentinelByte, sizeof(tile.data()));
+  std::memset(tile.data(), kSentinelByte, Bytes(tile));
 }
 
 // Expects `dst` to be a copy of `before` with each element (r, c) of dst's
@@ -82,8 +90,7 @@ TYPED_TEST(BuiltinApiTypedTest, ComputesTheValidRegionOnly) {
   if (pto::Rules::kTxorUsesTmp) {
     ExpectComputed(tmp, tmp_before, a, b, kOr);
   } else {
-    EXPECT_EQ(std::memcmp(tmp.data(), tmp_before.data(), sizeof(tmp.data())),
-              0);
+    EXPECT_EQ(std::memcmp(tmp.data(), tmp_before.data(), Bytes(tmp)), 0);
   }
 }
 
@@ -138,7 +145,7 @@ TEST(BuiltinApiTest, InPlaceAndSameSource) {
   TAND(a, a, b);  // dst is src0
   ExpectComputed(a, a_before, a_before, b, kAnd);
   TXOR(a, b, b, tmp);  // src0 is src1: all zeros
-  EXPECT_EQ(std::memcmp(a.data(), zero.data(), sizeof(a.data())), 0);
+  EXPECT_EQ(std::memcmp(a.data(), zero.data(), Bytes(a)), 0);
 }
 
 // The seed's own spellings: TAND's template takes one tile type and the
@@ -241,7 +248,7 @@ TEST(BuiltinApiTest, MatchesTheService) {
     in.desc.valid_cols = 50;
     in.encoding = Encoding::kData;
     in.data = absl::string_view(reinterpret_cast<const char*>(tile.data()),
-                                sizeof(tile.data()));
+                                Bytes(tile));
     job.tiles.push_back(in);
   };
   const TileT zero;
@@ -259,12 +266,10 @@ TEST(BuiltinApiTest, MatchesTheService) {
   const absl::StatusOr<JobOutcome> outcome =
       Engine(EngineOptions{}).Execute(job);
   ASSERT_TRUE(outcome.ok()) << outcome.status();
-  EXPECT_EQ(std::memcmp(outcome->outputs[0].tile.data(), dst.data(),
-                        sizeof(dst.data())),
-            0);
-  EXPECT_EQ(std::memcmp(outcome->outputs[1].tile.data(), tmp.data(),
-                        sizeof(tmp.data())),
-            0);
+  EXPECT_EQ(
+      std::memcmp(outcome->outputs[0].tile.data(), dst.data(), Bytes(dst)), 0);
+  EXPECT_EQ(
+      std::memcmp(outcome->outputs[1].tile.data(), tmp.data(), Bytes(tmp)), 0);
   const auto* pa = reinterpret_cast<const int8_t*>(a.data());
   const auto* pb = reinterpret_cast<const int8_t*>(b.data());
   const auto* pd = reinterpret_cast<const int8_t*>(dst.data());
@@ -287,14 +292,17 @@ TEST(BuiltinApiDeathTest, ValidShapesMustAgree) {
   using Dynamic = pto::Tile<TileType::Vec, int16_t, 16, 16, BLayout::RowMajor,
                             DYNAMIC, DYNAMIC>;
   Dynamic dst(16, 16), a(8, 16), b(16, 16), tmp(16, 16);
+  // The service's words (core/backends/backend.cc), its instruction
+  // numbers and the tiles' names.
   EXPECT_DEATH(TAND(dst, a, b),
-               "pto: TAND: src0 valid shape 8x16 differs from dst valid shape "
-               "16x16");
+               "pto: instruction [0-9]+ \\(TAND on (host|a2a3|a5)\\): src0 "
+               "valid shape 8x16 differs from dst valid shape 16x16");
   EXPECT_DEATH(TXOR(dst, b, a, tmp),
-               "pto: TXOR: src1 valid shape 8x16 differs from dst valid shape "
-               "16x16");
+               "pto: instruction [0-9]+ \\(TXOR on (host|a2a3|a5)\\): src1 "
+               "valid shape 8x16 differs from dst valid shape 16x16");
   EXPECT_DEATH(Dynamic(17, 4),
-               "pto: Tile: valid shape 17x4 does not fit the tile's 16x16");
+               "pto: Tile: tile \"t[0-9]+\": valid shape 17x4 does not fit "
+               "the tile's 16x16");
 }
 
 // Only a target that computes through tmp checks it.
@@ -304,12 +312,11 @@ TEST(BuiltinApiDeathTest, TmpIsCheckedWhereItIsUsed) {
   Dynamic dst(16, 16), a(16, 16), b(16, 16), small_tmp(4, 4);
   if (pto::Rules::kTxorUsesTmp) {
     EXPECT_DEATH(TXOR(dst, a, b, small_tmp),
-                 "pto: TXOR: tmp valid shape 4x4 differs from dst valid shape "
-                 "16x16");
-    EXPECT_DEATH(
-        TXOR(dst, a, b, dst),
-        "pto: TXOR: tmp is also dst; on a2a3 tmp must be a tile of its "
-        "own");
+                 "pto: instruction [0-9]+ \\(TXOR on a2a3\\): tmp valid shape "
+                 "4x4 differs from dst valid shape 16x16");
+    EXPECT_DEATH(TXOR(dst, a, b, dst),
+                 "pto: instruction [0-9]+ \\(TXOR on a2a3\\): tmp \"t[0-9]+\" "
+                 "is also dst; tmp must be a tile of its own");
   } else {
     // Unused, tmp may be any tile, dst itself included; the result is
     // still src0 ^ src1.

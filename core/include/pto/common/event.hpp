@@ -20,6 +20,9 @@ struct RecordEvent {
   const char* algorithm = "";
   // The kernel set it ran on, as the service's: "portable", "avx2", ...
   const char* kernels = "";
+  // Its number among the instructions this thread ran since it started (or
+  // since ResetKernel): the index a job's event of it has.
+  uint32_t index = 0;
 
   void Wait() const {}
 };

@@ -12,10 +12,15 @@
 // same; operands are row-major TileType::Vec tiles; on a2a3 and a5 each
 // operand's rows are a multiple of 32 bytes; valid shapes known at compile
 // time agree; events to wait on are RecordEvents.
-// Run-time checks: every operand's valid shape equals dst's (and, on a2a3,
-// TXOR's tmp is a tile of its own). A violation prints
-// "pto: TAND: src0 valid shape 8x16 differs from dst valid shape 16x16" to
-// stderr and aborts, as an assertion in PTO-ISA does.
+// Run-time checks: the service's own (core/backends/backend.cc), through
+// core/builtin/runtime.h: every operand's valid shape equals dst's; on
+// a2a3, TXOR's tmp is a tile of its own; in manual mode (tiles bound by
+// TASSIGN), on a2a3, TXOR's operands do not overlap. A refusal is worded as
+// the service words it, with the tiles' names (pto_tile.hpp), printed
+// after "pto: " to stderr before the program aborts (or handed to the
+// FailureHandler set with SetFailureHandler), e.g.
+// "pto: instruction 0 (TAND on host): src0 valid shape 8x16 differs from
+// dst valid shape 16x16".
 // TXOR's tmp is checked and used only where the target computes through it
 // (a2a3); elsewhere it is accepted and left untouched.
 #ifndef PTO_COMMON_PTO_INSTR_HPP
@@ -66,9 +71,9 @@ PTO_INST RecordEvent Tand(TileDataDst& dst, TileDataSrc0& src0,
   (events.Wait(), ...);
   const InstructionView v{Op::TAND, impl::View(dst), impl::View(src0),
                           impl::View(src1), nullptr};
-  impl::CheckValidShape("TAND", "src0", v.src0, v.dst);
-  impl::CheckValidShape("TAND", "src1", v.src1, v.dst);
-  return impl::Execute(v, ptoserve::Opcode::kTand, Rules::kTandAlgorithm);
+  return impl::Execute(v, ptoserve::Opcode::kTand, Rules::kTandAlgorithm,
+                       detail::RefOf(dst), detail::RefOf(src0),
+                       detail::RefOf(src1), nullptr);
 }
 
 }  // namespace impl
@@ -143,13 +148,10 @@ PTO_INST RecordEvent TXOR(TileDataDst& dst, TileDataSrc0& src0,
   const TileView tmp_view = impl::View(tmp);
   const InstructionView v{Op::TXOR, impl::View(dst), impl::View(src0),
                           impl::View(src1), &tmp_view};
-  impl::CheckValidShape("TXOR", "src0", v.src0, v.dst);
-  impl::CheckValidShape("TXOR", "src1", v.src1, v.dst);
-  if constexpr (Rules::kTxorUsesTmp) {
-    impl::CheckValidShape("TXOR", "tmp", tmp_view, v.dst);
-    impl::CheckTmpIsItsOwn(v);
-  }
-  return impl::Execute(v, ptoserve::Opcode::kTxor, Rules::kTxorAlgorithm);
+  const ptoserve::builtin::TileRef tmp_ref = detail::RefOf(tmp);
+  return impl::Execute(v, ptoserve::Opcode::kTxor, Rules::kTxorAlgorithm,
+                       detail::RefOf(dst), detail::RefOf(src0),
+                       detail::RefOf(src1), &tmp_ref);
 }
 
 }  // namespace PTO_TARGET_NAMESPACE

@@ -1,15 +1,17 @@
 // The built-in API's machinery: compile-time traits for the seeds'
-// constraints, run-time checks, and the target's algorithms, which run on
-// ptoserve's own kernels (core/kernels.h) exactly as its backends do.
+// constraints; the run-time checks and the target's steps are the
+// service's own (core/builtin/runtime.h).
 // Include <pto/pto-inst.hpp> instead of this file.
 #ifndef PTO_COMMON_PTO_INSTR_IMPL_HPP
 #define PTO_COMMON_PTO_INSTR_IMPL_HPP
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <type_traits>
 #include <utility>
 
+#include "core/builtin/runtime.h"
 #include "core/kernels.h"
 #include "pto/common/event.hpp"
 #include "pto/common/observer.hpp"
@@ -58,82 +60,24 @@ TileView View(TileData& tile) {
       tile.GetValidCol(), static_cast<int>(sizeof(typename TileData::DType))};
 }
 
-// The run-time rule: an operand's valid shape is dst's.
-inline void CheckValidShape(const char* op, const char* role,
-                            const TileView& operand, const TileView& dst) {
-  if (operand.valid_rows != dst.valid_rows ||
-      operand.valid_cols != dst.valid_cols) {
-    detail::Fail(op, "%s valid shape %dx%d differs from dst valid shape %dx%d",
-                 role, operand.valid_rows, operand.valid_cols, dst.valid_rows,
-                 dst.valid_cols);
-  }
-}
-
-// Where a target computes through tmp it writes tmp before it reads the
-// sources again, so tmp must not be one of the other operands.
-inline void CheckTmpIsItsOwn(const InstructionView& v) {
-  const std::pair<const char*, const TileView*> others[] = {
-      {"dst", &v.dst}, {"src0", &v.src0}, {"src1", &v.src1}};
-  for (const auto& [role, other] : others) {
-    if (other->data == v.tmp->data) {
-      detail::Fail("TXOR", "tmp is also %s; on %s %s", role, Rules::kName,
-                   ptoserve::kTmpOwnTileReason);
-    }
-  }
-}
-
-// The region an instruction computes: dst's valid rows and columns.
-inline ptoserve::Region RegionOf(const InstructionView& v) {
-  return {static_cast<size_t>(v.dst.valid_rows),
-          static_cast<size_t>(v.dst.valid_cols) * v.dst.element_bytes};
-}
-inline const TileView& Operand(const InstructionView& v, ptoserve::Role role) {
-  switch (role) {
-    case ptoserve::Role::kDst:
-      return v.dst;
-    case ptoserve::Role::kSrc0:
-      return v.src0;
-    case ptoserve::Role::kSrc1:
-      return v.src1;
-    case ptoserve::Role::kTmp:
-      return *v.tmp;
-  }
-  return v.dst;
-}
-inline ptoserve::ConstPlane In(const InstructionView& v, ptoserve::Role role) {
-  const TileView& t = Operand(v, role);
-  return {static_cast<const uint8_t*>(t.data),
-          static_cast<size_t>(t.cols) * t.element_bytes};
-}
-inline ptoserve::Plane Out(const InstructionView& v, ptoserve::Role role) {
-  const TileView& t = Operand(v, role);
-  return {static_cast<uint8_t*>(t.data),
-          static_cast<size_t>(t.cols) * t.element_bytes};
-}
-
-// Runs the target's steps for `opcode` (core/targets/) on one instruction,
-// as the service's backend runs them on a batch.
-inline void RunSteps(ptoserve::Opcode opcode, const InstructionView& v) {
-  const ptoserve::KernelSet& k = ptoserve::BestKernels();
-  const ptoserve::OpRule& rule = Rules::kSpec.rule(opcode);
-  const ptoserve::Region region = RegionOf(v);
-  for (size_t i = 0; i < rule.step_count; ++i) {
-    const ptoserve::Step& s = rule.steps[i];
-    if (s.invert) {
-      k.invert(region, In(v, s.a), Out(v, s.out));
-    } else {
-      k.binary(s.op, region, In(v, s.a), In(v, s.b), Out(v, s.out));
-    }
-  }
-}
-
-// Runs a checked instruction between the observer's two looks at it.
+// Checks an instruction with the service's rules and runs it with the
+// target's steps (core/builtin/runtime.h), between the observer's two
+// looks at it; a refusal is reported as the service words it.
 inline RecordEvent Execute(const InstructionView& v, ptoserve::Opcode opcode,
-                           const char* algorithm) {
+                           const char* algorithm,
+                           const ptoserve::builtin::TileRef& dst,
+                           const ptoserve::builtin::TileRef& src0,
+                           const ptoserve::builtin::TileRef& src1,
+                           const ptoserve::builtin::TileRef* tmp) {
+  const ptoserve::Target target = static_cast<ptoserve::Target>(kTarget);
+  uint32_t index = 0;
+  const std::string refused =
+      ptoserve::builtin::Check(target, opcode, dst, src0, src1, tmp, &index);
+  if (!refused.empty()) detail::Refuse(refused.c_str());
   if (detail::current_observer != nullptr) detail::current_observer->Before(v);
-  RunSteps(opcode, v);
+  ptoserve::builtin::Run(target, opcode, dst, src0, src1, tmp, index);
   const RecordEvent event{v.op, kTarget, algorithm,
-                          ptoserve::BestKernels().name};
+                          ptoserve::BestKernels().name, index};
   if (detail::current_observer != nullptr) {
     detail::current_observer->After(v, event);
   }

@@ -1,4 +1,4 @@
-// pto::Tile: a tile of the seeds' C++ built-in API, held in host memory.
+// pto::Tile: a tile of the seeds' C++ built-in API.
 //
 // The template parameters follow PTO-ISA's Tile, so code written for it
 // compiles here:
@@ -9,20 +9,35 @@
 //        SLayout SFractal = SLayout::NoneBox, int SFractalSize = 512,
 //        PadValue PadVal = PadValue::Null>
 //
-// A valid extent of DYNAMIC is set at run time, by the constructor:
+// A valid extent of DYNAMIC is set at run time, by the constructor or by
+// SetValidShape (SetValidRow, SetValidCol):
 //
 //   using T = Tile<TileType::Vec, int16_t, 16, 16, BLayout::RowMajor,
 //                  DYNAMIC, DYNAMIC>;
 //   T t(8, 12);  // valid 8x12
+//   t.SetValidShape(4, 16);
 //
-// The elements start zero-filled, as a tile the ptoserve server allocates.
+// A tile's elements live in host memory of its own, zero-filled, until
+// TASSIGN(tile, address) binds it to that byte of the target's unified
+// buffer (pto/common/memory.hpp); data() then points there, and tiles bound
+// to overlapping bytes share them. A copy of a tile is an unbound tile
+// holding a copy of its elements.
+//
+// Each tile has a name, which the API's refusals use as the service's use
+// a job's tile names: "t0", "t1", ... in the order the thread made them
+// (pto::ResetKernel starts again at t0), or one set with SetName.
 #ifndef PTO_COMMON_PTO_TILE_HPP
 #define PTO_COMMON_PTO_TILE_HPP
 
 #include <cstddef>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <type_traits>
+
+#include "core/builtin/runtime.h"
+#include "pto/common/type.hpp"
 
 namespace pto {
 
@@ -41,20 +56,61 @@ enum class PadValue { Null, Zero, Max, Min };
 // A valid extent known only at run time.
 constexpr int DYNAMIC = -1;
 
+// What a refusal of the built-in API calls: by default it prints
+// "pto: " and the message to stderr and aborts, as an assertion in
+// PTO-ISA's own implementation does. A handler must not return (it may
+// throw, or end the program); if it does, the program aborts.
+using FailureHandler = void (*)(const char* message);
+
 namespace detail {
 
-// Reports a violated run-time precondition of the built-in API and aborts,
-// as an assertion in PTO-ISA's own implementation does. `format` takes
-// `args` as printf does.
-template <typename... Args>
-[[noreturn]] void Fail(const char* what, const char* format, Args... args) {
-  std::fprintf(stderr, "pto: %s: ", what);
-  std::fprintf(stderr, format, args...);
-  std::fprintf(stderr, "\n");
+[[noreturn]] inline void PrintAndAbort(const char* message) {
+  std::fprintf(stderr, "pto: %s\n", message);
   std::abort();
 }
 
+inline FailureHandler& CurrentFailureHandler() {
+  static FailureHandler handler = nullptr;
+  return handler;
+}
+
+// Reports a refusal: `message` as the service words it.
+[[noreturn]] inline void Refuse(const char* message) {
+  if (FailureHandler handler = CurrentFailureHandler()) handler(message);
+  PrintAndAbort(message);
+}
+
+// Reports a violated run-time precondition of the API itself: "WHAT: "
+// then `format` with `args`, as printf does.
+template <typename... Args>
+[[noreturn]] void Fail(const char* what, const char* format, Args... args) {
+  char message[512];
+  const int n = std::snprintf(message, sizeof(message), "%s: ", what);
+  std::snprintf(message + n, sizeof(message) - n, format, args...);
+  Refuse(message);
+}
+
+// The element type's code in the service's vocabulary.
+template <typename T>
+constexpr ptoserve::DType DTypeOf() {
+  if constexpr (std::is_same_v<T, int8_t>) return ptoserve::DType::kInt8;
+  if constexpr (std::is_same_v<T, uint8_t>) return ptoserve::DType::kUInt8;
+  if constexpr (std::is_same_v<T, int16_t>) return ptoserve::DType::kInt16;
+  if constexpr (std::is_same_v<T, uint16_t>) return ptoserve::DType::kUInt16;
+  if constexpr (std::is_same_v<T, int32_t>) return ptoserve::DType::kInt32;
+  if constexpr (std::is_same_v<T, uint32_t>) return ptoserve::DType::kUInt32;
+  return ptoserve::DType::kFloat16;  // none TAND or TXOR takes
+}
+
 }  // namespace detail
+
+// Sets what a refusal calls on every thread (null: the default, print and
+// abort); returns the handler set before.
+inline FailureHandler SetFailureHandler(FailureHandler handler) {
+  FailureHandler previous = detail::CurrentFailureHandler();
+  detail::CurrentFailureHandler() = handler;
+  return previous;
+}
 
 template <TileType Loc_, typename Element_, int Rows_, int Cols_,
           BLayout BFractal_ = BLayout::RowMajor, int RowValid_ = Rows_,
@@ -63,7 +119,7 @@ template <TileType Loc_, typename Element_, int Rows_, int Cols_,
 class Tile {
  public:
   using DType = Element_;
-  using TileDType = DType[Rows_ * Cols_];
+  using TileDType = DType*;
 
   static constexpr TileType Loc = Loc_;
   static constexpr int Rows = Rows_;
@@ -87,19 +143,21 @@ class Tile {
                 "pto::Tile: ColValid must be DYNAMIC or in [0, Cols]");
 
   // A DYNAMIC valid extent starts as the full extent.
-  Tile() = default;
+  Tile() { Name(); }
 
   // Valid shape valid_rows x valid_cols, for a tile whose both valid extents
-  // are DYNAMIC. Aborts if it does not fit the tile.
+  // are DYNAMIC. Refused if it does not fit the tile.
   template <int R = ValidRow, int C = ValidCol,
             std::enable_if_t<R == DYNAMIC && C == DYNAMIC, int> = 0>
   Tile(int valid_rows, int valid_cols) {
+    Name();
     SetValid(valid_rows, valid_cols);
   }
   // The one DYNAMIC valid extent of a tile that has one.
   template <int R = ValidRow, int C = ValidCol,
             std::enable_if_t<(R == DYNAMIC) != (C == DYNAMIC), int> = 0>
   explicit Tile(int valid_extent) {
+    Name();
     if constexpr (R == DYNAMIC) {
       SetValid(valid_extent, valid_cols_);
     } else {
@@ -107,35 +165,121 @@ class Tile {
     }
   }
 
+  // An unbound tile with a copy of `other`'s elements, valid shape and
+  // name.
+  Tile(const Tile& other) { *this = other; }
+  Tile& operator=(const Tile& other) {
+    if (this == &other) return *this;
+    std::memmove(own_, other.data_, sizeof(own_));
+    data_ = own_;
+    bound_ = false;
+    address_ = 0;
+    valid_rows_ = other.valid_rows_;
+    valid_cols_ = other.valid_cols_;
+    std::memcpy(name_, other.name_, sizeof(name_));
+    return *this;
+  }
+
   int GetValidRow() const { return valid_rows_; }
   int GetValidCol() const { return valid_cols_; }
 
-  TileDType& data() { return data_; }
-  const TileDType& data() const { return data_; }
+  // A new valid shape, for a tile whose valid extents are both DYNAMIC.
+  // Refused if it does not fit the tile.
+  void SetValidShape(int valid_rows, int valid_cols) {
+    static_assert(ValidRow == DYNAMIC && ValidCol == DYNAMIC,
+                  "pto::Tile: SetValidShape needs both valid extents "
+                  "DYNAMIC");
+    SetValid(valid_rows, valid_cols);
+  }
+  void SetValidRow(int valid_rows) {
+    static_assert(ValidRow == DYNAMIC,
+                  "pto::Tile: SetValidRow needs a DYNAMIC RowValid");
+    SetValid(valid_rows, valid_cols_);
+  }
+  void SetValidCol(int valid_cols) {
+    static_assert(ValidCol == DYNAMIC,
+                  "pto::Tile: SetValidCol needs a DYNAMIC ColValid");
+    SetValid(valid_rows_, valid_cols);
+  }
+
+  // The elements, row-major: the tile's own memory, or its place in the
+  // unified buffer once bound.
+  DType* data() { return data_; }
+  const DType* data() const { return data_; }
 
   // Element (r, c) of the physical tile.
   DType& operator()(int r, int c) { return data_[Offset(r, c)]; }
   const DType& operator()(int r, int c) const { return data_[Offset(r, c)]; }
+
+  // The name refusals use (at most 31 characters are kept).
+  const char* GetName() const { return name_; }
+  void SetName(const char* name) {
+    std::snprintf(name_, sizeof(name_), "%s", name);
+  }
+
+  // Whether TASSIGN bound it, and to which byte of the unified buffer.
+  bool IsBound() const { return bound_; }
+  uint64_t GetAddress() const { return address_; }
+
+  // Binds the tile to `bytes`, its place at `address` in the unified
+  // buffer. Use TASSIGN, which checks the address first.
+  void BindTo(void* bytes, uint64_t address) {
+    data_ = static_cast<DType*>(bytes);
+    bound_ = true;
+    address_ = address;
+  }
 
  private:
   static constexpr int Offset(int r, int c) {
     return BFractal == BLayout::RowMajor ? r * Cols + c : c * Rows + r;
   }
 
+  void Name() {
+    std::snprintf(name_, sizeof(name_), "t%u",
+                  static_cast<unsigned>(ptoserve::builtin::NextTileNumber()));
+  }
+
   void SetValid(int valid_rows, int valid_cols) {
     if (valid_rows < 0 || valid_rows > Rows || valid_cols < 0 ||
         valid_cols > Cols) {
-      detail::Fail("Tile", "valid shape %dx%d does not fit the tile's %dx%d",
-                   valid_rows, valid_cols, Rows, Cols);
+      detail::Fail("Tile",
+                   "tile \"%s\": valid shape %dx%d does not fit "
+                   "the tile's %dx%d",
+                   name_, valid_rows, valid_cols, Rows, Cols);
     }
     valid_rows_ = valid_rows;
     valid_cols_ = valid_cols;
   }
 
-  alignas(64) TileDType data_ = {};
+  alignas(64) DType own_[Rows * Cols] = {};
+  DType* data_ = own_;
+  bool bound_ = false;
+  uint64_t address_ = 0;
   int valid_rows_ = ValidRow == DYNAMIC ? Rows : ValidRow;
   int valid_cols_ = ValidCol == DYNAMIC ? Cols : ValidCol;
+  char name_[32] = {};
 };
+
+namespace detail {
+
+// A tile as the runtime (core/builtin/runtime.h) takes it.
+template <typename TileData>
+ptoserve::builtin::TileRef RefOf(TileData& tile) {
+  ptoserve::builtin::TileRef ref;
+  ref.name = tile.GetName();
+  ref.data = reinterpret_cast<uint8_t*>(
+      const_cast<std::remove_const_t<typename TileData::DType>*>(tile.data()));
+  ref.dtype = detail::DTypeOf<typename TileData::DType>();
+  ref.rows = TileData::Rows;
+  ref.cols = TileData::Cols;
+  ref.valid_rows = static_cast<uint32_t>(tile.GetValidRow());
+  ref.valid_cols = static_cast<uint32_t>(tile.GetValidCol());
+  ref.bound = tile.IsBound();
+  ref.address = tile.GetAddress();
+  return ref;
+}
+
+}  // namespace detail
 
 // Whether T is a pto::Tile.
 template <typename T>

@@ -1,0 +1,74 @@
+// What the built-in API (core/include/pto) runs on. Per thread: each
+// target's unified buffer, and the count of instructions and tiles. One
+// call checks an instruction with the service's own rules
+// (core/backends/backend.h, Backend::Check) and runs it with the target's
+// steps and kernels (Backend::Run), as the service's engine does; another
+// checks a TASSIGN with the service's placement rule (CheckPlacement). So
+// a rule changed in core/ changes the service and the API alike, and both
+// word a refusal the same way.
+//
+// Plain C++ in this header: the API's users include it.
+#ifndef PTOSERVE_CORE_BUILTIN_RUNTIME_H_
+#define PTOSERVE_CORE_BUILTIN_RUNTIME_H_
+
+#include <cstdint>
+#include <string>
+
+#include "core/enums.h"
+#include "core/opcode.h"
+
+namespace ptoserve {
+namespace builtin {
+
+// One tile as the API hands it over.
+struct TileRef {
+  const char* name = "";
+  uint8_t* data = nullptr;  // rows x cols elements, row-major
+  DType dtype = DType::kInt32;
+  uint32_t rows = 0, cols = 0;
+  uint32_t valid_rows = 0, valid_cols = 0;
+  // TASSIGNed: `data` is this thread's unified buffer plus `address`.
+  bool bound = false;
+  uint64_t address = 0;
+};
+
+// The size of `target`'s unified buffer: the service's (for the host, its
+// --host_buffer_kb default).
+uint64_t UnifiedBufferBytes(Target target);
+
+// This thread's unified buffer for `target`, UnifiedBufferBytes(target)
+// bytes, zeroed when first used and by Reset.
+uint8_t* UnifiedBuffer(Target target);
+
+// Zeroes this thread's unified buffers and numbers its instructions and
+// tiles from 0 again: a kernel's run starts as a job does.
+void Reset();
+
+// The number of the next tile made on this thread: its default name is
+// "t" and this number.
+uint32_t NextTileNumber();
+
+// "" if `tile` may be bound at byte `address` of `target`'s unified buffer;
+// else the service's refusal, e.g. `tile "t1": address 0x10 is not 32-byte
+// aligned`.
+std::string CheckAssign(Target target, const TileRef& tile, uint64_t address);
+
+// Checks instruction `opcode` against `target`'s rules, numbering it (the
+// thread's next number, in *index). Returns "" if it may run; else the
+// service's refusal, e.g. `instruction 2 (TXOR on a2a3): tmp "t3" is also
+// dst; ...`. `tmp` may be null (TAND); it is checked and used only where
+// the target computes through it.
+std::string Check(Target target, Opcode opcode, const TileRef& dst,
+                  const TileRef& src0, const TileRef& src1, const TileRef* tmp,
+                  uint32_t* index);
+
+// Runs instruction number `index`, which Check passed, with the target's
+// steps and kernels: dst computed aside where it overlaps a source without
+// being the same place, as the engine does.
+void Run(Target target, Opcode opcode, const TileRef& dst, const TileRef& src0,
+         const TileRef& src1, const TileRef* tmp, uint32_t index);
+
+}  // namespace builtin
+}  // namespace ptoserve
+
+#endif  // PTOSERVE_CORE_BUILTIN_RUNTIME_H_
