@@ -239,6 +239,53 @@ TEST(KernelShapesTest, AWindowWithPaddingAndInPlaceDst) {
   }
 }
 
+// TLOAD writes the whole tile: the valid region from global memory, the
+// padding as the tile's PadValue says (zero by default, the type's largest
+// for Max), whatever the tile's bytes held before.
+TEST(KernelShapesTest, TloadWritesThePadding) {
+  using Zeroed = Tile<TileType::Vec, int16_t, NUM_4, NUM_16, BLayout::RowMajor,
+                      DYNAMIC, DYNAMIC>;
+  using Maxed = Tile<TileType::Vec, int16_t, NUM_4, NUM_16, BLayout::RowMajor,
+                     DYNAMIC, DYNAMIC, SLayout::NoneBox, 512, PadValue::Max>;
+  using Window = GlobalTensor<int16_t, Shape<1, 1, 1, DYNAMIC, DYNAMIC>,
+                              Stride<1, 1, 1, DYNAMIC, 1>>;
+  ResetKernel();
+  std::vector<int16_t> global(NUM_4 * NUM_16);
+  for (size_t i = 0; i < global.size(); ++i) {
+    global[i] = static_cast<int16_t>(i + 1);
+  }
+  Window window(global.data(), Shape<1, 1, 1, DYNAMIC, DYNAMIC>(3, 10),
+                Stride<1, 1, 1, DYNAMIC, 1>(NUM_16));
+  Zeroed zeroed(3, 10);
+  Maxed maxed(3, 10);
+  for (int i = 0; i < NUM_4 * NUM_16; ++i) {
+    zeroed.data()[i] = maxed.data()[i] = -7;  // what the bytes held
+  }
+  TLOAD(zeroed, window);
+  TLOAD(maxed, window);
+  for (int r = 0; r < NUM_4; ++r) {
+    for (int c = 0; c < NUM_16; ++c) {
+      const bool valid = r < 3 && c < 10;
+      const int16_t loaded = global[r * NUM_16 + c];
+      ASSERT_EQ(zeroed(r, c), valid ? loaded : 0) << r << ", " << c;
+      ASSERT_EQ(maxed(r, c), valid ? loaded : int16_t{32767}) << r << ", " << c;
+    }
+  }
+  // A tile whose valid shape is not the GlobalTensor's is refused.
+  Zeroed other(2, 10);
+  const FailureHandler previous = SetFailureHandler(
+      [](const char* message) { throw std::runtime_error(message); });
+  try {
+    TLOAD(other, window);
+    ADD_FAILURE() << "TLOAD of a 2x10 tile from a 3x10 window ran";
+  } catch (const std::runtime_error& refused) {
+    EXPECT_STREQ(refused.what(),
+                 "TLOAD: tile \"t2\": valid shape 2x10 differs from the "
+                 "GlobalTensor's 3x10 (shape dimensions 0-3 by 4)");
+  }
+  SetFailureHandler(previous);
+}
+
 // Refusals come in the service's words, through the failure handler.
 struct Refused : std::runtime_error {
   using std::runtime_error::runtime_error;
