@@ -131,6 +131,8 @@ REWRITES = [
      os.path.abspath("examples/cpp/first_request") + " "),
     ("bazel run -c opt //client:shared_memory_example -- ",
      os.path.abspath("client/shared_memory_example") + " "),
+    ("bazel run -c opt //examples/cpp:xor_kernel -- ",
+     os.path.abspath("examples/cpp/xor_kernel") + " "),
 ]
 
 ERROR_WITH_CODE = re.compile(r"^ptoctl: [A-Z][A-Z_]+: ")

@@ -23,6 +23,7 @@
 // pto/common/pto_instr.hpp      TAND, TXOR and their checks
 // pto/common/event.hpp          RecordEvent
 // pto/common/observer.hpp       watching instructions run (tracing, tests)
+// pto/common/recording.hpp      a kernel's run as a job for `ptoctl run`
 // pto/common/type.hpp           the kernel qualifiers, half, aclFloat16
 #ifndef PTO_PTO_INST_HPP
 #define PTO_PTO_INST_HPP
@@ -33,6 +34,7 @@
 #include "pto/common/observer.hpp"
 #include "pto/common/pto_instr.hpp"
 #include "pto/common/pto_tile.hpp"
+#include "pto/common/recording.hpp"
 #include "pto/common/target.hpp"
 #include "pto/common/type.hpp"
 

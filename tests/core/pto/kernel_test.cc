@@ -12,6 +12,7 @@
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "gmock/gmock.h"
@@ -106,6 +107,17 @@ AICORE void WindowAndKernel(__gm__ T __out__* out, __gm__ T __in__* x,
   TSTORE(out_window, result);
 }
 
+// A launcher as PTO-ISA's tests write one: a half tile is the kernel's
+// where the host's type is aclFloat16 (never here: TAND takes integers).
+template <typename T, int kRows, int kCols>
+void LaunchAnd(T* out, T* x, T* y, void* stream) {
+  if constexpr (std::is_same_v<T, aclFloat16>) {
+    AndKernel<half, kRows, kCols>((half*)(out), (half*)(x), (half*)(y));
+  } else {
+    AndKernel<T, kRows, kCols>(out, x, y);
+  }
+}
+
 }  // namespace kernels
 
 namespace ptoserve {
@@ -187,6 +199,29 @@ void ExpectKernelsAgree(uint32_t seed) {
     ASSERT_EQ(out[i], static_cast<T>(x[i] ^ y[i]))
         << kRows << "x" << kCols << " TXOR element " << i;
   }
+}
+
+// Through a launcher naming half and aclFloat16; the events carry the
+// instructions' numbers, as a job's events do.
+TEST(KernelShapesTest, LauncherAndEventNumbers) {
+  using T = int32_t;
+  const std::vector<T> x = RandomMatrix<T>(NUM_8 * NUM_64, 40),
+                       y = RandomMatrix<T>(NUM_8 * NUM_64, 41);
+  std::vector<T> out(NUM_8 * NUM_64);
+  ResetKernel();
+  kernels::LaunchAnd<T, NUM_8, NUM_64>(out.data(), const_cast<T*>(x.data()),
+                                       const_cast<T*>(y.data()), nullptr);
+  for (size_t i = 0; i < out.size(); ++i) {
+    ASSERT_EQ(out[i], x[i] & y[i]) << i;
+  }
+  using TileT = Tile<TileType::Vec, T, NUM_8, NUM_64>;
+  TileT a, b, c, tmp;
+  const RecordEvent first = TAND(c, a, b);  // the kernel's was number 0
+  const RecordEvent second = TXOR(c, a, b, tmp, first);
+  EXPECT_EQ(first.index, 1u);
+  EXPECT_EQ(second.index, 2u);
+  ResetKernel();
+  EXPECT_EQ(TAND(c, a, b).index, 0u);
 }
 
 // The shapes PTO-ISA's TAND and TXOR tests instantiate.

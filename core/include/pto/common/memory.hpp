@@ -21,6 +21,7 @@
 #include <string>
 #include <type_traits>
 
+#include "core/builtin/recording.h"
 #include "core/builtin/runtime.h"
 #include "pto/common/global_tensor.hpp"
 #include "pto/common/pto_tile.hpp"
@@ -121,6 +122,7 @@ void TLOAD(TileData& dst, GlobalData& src) {
       std::memcpy(&dst(r, c), &value, sizeof(T));
     }
   }
+  ptoserve::builtin::RecordLoad(detail::RefOf(dst));
 }
 
 // src's valid region into dst; nothing else of dst is written.
@@ -135,6 +137,7 @@ void TSTORE(GlobalData& dst, TileData& src) {
       dst.At(r, c) = value;
     }
   }
+  ptoserve::builtin::RecordStore(detail::RefOf(src));
 }
 
 }  // namespace PTO_TARGET_NAMESPACE

@@ -11,6 +11,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "core/builtin/recording.h"
 #include "core/builtin/runtime.h"
 #include "core/kernels.h"
 #include "pto/common/event.hpp"
@@ -70,6 +71,7 @@ inline RecordEvent Execute(const InstructionView& v, ptoserve::Opcode opcode,
                            const ptoserve::builtin::TileRef& src1,
                            const ptoserve::builtin::TileRef* tmp) {
   const ptoserve::Target target = static_cast<ptoserve::Target>(kTarget);
+  ptoserve::builtin::RecordInstruction(opcode, dst, src0, src1, tmp);
   uint32_t index = 0;
   const std::string refused =
       ptoserve::builtin::Check(target, opcode, dst, src0, src1, tmp, &index);
