@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/time.h"
+#include "core/quote.h"
 
 namespace ptoserve {
 namespace ptobench {
@@ -19,23 +20,6 @@ int64_t Percentile(const std::vector<int64_t>& sorted, double p) {
   if (sorted.empty()) return 0;
   size_t i = static_cast<size_t>(p * (sorted.size() - 1) + 0.5);
   return sorted[std::min(i, sorted.size() - 1)];
-}
-
-// `s` as a JSON string: quoted, with quotes, backslashes and control
-// characters escaped.
-std::string JsonString(absl::string_view s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      absl::StrAppendFormat(&out, "\\u%04x", c);
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
 }
 
 // What every format prints of a point.
@@ -84,7 +68,7 @@ void PrintCsv(const Settings& settings, const Point& point, const Figures& f) {
 void PrintJson(const Settings& settings, const Point& point, const Figures& f) {
   std::string by_error;
   for (auto& [error, n] : point.tally.errors) {
-    absl::StrAppend(&by_error, by_error.empty() ? "" : ",", JsonString(error),
+    absl::StrAppend(&by_error, by_error.empty() ? "" : ",", JsonQuote(error),
                     ":", n);
   }
   std::cout << absl::StrFormat(
@@ -94,12 +78,12 @@ void PrintJson(const Settings& settings, const Point& point, const Figures& f) {
       "\"seconds\":%.3f,\"requests_per_s\":%.1f,\"tiles_per_s\":%.1f,"
       "\"p50_us\":%.1f,\"p90_us\":%.1f,\"p99_us\":%.1f,\"max_us\":%.1f,"
       "\"max_in_flight\":%d,\"errors\":%d,\"errors_by_kind\":{%s}}\n",
-      JsonString(settings.label), JsonString(settings.mode),
+      JsonQuote(settings.label), JsonQuote(settings.mode),
       ShownConcurrency(point), point.rate, point.threads, point.connections,
       point.stream ? point.stream_depth : 0, point.batch,
-      point.shm ? "true" : "false", JsonString(settings.opcode),
-      JsonString(settings.shape), JsonString(settings.dtype),
-      JsonString(settings.target), f.seconds, f.requests_per_s, f.tiles_per_s,
+      point.shm ? "true" : "false", JsonQuote(settings.opcode),
+      JsonQuote(settings.shape), JsonQuote(settings.dtype),
+      JsonQuote(settings.target), f.seconds, f.requests_per_s, f.tiles_per_s,
       f.p50_us, f.p90_us, f.p99_us, f.max_us, point.tally.max_in_flight,
       f.errors, by_error);
 }

@@ -1,4 +1,5 @@
-// Showing client-supplied text in error messages without echoing it whole.
+// Showing client-supplied text in error messages without echoing it whole,
+// and text as a JSON string.
 #ifndef PTOSERVE_CORE_QUOTE_H_
 #define PTOSERVE_CORE_QUOTE_H_
 
@@ -16,6 +17,10 @@ inline constexpr size_t kMaxNameBytes = 256;
 // `text` in double quotes, C-escaped, cut after `max` bytes with the full
 // length noted: "\"abc\"", "\"aaaa...\" (8388608 bytes)".
 std::string ShortQuote(absl::string_view text, size_t max = 48);
+
+// `text` as a JSON string: in double quotes, with quotes, backslashes and
+// control characters escaped.
+std::string JsonQuote(absl::string_view text);
 
 }  // namespace ptoserve
 

@@ -11,6 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "core/ops.h"
+#include "core/quote.h"
 #include "core/types.h"
 
 namespace ptoserve {
@@ -97,24 +98,8 @@ void Carry(RecordedTile* tile, const TileRef& t) {
   }
 }
 
-// A JSON string literal of `s`.
-std::string Quoted(absl::string_view s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      absl::StrAppendFormat(&out, "\\u%04x", c);
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
-
 std::string EnumName(absl::string_view prefix, absl::string_view name) {
-  return Quoted(absl::StrCat(prefix, absl::AsciiStrToUpper(name)));
+  return JsonQuote(absl::StrCat(prefix, absl::AsciiStrToUpper(name)));
 }
 
 }  // namespace
@@ -206,13 +191,13 @@ std::string RecordedJob(std::string* error, bool name_target) {
         &json,
         "%s\n  %s: {\"dtype\": %s, \"rows\": %u, \"cols\": %u, "
         "\"validRows\": %u, \"validCols\": %u",
-        i == 0 ? "" : ",", Quoted(t.name),
+        i == 0 ? "" : ",", JsonQuote(t.name),
         EnumName("DTYPE_", DTypeName(t.ref.dtype)), t.ref.rows, t.ref.cols,
         t.ref.valid_rows, t.ref.valid_cols);
     if (t.ref.bound) absl::StrAppend(&json, ", \"address\": ", t.ref.address);
     if (!t.data.empty()) {
       absl::StrAppend(&json,
-                      ", \"data\": ", Quoted(absl::Base64Escape(t.data)));
+                      ", \"data\": ", JsonQuote(absl::Base64Escape(t.data)));
     }
     absl::StrAppend(&json, "}");
   }
@@ -222,17 +207,17 @@ std::string RecordedJob(std::string* error, bool name_target) {
     absl::StrAppendFormat(
         &json, "%s\n  {\"opcode\": %s, \"dst\": %s, \"src0\": %s",
         i == 0 ? "" : ",", EnumName("OPCODE_", OpcodeName(inst.opcode)),
-        Quoted(inst.dst), Quoted(inst.src0));
+        JsonQuote(inst.dst), JsonQuote(inst.src0));
     if (!inst.src1.empty())
-      absl::StrAppend(&json, ", \"src1\": ", Quoted(inst.src1));
+      absl::StrAppend(&json, ", \"src1\": ", JsonQuote(inst.src1));
     if (!inst.tmp.empty())
-      absl::StrAppend(&json, ", \"tmp\": ", Quoted(inst.tmp));
+      absl::StrAppend(&json, ", \"tmp\": ", JsonQuote(inst.tmp));
     absl::StrAppend(&json, "}");
   }
   absl::StrAppend(&json, "]");
   std::vector<std::string> outputs;
   for (const RecordedTile& t : r.tiles) {
-    if (t.output) outputs.push_back(Quoted(t.name));
+    if (t.output) outputs.push_back(JsonQuote(t.name));
   }
   if (!outputs.empty()) {
     absl::StrAppend(&json, ",\n \"outputs\": [", absl::StrJoin(outputs, ", "),
