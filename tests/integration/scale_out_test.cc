@@ -43,6 +43,7 @@ void RunJobs(ServerProcess* servers[3], const std::function<void()>& fault) {
   std::atomic<int> next{0}, done{0}, wrong{0}, failed{0};
   std::atomic<bool> faulted{false};
   double before[3] = {0, 0, 0};  // each server's OK jobs when the fault came
+  int answered_at_fault = 0;     // jobs the client had its answer to then
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&] {
@@ -63,6 +64,7 @@ void RunJobs(ServerProcess* servers[3], const std::function<void()>& fault) {
           for (int s = 0; s < 3; ++s) {
             before[s] = AnsweredOk(servers[s]->metrics_url());
           }
+          answered_at_fault = done.load();
           fault();
         }
       }
@@ -74,15 +76,22 @@ void RunJobs(ServerProcess* servers[3], const std::function<void()>& fault) {
   EXPECT_EQ(wrong.load(), 0);
   EXPECT_EQ(done.load(), kJobs);
   // Round robin spread the first half over all three, and the two that
-  // stayed ran the second half (but for the calls in flight at the fault,
-  // which the third may have finished, and the scrapes' own skew).
+  // stayed ran every job answered after the fault but for the calls in
+  // flight around it, which the third may have finished: at most one per
+  // thread when the count was read, and one per thread when the fault came.
+  // (The scrapes take a while, a sanitizer's most; jobs the two answered
+  // meanwhile only add to what they count.)
   for (int s = 0; s < 3; ++s) {
     EXPECT_GT(before[s], kJobs / 10) << "server " << s;
   }
   const double taken_over =
       (AnsweredOk(servers[0]->metrics_url()) - before[0]) +
       (AnsweredOk(servers[2]->metrics_url()) - before[2]);
-  EXPECT_GE(taken_over, kJobs / 2 - 2 * kThreads - 1000);
+  std::cout << "after the fault: " << kJobs - answered_at_fault
+            << " jobs answered, " << taken_over
+            << " of them (and of the scrapes' time) by the two servers left"
+            << std::endl;
+  EXPECT_GE(taken_over, kJobs - answered_at_fault - 2 * kThreads);
 }
 
 TEST(ScaleOutTest, KillingOneOfThreeServersLosesNothing) {
