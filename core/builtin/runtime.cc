@@ -1,8 +1,13 @@
 #include "core/builtin/runtime.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <memory>
+#include <string>
+#include <vector>
 
+#include "absl/strings/str_format.h"
 #include "core/backends/backend.h"
 #include "core/backends/registry.h"
 #include "core/targets/targets.h"
@@ -21,10 +26,24 @@ const BackendRegistry& Backends() {
   return *registry;
 }
 
+// Bytes of a unified buffer a tile holds.
+struct Hold {
+  uint64_t handle = 0;
+  Target target = Target::kHost;
+  std::string name;
+  TileDesc desc;  // desc.address: where
+  bool bound = false;
+  // When the kernel first used it: the instruction it was placed for, or
+  // -1 before the first; a bound tile counts as held from the start.
+  int64_t first = -1;
+};
+
 struct ThreadState {
   std::unique_ptr<uint8_t[]> buffers[std::size(kEveryTarget)];
   uint32_t instructions = 0;
   uint32_t tiles = 0;
+  std::vector<Hold> holds;
+  uint64_t next_handle = 1;
 };
 
 ThreadState& State() {
@@ -74,16 +93,84 @@ void Reset() {
   }
   state.instructions = 0;
   state.tiles = 0;
+  state.holds.clear();
 }
 
 uint32_t NextTileNumber() { return State().tiles++; }
 
-std::string CheckAssign(Target target, const TileRef& tile, uint64_t address) {
+bool PlacesUnbound(Target target) {
+  return Backends().Get(target).spec().auto_mode_in_buffer;
+}
+
+std::string Assign(Target target, const TileRef& tile, uint64_t address,
+                   uint64_t* handle) {
   TileDesc desc = DescOf(tile);
   desc.address = address;
-  const absl::Status placed =
+  const absl::Status fits =
       CheckPlacement(tile.name, desc, target, UnifiedBufferBytes(target));
-  return placed.ok() ? std::string() : std::string(placed.message());
+  if (!fits.ok()) return std::string(fits.message());
+  ThreadState& state = State();
+  const ByteRange range = PlacedRange(desc);
+  for (const Hold& h : state.holds) {
+    if (h.bound || h.target != target || h.handle == tile.handle) continue;
+    const ByteRange held = PlacedRange(h.desc);
+    if (!held.Overlaps(range)) continue;
+    // The service knows every bound tile before it places any; the API
+    // learns of this one after it placed "h" where it now would lie.
+    return absl::StrFormat(
+        "tile \"%s\": %s at %s overlaps tile \"%s\" at %s, which is not "
+        "bound "
+        "and was placed there when the kernel first used it; bind tiles "
+        "before using an unbound tile, or leave them all unbound",
+        tile.name, desc.ToString(), range.ToString(), h.name, held.ToString());
+  }
+  *handle = state.next_handle++;
+  state.holds.push_back(
+      {*handle, target, tile.name, desc, /*bound=*/true, /*first=*/-1});
+  return "";
+}
+
+std::string Place(Target target, const TileRef& tile, bool as_dst,
+                  uint64_t* address, uint64_t* handle) {
+  ThreadState& state = State();
+  // Every tile held, placed where it is, and this one, for the service's
+  // placement (PlaceTiles) to put where its auto mode would. Its first use
+  // is the next instruction, as a job's tile's is the first instruction
+  // that writes it; a tile loaded or read before any instruction ran is
+  // one the job would hold from the start.
+  const int64_t now = as_dst || state.instructions > 0
+                          ? static_cast<int64_t>(state.instructions)
+                          : -1;
+  std::vector<TileLife> tiles;
+  for (const Hold& h : state.holds) {
+    if (h.target != target) continue;
+    tiles.push_back({h.name, h.desc, h.first, INT64_MAX});
+  }
+  tiles.push_back({tile.name, DescOf(tile), now, INT64_MAX});
+  tiles.back().desc.address.reset();
+  const absl::StatusOr<BufferPlan> plan =
+      PlaceTiles(tiles, target, UnifiedBufferBytes(target));
+  if (!plan.ok()) return std::string(plan.status().message());
+  TileDesc desc = tiles.back().desc;
+  desc.address = plan->address.back();
+  *address = *desc.address;
+  *handle = state.next_handle++;
+  state.holds.push_back(
+      {*handle, target, tile.name, desc, /*bound=*/false, now});
+  return "";
+}
+
+void Release(uint64_t handle) {
+  std::vector<Hold>& holds = State().holds;
+  holds.erase(std::remove_if(holds.begin(), holds.end(),
+                             [&](const Hold& h) { return h.handle == handle; }),
+              holds.end());
+}
+
+bool Holds(uint64_t handle) {
+  const std::vector<Hold>& holds = State().holds;
+  return std::any_of(holds.begin(), holds.end(),
+                     [&](const Hold& h) { return h.handle == handle; });
 }
 
 std::string Check(Target target, Opcode opcode, const TileRef& dst,

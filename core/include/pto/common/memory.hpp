@@ -10,9 +10,11 @@
 // The unified buffer is the service's: the same size per target (host: the
 // service's default, 1 MiB), zeroed when a thread first uses it and by
 // ResetKernel. TASSIGN refuses, as the service does, an address that is
-// not 32-byte aligned or a tile that does not fit. Tiles bound to
-// overlapping bytes share them; the service's rules for overlapping
-// operands (on a2a3, TXOR's may not overlap) apply at each instruction.
+// not 32-byte aligned or a tile that does not fit; and an address whose
+// bytes an unbound tile still holds, which the API placed there at its
+// first use (on a2a3 and a5; bind tiles before using unbound ones). Tiles bound
+// to overlapping bytes share them; the service's rules for overlapping operands
+// (on a2a3, TXOR's may not overlap) apply at each instruction.
 #ifndef PTO_COMMON_MEMORY_HPP
 #define PTO_COMMON_MEMORY_HPP
 
@@ -24,6 +26,7 @@
 #include "core/builtin/recording.h"
 #include "core/builtin/runtime.h"
 #include "pto/common/global_tensor.hpp"
+#include "pto/common/pto_instr_impl.hpp"
 #include "pto/common/pto_tile.hpp"
 #include "pto/common/target.hpp"
 
@@ -54,9 +57,11 @@ void TASSIGN(T& obj, AddrType address) {
       }
     }
     const uint64_t at = static_cast<uint64_t>(address);
-    const std::string refused = ptoserve::builtin::CheckAssign(target, ref, at);
+    uint64_t handle = 0;
+    const std::string refused =
+        ptoserve::builtin::Assign(target, ref, at, &handle);
     if (!refused.empty()) detail::Refuse(refused.c_str());
-    obj.BindTo(ptoserve::builtin::UnifiedBuffer(target) + at, at);
+    obj.BindTo(ptoserve::builtin::UnifiedBuffer(target) + at, at, handle);
   } else {
     static_assert(IsGlobalTensor<T>::value,
                   "TASSIGN: binds a pto::Tile or a pto::GlobalTensor");
@@ -113,6 +118,7 @@ void CheckMove(const char* op, const TileData& tile, const GlobalData& global) {
 template <typename TileData, typename GlobalData>
 void TLOAD(TileData& dst, GlobalData& src) {
   impl::CheckMove("TLOAD", dst, src);
+  impl::Seat(dst, /*as_dst=*/false);
   using T = typename TileData::DType;
   T* out = dst.data();
   for (int i = 0; i < TileData::Numel; ++i) out[i] = impl::PadOf<TileData>();
@@ -129,6 +135,7 @@ void TLOAD(TileData& dst, GlobalData& src) {
 template <typename GlobalData, typename TileData>
 void TSTORE(GlobalData& dst, TileData& src) {
   impl::CheckMove("TSTORE", src, dst);
+  impl::Seat(src, /*as_dst=*/false);
   using G = std::remove_reference_t<decltype(dst.At(0, 0))>;
   for (int r = 0; r < src.GetValidRow(); ++r) {
     for (int c = 0; c < src.GetValidCol(); ++c) {

@@ -69,6 +69,9 @@ PTO_INST RecordEvent Tand(TileDataDst& dst, TileDataSrc0& src0,
                 "TAND: events to wait on must be RecordEvents returned by "
                 "earlier instructions");
   (events.Wait(), ...);
+  impl::Seat(dst, /*as_dst=*/true);
+  impl::Seat(src0, /*as_dst=*/false);
+  impl::Seat(src1, /*as_dst=*/false);
   const InstructionView v{Op::TAND, impl::View(dst), impl::View(src0),
                           impl::View(src1), nullptr};
   return impl::Execute(v, ptoserve::Opcode::kTand, Rules::kTandAlgorithm,
@@ -145,6 +148,10 @@ PTO_INST RecordEvent TXOR(TileDataDst& dst, TileDataSrc0& src0,
                 "TXOR: events to wait on must be RecordEvents returned by "
                 "earlier instructions");
   (events.Wait(), ...);
+  impl::Seat(dst, /*as_dst=*/true);
+  impl::Seat(src0, /*as_dst=*/false);
+  impl::Seat(src1, /*as_dst=*/false);
+  if constexpr (Rules::kTxorUsesTmp) impl::Seat(tmp, /*as_dst=*/false);
   const TileView tmp_view = impl::View(tmp);
   const InstructionView v{Op::TXOR, impl::View(dst), impl::View(src0),
                           impl::View(src1), &tmp_view};

@@ -61,6 +61,25 @@ TileView View(TileData& tile) {
       tile.GetValidCol(), static_cast<int>(sizeof(typename TileData::DType))};
 }
 
+// Places an unbound tile in the target's unified buffer at its first use,
+// where the service's auto mode would (a2a3 and a5; on the host it keeps
+// its own memory, as the service's auto mode keeps host tiles); again if
+// ResetKernel gave its bytes back. `as_dst`: it is first used as an
+// instruction's dst. A tile that does not fit is refused as the service
+// refuses it.
+template <typename TileData>
+void Seat(TileData& tile, bool as_dst) {
+  const ptoserve::Target target = static_cast<ptoserve::Target>(kTarget);
+  if (tile.IsBound() || !ptoserve::builtin::PlacesUnbound(target)) return;
+  if (tile.IsPlaced() && ptoserve::builtin::Holds(tile.GetHandle())) return;
+  uint64_t address = 0, handle = 0;
+  const std::string refused = ptoserve::builtin::Place(
+      target, detail::RefOf(tile), as_dst, &address, &handle);
+  if (!refused.empty()) detail::Refuse(refused.c_str());
+  tile.PlaceAt(ptoserve::builtin::UnifiedBuffer(target) + address, address,
+               handle);
+}
+
 // Checks an instruction with the service's rules and runs it with the
 // target's steps (core/builtin/runtime.h), between the observer's two
 // looks at it; a refusal is reported as the service words it.

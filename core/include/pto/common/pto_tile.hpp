@@ -20,8 +20,11 @@
 // A tile's elements live in host memory of its own, zero-filled, until
 // TASSIGN(tile, address) binds it to that byte of the target's unified
 // buffer (pto/common/memory.hpp); data() then points there, and tiles bound
-// to overlapping bytes share them. A copy of a tile is an unbound tile
-// holding a copy of its elements.
+// to overlapping bytes share them. On a2a3 and a5 a tile left unbound is
+// placed in the unified buffer when the kernel first uses it (TLOAD,
+// TSTORE or an instruction), where the service's auto mode would place it,
+// carrying the elements it had; its destructor gives those bytes back. A
+// copy of a tile is an unbound tile holding a copy of its elements.
 //
 // Each tile has a name, which the API's refusals use as the service's use
 // a job's tile names: "t0", "t1", ... in the order the thread made them
@@ -171,8 +174,10 @@ class Tile {
   Tile& operator=(const Tile& other) {
     if (this == &other) return *this;
     std::memmove(own_, other.data_, sizeof(own_));
+    Unhold();
     data_ = own_;
     bound_ = false;
+    placed_ = false;
     address_ = 0;
     valid_rows_ = other.valid_rows_;
     valid_cols_ = other.valid_cols_;
@@ -217,21 +222,48 @@ class Tile {
     std::snprintf(name_, sizeof(name_), "%s", name);
   }
 
-  // Whether TASSIGN bound it, and to which byte of the unified buffer.
+  // Gives back the bytes it holds in the unified buffer.
+  ~Tile() { Unhold(); }
+
+  // Whether TASSIGN bound it, or the API placed it, and at which byte of
+  // the unified buffer.
   bool IsBound() const { return bound_; }
+  bool IsPlaced() const { return placed_; }
   uint64_t GetAddress() const { return address_; }
+  // What the runtime (core/builtin/runtime.h) knows its bytes by; 0: none.
+  uint64_t GetHandle() const { return handle_; }
 
   // Binds the tile to `bytes`, its place at `address` in the unified
-  // buffer. Use TASSIGN, which checks the address first.
-  void BindTo(void* bytes, uint64_t address) {
+  // buffer, held by `handle`. Use TASSIGN, which checks the address first.
+  void BindTo(void* bytes, uint64_t address, uint64_t handle = 0) {
+    Unhold();
     data_ = static_cast<DType*>(bytes);
     bound_ = true;
+    placed_ = false;
     address_ = address;
+    handle_ = handle;
+  }
+
+  // Moves the tile's elements to `bytes`, the place at `address` the API
+  // chose for it, held by `handle`. The API calls it at the tile's first
+  // use.
+  void PlaceAt(void* bytes, uint64_t address, uint64_t handle) {
+    std::memmove(bytes, data_, sizeof(own_));
+    Unhold();
+    data_ = static_cast<DType*>(bytes);
+    placed_ = true;
+    address_ = address;
+    handle_ = handle;
   }
 
  private:
   static constexpr int Offset(int r, int c) {
     return BFractal == BLayout::RowMajor ? r * Cols + c : c * Rows + r;
+  }
+
+  void Unhold() {
+    if (handle_ != 0) ptoserve::builtin::Release(handle_);
+    handle_ = 0;
   }
 
   void Name() {
@@ -254,7 +286,9 @@ class Tile {
   alignas(64) DType own_[Rows * Cols] = {};
   DType* data_ = own_;
   bool bound_ = false;
+  bool placed_ = false;
   uint64_t address_ = 0;
+  uint64_t handle_ = 0;
   int valid_rows_ = ValidRow == DYNAMIC ? Rows : ValidRow;
   int valid_cols_ = ValidCol == DYNAMIC ? Cols : ValidCol;
   char name_[32] = {};
@@ -275,7 +309,9 @@ ptoserve::builtin::TileRef RefOf(TileData& tile) {
   ref.valid_rows = static_cast<uint32_t>(tile.GetValidRow());
   ref.valid_cols = static_cast<uint32_t>(tile.GetValidCol());
   ref.bound = tile.IsBound();
+  ref.placed = tile.IsPlaced();
   ref.address = tile.GetAddress();
+  ref.handle = tile.GetHandle();
   return ref;
 }
 
