@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "core/builtin/recorded_events.h"
 #include "core/ops.h"
 #include "core/quote.h"
 #include "core/types.h"
@@ -30,6 +31,7 @@ struct RecordedTile {
 struct RecordedInstruction {
   Opcode opcode;
   std::string dst, src0, src1, tmp;
+  std::vector<std::string> waits;  // the events it waits on
 };
 
 struct Recording {
@@ -37,6 +39,9 @@ struct Recording {
   Target target = Target::kHost;
   std::vector<RecordedTile> tiles;  // in the order first seen
   std::vector<RecordedInstruction> instructions;
+  std::vector<Event> events;  // one per instruction that ran
+  // The thread's number of the first instruction recorded: the job's 0.
+  uint32_t first_instruction = 0;
   std::string problem;  // why it is not a job, the first reason found
 };
 
@@ -98,6 +103,22 @@ void Carry(RecordedTile* tile, const TileRef& t) {
   }
 }
 
+// Event "eN" of the thread's numbering as the job's: "e(N - first)", or a
+// problem noted when it was not recorded.
+std::string Renumbered(Recording& r, const std::string& event) {
+  const uint32_t n = static_cast<uint32_t>(std::stoul(event.substr(1)));
+  if (n < r.first_instruction) {
+    if (r.problem.empty()) {
+      r.problem = absl::StrFormat(
+          "an instruction waits on the event of instruction %u, which ran "
+          "before the recording started",
+          n);
+    }
+    return event;
+  }
+  return absl::StrCat("e", n - r.first_instruction);
+}
+
 std::string EnumName(absl::string_view prefix, absl::string_view name) {
   return JsonQuote(absl::StrCat(prefix, absl::AsciiStrToUpper(name)));
 }
@@ -109,6 +130,7 @@ void StartRecording(Target target) {
   r = Recording();
   r.on = true;
   r.target = target;
+  r.first_instruction = InstructionsRun();
 }
 
 void StopRecording() { Current().on = false; }
@@ -141,8 +163,37 @@ void RecordStore(const TileRef& t) {
   if (RecordedTile* tile = Register(r, t)) tile->output = true;
 }
 
+bool RecordingOn() { return Current().on; }
+
+void RecordReset() {
+  Recording& r = Current();
+  if (!r.on) return;
+  if (r.problem.empty() && !r.instructions.empty()) {
+    r.problem =
+        "ResetKernel ran during the recording, after an instruction; a job "
+        "is one run";
+  }
+  r.first_instruction = 0;
+}
+
+void RecordRan(Event event) {
+  Recording& r = Current();
+  if (!r.on) return;
+  // Numbered from the recording's first instruction, as the job's are.
+  if (event.index >= r.first_instruction) event.index -= r.first_instruction;
+  event.id = absl::StrCat("e", event.index);
+  event.batch_id = event.index + 1;
+  for (std::string& wait : event.waited_on) wait = Renumbered(r, wait);
+  r.events.push_back(std::move(event));
+}
+
+Target RecordedTarget() { return Current().target; }
+
+const std::vector<Event>& RecordedEvents() { return Current().events; }
+
 void RecordInstruction(Opcode opcode, const TileRef& dst, const TileRef& src0,
-                       const TileRef& src1, const TileRef* tmp) {
+                       const TileRef& src1, const TileRef* tmp,
+                       const uint32_t* waits, size_t num_waits) {
   Recording& r = Current();
   if (!r.on) return;
   const bool two_sources = Op(opcode).sources > 1;
@@ -158,9 +209,15 @@ void RecordInstruction(Opcode opcode, const TileRef& dst, const TileRef& src0,
     // An unbound tile first used here, never loaded: what it holds now.
     if (!seen && !t->bound) Carry(tile, *t);
   }
-  RecordedInstruction inst{opcode, dst.name, src0.name,
+  RecordedInstruction inst{opcode,
+                           dst.name,
+                           src0.name,
                            two_sources ? src1.name : "",
-                           tmp != nullptr ? tmp->name : ""};
+                           tmp != nullptr ? tmp->name : "",
+                           {}};
+  for (size_t w = 0; w < num_waits; ++w) {
+    inst.waits.push_back(Renumbered(r, absl::StrCat("e", waits[w])));
+  }
   r.instructions.push_back(std::move(inst));
 }
 
@@ -212,6 +269,12 @@ std::string RecordedJob(std::string* error, bool name_target) {
       absl::StrAppend(&json, ", \"src1\": ", JsonQuote(inst.src1));
     if (!inst.tmp.empty())
       absl::StrAppend(&json, ", \"tmp\": ", JsonQuote(inst.tmp));
+    if (!inst.waits.empty()) {
+      std::vector<std::string> quoted;
+      for (const std::string& w : inst.waits) quoted.push_back(JsonQuote(w));
+      absl::StrAppend(&json, ", \"waitEvents\": [", absl::StrJoin(quoted, ", "),
+                      "]");
+    }
     absl::StrAppend(&json, "}");
   }
   absl::StrAppend(&json, "]");

@@ -8,6 +8,8 @@
 #ifndef PTOSERVE_CORE_BUILTIN_RECORDING_H_
 #define PTOSERVE_CORE_BUILTIN_RECORDING_H_
 
+#include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include "core/builtin/runtime.h"
@@ -25,8 +27,11 @@ void StopRecording();
 // none is).
 void RecordLoad(const TileRef& tile);
 void RecordStore(const TileRef& tile);
+// `waits`: the numbers of the `num_waits` instructions whose events it
+// waits on.
 void RecordInstruction(Opcode opcode, const TileRef& dst, const TileRef& src0,
-                       const TileRef& src1, const TileRef* tmp);
+                       const TileRef& src1, const TileRef* tmp,
+                       const uint32_t* waits = nullptr, size_t num_waits = 0);
 
 // The last recording of this thread as proto3 JSON; or "" with *error set
 // to why the run is not a job (a tile loaded after the first instruction,

@@ -7,9 +7,13 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
 #include "core/backends/backend.h"
 #include "core/backends/registry.h"
+#include "core/builtin/recorded_events.h"
+#include "core/ops.h"
 #include "core/targets/targets.h"
 #include "core/tile.h"
 #include "core/unified_buffer.h"
@@ -94,9 +98,12 @@ void Reset() {
   state.instructions = 0;
   state.tiles = 0;
   state.holds.clear();
+  RecordReset();
 }
 
 uint32_t NextTileNumber() { return State().tiles++; }
+
+uint32_t InstructionsRun() { return State().instructions; }
 
 bool PlacesUnbound(Target target) {
   return Backends().Get(target).spec().auto_mode_in_buffer;
@@ -199,8 +206,50 @@ std::string Check(Target target, Opcode opcode, const TileRef& dst,
   return checked.ok() ? std::string() : std::string(checked.message());
 }
 
+// The event the engine would record for instruction `index`: its steps
+// in `trace`, its times, and where its operands lie when every one is in
+// the unified buffer.
+Event EventOf(Target target, Opcode opcode, const TileRef& dst,
+              const TileRef& src0, const TileRef& src1, const TileRef* tmp,
+              uint32_t index, const uint32_t* waits, size_t num_waits,
+              absl::Time start, absl::Time end, Trace trace) {
+  Event event;
+  event.id = absl::StrCat("e", index);
+  event.index = index;
+  event.opcode = opcode;
+  event.target = target;
+  for (size_t w = 0; w < num_waits; ++w) {
+    event.waited_on.push_back(absl::StrCat("e", waits[w]));
+  }
+  event.enqueue_time = event.start_time = start;  // no queue: run at once
+  event.end_time = end;
+  event.batch_id = index + 1;
+  event.batch_size = 1;
+  event.trace = std::move(trace);
+  if (tmp != nullptr && !Backends().Get(target).UsesTmp(opcode)) {
+    event.trace.notes.push_back(
+        absl::StrFormat("tmp \"%s\" is accepted and unused on %s", tmp->name,
+                        TargetName(target)));
+  }
+  std::vector<std::pair<absl::string_view, const TileRef*>> operands = {
+      {"dst", &dst}, {"src0", &src0}};
+  if (Op(opcode).sources > 1) operands.push_back({"src1", &src1});
+  if (tmp != nullptr && Backends().Get(target).UsesTmp(opcode)) {
+    operands.push_back({"tmp", tmp});
+  }
+  for (const auto& [role, t] : operands) {
+    if (!t->bound && !t->placed) return event;  // not all in the buffer
+  }
+  for (const auto& [role, t] : operands) {
+    const uint64_t bytes = DescOf(*t).bytes();
+    event.operands.push_back({role, t->name, t->address, t->address + bytes});
+  }
+  return event;
+}
+
 void Run(Target target, Opcode opcode, const TileRef& dst, const TileRef& src0,
-         const TileRef& src1, const TileRef* tmp, uint32_t index) {
+         const TileRef& src1, const TileRef* tmp, uint32_t index,
+         const uint32_t* waits, size_t num_waits) {
   const Backend& backend = Backends().Get(target);
   const bool uses_tmp = backend.UsesTmp(opcode) && tmp != nullptr;
   const TileDesc d_dst = DescOf(dst), d_src0 = DescOf(src0),
@@ -224,12 +273,17 @@ void Run(Target target, Opcode opcode, const TileRef& dst, const TileRef& src0,
       MustStageDst(m_dst, d_dst.row_bytes(), MemoryOf(src1, d_src1),
                    d_src1.row_bytes());
   Trace trace;
+  const absl::Time start = absl::Now();
   if (staged) {
     backend.RunStaged(bound, &trace);
   } else {
     const BoundInstruction* one[] = {&bound};
     Trace* traces[] = {&trace};
     backend.Run(one, traces);
+  }
+  if (RecordingOn()) {
+    RecordRan(EventOf(target, opcode, dst, src0, src1, tmp, index, waits,
+                      num_waits, start, absl::Now(), std::move(trace)));
   }
 }
 

@@ -11,6 +11,7 @@
 #ifndef PTOSERVE_CORE_BUILTIN_RUNTIME_H_
 #define PTOSERVE_CORE_BUILTIN_RUNTIME_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -51,6 +52,10 @@ void Reset();
 // The number of the next tile made on this thread: its default name is
 // "t" and this number.
 uint32_t NextTileNumber();
+
+// How many instructions this thread checked since it started or since
+// Reset: the number the next one gets.
+uint32_t InstructionsRun();
 
 // The tiles in a thread's unified buffer. A bound tile (TASSIGN) holds its
 // bytes, and an unbound one placed there holds the bytes the API chose,
@@ -97,9 +102,12 @@ std::string Check(Target target, Opcode opcode, const TileRef& dst,
 
 // Runs instruction number `index`, which Check passed, with the target's
 // steps and kernels: dst computed aside where it overlaps a source without
-// being the same place, as the engine does.
+// being the same place, as the engine does. While a recording is on
+// (core/builtin/recording.h) it keeps the event the engine would record,
+// waiting on the `num_waits` instructions numbered in `waits`.
 void Run(Target target, Opcode opcode, const TileRef& dst, const TileRef& src0,
-         const TileRef& src1, const TileRef* tmp, uint32_t index);
+         const TileRef& src1, const TileRef* tmp, uint32_t index,
+         const uint32_t* waits = nullptr, size_t num_waits = 0);
 
 }  // namespace builtin
 }  // namespace ptoserve

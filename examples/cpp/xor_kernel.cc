@@ -1,14 +1,17 @@
 // A kernel written as PTO-ISA's own tests write one, built for a2a3
 // (BUILD.bazel: -DPTO_TARGET_A2A3) and run in-process with ptoserve's
-// built-in API; its run is recorded as a job for the service
-// (docs/KERNELS.md, "See what the service shows").
+// built-in API; its run is recorded as a job for the service and, if asked,
+// written as the service's Chrome trace of it (docs/KERNELS.md, "See what
+// the service shows").
 //
-//   bazel run -c opt //examples/cpp:xor_kernel -- xor_kernel.json
+//   bazel run -c opt //examples/cpp:xor_kernel -- xor_kernel.json [TRACE]
 #include <cstdint>
 #include <cstdio>
 #include <pto/common/constants.hpp>
 #include <pto/pto-inst.hpp>
 #include <string>
+
+#include "client/kernel_trace.h"
 
 using namespace pto;
 
@@ -36,8 +39,8 @@ AICORE void XorKernel(__gm__ T __out__* out, __gm__ T __in__* x,
 }
 
 int main(int argc, char** argv) {
-  if (argc != 2) {
-    std::fprintf(stderr, "usage: xor_kernel JOB.json\n");
+  if (argc != 2 && argc != 3) {
+    std::fprintf(stderr, "usage: xor_kernel JOB.json [TRACE.json]\n");
     return 2;
   }
   constexpr int kRows = NUM_2, kCols = NUM_8;
@@ -58,5 +61,12 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::printf("xor_kernel: wrote %s\n", argv[1]);
+  if (argc == 3) {
+    if (!WriteKernelTrace(argv[2], &error)) {
+      std::fprintf(stderr, "xor_kernel: %s\n", error.c_str());
+      return 1;
+    }
+    std::printf("xor_kernel: wrote %s\n", argv[2]);
+  }
   return wrong == 0 ? 0 : 1;
 }

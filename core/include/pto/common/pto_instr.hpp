@@ -74,9 +74,10 @@ PTO_INST RecordEvent Tand(TileDataDst& dst, TileDataSrc0& src0,
   impl::Seat(src1, /*as_dst=*/false);
   const InstructionView v{Op::TAND, impl::View(dst), impl::View(src0),
                           impl::View(src1), nullptr};
+  const uint32_t waits[] = {events.index..., 0};
   return impl::Execute(v, ptoserve::Opcode::kTand, Rules::kTandAlgorithm,
                        detail::RefOf(dst), detail::RefOf(src0),
-                       detail::RefOf(src1), nullptr);
+                       detail::RefOf(src1), nullptr, waits, sizeof...(events));
 }
 
 }  // namespace impl
@@ -156,9 +157,10 @@ PTO_INST RecordEvent TXOR(TileDataDst& dst, TileDataSrc0& src0,
   const InstructionView v{Op::TXOR, impl::View(dst), impl::View(src0),
                           impl::View(src1), &tmp_view};
   const ptoserve::builtin::TileRef tmp_ref = detail::RefOf(tmp);
+  const uint32_t waits[] = {events.index..., 0};
   return impl::Execute(v, ptoserve::Opcode::kTxor, Rules::kTxorAlgorithm,
                        detail::RefOf(dst), detail::RefOf(src0),
-                       detail::RefOf(src1), &tmp_ref);
+                       detail::RefOf(src1), &tmp_ref, waits, sizeof...(events));
 }
 
 }  // namespace PTO_TARGET_NAMESPACE

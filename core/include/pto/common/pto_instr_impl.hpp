@@ -82,21 +82,25 @@ void Seat(TileData& tile, bool as_dst) {
 
 // Checks an instruction with the service's rules and runs it with the
 // target's steps (core/builtin/runtime.h), between the observer's two
-// looks at it; a refusal is reported as the service words it.
+// looks at it; a refusal is reported as the service words it. `waits`:
+// the numbers of the `num_waits` instructions whose events it waits on.
 inline RecordEvent Execute(const InstructionView& v, ptoserve::Opcode opcode,
                            const char* algorithm,
                            const ptoserve::builtin::TileRef& dst,
                            const ptoserve::builtin::TileRef& src0,
                            const ptoserve::builtin::TileRef& src1,
-                           const ptoserve::builtin::TileRef* tmp) {
+                           const ptoserve::builtin::TileRef* tmp,
+                           const uint32_t* waits, size_t num_waits) {
   const ptoserve::Target target = static_cast<ptoserve::Target>(kTarget);
-  ptoserve::builtin::RecordInstruction(opcode, dst, src0, src1, tmp);
+  ptoserve::builtin::RecordInstruction(opcode, dst, src0, src1, tmp, waits,
+                                       num_waits);
   uint32_t index = 0;
   const std::string refused =
       ptoserve::builtin::Check(target, opcode, dst, src0, src1, tmp, &index);
   if (!refused.empty()) detail::Refuse(refused.c_str());
   if (detail::current_observer != nullptr) detail::current_observer->Before(v);
-  ptoserve::builtin::Run(target, opcode, dst, src0, src1, tmp, index);
+  ptoserve::builtin::Run(target, opcode, dst, src0, src1, tmp, index, waits,
+                         num_waits);
   const RecordEvent event{v.op, kTarget, algorithm,
                           ptoserve::BestKernels().name, index};
   if (detail::current_observer != nullptr) {

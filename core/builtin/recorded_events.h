@@ -1,0 +1,34 @@
+// The events of a kernel's recorded run (core/builtin/recording.h): one per
+// instruction the API ran while a recording was on, as the engine fills a
+// job's (core/job.h), for what writes them as the service writes a job's
+// events (client/kernel_trace.h). Not for the API's users: it names the
+// engine's types.
+#ifndef PTOSERVE_CORE_BUILTIN_RECORDED_EVENTS_H_
+#define PTOSERVE_CORE_BUILTIN_RECORDED_EVENTS_H_
+
+#include <vector>
+
+#include "core/job.h"
+
+namespace ptoserve {
+namespace builtin {
+
+// Whether this thread is recording.
+bool RecordingOn();
+
+// ResetKernel ran: a run recorded past an instruction is no job any more,
+// and numbering starts again.
+void RecordReset();
+
+// Keeps `event` in this thread's recording.
+void RecordRan(Event event);
+
+// What this thread's last recording kept: its target and its events, in
+// the order the instructions ran.
+Target RecordedTarget();
+const std::vector<Event>& RecordedEvents();
+
+}  // namespace builtin
+}  // namespace ptoserve
+
+#endif  // PTOSERVE_CORE_BUILTIN_RECORDED_EVENTS_H_
