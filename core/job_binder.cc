@@ -275,10 +275,8 @@ absl::Status JobBinder::BindInstruction(size_t i) {
   event.opcode = inst.opcode;
   event.target = target_;
   event.trace.notes = inst.notes;
-  if (!uses_tmp && !inst.tmp.empty()) {
-    event.trace.notes.push_back(
-        absl::StrFormat("tmp \"%s\" is accepted and unused on %s", inst.tmp,
-                        TargetName(target_)));
+  if (!inst.tmp.empty() && !uses_tmp) {
+    event.trace.notes.push_back(backend_.UnusedTmpNote(inst.opcode, inst.tmp));
   }
   for (const std::string& wait : inst.wait_events) {
     auto it = recorder_.find(wait);

@@ -309,4 +309,11 @@ void Backend::Run(Batch batch, BatchTraces traces) const {
   }
 }
 
+std::string Backend::UnusedTmpNote(Opcode opcode,
+                                   absl::string_view name) const {
+  if (UsesTmp(opcode)) return "";
+  return absl::StrFormat("tmp \"%s\" is accepted and unused on %s", name,
+                         TargetName(target()));
+}
+
 }  // namespace ptoserve

@@ -60,6 +60,11 @@ class Backend {
   // Whether `opcode` computes through its tmp operand on this target.
   bool UsesTmp(Opcode opcode) const { return spec_.rule(opcode).uses_tmp; }
 
+  // The note an instruction's event carries when it names tmp `name` and
+  // `opcode` does not use one here: `tmp "t" is accepted and unused on
+  // host`; "" when it does.
+  std::string UnusedTmpNote(Opcode opcode, absl::string_view name) const;
+
   // OK if `inst` may run here; else INVALID_ARGUMENT of the form
   // "instruction 2 (TXOR on a2a3): tmp element type int32 differs from dst
   // element type int16". Each address is checked separately

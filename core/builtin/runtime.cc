@@ -50,8 +50,14 @@ struct ThreadState {
   uint64_t next_handle = 1;
 };
 
+// Set once the thread's state is destroyed: a tile destroyed after it (one
+// of static storage, at exit) has nothing to give back.
+thread_local bool state_gone = false;
+
 ThreadState& State() {
-  thread_local ThreadState state;
+  thread_local struct Owned : ThreadState {
+    ~Owned() { state_gone = true; }
+  } state;
   return state;
 }
 
@@ -69,6 +75,46 @@ TileDesc DescOf(const TileRef& t) {
 ByteRange MemoryOf(const TileRef& t, const TileDesc& d) {
   const uint64_t begin = reinterpret_cast<uintptr_t>(t.data);
   return {begin, begin + d.bytes()};
+}
+
+// The event the engine would record for instruction `index`: its steps
+// in `trace`, its times, and where its operands lie when every one is in
+// the unified buffer.
+Event EventOf(Target target, Opcode opcode, const TileRef& dst,
+              const TileRef& src0, const TileRef& src1, const TileRef* tmp,
+              uint32_t index, const uint32_t* waits, size_t num_waits,
+              absl::Time start, absl::Time end, Trace trace) {
+  Event event;
+  event.id = absl::StrCat("e", index);
+  event.index = index;
+  event.opcode = opcode;
+  event.target = target;
+  for (size_t w = 0; w < num_waits; ++w) {
+    event.waited_on.push_back(absl::StrCat("e", waits[w]));
+  }
+  event.enqueue_time = event.start_time = start;  // no queue: run at once
+  event.end_time = end;
+  event.batch_id = index + 1;
+  event.batch_size = 1;
+  event.trace = std::move(trace);
+  const Backend& backend = Backends().Get(target);
+  if (tmp != nullptr && !backend.UsesTmp(opcode)) {
+    event.trace.notes.push_back(backend.UnusedTmpNote(opcode, tmp->name));
+  }
+  std::vector<std::pair<absl::string_view, const TileRef*>> operands = {
+      {"dst", &dst}, {"src0", &src0}};
+  if (Op(opcode).sources > 1) operands.push_back({"src1", &src1});
+  if (tmp != nullptr && backend.UsesTmp(opcode)) {
+    operands.push_back({"tmp", tmp});
+  }
+  for (const auto& [role, t] : operands) {
+    if (!t->bound && !t->placed) return event;  // not all in the buffer
+  }
+  for (const auto& [role, t] : operands) {
+    const uint64_t bytes = DescOf(*t).bytes();
+    event.operands.push_back({role, t->name, t->address, t->address + bytes});
+  }
+  return event;
 }
 
 }  // namespace
@@ -168,6 +214,7 @@ std::string Place(Target target, const TileRef& tile, bool as_dst,
 }
 
 void Release(uint64_t handle) {
+  if (state_gone) return;
   std::vector<Hold>& holds = State().holds;
   holds.erase(std::remove_if(holds.begin(), holds.end(),
                              [&](const Hold& h) { return h.handle == handle; }),
@@ -204,47 +251,6 @@ std::string Check(Target target, Opcode opcode, const TileRef& dst,
              uses_tmp ? &d_tmp : nullptr};
   const absl::Status checked = backend.Check(sig);
   return checked.ok() ? std::string() : std::string(checked.message());
-}
-
-// The event the engine would record for instruction `index`: its steps
-// in `trace`, its times, and where its operands lie when every one is in
-// the unified buffer.
-Event EventOf(Target target, Opcode opcode, const TileRef& dst,
-              const TileRef& src0, const TileRef& src1, const TileRef* tmp,
-              uint32_t index, const uint32_t* waits, size_t num_waits,
-              absl::Time start, absl::Time end, Trace trace) {
-  Event event;
-  event.id = absl::StrCat("e", index);
-  event.index = index;
-  event.opcode = opcode;
-  event.target = target;
-  for (size_t w = 0; w < num_waits; ++w) {
-    event.waited_on.push_back(absl::StrCat("e", waits[w]));
-  }
-  event.enqueue_time = event.start_time = start;  // no queue: run at once
-  event.end_time = end;
-  event.batch_id = index + 1;
-  event.batch_size = 1;
-  event.trace = std::move(trace);
-  if (tmp != nullptr && !Backends().Get(target).UsesTmp(opcode)) {
-    event.trace.notes.push_back(
-        absl::StrFormat("tmp \"%s\" is accepted and unused on %s", tmp->name,
-                        TargetName(target)));
-  }
-  std::vector<std::pair<absl::string_view, const TileRef*>> operands = {
-      {"dst", &dst}, {"src0", &src0}};
-  if (Op(opcode).sources > 1) operands.push_back({"src1", &src1});
-  if (tmp != nullptr && Backends().Get(target).UsesTmp(opcode)) {
-    operands.push_back({"tmp", tmp});
-  }
-  for (const auto& [role, t] : operands) {
-    if (!t->bound && !t->placed) return event;  // not all in the buffer
-  }
-  for (const auto& [role, t] : operands) {
-    const uint64_t bytes = DescOf(*t).bytes();
-    event.operands.push_back({role, t->name, t->address, t->address + bytes});
-  }
-  return event;
 }
 
 void Run(Target target, Opcode opcode, const TileRef& dst, const TileRef& src0,

@@ -6,10 +6,12 @@
 // service's words. On the host it keeps memory of its own, as the service's
 // auto mode keeps host tiles.
 #include <cstdint>
+#include <optional>
 #include <pto/common/constants.hpp>
 #include <pto/pto-inst.hpp>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/engine.h"
@@ -202,6 +204,23 @@ TEST(PlacementTest, ResetKernelGivesEveryPlaceBack) {
   TAND(c, a, b);
   EXPECT_EQ(c.GetAddress(), 256u);
   EXPECT_EQ(a.GetAddress(), 512u);
+}
+
+TEST(PlacementTest, ATileMayOutliveItsThreadsBuffer) {
+  // A thread's tile made before the thread first used the API is
+  // destroyed after the thread's buffers and holds (thread_locals go in
+  // the reverse order they were made), so its destructor has nothing left
+  // to give back; ASan sees a use after free if it tries.
+  bool placed = false;
+  std::thread([&placed] {
+    thread_local std::optional<TileT> kept;
+    kept.emplace();  // the thread's first use of the API
+    std::vector<int16_t> x = Values(1);
+    Global gx(x.data());
+    TLOAD(*kept, gx);
+    placed = kept->IsPlaced();
+  }).join();
+  EXPECT_EQ(placed, kPlaces);
 }
 
 // 64 KiB tiles: the target's buffer holds three (a2a3) or four (a5).
