@@ -175,7 +175,8 @@ fi
 # with it too); and a canary that shows the setup still reports a race in
 # our own code; see tools/tsan/ and docs/RELIABILITY.md. Left to the plain
 # and ASan+UBSan stages: tests that make one call at a time (server_test,
-# assembly_test, security_test, and playground_test, whose browser sends
+# assembly_test, security_test, kernel_service_test_*, and
+# playground_test, whose browser sends
 # at most three small jobs at once: the HTTP door under many connections
 # is doors_test's and http_api_test's), the command-line tools' tests (ptoctl_test,
 # ptoctl_reflection_test, ptobench_test, whose binaries are half of what
@@ -193,6 +194,9 @@ stage tsan "tests under TSan" --config=tsan --test_env=PTOSERVE_SOAK_SECONDS=15 
   -//tests/integration:server_test -//tests/integration:assembly_test \
   -//tests/integration:security_test -//tests/integration:ptoctl_test \
   -//tests/integration:playground_test \
+  -//tests/integration:kernel_service_test_host \
+  -//tests/integration:kernel_service_test_a2a3 \
+  -//tests/integration:kernel_service_test_a5 \
   -//tests/integration:ptoctl_reflection_test \
   -//tests/integration:ptobench_test -//tests/server:codec_test \
   -//tests/server:peer_credentials_test
