@@ -87,18 +87,12 @@ class KernelServiceTest : public test::SharedServerTest {
       const Program p = Draw<T>(rng);
       const random_programs::Result api = RunOnApi<T>(p);
       const random_programs::Result server = RunOnServer<T>(*client_, p);
-      ASSERT_EQ(api.refusal, server.refusal)
-          << "program " << i << ": " << Describe(p);
+      ASSERT_TRUE(SameOutcome(api, server, p)) << "program " << i;
       if (!api.refusal.empty()) {
         ++refused;
         continue;
       }
       ++ran;
-      for (int t = 0; t < kTiles; ++t) {
-        ASSERT_EQ(api.tiles[t], server.tiles[t])
-            << "tile " << kNames[t] << " of program " << i << ": "
-            << Describe(p);
-      }
     }
     EXPECT_GT(ran, kPrograms / 5);
     EXPECT_GT(refused, kPrograms / 50);

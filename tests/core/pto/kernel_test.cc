@@ -6,17 +6,16 @@
 // the global memory around what was stored included.
 #include <cstdint>
 #include <cstring>
-#include <functional>
 #include <pto/common/constants.hpp>
 #include <pto/pto-inst.hpp>
 #include <random>
-#include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/core/pto/refusals.h"
 
 using namespace pto;
 
@@ -308,36 +307,13 @@ TEST(KernelShapesTest, TloadWritesThePadding) {
   }
   // A tile whose valid shape is not the GlobalTensor's is refused.
   Zeroed other(2, 10);
-  const FailureHandler previous = SetFailureHandler(
-      [](const char* message) { throw std::runtime_error(message); });
-  try {
-    TLOAD(other, window);
-    ADD_FAILURE() << "TLOAD of a 2x10 tile from a 3x10 window ran";
-  } catch (const std::runtime_error& refused) {
-    EXPECT_STREQ(refused.what(),
-                 "TLOAD: tile \"t2\": valid shape 2x10 differs from the "
-                 "GlobalTensor's 3x10 (shape dimensions 0-3 by 4)");
-  }
-  SetFailureHandler(previous);
+  EXPECT_EQ(refusals::RefusalOf([&] { TLOAD(other, window); }),
+            "TLOAD: tile \"t2\": valid shape 2x10 differs from the "
+            "GlobalTensor's 3x10 (shape dimensions 0-3 by 4)");
 }
 
 // Refusals come in the service's words, through the failure handler.
-struct Refused : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-[[noreturn]] void Throw(const char* message) { throw Refused(message); }
-
-std::string RefusalOf(const std::function<void()>& run) {
-  const FailureHandler previous = SetFailureHandler(Throw);
-  std::string message;
-  try {
-    run();
-  } catch (const Refused& refused) {
-    message = refused.what();
-  }
-  SetFailureHandler(previous);
-  return message;
-}
+using refusals::RefusalOf;
 
 TEST(KernelRefusalTest, AddressesAreCheckedAsTheServiceChecksThem) {
   using TileT = Tile<TileType::Vec, int32_t, NUM_16, NUM_16>;

@@ -9,7 +9,6 @@
 #include <optional>
 #include <pto/common/constants.hpp>
 #include <pto/pto-inst.hpp>
-#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -20,6 +19,7 @@
 #include "gtest/gtest.h"
 #include "proto/codec.h"
 #include "ptoserve/v1/job.pb.h"
+#include "tests/core/pto/refusals.h"
 
 using namespace pto;
 
@@ -30,24 +30,7 @@ using ::testing::HasSubstr;
 ptoserve::Target ThisTarget() { return static_cast<ptoserve::Target>(kTarget); }
 const bool kPlaces = ptoserve::builtin::PlacesUnbound(ThisTarget());
 
-struct Refused : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-[[noreturn]] void Throw(const char* message) { throw Refused(message); }
-
-// What `run` was refused with; "" if it ran.
-template <typename Run>
-std::string RefusalOf(Run run) {
-  const FailureHandler previous = SetFailureHandler(Throw);
-  std::string refusal;
-  try {
-    run();
-  } catch (const Refused& refused) {
-    refusal = refused.what();
-  }
-  SetFailureHandler(previous);
-  return refusal;
-}
+using ptoserve::refusals::RefusalOf;
 
 using TileT = Tile<TileType::Vec, int16_t, NUM_8, NUM_16>;  // 256 bytes
 using Global = GlobalTensor<int16_t, Shape<1, 1, 1, NUM_8, NUM_16>,

@@ -16,12 +16,12 @@
 #include <optional>
 #include <pto/pto-inst.hpp>
 #include <random>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "tests/core/pto/refusals.h"
 
 namespace ptoserve {
 namespace random_programs {
@@ -35,11 +35,6 @@ constexpr int kTiles = 5;
 constexpr const char* kNames[kTiles] = {"a", "b", "c", "d", "e"};
 
 inline Target ThisTarget() { return static_cast<Target>(pto::kTarget); }
-
-struct Refused : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-[[noreturn]] inline void Throw(const char* message) { throw Refused(message); }
 
 struct ProgramStep {
   Opcode opcode;
@@ -148,9 +143,8 @@ Result RunOnApi(const Program& p) {
                                    pto::Stride<1, 1, 1, DYNAMIC, 1>>;
   Result result;
   pto::ResetKernel();
-  const pto::FailureHandler previous = pto::SetFailureHandler(Throw);
   std::vector<TileT> tiles(kTiles);
-  try {
+  result.refusal = refusals::RefusalOf([&] {
     for (int t = 0; t < kTiles; ++t) {
       tiles[t].SetName(kNames[t]);
       tiles[t].SetValidShape(p.rows[t], p.cols[t]);
@@ -174,10 +168,7 @@ Result RunOnApi(const Program& p) {
         pto::TXOR(tiles[s.dst], tiles[s.src0], tiles[s.src1], tiles[s.tmp]);
       }
     }
-  } catch (const Refused& refused) {
-    result.refusal = refused.what();
-  }
-  pto::SetFailureHandler(previous);
+  });
   if (result.refusal.empty()) {
     for (int t = 0; t < kTiles; ++t) {
       const TileT& tile = tiles[t];
@@ -229,6 +220,28 @@ inline std::string Describe(const Program& p) {
     absl::StrAppend(&s, ")");
   }
   return s;
+}
+
+// Whether `api`, what the API did with `p`, and `service`, what the
+// service did with its job, agree: the same refusal in the same words, or
+// every tile's bytes equal, padding included. A failure says which part
+// differs, and the program.
+inline ::testing::AssertionResult SameOutcome(const Result& api,
+                                              const Result& service,
+                                              const Program& p) {
+  if (api.refusal != service.refusal) {
+    return ::testing::AssertionFailure()
+           << "the API refused with \"" << api.refusal
+           << "\", the service with \"" << service.refusal
+           << "\": " << Describe(p);
+  }
+  for (size_t t = 0; t < api.tiles.size(); ++t) {
+    if (t >= service.tiles.size() || api.tiles[t] != service.tiles[t]) {
+      return ::testing::AssertionFailure()
+             << "tile " << kNames[t] << "'s bytes differ: " << Describe(p);
+    }
+  }
+  return ::testing::AssertionSuccess();
 }
 
 }  // namespace random_programs
