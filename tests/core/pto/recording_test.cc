@@ -198,6 +198,43 @@ TEST(RecordingRefusalTest, ARunAJobCannotSayIsRefusedWithWhy) {
     EXPECT_EQ(recording.Job(&error), "");
     EXPECT_EQ(error, "no instruction was recorded");
   }
+  {
+    // A second run inside the recording: not one job.
+    ResetKernel();
+    KernelRecording recording;
+    Small a, b, c;
+    TAND(c, a, b);
+    ResetKernel();
+    TAND(c, a, b);
+    EXPECT_EQ(recording.Job(&error), "");
+    EXPECT_EQ(error,
+              "ResetKernel ran during the recording, after an instruction; a "
+              "job is one run");
+  }
+  {
+    // A wait on an instruction the job would not have.
+    ResetKernel();
+    Small a, b, c;
+    const RecordEvent before = TAND(c, a, b);
+    KernelRecording recording;
+    TAND(a, b, c, before);
+    EXPECT_EQ(recording.Job(&error), "");
+    EXPECT_EQ(error,
+              "an instruction waits on the event of instruction 0, which ran "
+              "before the recording started");
+  }
+  {
+    // ResetKernel before the first instruction starts the run afresh.
+    ResetKernel();
+    Small a, b, c;
+    TAND(c, a, b);
+    KernelRecording recording;
+    ResetKernel();
+    const RecordEvent first = TAND(c, a, b);
+    TAND(a, b, c, first);
+    const std::string job = recording.Job(&error);
+    EXPECT_THAT(job, ::testing::HasSubstr("\"waitEvents\": [\"e0\"]")) << error;
+  }
 }
 
 }  // namespace
