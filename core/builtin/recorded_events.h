@@ -6,6 +6,8 @@
 #ifndef PTOSERVE_CORE_BUILTIN_RECORDED_EVENTS_H_
 #define PTOSERVE_CORE_BUILTIN_RECORDED_EVENTS_H_
 
+#include <cstddef>
+#include <cstdint>
 #include <vector>
 
 #include "core/job.h"
@@ -20,8 +22,11 @@ bool RecordingOn();
 // and numbering starts again.
 void RecordReset();
 
-// Keeps `event` in this thread's recording.
-void RecordRan(Event event);
+// Keeps `event`, what running the thread's instruction `index` did, in
+// this thread's recording, numbered as the recorded job numbers it, with
+// the `num_waits` instructions numbered in `waits` as those it waited on.
+void RecordRan(Event event, uint32_t index, const uint32_t* waits,
+               size_t num_waits);
 
 // What this thread's last recording kept: its target and its events, in
 // the order the instructions ran.

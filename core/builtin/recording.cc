@@ -103,10 +103,10 @@ void Carry(RecordedTile* tile, const TileRef& t) {
   }
 }
 
-// Event "eN" of the thread's numbering as the job's: "e(N - first)", or a
-// problem noted when it was not recorded.
-std::string Renumbered(Recording& r, const std::string& event) {
-  const uint32_t n = static_cast<uint32_t>(std::stoul(event.substr(1)));
+// The name, in the job, of the event of the thread's instruction `n`:
+// "e" and its number from the recording's first instruction; a problem
+// noted when that instruction ran before the recording.
+std::string EventName(Recording& r, uint32_t n) {
   if (n < r.first_instruction) {
     if (r.problem.empty()) {
       r.problem = absl::StrFormat(
@@ -114,7 +114,7 @@ std::string Renumbered(Recording& r, const std::string& event) {
           "before the recording started",
           n);
     }
-    return event;
+    return absl::StrCat("e", n);
   }
   return absl::StrCat("e", n - r.first_instruction);
 }
@@ -176,14 +176,20 @@ void RecordReset() {
   r.first_instruction = 0;
 }
 
-void RecordRan(Event event) {
+void RecordRan(Event event, uint32_t index, const uint32_t* waits,
+               size_t num_waits) {
   Recording& r = Current();
   if (!r.on) return;
-  // Numbered from the recording's first instruction, as the job's are.
-  if (event.index >= r.first_instruction) event.index -= r.first_instruction;
-  event.id = absl::StrCat("e", event.index);
+  // Numbered from the recording's first instruction, as the job's are; a
+  // batch of its own.
+  event.id = EventName(r, index);
+  event.index =
+      index >= r.first_instruction ? index - r.first_instruction : index;
   event.batch_id = event.index + 1;
-  for (std::string& wait : event.waited_on) wait = Renumbered(r, wait);
+  event.batch_size = 1;
+  for (size_t w = 0; w < num_waits; ++w) {
+    event.waited_on.push_back(EventName(r, waits[w]));
+  }
   r.events.push_back(std::move(event));
 }
 
@@ -216,7 +222,7 @@ void RecordInstruction(Opcode opcode, const TileRef& dst, const TileRef& src0,
                            tmp != nullptr ? tmp->name : "",
                            {}};
   for (size_t w = 0; w < num_waits; ++w) {
-    inst.waits.push_back(Renumbered(r, absl::StrCat("e", waits[w])));
+    inst.waits.push_back(EventName(r, waits[w]));
   }
   r.instructions.push_back(std::move(inst));
 }

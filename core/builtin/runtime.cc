@@ -77,25 +77,17 @@ ByteRange MemoryOf(const TileRef& t, const TileDesc& d) {
   return {begin, begin + d.bytes()};
 }
 
-// The event the engine would record for instruction `index`: its steps
-// in `trace`, its times, and where its operands lie when every one is in
-// the unified buffer.
+// What the engine's event of an instruction holds that the runtime knows:
+// its steps in `trace`, its times, and where its operands lie when every
+// one is in the unified buffer (the recording numbers it, RecordRan).
 Event EventOf(Target target, Opcode opcode, const TileRef& dst,
               const TileRef& src0, const TileRef& src1, const TileRef* tmp,
-              uint32_t index, const uint32_t* waits, size_t num_waits,
               absl::Time start, absl::Time end, Trace trace) {
   Event event;
-  event.id = absl::StrCat("e", index);
-  event.index = index;
   event.opcode = opcode;
   event.target = target;
-  for (size_t w = 0; w < num_waits; ++w) {
-    event.waited_on.push_back(absl::StrCat("e", waits[w]));
-  }
   event.enqueue_time = event.start_time = start;  // no queue: run at once
   event.end_time = end;
-  event.batch_id = index + 1;
-  event.batch_size = 1;
   event.trace = std::move(trace);
   const Backend& backend = Backends().Get(target);
   if (tmp != nullptr && !backend.UsesTmp(opcode)) {
@@ -199,8 +191,7 @@ std::string Place(Target target, const TileRef& tile, bool as_dst,
     if (h.target != target) continue;
     tiles.push_back({h.name, h.desc, h.first, INT64_MAX});
   }
-  tiles.push_back({tile.name, DescOf(tile), now, INT64_MAX});
-  tiles.back().desc.address.reset();
+  tiles.push_back({tile.name, DescOf(tile), now, INT64_MAX});  // unbound
   const absl::StatusOr<BufferPlan> plan =
       PlaceTiles(tiles, target, UnifiedBufferBytes(target));
   if (!plan.ok()) return std::string(plan.status().message());
@@ -288,8 +279,9 @@ void Run(Target target, Opcode opcode, const TileRef& dst, const TileRef& src0,
     backend.Run(one, traces);
   }
   if (RecordingOn()) {
-    RecordRan(EventOf(target, opcode, dst, src0, src1, tmp, index, waits,
-                      num_waits, start, absl::Now(), std::move(trace)));
+    RecordRan(EventOf(target, opcode, dst, src0, src1, tmp, start, absl::Now(),
+                      std::move(trace)),
+              index, waits, num_waits);
   }
 }
 
