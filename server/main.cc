@@ -98,6 +98,14 @@ ABSL_FLAG(From0To1M, max_client_memory_mb, 0,
           "least --max_job_mb. Over it, that client's Execute answers "
           "RESOURCE_EXHAUSTED and its streams read no further, while other "
           "clients go on.");
+ABSL_FLAG(From0To1M, grpc_memory_mb, 0,
+          "What gRPC may hold, in MiB, for requests no handler has taken yet "
+          "(messages still arriving, connections' buffers), all connections "
+          "together; counted from the socket, before --memory_budget_mb "
+          "sees a request. Near it gRPC lets clients send no faster than "
+          "calls are read; at it, it resets calls and connections. 0: a "
+          "quarter of --memory_budget_mb, and at least two messages of "
+          "--max_message_mb.");
 ABSL_FLAG(absl::Duration, max_job_time, absl::Minutes(2),
           "The longest any job may take from its arrival to its answer, on "
           "every door: a caller's deadline or timeout longer than this, or "
@@ -382,6 +390,8 @@ ServerOptions OptionsFromFlags(Target default_target) {
       Bytes(absl::GetFlag(FLAGS_memory_budget_mb), 20);
   o.limits.client_memory_bytes =
       Bytes(absl::GetFlag(FLAGS_max_client_memory_mb), 20);
+  o.limits.transport_memory_bytes =
+      Bytes(absl::GetFlag(FLAGS_grpc_memory_mb), 20);
   o.limits.max_job_time = absl::GetFlag(FLAGS_max_job_time);
   o.limits.stream_window = absl::GetFlag(FLAGS_stream_window);
   o.limits.max_jobs_per_batch = absl::GetFlag(FLAGS_max_jobs_per_batch);

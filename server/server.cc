@@ -255,6 +255,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
   }
   GrpcWiring wiring;
   wiring.max_message_bytes = options.limits.max_message_bytes;
+  wiring.memory_quota_bytes = options.limits.TransportMemoryBytes();
   wiring.credentials = *credentials;
   wiring.tls = tls;
   wiring.interceptor = parts->grpc_metrics.get();

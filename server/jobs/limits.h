@@ -22,6 +22,12 @@ struct ServiceLimits {
   // What one client's calls may hold of it (--max_client_memory_mb); 0:
   // half the budget, and at least max_job_bytes (ClientMemoryBytes).
   uint64_t client_memory_bytes = 0;
+  // What gRPC may hold for requests its handlers have not taken yet, on
+  // every connection together: half-sent messages, connections' buffers
+  // (--grpc_memory_mb). 0: a quarter of the budget, and at least two
+  // messages of max_message_bytes (TransportMemoryBytes). Counted before any
+  // handler runs, so a client's partial messages meet it, not the budget.
+  uint64_t transport_memory_bytes = 0;
   // The longest a job may take from its arrival to its answer, whatever
   // deadline or timeout its caller asks for, or none (--max_job_time).
   absl::Duration max_job_time = absl::Minutes(2);
@@ -39,6 +45,12 @@ struct ServiceLimits {
     if (client_memory_bytes != 0) return client_memory_bytes;
     return std::min(memory_budget_bytes,
                     std::max(memory_budget_bytes / 2, max_job_bytes));
+  }
+  // What gRPC may hold below the handlers: transport_memory_bytes, or its
+  // default.
+  uint64_t TransportMemoryBytes() const {
+    if (transport_memory_bytes != 0) return transport_memory_bytes;
+    return std::max(memory_budget_bytes / 4, 2 * max_message_bytes);
   }
 };
 

@@ -41,6 +41,13 @@ struct GrpcOptions {
 // What the program wires into a gRPC server beside its options.
 struct GrpcWiring {
   uint64_t max_message_bytes = uint64_t{64} << 20;  // a request or response
+  // What gRPC itself may hold, every connection together: the bytes it has
+  // read and no handler has taken (a message arriving, a connection's
+  // buffers), as its resource quota. Near it gRPC shrinks the windows it
+  // grants, so that clients send no faster than the server reads; at it,
+  // it resets calls and connections ("Buffers full") rather than grow
+  // (0: unbounded).
+  uint64_t memory_quota_bytes = 0;
   // Plaintext by default; see server/transport/auth.h for TLS. A plaintext
   // TCP server accepts its connections through a Listener (listener.h); a
   // TLS one through gRPC's own listener.

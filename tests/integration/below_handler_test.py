@@ -1,0 +1,242 @@
+"""What a client can make the server hold below its handlers, attacked from
+outside (docs/SECURITY.md, "Below the handler"): gRPC reads a call's whole
+message before a handler sees it, so partial messages (each a byte short of
+what it declares) are held by the transport, where the memory budget never
+counts them. The transport's own quota (--grpc_memory_mb) must bound them:
+the server's memory stays near its quota, the server stays up under an
+address-space limit the attack would otherwise pass, and another client is
+served meanwhile.
+
+The attacker runs in a process of its own (this file, run as
+`below_handler_test.py attack ADDRESS STREAMS CONNECTIONS MIB`), as another
+user (other_user.py), so that its work never slows the victim's
+measurement and the two are two clients. Needs root for that."""
+
+import os
+import resource
+import select
+import subprocess
+import sys
+import threading
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import other_user  # noqa: E402
+import raw_grpc  # noqa: E402
+
+import h2.exceptions  # noqa: E402
+from doors_test import Victim, wait_for  # noqa: E402
+from server_process import (  # noqa: E402
+    sanitized, scrape, start_and_read, stop_server)
+
+SERVER = os.environ.get("PTOSERVE_BINARY", "server/ptoserve")
+# Resident memory is bounded in plain builds: a sanitizer's allocator keeps
+# what is freed for a while (ASan's quarantine) and reserves address space
+# by the terabyte.
+SANITIZED = sanitized(SERVER)
+# The share of the victim's calls the quota's resets may take: measured at
+# most 9 of 2,112 in a plain build; a sanitizer's server makes fewer calls
+# in the same time while the attack's pace is the same.
+REFUSED_SHARE = 0.1 if SANITIZED else 0.01
+
+# Every wait below ends by itself: a state reached or this bound passed.
+BOUND_S = 30
+# How long each attack runs, with the victim calling throughout.
+ATTACK_S = 8
+MIB = 1 << 20
+EXECUTE = "/ptoserve.v1.TileCompute/Execute"
+
+
+def vm_kib(pid, field):
+    """VmRSS or VmSize of process `pid`, in KiB."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise AssertionError(f"no {field} for process {pid}")
+
+
+def partial_message(size):
+    """A gRPC message header declaring `size` bytes, and all of them but the
+    last: a call that can never be handed to its handler."""
+    return b"\x00" + size.to_bytes(4, "big") + bytes(size - 1)
+
+
+def attack(address, streams, connections, mib):
+    """Keeps `streams` calls on `connections` connections sending partial
+    messages of `mib` MiB, as fast as the server's windows let them; a call
+    or connection the server ends is replaced at once. Says "under way",
+    then, once stdin closes, how many MiB it sent and how many calls the
+    server ended."""
+    body = partial_message(mib * MIB)
+    conns = [None] * connections
+    calls = {}  # (connection index, stream id) -> bytes sent
+    sent = ended = 0
+
+    def connection(i):
+        if conns[i] is None:
+            conns[i] = raw_grpc.Connection(address, uid=other_user.OTHER_USER)
+        return conns[i]
+
+    def open_call(slot):
+        i = slot % connections
+        c = connection(i)
+        s = c.h2.get_next_available_stream_id()
+        c.h2.send_headers(s, [
+            (":method", "POST"), (":scheme", "http"), (":path", EXECUTE),
+            (":authority", address), ("content-type", "application/grpc"),
+            ("te", "trailers")])
+        c.sock.settimeout(BOUND_S)
+        c._flush()
+        calls[slot] = (i, s, 0)
+
+    stopping = threading.Event()
+    threading.Thread(target=lambda: (sys.stdin.read(), stopping.set()),
+                     daemon=True).start()
+    print("under way", flush=True)
+    end = time.monotonic() + BOUND_S
+    while not stopping.is_set() and time.monotonic() < end:
+        progressed = False
+        for slot in range(streams):
+            try:
+                if slot not in calls:
+                    open_call(slot)
+                i, s, n = calls[slot]
+                c = conns[i]
+                room = min(c.h2.local_flow_control_window(s),
+                           c.h2.max_outbound_frame_size, len(body) - n)
+                if room > 0:
+                    c.sock.settimeout(BOUND_S)
+                    c.h2.send_data(s, body[n:n + room])
+                    c._flush()
+                    calls[slot] = (i, s, n + room)
+                    sent += room
+                    progressed = True
+            except (OSError, h2.exceptions.ProtocolError, KeyError):
+                # The server reset the call or closed the connection: the
+                # attack goes on with another.
+                ended += 1
+                i = slot % connections
+                calls.pop(slot, None)
+                if conns[i] is not None and "connection" in conns[i].ends:
+                    conns[i].sock.close()
+                    conns[i] = None
+        open_conns = [c for c in conns if c is not None]
+        readable = select.select([c.sock for c in open_conns], [], [],
+                                 0 if progressed else 0.005)[0]
+        for i, c in enumerate(conns):
+            if c is None or c.sock not in readable:
+                continue
+            try:
+                ends = c.poll_ends(0.001)
+            except (OSError, h2.exceptions.ProtocolError):
+                ends = {"connection": "closed"}
+            for slot, (ci, s, _) in list(calls.items()):
+                if ci == i and (s in ends or "connection" in ends):
+                    calls.pop(slot)
+                    ended += 1
+            if "connection" in ends:
+                c.sock.close()
+                conns[i] = None
+    print(sent >> 20, ended, flush=True)
+
+
+@unittest.skipUnless(other_user.available(), "needs root, to connect as "
+                     "another user")
+class BelowTheHandlerTest(unittest.TestCase):
+
+    def start(self, *flags):
+        self.server, found = start_and_read(
+            ["--address=127.0.0.1:0", "--metrics_address=127.0.0.1:0",
+             "--http_address=127.0.0.1:0", *flags],
+            {"address": "listening on ", "http": "HTTP/JSON API on ",
+             "metrics": "metrics on "})
+        self.address, self.url, self.metrics = (
+            found["address"], found["http"], found["metrics"])
+        self.addCleanup(stop_server, self.server, 30)
+
+    def attack(self, streams, connections, mib):
+        """Runs the attack for ATTACK_S with a victim calling throughout;
+        returns the server's largest resident growth in MiB, what the attack
+        sent and how many of its calls the server ended."""
+        pid = self.server.pid
+        before = vm_kib(pid, "VmRSS")
+        attacker = subprocess.Popen(
+            [sys.executable, os.path.abspath(__file__), "attack",
+             self.address, str(streams), str(connections), str(mib)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.addCleanup(lambda: attacker.poll() is not None or attacker.kill())
+        self.assertEqual(attacker.stdout.readline(), "under way\n")
+        victim = Victim(self, self.address, self.url)
+        peak = before
+        held = 0.0
+        end = time.monotonic() + ATTACK_S
+        while time.monotonic() < end and self.server.poll() is None:
+            peak = max(peak, vm_kib(pid, "VmRSS"))
+            held = max(held, scrape(self.metrics).get(
+                "ptoserve_memory_held_bytes", 0.0))
+            time.sleep(0.1)
+        attacker.stdin.close()
+        out = attacker.stdout.read().split()
+        attacker.wait(BOUND_S)
+        self.assertIsNone(self.server.poll(), "the server died")
+        # gRPC's quota, once spent, resets calls (and at times a connection)
+        # one connection at a time, in turn, whoever's they are: a few of
+        # the victim's gRPC calls are refused, RESOURCE_EXHAUSTED or
+        # UNAVAILABLE, to retry; none hangs, and its HTTP calls go on.
+        victim.halt()
+        refused = [f for f in victim.failures if any(
+            why in f for why in ("RESOURCE_EXHAUSTED: Received RST_STREAM",
+                                 "UNAVAILABLE: GOAWAY received"))]
+        victim.failures = [f for f in victim.failures if f not in refused]
+        self.assertLessEqual(len(refused),
+                             len(victim.seconds) * REFUSED_SHARE)
+        print(f"the victim's calls refused by the quota: {len(refused)} of "
+              f"{len(victim.seconds)}", file=sys.stderr)
+        victim.stop(self, f"{streams} partial messages of {mib} MiB on "
+                    f"{connections} connections")
+        grown = (peak - before) / 1024
+        sent, ended = int(out[0]), int(out[1])
+        print(f"{streams} partial messages of {mib} MiB on {connections} "
+              f"connections: {sent} MiB sent, {ended} calls ended by the "
+              f"server, resident memory grew {grown:.0f} MiB (budget held "
+              f"at most {held / MIB:.0f} MiB)", file=sys.stderr)
+        return grown, sent, ended
+
+    def test_partial_messages_on_one_connection_meet_the_quota(self):
+        # The attack of the finding: one connection, 24 calls each a byte
+        # short of 60 MiB (1.4 GiB in all), against a server whose address
+        # space is limited to what it has now and 1 GiB more; without the
+        # transport's quota it grew past that and crashed.
+        self.start("--grpc_memory_mb=128")
+        if not SANITIZED:
+            limit = (vm_kib(self.server.pid, "VmSize") << 10) + (1 << 30)
+            resource.prlimit(self.server.pid, resource.RLIMIT_AS,
+                             (limit, limit))
+        grown, sent, ended = self.attack(24, 1, 60)
+        # Held by gRPC's quota, what arrives before its reclaimer catches up
+        # with the attacker, and the victim's small calls (measured: 197 to
+        # 407 MiB; without the quota, a crash past the 1 GiB).
+        if not SANITIZED:
+            self.assertLess(grown, 4 * 128)
+            # The server ended calls and the attack went on: it sent more
+            # than the quota, and none of it was ever held for a handler.
+            self.assertGreater(ended, 0)
+            self.assertGreater(sent, 128)
+
+    def test_partial_messages_on_many_connections_meet_the_quota(self):
+        self.start("--grpc_memory_mb=128")
+        grown, sent, _ = self.attack(32, 16, 30)
+        # Measured: 145 to 173 MiB; 984 MiB without the quota.
+        if not SANITIZED:
+            self.assertLess(grown, 4 * 128)
+            self.assertGreater(sent, 128)
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["attack"]:
+        attack(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]),
+               int(sys.argv[5]))
+    else:
+        unittest.main()
