@@ -20,7 +20,8 @@ and checks, against scalar references and the page's own geometry:
     visible; bound tiles marked as bound;
   - the timelines share one scale (bar widths proportional to times
     across cards);
-  - the URL fragment reproduces a run on a fresh load; Ctrl+Enter runs;
+  - the URL fragment restores a job on a fresh load and sends nothing
+    until Run; a large result is named, not drawn; Ctrl+Enter runs;
   - no script error on the page all along."""
 
 import base64
@@ -37,6 +38,7 @@ import zlib
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from http_api_test import start, stop  # noqa: E402
+from server_process import scrape  # noqa: E402
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 BOUND_S = 30
@@ -185,7 +187,7 @@ OVERFLOW = """
 class PlaygroundTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.server, cls.url, _ = start()
+        cls.server, cls.url, cls.metrics = start()
         cls.dir = tempfile.mkdtemp()
         cls.browser = DevTools(cls.dir)
         cls.browser.open(cls.url + "/")
@@ -237,6 +239,10 @@ class PlaygroundTest(unittest.TestCase):
         self.browser.wait(
             "!document.getElementById('running') && document.querySelectorAll("
             f"'#results section.result').length === {count}", "the results")
+
+    def jobs_answered(self):
+        return sum(value for name, value in scrape(self.metrics).items()
+                   if name.startswith("ptoserve_jobs_total{"))
 
     def cells(self, scope, role, tile, kind="cell"):
         return self.js(
@@ -511,15 +517,54 @@ class PlaygroundTest(unittest.TestCase):
         self.assertTrue(state.startswith("#"))
         self.browser.navigate("about:blank")
         self.browser.wait("location.href === 'about:blank'", "a blank page")
+        jobs = self.jobs_answered()
         self.browser.navigate(self.url + "/" + state)
-        self.browser.wait("document.querySelectorAll('#results "
-                          "section.result').length === 1", "the restored run")
+        # A link restores its job and waits: nothing is sent until Run.
+        self.browser.wait("!!document.getElementById('restored')",
+                          "the restored job")
         self.assertEqual(self.js("document.getElementById('program').value"),
                          program)
+        self.assertIn("nothing has been sent",
+                      self.js("document.getElementById('restored')"
+                              ".textContent"))
+        self.assertEqual(self.js("document.querySelectorAll('#results "
+                                 "section.result').length"), 0)
+        self.assertEqual(self.jobs_answered(), jobs)
+        self.run_page()
+        self.assertEqual(self.jobs_answered(), jobs + 1)
         scope = "#results .result[data-target=a5]"
         self.assertEqual(self.cells(scope, "output", "dst"),
                          [f"0x{((i * 37) & 255) ^ 15:02x}" for i in range(64)])
         self.set_value("format", "dec")
+
+    def test_9a_a_large_result_is_named_not_drawn(self):
+        # A 256x256 TAND with 300 instructions: its tiles are named with
+        # their size, not drawn as 65,536 cells each, and its first 256
+        # events are drawn.
+        job = {"target": "TARGET_HOST", "tiles": {
+            name: {"dtype": "DTYPE_INT32", "rows": 256, "cols": 256,
+                   "fill": fill} for name, fill in (("a", 6), ("b", 3))},
+            "instructions": [{"opcode": "OPCODE_TAND", "dst": "c",
+                              "src0": "a", "src1": "b"}] * 300,
+            "outputs": ["c"]}
+        if self.js("document.querySelector('input[name=mode]:checked')"
+                   ".value") != "json":
+            self.js("document.querySelector('input[name=mode][value=json]')"
+                    ".click()")
+        self.set_value("program", json.dumps(job))
+        self.run_page("job")
+        scope = "#results .result"
+        self.assertEqual(self.js(f"document.querySelectorAll('{scope} "
+                                 "table.tile').length"), 0)
+        named = self.js(f"[...document.querySelectorAll('{scope} "
+                        ".notice[data-tile]')].map(n => n.textContent)")
+        self.assertEqual(len(named), 3, named)
+        self.assertTrue(all("65536 elements, too many to draw" in n
+                            for n in named), named)
+        self.assertIn("The first 256 of 300 instructions", self.js(
+            "document.getElementById('events-cut').textContent"))
+        self.assertEqual(self.js(f"document.querySelectorAll('{scope} "
+                                 "table.events tr').length"), 1 + 256)
 
     def test_9b_ctrl_enter_runs(self):
         self.asm_example("txor")
