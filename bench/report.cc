@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/time.h"
+#include "common/json_quote.h"
 #include "core/quote.h"
 
 namespace ptoserve {

@@ -1,5 +1,5 @@
-// Showing client-supplied text in error messages without echoing it whole,
-// and text as a JSON string.
+// Showing client-supplied text in error messages without echoing it whole
+// (as a JSON string: common/json_quote.h).
 #ifndef PTOSERVE_CORE_QUOTE_H_
 #define PTOSERVE_CORE_QUOTE_H_
 
@@ -17,10 +17,6 @@ inline constexpr size_t kMaxNameBytes = 256;
 // `text` in double quotes, C-escaped, cut after `max` bytes with the full
 // length noted: "\"abc\"", "\"aaaa...\" (8388608 bytes)".
 std::string ShortQuote(absl::string_view text, size_t max = 48);
-
-// `text` as a JSON string: in double quotes, with quotes, backslashes and
-// control characters escaped.
-std::string JsonQuote(absl::string_view text);
 
 }  // namespace ptoserve
 

@@ -214,9 +214,11 @@ ABSL_FLAG(std::string, log_format, "text",
           "call's door, method, peer, client, code, duration_ms, bytes_in, "
           "bytes_out, message).");
 ABSL_FLAG(From1To1M, log_rate, 100,
-          "The most log lines written a second; the lines past it are "
-          "dropped and counted (ptoserve_log_lines_dropped_total), and how "
-          "many is said once a line is written again.");
+          "The most log lines written a second for one client (as the "
+          "shares know it); its lines past it are dropped and counted "
+          "(ptoserve_log_lines_dropped_total), and how many is said once "
+          "one of its lines is written again. The server's own lines and "
+          "warnings are never dropped.");
 ABSL_FLAG(absl::Duration, shutdown_grace, absl::Seconds(10),
           "On SIGINT/SIGTERM, after the lame-duck period, how long calls in "
           "flight may take to finish before they are cancelled.");

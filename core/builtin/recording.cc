@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/json_quote.h"
 #include "core/builtin/recorded_events.h"
 #include "core/ops.h"
 #include "core/quote.h"

@@ -170,6 +170,16 @@ std::string PeerOf(int fd) {
                                   : absl::StrCat("ipv4:", host, ":", port);
 }
 
+// Who the connection's client is, found once a connection: its user on
+// loopback, else its address, as for gRPC's calls.
+const std::string& ConnectionClient(HttpExchange* exchange) {
+  std::shared_ptr<void>& known = exchange->connection_state();
+  if (known == nullptr) {
+    known = std::make_shared<std::string>(SocketClient(exchange->socket()));
+  }
+  return *std::static_pointer_cast<std::string>(known);
+}
+
 }  // namespace
 
 absl::Status HttpApi::Admit(HttpExchange* exchange, Call* call) const {
@@ -200,13 +210,7 @@ absl::Status HttpApi::Admit(HttpExchange* exchange, Call* call) const {
     }
     client = absl::StrCat("token ", parts_.auth->IdentifyHeader(sent));
   } else {
-    // Who the connection's client is, found once a connection: its user on
-    // loopback, else its address, as for gRPC's calls.
-    std::shared_ptr<void>& known = exchange->connection_state();
-    if (known == nullptr) {
-      known = std::make_shared<std::string>(SocketClient(exchange->socket()));
-    }
-    client = *std::static_pointer_cast<std::string>(known);
+    client = ConnectionClient(exchange);
   }
   call->client = client;
   if (call->route != Route::kExecute) return absl::OkStatus();
@@ -370,7 +374,11 @@ void HttpApi::OnEnd(const std::shared_ptr<HttpExchange>& exchange) {
     line.door = "http";
     line.method = name;
     line.peer = peer;
-    line.client = call->client;
+    // A call refused before its client was asked for (a path that is not
+    // a route, a foreign Host) is its connection's: its log lines spend
+    // that client's rate, not its address's.
+    line.client =
+        !call->client.empty() ? call->client : ConnectionClient(exchange.get());
     line.code = code;
     line.message = status == 0
                        ? absl::string_view("the connection closed first")

@@ -51,6 +51,13 @@ std::string Readable(absl::string_view peer) {
                                   : absl::StrCat("ipv4:", host, ":", port);
 }
 
+// Whose rate a call's line spends: its client as the shares know it, else
+// its address without the port.
+std::string RateKey(const CallLine& call, absl::string_view peer) {
+  if (!call.client.empty()) return std::string(call.client);
+  return std::string(peer.substr(0, peer.rfind(':')));
+}
+
 }  // namespace
 
 Log& Log::Get() {
@@ -63,7 +70,7 @@ void Log::Configure(const LogOptions& options) {
   json_.store(options.json, std::memory_order_relaxed);
   absl::MutexLock lock(&mu_);
   rate_ = std::max(1.0, options.lines_per_second);
-  tokens_ = rate_;
+  rates_.clear();
 }
 
 std::string Log::JsonHead(LogLevel level, absl::string_view event) const {
@@ -76,9 +83,15 @@ std::string Log::JsonHead(LogLevel level, absl::string_view event) const {
 
 void Log::Say(LogLevel level, absl::string_view event, absl::string_view text) {
   if (!Enabled(level)) return;
-  if (!json_.load(std::memory_order_relaxed)) return Write(std::string(text));
-  Write(absl::StrCat(JsonHead(level, event), ", \"message\": ", JsonQuote(text),
-                     "}"));
+  // gRPC's own lines below a warning are mostly a client's doing (a failed
+  // handshake, a reset): they share one rate. The server's are all written.
+  const absl::string_view who =
+      event == "grpc" && level < LogLevel::kWarning ? "gRPC" : "";
+  if (!json_.load(std::memory_order_relaxed)) {
+    return Write(who, LineSafe(text));
+  }
+  Write(who, absl::StrCat(JsonHead(level, event),
+                          ", \"message\": ", JsonQuote(text), "}"));
 }
 
 void Log::Called(const CallLine& call) {
@@ -86,6 +99,9 @@ void Log::Called(const CallLine& call) {
   if (!Enabled(level)) return;
   const double ms = absl::ToDoubleMilliseconds(call.took);
   const std::string peer = Readable(call.peer);
+  // A warning (the server's own failure) is always written.
+  const std::string who =
+      level >= LogLevel::kWarning ? "" : RateKey(call, peer);
   if (json_.load(std::memory_order_relaxed)) {
     std::string line = absl::StrCat(JsonHead(level, "call"),
                                     ", \"door\": ", JsonQuote(call.door),
@@ -101,43 +117,72 @@ void Log::Called(const CallLine& call) {
     if (!call.message.empty()) {
       absl::StrAppend(&line, ", \"message\": ", JsonQuote(call.message));
     }
-    return Write(line + "}");
+    return Write(who, line + "}");
   }
   std::string line =
-      absl::StrCat("ptoserve: ", call.door, " ", call.method, " from ", peer);
-  if (!call.client.empty()) absl::StrAppend(&line, " (", call.client, ")");
-  absl::StrAppend(&line, ": ", call.code, absl::StrFormat(" in %.3f ms, ", ms),
-                  call.bytes_in, " bytes in, ", call.bytes_out, " out");
-  if (!call.message.empty()) absl::StrAppend(&line, ": ", call.message);
-  Write(line);
+      absl::StrCat("ptoserve: ", call.door, " ", LineSafe(call.method),
+                   " from ", LineSafe(peer));
+  if (!call.client.empty()) {
+    absl::StrAppend(&line, " (", LineSafe(call.client), ")");
+  }
+  absl::StrAppend(&line, ": ", LineSafe(call.code),
+                  absl::StrFormat(" in %.3f ms, ", ms), call.bytes_in,
+                  " bytes in, ", call.bytes_out, " out");
+  if (!call.message.empty()) {
+    absl::StrAppend(&line, ": ", LineSafe(call.message));
+  }
+  Write(who, line);
 }
 
-void Log::Write(const std::string& line) {
-  absl::MutexLock lock(&mu_);
-  const absl::Time now = absl::Now();
-  if (refilled_ != absl::InfinitePast()) {
-    tokens_ = std::min(
-        rate_, tokens_ + absl::ToDoubleSeconds(now - refilled_) * rate_);
+Log::Rate& Log::RateOf(absl::string_view who, absl::Time now) {
+  auto it = rates_.find(who);
+  if (it == rates_.end()) {
+    if (rates_.size() >= kMaxRates) {
+      // Forget the clients that have said nothing for a second (their
+      // bucket is full again) and have no drops to tell.
+      for (auto i = rates_.begin(); i != rates_.end();) {
+        auto at = i++;
+        if (at->second.unsaid == 0 &&
+            now - at->second.refilled >= absl::Seconds(1)) {
+          rates_.erase(at);
+        }
+      }
+    }
+    if (rates_.size() >= kMaxRates) who = "other clients";
+    it = rates_.try_emplace(who, Rate{rate_, now, 0}).first;
   }
-  refilled_ = now;
-  if (tokens_ < 1) {
-    ++unsaid_;
+  Rate& rate = it->second;
+  rate.tokens = std::min(
+      rate_, rate.tokens + absl::ToDoubleSeconds(now - rate.refilled) * rate_);
+  rate.refilled = now;
+  return rate;
+}
+
+void Log::Write(absl::string_view who, const std::string& line) {
+  absl::MutexLock lock(&mu_);
+  if (who.empty()) {
+    std::cout << line << std::endl;
+    return;
+  }
+  Rate& rate = RateOf(who, absl::Now());
+  if (rate.tokens < 1) {
+    ++rate.unsaid;
     dropped_.fetch_add(1, std::memory_order_relaxed);
     return;
   }
-  tokens_ -= 1;
-  if (unsaid_ > 0) {
+  rate.tokens -= 1;
+  if (rate.unsaid > 0) {
     const std::string note = absl::StrCat(
-        unsaid_, " log lines dropped: more than --log_rate=", rate_,
-        " a second");
+        rate.unsaid, " log lines dropped: more than --log_rate=", rate_,
+        " a second from ", who);
     if (json_.load(std::memory_order_relaxed)) {
       std::cout << JsonHead(LogLevel::kWarning, "dropped")
-                << ", \"dropped\": " << unsaid_
+                << ", \"dropped\": " << rate.unsaid
                 << ", \"message\": " << JsonQuote(note) << "}\n";
     } else {
-      std::cout << "ptoserve: " << note << "\n";
+      std::cout << "ptoserve: " << LineSafe(note) << "\n";
     }
-    unsaid_ = 0;
+    rate.unsaid = 0;
   }
   std::cout << line << std::endl;
 }

@@ -4,11 +4,16 @@
 // long it took, the bytes each way, and an error's message. Text, or one
 // JSON object a line (--log_format=json); at --log_level and above: a call
 // answered OK is `debug`, one answered with an error `info` (`warning` for
-// the server's own failures: INTERNAL, UNKNOWN, DATA_LOSS). At most
-// --log_rate lines a second are written: a flood of bad requests does not
-// become a flood of writes. The lines past it are counted
-// (ptoserve_log_lines_dropped_total), and how many were dropped is said
-// once the rate allows a line again.
+// the server's own failures: INTERNAL, UNKNOWN, DATA_LOSS). Every text a
+// client gave (a method, a name in an error) is escaped where it is
+// written: one line a record, valid UTF-8, and in JSON valid JSON.
+// Each client's calls (the client as the shares know it, else its address)
+// get at most --log_rate lines a second: one client's flood of bad
+// requests does not become a flood of writes, nor silence another's. The
+// server's own lines (start-up, shutdown) and warnings are never dropped;
+// gRPC's own lines share one rate. The lines past it are counted
+// (ptoserve_log_lines_dropped_total), and how many of a client's were
+// dropped is said once its rate allows a line again.
 #ifndef PTOSERVE_SERVER_METRICS_LOG_H_
 #define PTOSERVE_SERVER_METRICS_LOG_H_
 
@@ -17,6 +22,7 @@
 #include <string>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
@@ -28,7 +34,7 @@ enum class LogLevel { kDebug, kInfo, kWarning, kError };
 struct LogOptions {
   LogLevel level = LogLevel::kInfo;  // --log_level
   bool json = false;                 // --log_format=json
-  double lines_per_second = 100;     // --log_rate; also the burst
+  double lines_per_second = 100;     // --log_rate, per client; the burst
 };
 
 // One call answered, as its door tells it.
@@ -79,10 +85,25 @@ class Log {
   // Lines not written because the rate was spent, so far.
   uint64_t dropped() const { return dropped_.load(std::memory_order_relaxed); }
 
+  // Clients with a rate of their own at most; past it, new ones share one.
+  static constexpr size_t kMaxRates = 1024;
+
  private:
+  // One client's lines: a token bucket of --log_rate.
+  struct Rate {
+    double tokens = 0;
+    absl::Time refilled = absl::InfinitePast();
+    uint64_t unsaid = 0;  // dropped since its last line
+  };
+
   Log() = default;
-  // Writes `line` (and, first, how many were dropped) if the rate allows.
-  void Write(const std::string& line) ABSL_LOCKS_EXCLUDED(mu_);
+  // Writes `line` (and, first, how many of `who`'s were dropped) if `who`'s
+  // rate allows; `who` empty: always.
+  void Write(absl::string_view who, const std::string& line)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // `who`'s rate, made or refilled to `now`.
+  Rate& RateOf(absl::string_view who, absl::Time now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The JSON fields every line starts with.
   std::string JsonHead(LogLevel level, absl::string_view event) const;
 
@@ -91,9 +112,7 @@ class Log {
   std::atomic<uint64_t> dropped_{0};
   absl::Mutex mu_;
   double rate_ ABSL_GUARDED_BY(mu_) = 100;
-  double tokens_ ABSL_GUARDED_BY(mu_) = 100;
-  absl::Time refilled_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
-  uint64_t unsaid_ ABSL_GUARDED_BY(mu_) = 0;  // dropped since the last line
+  absl::flat_hash_map<std::string, Rate> rates_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace ptoserve

@@ -19,6 +19,8 @@ import urllib.parse
 
 import grpc
 import numpy as np
+import other_user
+from ptoserve.v1 import job_pb2, tile_pb2
 from ptoserve_client import Client, PtoserveError, binary_job
 from server_process import metric
 
@@ -35,8 +37,10 @@ class Server:
         self.process = subprocess.Popen(
             [SERVER, "--address=127.0.0.1:0", "--metrics_address=127.0.0.1:0",
              "--http_address=127.0.0.1:0", *flags],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         self.lines = []
+        # Lines that were not valid UTF-8, as read.
+        self.invalid = []
         self.lock = threading.Lock()
         threading.Thread(target=self.read, daemon=True).start()
         self.address = self.word_after("listening on ")
@@ -44,7 +48,12 @@ class Server:
         self.metrics = self.word_after("metrics on ")
 
     def read(self):
-        for line in self.process.stdout:
+        for raw in self.process.stdout:
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                line = raw.decode("utf-8", "backslashreplace")
+                self.invalid.append(line)
             with self.lock:
                 self.lines.append(line.rstrip("\n"))
 
@@ -214,6 +223,93 @@ class LogTest(unittest.TestCase):
         self.assertRegex(said[0], r"ptoserve: \d+ log lines dropped: more "
                          r"than --log_rate=5 a second")
 
+    def test_no_clients_text_forges_a_line_or_breaks_a_record(self):
+        # Names and bodies carrying a newline and a forged line, CR, ESC and
+        # bytes that are not UTF-8, on both doors, in both formats: every
+        # record stays one line, valid UTF-8, and in JSON valid JSON.
+        forged = "x\nptoserve: forged\r\x1b[2J"
+        for form in ("text", "json"):
+            server = Server(f"--log_format={form}")
+            self.addCleanup(server.stop)
+            job = job_pb2.Job()
+            job.tiles["a"].CopyFrom(tile_pb2.Tile(
+                dtype=tile_pb2.DTYPE_INT32, rows=1, cols=8, fill=1))
+            job.instructions.add(opcode=job_pb2.OPCODE_TAND, dst=forged,
+                                 src0="a", src1=forged)
+            with grpc.insecure_channel(server.address) as channel:
+                execute = channel.unary_unary(
+                    "/ptoserve.v1.TileCompute/Execute")
+                with self.assertRaises(grpc.RpcError):
+                    execute(job.SerializeToString(), timeout=BOUND_S)
+            body = json.dumps({"tiles": {forged: {"dtype": "DTYPE_INT32",
+                                                  "rows": 1, "cols": 8}},
+                               "instructions": [{"opcode": "OPCODE_TAND",
+                                                 "dst": "c", "src0": forged,
+                                                 "src1": "nowhere"}]})
+            self.assertEqual(post(server.url, body.encode()), 400)
+            # protobuf's JSON parser quotes what it could not read.
+            self.assertEqual(post(server.url, b'{"tiles": {"a\x1b\r\xff\xfe'
+                                  b'": 1}}'), 400)
+            self.assertEqual(post(server.url, b'{"\xff\r\nptoserve: '
+                                  b'forged": 1}'), 400)
+            refusals = lambda: [l for l in server.text() if any(
+                code in l for code in ("INVALID_ARGUMENT", "): 400 in ",
+                                       '"code": "400"'))]
+            deadline = time.monotonic() + BOUND_S
+            while len(refusals()) < 4 and time.monotonic() < deadline:
+                time.sleep(0.01)
+            self.assertEqual(len(refusals()), 4, "\n".join(server.text()))
+            server.stop()
+            lines = server.text()
+            self.assertEqual(server.invalid, [])
+            for line in lines:
+                self.assertNotIn("\r", line)
+                self.assertNotIn("\x1b", line)
+                if form == "json":
+                    json.loads(line)
+                else:
+                    self.assertTrue(line.startswith("ptoserve"), line)
+                    self.assertFalse(line.startswith("ptoserve: forged"),
+                                     line)
+            if form == "text":
+                self.assertTrue(any("\\x0aptoserve: forged" in l
+                                    for l in lines), "\n".join(lines))
+
+    @unittest.skipUnless(other_user.available(), "needs root, to connect "
+                         "as another user")
+    def test_one_clients_flood_leaves_anothers_lines_and_the_servers(self):
+        # Another user's 400 bad calls against a rate of 5 lines a second:
+        # this user's 5 bad calls are each written, and so are the server's
+        # own lines at shutdown.
+        server = Server("--log_rate=5")
+        parts = urllib.parse.urlsplit(server.url)
+        for i in range(400):
+            with other_user.connect_as(other_user.OTHER_USER, parts.hostname,
+                                       parts.port, BOUND_S) as flood:
+                flood.sendall(b"GET /flood HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                              b"Connection: close\r\n\r\n")
+                while flood.recv(4096):
+                    pass
+            if i % 80 == 40:
+                self.assertEqual(get(server.url, f"/mine-{i}"), 404)
+        # Each of the flood's calls written or counted as dropped (a call is
+        # logged once its answer went out).
+        theirs = lambda: [l for l in server.text()
+                          if f"(user {other_user.OTHER_USER})" in l and
+                          "no such path" in l]
+        deadline = time.monotonic() + BOUND_S
+        while (len(theirs()) + metric(server.metrics,
+                                      "ptoserve_log_lines_dropped_total")
+               < 400 and time.monotonic() < deadline):
+            time.sleep(0.01)
+        server.stop()
+        lines = server.text()
+        mine = [l for l in lines if "no such path" in l and
+                f"(user {os.geteuid()})" in l]
+        self.assertEqual(len(mine), 5, "\n".join(lines))
+        self.assertLess(len(theirs()), 60)
+        self.assertTrue(any("SIGTERM, draining" in l for l in lines))
+        self.assertEqual(lines[-1], "ptoserve: stopped")
 
     def test_with_tls_refused_calls_and_grpcs_own_lines_are_logged(self):
         pki = os.path.join(os.environ.get("TEST_TMPDIR", "/tmp"), "log-pki")
