@@ -400,31 +400,33 @@ std::vector<bool> ConnectionsOpen(
   return open;
 }
 
-int EstablishedConnectionsIn(int port, absl::string_view tcp,
-                             absl::string_view tcp6,
-                             const absl::flat_hash_set<ino_t>& inodes) {
-  int count = 0;
-  for (const Socket& s : EstablishedSockets(tcp, tcp6)) {
-    count += s.local.port == port && inodes.contains(s.inode);
-  }
-  return count;
-}
-
 int EstablishedConnectionsOnPort(int port) {
-  absl::flat_hash_set<ino_t> inodes;
-  if (DIR* dir = opendir("/proc/self/fd")) {
-    while (const dirent* entry = readdir(dir)) {
-      struct stat st;
-      // fstatat follows the descriptor's link to the socket itself.
-      if (fstatat(dirfd(dir), entry->d_name, &st, 0) == 0 &&
-          S_ISSOCK(st.st_mode)) {
-        inodes.insert(st.st_ino);
-      }
+  int count = 0;
+  DIR* dir = opendir("/proc/self/fd");
+  if (dir == nullptr) return 0;
+  while (const dirent* entry = readdir(dir)) {
+    int fd = -1;
+    if (!absl::SimpleAtoi(entry->d_name, &fd) || fd == dirfd(dir)) continue;
+    sockaddr_storage local{};
+    socklen_t n = sizeof(local);
+    if (getsockname(fd, reinterpret_cast<sockaddr*>(&local), &n) != 0) {
+      continue;  // not a socket, or closed meanwhile
     }
-    closedir(dir);
+    int local_port = -1;
+    if (local.ss_family == AF_INET) {
+      local_port = ntohs(reinterpret_cast<const sockaddr_in&>(local).sin_port);
+    } else if (local.ss_family == AF_INET6) {
+      local_port =
+          ntohs(reinterpret_cast<const sockaddr_in6&>(local).sin6_port);
+    }
+    tcp_info info{};
+    socklen_t size = sizeof(info);
+    count += local_port == port &&
+             getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &size) == 0 &&
+             info.tcpi_state == TCP_ESTABLISHED;
   }
-  return EstablishedConnectionsIn(port, ReadFile("/proc/net/tcp"),
-                                  ReadFile("/proc/net/tcp6"), inodes);
+  closedir(dir);
+  return count;
 }
 
 }  // namespace ptoserve

@@ -126,23 +126,41 @@ TEST(PeerClientInTest, NamesLoopbackUsersAndOtherAddresses) {
   EXPECT_EQ(PeerClientIn("unix:/tmp/s", tcp, tcp6), "unix:/tmp/s");
 }
 
-TEST(EstablishedConnectionsInTest, CountsThisProcesssConnectionsOnThePort) {
-  const std::string server4 = V4Hex("127.0.0.1") + ":C351";  // port 50001
-  const std::string client4 = V4Hex("127.0.0.1") + ":D431";
-  const std::string tcp =
-      std::string(kHeader) + Line(server4, client4, "01", 0, 1) +
-      Line(server4, V4Hex("127.0.0.1") + ":D432", "01", 0, 2) +  // not ours
-      Line(V4Hex("0.0.0.0") + ":C351", V4Hex("0.0.0.0") + ":0000", "0A", 0,
-           3) +                             // listening
-      Line(client4, server4, "01", 0, 4) +  // our client's end
-      Line(server4, client4, "08", 0, 6);   // closing (CLOSE_WAIT)
-  const std::string tcp6 =
-      std::string(kHeader) +
-      Line(V6Hex("::1") + ":C351", V6Hex("::1") + ":1F90", "01", 0, 5);
-  const absl::flat_hash_set<ino_t> ours = {1, 3, 4, 5, 6};
-  EXPECT_EQ(EstablishedConnectionsIn(50001, tcp, tcp6, ours), 2);
-  EXPECT_EQ(EstablishedConnectionsIn(50002, tcp, tcp6, ours), 0);
-  EXPECT_EQ(EstablishedConnectionsIn(50001, "", "", ours), 0);
+TEST(EstablishedConnectionsOnPortTest, CountsThisProcesssOwnConnections) {
+  // A listener on loopback, two connections to it accepted: the accepted
+  // ends have its port; the listening socket and the connecting ends (on
+  // ports of their own) do not count.
+  const int listening = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(listening, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(listening, reinterpret_cast<sockaddr*>(&address),
+                 sizeof(address)),
+            0);
+  ASSERT_EQ(listen(listening, 4), 0);
+  socklen_t n = sizeof(address);
+  getsockname(listening, reinterpret_cast<sockaddr*>(&address), &n);
+  const int port = ntohs(address.sin_port);
+  EXPECT_EQ(EstablishedConnectionsOnPort(port), 0);
+  std::vector<int> fds;
+  for (int i = 0; i < 2; ++i) {
+    const int client = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    ASSERT_EQ(connect(client, reinterpret_cast<sockaddr*>(&address),
+                      sizeof(address)),
+              0);
+    fds.push_back(client);
+    fds.push_back(accept4(listening, nullptr, nullptr, SOCK_CLOEXEC));
+    ASSERT_GE(fds.back(), 0);
+  }
+  EXPECT_EQ(EstablishedConnectionsOnPort(port), 2);
+  EXPECT_EQ(EstablishedConnectionsOnPort(port + 1 == 65536 ? 1 : port + 1),
+            0);
+  // One closed by its client: its accepted end is no longer established.
+  close(fds[0]);
+  EXPECT_EQ(EstablishedConnectionsOnPort(port), 1);
+  for (size_t i = 1; i < fds.size(); ++i) close(fds[i]);
+  close(listening);
 }
 
 TEST(PeerUidInTest, RefusesWhatItCannotTell) {
