@@ -167,9 +167,12 @@ ABSL_FLAG(From1To256, http_threads, 4,
           "Threads of the HTTP/JSON API: they poll its connections, parse "
           "bodies and run small jobs.");
 ABSL_FLAG(From1To1M, http_max_connections, 1024,
-          "HTTP connections open at once; more are refused at accept.");
-ABSL_FLAG(From1To1M, http_max_connections_per_address, 64,
-          "HTTP connections open at once from one client address.");
+          "HTTP connections open at once; past it, the newest connection of "
+          "the client holding most is closed for a newcomer of another.");
+ABSL_FLAG(From1To1M, http_max_connections_per_client, 64,
+          "HTTP connections open at once of one client (a token's user is "
+          "its connection's: the user of a loopback connection, else the "
+          "address, an IPv6 /64 as one); more are closed at accept.");
 ABSL_FLAG(absl::Duration, http_idle_timeout, absl::Seconds(15),
           "An HTTP connection that sends or reads nothing for this long is "
           "closed (whole seconds).");
@@ -195,10 +198,15 @@ ABSL_FLAG(absl::Duration, handshake_timeout, absl::Seconds(10),
 ABSL_FLAG(absl::Duration, max_connection_idle, absl::Minutes(10),
           "A connection with no call for this long is closed (clients "
           "reconnect when they next call).");
-ABSL_FLAG(From1To1M, max_connections_per_address, 128,
-          "gRPC connections open at once from one client address; more are "
-          "closed as they are accepted (plaintext; with TLS gRPC's own "
+ABSL_FLAG(From1To1M, max_connections_per_client, 128,
+          "gRPC connections open at once of one client (the user of a "
+          "loopback connection, else the address, an IPv6 /64 as one); more "
+          "are closed as they are accepted (plaintext; with TLS gRPC's own "
           "listener takes connections, unbounded).");
+ABSL_FLAG(From1To1M, max_connections, 10000,
+          "gRPC connections open at once; past it, the newest connection of "
+          "the client holding most is closed for a newcomer of another "
+          "(plaintext).");
 ABSL_FLAG(From0To65536, http2_window_kb, 1024,
           "The HTTP/2 flow-control window each gRPC call gets for request "
           "bytes the server has not read yet, in KiB, fixed (0: gRPC's own, "
@@ -347,13 +355,14 @@ ServerOptions OptionsFromFlags(Target default_target) {
   o.grpc.max_connection_idle = absl::GetFlag(FLAGS_max_connection_idle);
   o.grpc.http2_window_bytes =
       static_cast<int>(Bytes(absl::GetFlag(FLAGS_http2_window_kb), 10));
-  o.grpc.max_connections_per_address =
-      absl::GetFlag(FLAGS_max_connections_per_address);
+  o.grpc.max_connections_per_client =
+      absl::GetFlag(FLAGS_max_connections_per_client);
+  o.grpc.max_connections = absl::GetFlag(FLAGS_max_connections);
   o.http.address = absl::GetFlag(FLAGS_http_address);
   o.http.threads = absl::GetFlag(FLAGS_http_threads);
   o.http.max_connections = absl::GetFlag(FLAGS_http_max_connections);
-  o.http.max_connections_per_address =
-      absl::GetFlag(FLAGS_http_max_connections_per_address);
+  o.http.max_connections_per_client =
+      absl::GetFlag(FLAGS_http_max_connections_per_client);
   o.http.idle_timeout = absl::GetFlag(FLAGS_http_idle_timeout);
   o.http.head_timeout = absl::GetFlag(FLAGS_http_head_timeout);
   o.http.min_body_rate = Bytes(absl::GetFlag(FLAGS_http_min_body_rate_kb), 10);

@@ -226,6 +226,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
   if (!options.metrics.address.empty()) {
     HttpDaemonOptions metrics = options.metrics;
     metrics.flag = "--metrics_address";
+    metrics.client_of = SocketClient;
     absl::StatusOr<std::unique_ptr<MetricsEndpoint>> started =
         MetricsEndpoint::Start(metrics, &parts->registry);
     if (!started.ok()) return started.status();
@@ -242,6 +243,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
     }
     HttpDaemonOptions http = options.http;
     http.flag = "--http_address";
+    http.client_of = SocketClient;
     HttpApiParts http_parts;
     http_parts.intake = parts->intake.get();
     http_parts.budget = &parts->budget;

@@ -20,7 +20,6 @@
 #include "server/http/playground_page.h"
 #include "server/jobs/request_body.h"
 #include "server/metrics/log.h"
-#include "server/transport/peer_credentials.h"
 
 namespace ptoserve {
 
@@ -170,16 +169,6 @@ std::string PeerOf(int fd) {
                                   : absl::StrCat("ipv4:", host, ":", port);
 }
 
-// Who the connection's client is, found once a connection: its user on
-// loopback, else its address, as for gRPC's calls.
-const std::string& ConnectionClient(HttpExchange* exchange) {
-  std::shared_ptr<void>& known = exchange->connection_state();
-  if (known == nullptr) {
-    known = std::make_shared<std::string>(SocketClient(exchange->socket()));
-  }
-  return *std::static_pointer_cast<std::string>(known);
-}
-
 }  // namespace
 
 absl::Status HttpApi::Admit(HttpExchange* exchange, Call* call) const {
@@ -210,7 +199,9 @@ absl::Status HttpApi::Admit(HttpExchange* exchange, Call* call) const {
     }
     client = absl::StrCat("token ", parts_.auth->IdentifyHeader(sent));
   } else {
-    client = ConnectionClient(exchange);
+    // Its connection's client, found as it was accepted: its user on
+    // loopback, else its address, as for gRPC's calls.
+    client = exchange->client();
   }
   call->client = client;
   if (call->route != Route::kExecute) return absl::OkStatus();
@@ -377,8 +368,7 @@ void HttpApi::OnEnd(const std::shared_ptr<HttpExchange>& exchange) {
     // A call refused before its client was asked for (a path that is not
     // a route, a foreign Host) is its connection's: its log lines spend
     // that client's rate, not its address's.
-    line.client =
-        !call->client.empty() ? call->client : ConnectionClient(exchange.get());
+    line.client = !call->client.empty() ? call->client : exchange->client();
     line.code = code;
     line.message = status == 0
                        ? absl::string_view("the connection closed first")

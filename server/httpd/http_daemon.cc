@@ -19,6 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/mutex.h"
 #include "server/httpd/host_check.h"
+#include "server/httpd/socket_address.h"
 
 namespace ptoserve {
 
@@ -30,69 +31,20 @@ constexpr uint64_t kMaxDropped = 1 << 20;
 // How often the watch looks for connections too slow.
 constexpr absl::Duration kWatchPeriod = absl::Milliseconds(250);
 
-// `address` ("IP:PORT", "[IPv6]:PORT") as a socket address; numeric only.
-absl::StatusOr<sockaddr_storage> Resolve(const std::string& address,
-                                         const std::string& flag) {
-  const size_t colon = address.rfind(':');
-  const auto unparsable = [&] {
-    return absl::InvalidArgumentError(
-        absl::StrCat(flag, "=", address,
-                     " is not IP:PORT with a numeric IP, e.g. 127.0.0.1:8000"));
-  };
-  if (colon == std::string::npos || colon == 0) return unparsable();
-  std::string host = address.substr(0, colon);
-  if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
-    host = host.substr(1, host.size() - 2);
-  }
-  addrinfo hints{};
-  hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV | AI_PASSIVE;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* found = nullptr;
-  if (getaddrinfo(host.c_str(), address.substr(colon + 1).c_str(), &hints,
-                  &found) != 0) {
-    return unparsable();
-  }
-  sockaddr_storage out{};
-  std::memcpy(&out, found->ai_addr, found->ai_addrlen);
-  freeaddrinfo(found);
-  return out;
-}
-
-// Why `address` cannot be listened on, found by trying: "the address is
-// already in use" rather than libmicrohttpd's silence.
-std::string WhyNotListening(const sockaddr_storage& address) {
-  const socklen_t length = address.ss_family == AF_INET6 ? sizeof(sockaddr_in6)
-                                                         : sizeof(sockaddr_in);
-  std::string why = "it could not be listened on";
-  const int fd = socket(address.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd >= 0) {
-    const int one = 1;
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (bind(fd, reinterpret_cast<const sockaddr*>(&address), length) != 0) {
-      why = errno == EADDRINUSE
-                ? "the address is already in use (another server, or an "
-                  "earlier one still running?)"
-                : absl::StrCat("it is not an address of this host (bind: ",
-                               std::strerror(errno), ")");
-    }
-    close(fd);
-  }
-  return why;
-}
-
 }  // namespace
 
 // A connection's timing, as the watch sees it; guarded by the daemon's mu_.
 struct HttpDaemon::Connection {
   uint64_t id = 0;
   int fd = -1;
+  std::string client;        // who, found at accept; never changes
   sockaddr_storage local{};  // the address the client reached
   bool in_head = true;       // waiting for a request's head, since:
   absl::Time ready_since;
   bool in_body = false;  // taking a body, since its head:
   absl::Time body_since;
   uint64_t body_bytes = 0;
-  bool cut = false;  // closed for being too slow
+  bool cut = false;  // closed by the daemon: too slow, or over a cap
   // The request waiting for its answer, while the connection is suspended.
   std::shared_ptr<Exchange> waiting;
   // The handler's, on the connection's thread only.
@@ -121,6 +73,7 @@ struct HttpDaemon::Exchange final : HttpExchange {
   }
   bool host_allowed() const override { return host_allowed_; }
   int socket() const override { return connection->fd; }
+  const std::string& client() const override { return connection->client; }
   std::shared_ptr<void>& connection_state() override {
     return connection->handler_state;
   }
@@ -305,16 +258,21 @@ struct HttpDaemonCallbacks {
       socklen_t length = sizeof(connection->local);
       getsockname(connection->fd,
                   reinterpret_cast<sockaddr*>(&connection->local), &length);
+      connection->client = d->options_.client_of
+                               ? d->options_.client_of(connection->fd)
+                               : FarAddress(connection->fd);
       connection->ready_since = absl::Now();
       *socket_context = connection;
       d->stats_->connections.fetch_add(1, std::memory_order_relaxed);
       MutexLock lock(&d->mu_);
       connection->id = ++d->next_id_;
       d->connections_.push_back(connection);
+      d->Admit(connection);
       return;
     }
     auto* connection = static_cast<Connection*>(*socket_context);
     if (connection == nullptr) return;
+    d->caps_.Close(connection->id);
     d->stats_->connections.fetch_sub(1, std::memory_order_relaxed);
     // Before libmicrohttpd closes the descriptor: the watch never touches
     // a descriptor that may be another connection's by then.
@@ -328,7 +286,37 @@ struct HttpDaemonCallbacks {
 };
 
 HttpDaemon::HttpDaemon(const HttpDaemonOptions& options, HttpHandler* handler)
-    : options_(options), handler_(handler) {}
+    : options_(options),
+      handler_(handler),
+      caps_(options.max_connections, options.max_connections_per_client) {}
+
+void HttpDaemon::Admit(Connection* connection) {
+  const ConnectionCaps::Admission admission =
+      caps_.Open(connection->id, connection->client);
+  if (!admission.admitted) {
+    Close(connection);
+    stats_->over_client.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  if (!admission.evict.has_value()) return;
+  for (Connection* other : connections_) {
+    if (other->id != *admission.evict) continue;
+    // Its request, if one waits for its answer, is told its client has
+    // gone: its job is dropped.
+    if (other->waiting != nullptr) {
+      other->waiting->gone_.store(true, std::memory_order_release);
+      WatchSuspended(other, false);
+    }
+    Close(other);
+    stats_->evicted.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+void HttpDaemon::Close(Connection* connection) {
+  // libmicrohttpd sees the connection end, and closes it.
+  shutdown(connection->fd, SHUT_RDWR);
+  connection->cut = true;
+}
 
 HttpDaemon::~HttpDaemon() {
   if (daemon_ != nullptr) MHD_stop_daemon(daemon_);
@@ -368,9 +356,10 @@ absl::StatusOr<std::unique_ptr<HttpDaemon>> HttpDaemon::Start(
   std::vector<MHD_OptionItem> items = {
       {MHD_OPTION_SOCK_ADDR, 0, &*address},
       {MHD_OPTION_THREAD_POOL_SIZE, options.threads, nullptr},
-      {MHD_OPTION_CONNECTION_LIMIT, options.max_connections, nullptr},
-      {MHD_OPTION_PER_IP_CONNECTION_LIMIT, options.max_connections_per_address,
-       nullptr},
+      // The caps are the daemon's own (Admit), by client; libmicrohttpd's
+      // bound only keeps room for the connections they close to finish
+      // closing.
+      {MHD_OPTION_CONNECTION_LIMIT, options.max_connections + 256, nullptr},
       {MHD_OPTION_CONNECTION_TIMEOUT,
        static_cast<intptr_t>(
            std::max<int64_t>(1, absl::ToInt64Seconds(options.idle_timeout))),
@@ -452,9 +441,7 @@ void HttpDaemon::Watch() {
                   absl::Seconds(static_cast<double>(connection->body_bytes) /
                                 std::max<uint64_t>(1, options_.min_body_rate));
       if (slow_head || slow_body) {
-        // libmicrohttpd sees the connection end, and closes it.
-        shutdown(connection->fd, SHUT_RDWR);
-        connection->cut = true;
+        Close(connection);
         stats_->too_slow.fetch_add(1, std::memory_order_relaxed);
       }
     }

@@ -3,7 +3,10 @@
 // on it, so there is one set of connection limits and timeouts. A few
 // threads poll every connection (epoll): an idle or slow connection holds a
 // socket, never a thread. Each connection is bounded:
-//   - in number: in all, and from one client address (refused at accept);
+//   - in number: in all, and of one client (common/connection_caps.h: who
+//     the client is, the server says: a local user, an address, an IPv6
+//     /64); when all are taken, the newest connection of the client holding
+//     most is closed for a newcomer, so that a probe always gets in;
 //   - in time: an idle connection is closed; a request's head must arrive
 //     whole within head_timeout of the connection being ready for it
 //     (opened, or its last answer sent), and its body at min_body_rate on
@@ -20,6 +23,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -31,6 +35,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/connection_caps.h"
 
 struct MHD_Connection;
 struct MHD_Daemon;
@@ -43,10 +48,15 @@ struct HttpDaemonOptions {
   std::string flag;
   // Threads that poll the connections (and run what handlers do there).
   int threads = 4;
-  // Connections open at once, in all and from one client address; more
-  // are refused at accept.
+  // Connections open at once, in all and of one client (client_of); past
+  // the second a client's newcomer is refused at accept; past the first
+  // the newest connection of the client holding most is closed for it.
   int max_connections = 1024;
-  int max_connections_per_address = 64;
+  int max_connections_per_client = 64;
+  // Who the client at the far end of a connection's socket is, asked once
+  // a connection as it is accepted (on a polling thread); null: its
+  // address (an IPv6 /64 as one).
+  std::function<std::string(int fd)> client_of;
   // A connection that sends or reads nothing for this long is closed
   // (whole seconds).
   absl::Duration idle_timeout = absl::Seconds(15);
@@ -86,8 +96,10 @@ class HttpExchange {
   virtual absl::string_view query(const char* name) const = 0;
   // Whether its Host names this server (HttpDaemonOptions).
   virtual bool host_allowed() const = 0;
-  // The client's socket (for who it is).
+  // The client's socket, and who the client is (HttpDaemonOptions's
+  // client_of), found as its connection was accepted.
   virtual int socket() const = 0;
+  virtual const std::string& client() const = 0;
   // When its head had arrived.
   virtual absl::Time start() const = 0;
 
@@ -152,6 +164,10 @@ class HttpDaemon {
   struct Stats {
     std::atomic<int64_t> connections{0};  // open now
     std::atomic<uint64_t> too_slow{0};    // closed: head or body too slow
+    // Closed at accept, their client having its cap; and closed for a
+    // newcomer, their client holding the most.
+    std::atomic<uint64_t> over_client{0};
+    std::atomic<uint64_t> evicted{0};
   };
   std::shared_ptr<const Stats> stats() const { return stats_; }
 
@@ -162,6 +178,11 @@ class HttpDaemon {
   explicit HttpDaemon(const HttpDaemonOptions& options, HttpHandler* handler);
   friend struct HttpDaemonCallbacks;
 
+  // Counts a connection just accepted against its client's cap and all's,
+  // closing it, or another for it, when they are full.
+  void Admit(Connection* connection) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Closes `connection` (libmicrohttpd finds it closed and ends it).
+  void Close(Connection* connection) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The watch: cuts off connections too slow, notices clients gone.
   void Watch();
   void WatchSuspended(Connection* connection, bool on)
@@ -173,6 +194,7 @@ class HttpDaemon {
   int port_ = 0;
   const std::shared_ptr<Stats> stats_ = std::make_shared<Stats>();
 
+  ConnectionCaps caps_;
   mutable absl::Mutex mu_;
   std::vector<Connection*> connections_ ABSL_GUARDED_BY(mu_);
   uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 0;

@@ -95,7 +95,8 @@ absl::StatusOr<RunningServer> StartGrpcServer(
   if (!wiring.tls && !absl::StartsWith(options.address, "unix:")) {
     ListenerOptions listening;
     listening.handshake_timeout = options.handshake_timeout;
-    listening.max_per_address = options.max_connections_per_address;
+    listening.max_per_client = options.max_connections_per_client;
+    listening.max_total = options.max_connections;
     absl::StatusOr<std::unique_ptr<Listener>> listener =
         Listener::Bind(options.address, listening);
     if (!listener.ok()) return listener.status();

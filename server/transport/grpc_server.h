@@ -32,10 +32,14 @@ struct GrpcOptions {
   // bandwidth-delay probes). A message the server starts reading is let in
   // whole, whatever the window (--http2_window_kb).
   int http2_window_bytes = 1 << 20;
-  // Connections open at once from one client address; more are closed at
-  // accept (--max_connections_per_address). A plaintext TCP server's own
-  // listener keeps it; gRPC's TLS listener has no such bound.
-  int max_connections_per_address = 128;
+  // Connections open at once of one client (the user of a loopback
+  // connection, else its address, an IPv6 /64 as one); more are closed at
+  // accept (--max_connections_per_client). And in all: past it, the newest
+  // connection of the client holding most is closed for a newcomer
+  // (--max_connections). A plaintext TCP server's own listener keeps them;
+  // gRPC's TLS listener has no such bounds.
+  int max_connections_per_client = 128;
+  int max_connections = 10000;
 };
 
 // What the program wires into a gRPC server beside its options.

@@ -20,8 +20,10 @@
 #include <optional>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/connection_caps.h"
 #include "server/transport/address.h"
 #include "server/transport/peer_credentials.h"
 
@@ -42,35 +44,11 @@ void CloseAll(const std::vector<int>& fds) {
   for (int fd : fds) close(fd);
 }
 
-// A client's address, IPv4 as IPv4-mapped IPv6.
-using Address = std::array<uint8_t, 16>;
-
-std::optional<Address> PeerAddress(int fd) {
-  sockaddr_storage ss{};
-  socklen_t n = sizeof(ss);
-  if (getpeername(fd, reinterpret_cast<sockaddr*>(&ss), &n) != 0) {
-    return std::nullopt;
-  }
-  Address a{};
-  if (ss.ss_family == AF_INET) {
-    a[10] = a[11] = 0xff;
-    std::memcpy(a.data() + 12,
-                &reinterpret_cast<const sockaddr_in&>(ss).sin_addr, 4);
-  } else if (ss.ss_family == AF_INET6) {
-    std::memcpy(a.data(), &reinterpret_cast<const sockaddr_in6&>(ss).sin6_addr,
-                16);
-  } else {
-    return std::nullopt;
-  }
-  return a;
-}
-
 // A connection the listener took, until it is found closed: descriptor
 // `fd` is then no longer this socket (`inode`), or no longer established.
 struct Taken {
   int fd;
   ino_t inode;
-  Address from;
   bool Open() const {
     struct stat st;
     tcp_info info{};
@@ -79,6 +57,68 @@ struct Taken {
            getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &n) == 0 &&
            info.tcpi_state == TCP_ESTABLISHED;
   }
+};
+
+// The connections taken, counted by client while caps bound them.
+class TakenByClient {
+ public:
+  TakenByClient(const ListenerOptions& options, ListenerStats* stats)
+      : caps_(options.max_total, options.max_per_client), stats_(stats) {}
+
+  // Whether connection `fd` of `client` may be kept; when all are taken,
+  // another one is shut down for it (gRPC, or the wait for its preface,
+  // then finds it closed).
+  bool Admit(int fd, const std::string& client) {
+    const uint64_t id = ++next_id_;
+    ConnectionCaps::Admission admission = caps_.Open(id, client);
+    if (!admission.admitted && absl::Now() - tidied_ > kTidyPeriod) {
+      // Some of those counted may have closed since: look, and ask again.
+      Tidy();
+      admission = caps_.Open(id, client);
+    }
+    if (!admission.admitted) {
+      stats_->over_client.fetch_add(1, std::memory_order_relaxed);
+      return false;
+    }
+    if (admission.evict.has_value()) {
+      auto it = taken_.find(*admission.evict);
+      if (it != taken_.end() && it->second.Open()) {
+        shutdown(it->second.fd, SHUT_RDWR);
+        stats_->evicted.fetch_add(1, std::memory_order_relaxed);
+      }
+      if (it != taken_.end()) taken_.erase(it);
+    }
+    struct stat st;
+    taken_[id] = {fd, fstat(fd, &st) == 0 ? st.st_ino : 0};
+    if (taken_.size() >= tidy_at_) {
+      Tidy();
+      tidy_at_ = std::max<size_t>(64, 2 * taken_.size());
+    }
+    return true;
+  }
+
+ private:
+  // At most this often a refusal looks through every connection taken for
+  // closed ones (a client refused again and again costs no more).
+  static constexpr absl::Duration kTidyPeriod = absl::Milliseconds(100);
+
+  void Tidy() {
+    tidied_ = absl::Now();
+    for (auto it = taken_.begin(); it != taken_.end();) {
+      auto at = it++;
+      if (!at->second.Open()) {
+        caps_.Close(at->first);
+        taken_.erase(at);
+      }
+    }
+  }
+
+  ConnectionCaps caps_;
+  ListenerStats* const stats_;
+  absl::flat_hash_map<uint64_t, Taken> taken_;
+  uint64_t next_id_ = 0;
+  size_t tidy_at_ = 64;
+  absl::Time tidied_ = absl::InfinitePast();
 };
 
 // The soft limit on open files, or a large number if there is none.
@@ -182,18 +222,8 @@ void Listener::Run(grpc::Server* server) {
     close(fd);
     counter->fetch_add(1, std::memory_order_relaxed);
   };
-  // Connections taken, while max_per_address bounds them; looked through
-  // for closed ones when they double.
-  std::vector<Taken> taken;
-  size_t tidy_at = 64;
-  const auto tidy = [&taken](const Address* from) {
-    taken.erase(std::remove_if(taken.begin(), taken.end(),
-                               [from](const Taken& t) {
-                                 return (from == nullptr || t.from == *from) &&
-                                        !t.Open();
-                               }),
-                taken.end());
-  };
+  TakenByClient taken(options_, &stats_);
+  const bool capped = options_.max_per_client > 0 || options_.max_total > 0;
   std::vector<pollfd> polled;
   for (;;) {
     polled.clear();
@@ -265,26 +295,16 @@ void Listener::Run(grpc::Server* server) {
           drop(fd, &stats_.shed);
           continue;
         }
-        if (options_.max_per_address > 0) {
-          if (const std::optional<Address> from = PeerAddress(fd)) {
-            if (taken.size() >= tidy_at) {
-              tidy(nullptr);
-              tidy_at = std::max<size_t>(64, 2 * taken.size());
-            }
-            tidy(&*from);
-            if (std::count_if(taken.begin(), taken.end(), [&](const Taken& t) {
-                  return t.from == *from;
-                }) >= options_.max_per_address) {
-              drop(fd, &stats_.over_address);
-              continue;
-            }
-            struct stat st;
-            if (fstat(fd, &st) == 0) taken.push_back({fd, st.st_ino, *from});
-          }
+        // Who the client is, asked once a connection (a sock_diag query on
+        // loopback), and remembered for its calls: whatever a call on an
+        // earlier connection with this descriptor number was found to be
+        // is not this one's (PeerClient, CachedPeerUid).
+        const std::string client = SocketClient(fd);
+        if (capped && !taken.Admit(fd, client)) {
+          close(fd);
+          continue;
         }
-        // Whatever a call on an earlier connection with this descriptor
-        // number was found to be is not this one's (CachedPeerUid).
-        NewConnectionOnDescriptor(fd);
+        NewConnectionOnDescriptor(fd, client);
         if (pending.size() >= options_.max_pending) {
           drop(pending.front().fd, &stats_.shed);
           pending.pop_front();

@@ -12,9 +12,13 @@
 //   - closes a connection that has not sent the preface within
 //     `handshake_timeout`, or that sends something else, and holds at most
 //     `max_pending` such connections at once (the oldest goes first);
-//   - refuses a connection from an address that already has
-//     `max_per_address` open (waiting for their preface, or gRPC's), so
-//     that one client address cannot take every descriptor.
+//   - counts connections by client (common/connection_caps.h; the client
+//     as the shares know it: the user of a loopback connection, else the
+//     address, an IPv6 /64 as one), waiting for their preface or gRPC's:
+//     a client that has `max_per_client` open has its newcomer refused;
+//     when `max_total` are open, the newest connection of the client
+//     holding most is closed for a newcomer of another. One user on many
+//     source addresses cannot take every descriptor while others wait.
 #ifndef PTOSERVE_SERVER_TRANSPORT_LISTENER_H_
 #define PTOSERVE_SERVER_TRANSPORT_LISTENER_H_
 
@@ -37,16 +41,18 @@ struct ListenerOptions {
   size_t max_pending = 1024;
   int reserve_fds = 64;
   // 0: no bound.
-  int max_per_address = 0;
+  int max_per_client = 0;
+  int max_total = 0;
 };
 
 // What the listener has done, for metrics and tests.
 struct ListenerStats {
-  std::atomic<uint64_t> accepted{0};      // handed to gRPC
-  std::atomic<uint64_t> shed{0};          // closed for want of descriptors
-  std::atomic<uint64_t> timed_out{0};     // closed: no preface in time
-  std::atomic<uint64_t> rejected{0};      // closed: not HTTP/2, or closed early
-  std::atomic<uint64_t> over_address{0};  // closed: its address had enough
+  std::atomic<uint64_t> accepted{0};     // handed to gRPC
+  std::atomic<uint64_t> shed{0};         // closed for want of descriptors
+  std::atomic<uint64_t> timed_out{0};    // closed: no preface in time
+  std::atomic<uint64_t> rejected{0};     // closed: not HTTP/2, or closed early
+  std::atomic<uint64_t> over_client{0};  // closed: its client had enough
+  std::atomic<uint64_t> evicted{0};      // closed for another client's newcomer
 };
 
 class Listener {

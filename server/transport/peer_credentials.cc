@@ -243,12 +243,12 @@ absl::flat_hash_map<int, Remembered>& RememberedUsers()
 
 }  // namespace
 
-void NewConnectionOnDescriptor(int fd) {
+void NewConnectionOnDescriptor(int fd, std::optional<std::string> client) {
   MutexLock lock(&remembered_mu);
   Remembered& r = RememberedUsers()[fd];
   ++r.connection;
   r.uid.reset();
-  r.client.reset();
+  r.client = std::move(client);
 }
 
 absl::StatusOr<uid_t> CachedPeerUid(absl::string_view peer) {
@@ -285,11 +285,15 @@ bool IsLoopback(const Endpoint& e) {
 }
 
 // "192.0.2.7" for an IPv4 (or IPv4-mapped) address, "2001:db8::7" else.
+bool IsV4Mapped(const Endpoint& e) {
+  return e.address[10] == 0xff && e.address[11] == 0xff &&
+         std::all_of(e.address.begin(), e.address.begin() + 10,
+                     [](uint8_t b) { return b == 0; });
+}
+
 std::string AddressText(const Endpoint& e) {
   char text[INET6_ADDRSTRLEN] = "";
-  if (e.address[10] == 0xff && e.address[11] == 0xff &&
-      std::all_of(e.address.begin(), e.address.begin() + 10,
-                  [](uint8_t b) { return b == 0; })) {
+  if (IsV4Mapped(e)) {
     inet_ntop(AF_INET, e.address.data() + 12, text, sizeof text);
   } else {
     inet_ntop(AF_INET6, e.address.data(), text, sizeof text);
@@ -309,6 +313,13 @@ std::string ClientAt(const Endpoint& e, const Tables& tables) {
         std::all_of(sockets.begin(), sockets.end(),
                     [&](const Socket& s) { return s.uid == sockets[0].uid; });
     if (one_user) return absl::StrCat("user ", sockets[0].uid);
+  }
+  // An IPv6 host has a /64 to take addresses from: all of it is one
+  // client.
+  if (!IsV4Mapped(e)) {
+    Endpoint prefix = e;
+    std::fill(prefix.address.begin() + 8, prefix.address.end(), 0);
+    return absl::StrCat("address ", AddressText(prefix), "/64");
   }
   return absl::StrCat("address ", AddressText(e));
 }

@@ -13,6 +13,7 @@
 
 #include <sys/types.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,9 +42,11 @@ absl::StatusOr<uid_t> PeerUid(absl::string_view peer);
 absl::StatusOr<uid_t> CachedPeerUid(absl::string_view peer);
 
 // Descriptor `fd` holds a new connection from now on: CachedPeerUid looks
-// its user up again. Called by the listener for each connection it
-// accepts, before gRPC can see it. Thread-safe.
-void NewConnectionOnDescriptor(int fd);
+// its user up again, and PeerClient answers `client` (SocketClient's, found
+// by the caller) without a lookup, or looks it up if none is given. Called
+// by the listener for each connection it accepts, before gRPC can see it.
+// Thread-safe.
+void NewConnectionOnDescriptor(int fd, std::optional<std::string> client = {});
 
 // The same, looked up in `tcp` and `tcp6`, the texts of /proc/net/tcp and
 // /proc/net/tcp6.

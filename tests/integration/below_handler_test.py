@@ -12,6 +12,7 @@ The attacker runs in a process of its own (this file, run as
 user (other_user.py), so that its work never slows the victim's
 measurement and the two are two clients. Needs root for that."""
 
+import http.client
 import os
 import resource
 import select
@@ -21,6 +22,7 @@ import sys
 import threading
 import time
 import unittest
+import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import other_user  # noqa: E402
@@ -233,6 +235,149 @@ class BelowTheHandlerTest(unittest.TestCase):
         if not SANITIZED:
             self.assertLess(grown, 4 * 128)
             self.assertGreater(sent, 128)
+
+
+def http_get(url, path, timeout=BOUND_S):
+    """GET `path` on a new connection of this process's user: its status,
+    or 0 when the server closed the connection instead."""
+    parts = urllib.parse.urlsplit(url)
+    conn = http.client.HTTPConnection(parts.hostname, parts.port,
+                                      timeout=timeout)
+    try:
+        conn.request("GET", path)
+        answer = conn.getresponse()
+        answer.read()
+        return answer.status
+    except (OSError, http.client.HTTPException):
+        return 0
+    finally:
+        conn.close()
+
+
+def hold_http(url, n, addresses):
+    """`n` idle connections of another user to `url`, from `addresses`
+    loopback addresses in turn (127.0.0.2, ...), each having sent nothing:
+    what one user on many source addresses can hold. The ones the server
+    closed at once are closed here too; returns the rest."""
+    parts = urllib.parse.urlsplit(url)
+    held = []
+    for i in range(n):
+        source = f"127.0.0.{2 + i % addresses}"
+        try:
+            held.append(other_user.connect_as(
+                other_user.OTHER_USER, parts.hostname, parts.port, BOUND_S,
+                source=source))
+        except OSError:
+            pass
+    return held
+
+
+def still_open(sockets):
+    """How many of `sockets` the server has not closed."""
+    count = 0
+    for s in sockets:
+        s.settimeout(0)
+        try:
+            count += s.recv(1) != b""
+        except BlockingIOError:
+            count += 1
+        except OSError:
+            pass
+    return count
+
+
+@unittest.skipUnless(other_user.available(), "needs root, to connect as "
+                     "another user")
+class OneUserManyAddressesTest(unittest.TestCase):
+    """Connection caps count clients as the shares do: one user on many
+    source addresses is one client, and when every connection is taken the
+    client holding most gives way, so that another client, and a probe,
+    always gets in."""
+
+    def start(self, *flags):
+        server, found = start_and_read(
+            ["--address=127.0.0.1:0", "--metrics_address=127.0.0.1:0",
+             "--http_address=127.0.0.1:0", *flags],
+            {"address": "listening on ", "http": "HTTP/JSON API on ",
+             "metrics": "metrics on "})
+        self.addCleanup(stop_server, server, 30)
+        return found["address"], found["http"], found["metrics"]
+
+    def test_one_user_has_its_http_share_however_many_addresses(self):
+        _, url, metrics = self.start("--http_max_connections=64",
+                                     "--http_max_connections_per_client=16")
+        held = hold_http(url, 80, 20)
+        self.addCleanup(lambda: [s.close() for s in held])
+        wait_for("the server to close what is over the cap",
+                 lambda: still_open(held) <= 16)
+        kept = still_open(held)
+        probes = [http_get(url, "/v2/health/ready") for _ in range(20)]
+        self.assertEqual(probes, [200] * 20)
+        scrape_ok = [http_get(metrics, "/metrics") for _ in range(5)]
+        self.assertEqual(scrape_ok, [200] * 5)
+        print(f"80 connections of one user from 20 addresses: {kept} kept; "
+              f"readiness {probes.count(200)} of 20", file=sys.stderr)
+        self.assertEqual(kept, 16)
+
+    def test_when_all_are_taken_the_client_holding_most_gives_way(self):
+        _, url, metrics = self.start("--http_max_connections=32",
+                                     "--http_max_connections_per_client=32")
+        held = hold_http(url, 32, 8)
+        self.addCleanup(lambda: [s.close() for s in held])
+        wait_for("every connection taken", lambda: scrape(metrics).get(
+            "ptoserve_http_connections", 0) >= 32)
+        # Each probe is a newcomer of another client: one of the attacker's
+        # connections is closed for it, and it is answered.
+        probes = [http_get(url, "/v2/health/ready") for _ in range(10)]
+        self.assertEqual(probes, [200] * 10)
+        self.assertLess(still_open(held), 32)
+
+    def test_one_user_has_its_grpc_share_however_many_addresses(self):
+        address, url, _ = self.start("--max_connections=24",
+                                     "--max_connections_per_client=8")
+        held = []
+        self.addCleanup(lambda: [c.close() for c in held])
+        statuses = []
+        for i in range(20):
+            try:
+                c = raw_grpc.Connection(address, uid=other_user.OTHER_USER,
+                                        source=f"127.0.0.{2 + i}")
+            except OSError:
+                statuses.append("closed")
+                continue
+            held.append(c)
+            try:
+                answer = c.call("/grpc.health.v1.Health/Check",
+                                raw_grpc.frame(b""))
+                statuses.append("closed" if answer.reset else answer.status)
+            except OSError:
+                statuses.append("closed")
+        self.assertEqual(statuses.count("0"), 8, statuses)
+        # Another user is served, on as many connections as it likes up to
+        # its own cap.
+        import numpy as np
+        from ptoserve_client import Client
+        a = np.arange(64, dtype=np.int32).reshape(4, 16)
+        for _ in range(8):
+            with Client(address) as client:
+                self.assertTrue(np.array_equal(client.tand(a, 7).dst, a & 7))
+
+    def test_a_full_grpc_listener_makes_room_for_another_client(self):
+        address, _, _ = self.start("--max_connections=16",
+                                   "--max_connections_per_client=16")
+        held = []
+        self.addCleanup(lambda: [c.close() for c in held])
+        for i in range(16):
+            c = raw_grpc.Connection(address, uid=other_user.OTHER_USER,
+                                    source=f"127.0.0.{2 + i % 4}")
+            held.append(c)
+            self.assertEqual(c.call("/grpc.health.v1.Health/Check",
+                                    raw_grpc.frame(b"")).status, "0")
+        import numpy as np
+        from ptoserve_client import Client
+        a = np.arange(64, dtype=np.int32).reshape(4, 16)
+        with Client(address) as client:
+            self.assertTrue(np.array_equal(client.tand(a, 7).dst, a & 7))
 
 
 def cpu_seconds(pid):

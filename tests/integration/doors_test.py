@@ -438,14 +438,15 @@ class DoorsTest(unittest.TestCase):
         self.assertEqual(figures["errors"], 0)
         self.assertLess(figures["p99_us"] / 1e6, GRPC_P99_S)
 
-    def test_one_address_has_at_most_its_connections(self):
-        self.start("--max_connections_per_address=4")
+    def test_one_client_has_at_most_its_connections(self):
+        self.start("--max_connections_per_client=4")
 
-        def health(source=None):
+        def health(source=None, uid=None):
             """The health service's answer on a new connection ("closed":
             the server closed it first)."""
             try:
-                conn = raw_grpc.Connection(self.address, source=source)
+                conn = raw_grpc.Connection(self.address, source=source,
+                                           uid=uid)
             except OSError:
                 return "closed", None
             try:
@@ -457,10 +458,12 @@ class DoorsTest(unittest.TestCase):
                 return "closed", None
         held = [health() for _ in range(4)]
         self.assertEqual([status for status, _ in held], ["0"] * 4)
-        # A fifth from the same address is closed as it is accepted.
+        # A fifth of the same user is closed as it is accepted, from
+        # another address too: the client is the user, not its address.
         self.assertEqual(health()[0], "closed")
-        # Another address is not held back by this one's.
-        status, other = health(source="127.0.0.2")
+        self.assertEqual(health(source="127.0.0.2")[0], "closed")
+        # Another user is not held back by this one.
+        status, other = health(uid=other_user.OTHER_USER)
         self.assertEqual(status, "0")
         other.close()
         # One closed makes room for another.

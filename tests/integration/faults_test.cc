@@ -919,8 +919,8 @@ TEST(FaultsTest, ThousandsOfIdleConnectionsDoNotExhaustTheServer) {
   ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &files), 0);
   ASSERT_GE(files.rlim_cur, rlim_t{kConnections + 500})
       << "this test needs ulimit -n of at least " << kConnections + 500;
-  // All of them from one address, which by default may have 128.
-  ServerProcess server({"--max_connections_per_address=4096"});
+  // All of them of one client (this user), which by default may have 128.
+  ServerProcess server({"--max_connections_per_client=4096"});
   auto working = OwnChannel(server.address());
   ExpectStillCorrect(working, 70);
   const ProcessStats before = ReadProcessStats(server.pid());

@@ -14,6 +14,7 @@ import random
 import socket
 import ssl
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -22,6 +23,9 @@ import urllib.parse
 import urllib.request
 
 from server_process import start_server_with_http
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import other_user  # noqa: E402
 
 SERVER = os.environ.get("PTOSERVE_BINARY", "server/ptoserve")
 # Every wait below ends by itself: a state reached or this bound passed.
@@ -133,7 +137,7 @@ class HttpApiTest(unittest.TestCase):
     def setUpClass(cls):
         cls.proc, cls.url, cls.metrics = start(
             "--max_message_mb=1", "--http_idle_timeout=1s",
-            "--http_max_connections_per_address=8")
+            "--http_max_connections_per_client=8")
 
     @classmethod
     def tearDownClass(cls):
@@ -339,20 +343,24 @@ class HttpApiTest(unittest.TestCase):
                          "a")
         self.assertHealthy()
 
-    def test_slow_and_idle_clients_hold_no_thread_and_one_address_is_capped(
+    @unittest.skipUnless(other_user.available(), "needs root, to connect as "
+                         "another user")
+    def test_slow_and_idle_clients_hold_no_thread_and_one_client_is_capped(
             self):
-        # From 127.0.0.2: four connections that send nothing and four that
-        # dribble a head a byte at a time, the address's whole allowance
-        # (8). Meanwhile 127.0.0.1 is served; a ninth connection from
-        # 127.0.0.2 is refused; the idle four are closed once they have
-        # been idle for --http_idle_timeout (1 s).
+        # Another user, from 127.0.0.2: four connections that send nothing
+        # and four that dribble a head a byte at a time, that client's whole
+        # allowance (8). Meanwhile this user is served; a ninth connection
+        # of the other user, from another address (127.0.0.3), is refused:
+        # a client is its user, whatever its address; the idle four are
+        # closed once they have been idle for --http_idle_timeout (1 s).
         parts = urllib.parse.urlsplit(self.url)
         target = (parts.hostname, parts.port)
-        other = ("127.0.0.2", 0)
-        idle = [socket.create_connection(target, source_address=other)
-                for _ in range(4)]
-        slow = [socket.create_connection(target, source_address=other)
-                for _ in range(4)]
+
+        def other(source):
+            return other_user.connect_as(other_user.OTHER_USER, *target,
+                                         BOUND_S, source=source)
+        idle = [other("127.0.0.2") for _ in range(4)]
+        slow = [other("127.0.0.2") for _ in range(4)]
         try:
             head = b"GET /v1/health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Pad: "
             for s in slow:
@@ -361,15 +369,14 @@ class HttpApiTest(unittest.TestCase):
                 self.wait_for_connections(8), 8,
                 "the server should hold the eight connections")
             self.assertHealthy()
-            ninth = socket.create_connection(target, source_address=other,
-                                             timeout=BOUND_S)
+            ninth = other("127.0.0.3")
             with ninth:
                 ninth.sendall(b"GET /v1/health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
                 try:
                     answer = ninth.recv(4096)
                 except ConnectionResetError:
                     answer = b""
-                self.assertEqual(answer, b"", "over the address's allowance")
+                self.assertEqual(answer, b"", "over the client's allowance")
             closed = set()
             deadline = time.monotonic() + BOUND_S
             while len(closed) < 4 and time.monotonic() < deadline:

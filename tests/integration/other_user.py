@@ -19,10 +19,11 @@ def available():
     return os.geteuid() == 0
 
 
-def connect_as(uid, host, port, timeout):
+def connect_as(uid, host, port, timeout, source=None):
     """A TCP socket connected to (host, port) whose owner in the kernel's
     socket tables is `uid`: it is made while this thread's file-system user
-    is `uid` (setfsuid is the calling thread's alone). REQUIRES: root."""
+    is `uid` (setfsuid is the calling thread's alone); from address
+    `source` (e.g. 127.0.0.2) if given. REQUIRES: root."""
     if not available():
         raise PermissionError("needs root, to make another user's socket")
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
@@ -32,5 +33,7 @@ def connect_as(uid, host, port, timeout):
     finally:
         _libc.setfsuid(before)
     sock.settimeout(timeout)
+    if source is not None:
+        sock.bind((source, 0))
     sock.connect((host, port))
     return sock

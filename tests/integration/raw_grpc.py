@@ -83,7 +83,8 @@ class Connection:
                 (host, int(port)), timeout=CALL_TIMEOUT_S,
                 source_address=(source, 0) if source else None)
         else:
-            sock = other_user.connect_as(uid, host, int(port), CALL_TIMEOUT_S)
+            sock = other_user.connect_as(uid, host, int(port), CALL_TIMEOUT_S,
+                                         source=source)
         if tls_ca:
             context = ssl.create_default_context(cafile=tls_ca)
             context.check_hostname = False

@@ -116,10 +116,16 @@ TEST(PeerClientInTest, NamesLoopbackUsersAndOtherAddresses) {
             "address 192.0.2.7");
   EXPECT_EQ(PeerClientIn("ipv4:192.0.2.7:5678", tcp, tcp6),
             "address 192.0.2.7");
+  // An IPv6 address is its /64: a host has all of it to take addresses
+  // from.
   EXPECT_EQ(PeerClientIn("ipv6:[2001:db8::7]:1234", tcp, tcp6),
-            "address 2001:db8::7");
+            "address 2001:db8::/64");
   EXPECT_EQ(PeerClientIn("ipv6:%5B2001:db8::7%5D:1234", tcp, tcp6),
-            "address 2001:db8::7");
+            "address 2001:db8::/64");
+  EXPECT_EQ(PeerClientIn("ipv6:[2001:db8::ffff:1:2:3]:1", tcp, tcp6),
+            "address 2001:db8::/64");
+  EXPECT_EQ(PeerClientIn("ipv6:[2001:db8:0:1::7]:1", tcp, tcp6),
+            "address 2001:db8:0:1::/64");
   EXPECT_EQ(PeerClientIn("ipv6:[::ffff:192.0.2.7]:1", tcp, tcp6),
             "address 192.0.2.7");
   // Not TCP: the peer as gRPC names it.
@@ -135,9 +141,9 @@ TEST(EstablishedConnectionsOnPortTest, CountsThisProcesssOwnConnections) {
   sockaddr_in address{};
   address.sin_family = AF_INET;
   address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(bind(listening, reinterpret_cast<sockaddr*>(&address),
-                 sizeof(address)),
-            0);
+  ASSERT_EQ(
+      bind(listening, reinterpret_cast<sockaddr*>(&address), sizeof(address)),
+      0);
   ASSERT_EQ(listen(listening, 4), 0);
   socklen_t n = sizeof(address);
   getsockname(listening, reinterpret_cast<sockaddr*>(&address), &n);
@@ -146,16 +152,15 @@ TEST(EstablishedConnectionsOnPortTest, CountsThisProcesssOwnConnections) {
   std::vector<int> fds;
   for (int i = 0; i < 2; ++i) {
     const int client = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    ASSERT_EQ(connect(client, reinterpret_cast<sockaddr*>(&address),
-                      sizeof(address)),
-              0);
+    ASSERT_EQ(
+        connect(client, reinterpret_cast<sockaddr*>(&address), sizeof(address)),
+        0);
     fds.push_back(client);
     fds.push_back(accept4(listening, nullptr, nullptr, SOCK_CLOEXEC));
     ASSERT_GE(fds.back(), 0);
   }
   EXPECT_EQ(EstablishedConnectionsOnPort(port), 2);
-  EXPECT_EQ(EstablishedConnectionsOnPort(port + 1 == 65536 ? 1 : port + 1),
-            0);
+  EXPECT_EQ(EstablishedConnectionsOnPort(port + 1 == 65536 ? 1 : port + 1), 0);
   // One closed by its client: its accepted end is no longer established.
   close(fds[0]);
   EXPECT_EQ(EstablishedConnectionsOnPort(port), 1);
