@@ -49,6 +49,9 @@ ABSL_FLAG(std::string, address, "127.0.0.1:50051",
           "clients.");
 ABSL_FLAG(std::string, default_target, "host",
           "Target for jobs that leave it unset: host, a2a3 or a5.");
+ABSL_FLAG(From1To1M, max_json_kb, 1024,
+          "The largest job in JSON (an HTTP/JSON API body), in KiB: what one "
+          "body costs a decoder. A larger job goes as protobuf, over gRPC.");
 ABSL_FLAG(From1To1024, max_message_mb, 64,
           "Largest request or response message, in MiB; larger ones get "
           "RESOURCE_EXHAUSTED.");
@@ -100,12 +103,9 @@ ABSL_FLAG(From0To1M, max_client_memory_mb, 0,
           "clients go on.");
 ABSL_FLAG(From0To1M, grpc_memory_mb, 0,
           "What gRPC may hold, in MiB, for requests no handler has taken yet "
-          "(messages still arriving, connections' buffers), all connections "
-          "together; counted from the socket, before --memory_budget_mb "
-          "sees a request. Near it gRPC lets clients send no faster than "
-          "calls are read; at it, it resets calls and connections. 0: a "
-          "quarter of --memory_budget_mb, and at least two messages of "
-          "--max_message_mb.");
+          "(messages arriving, connections' buffers); at it, gRPC resets "
+          "calls and connections. 0: a quarter of --memory_budget_mb, at "
+          "least two messages of --max_message_mb.");
 ABSL_FLAG(absl::Duration, max_job_time, absl::Minutes(2),
           "The longest any job may take from its arrival to its answer, on "
           "every door: a caller's deadline or timeout longer than this, or "
@@ -222,11 +222,9 @@ ABSL_FLAG(std::string, log_format, "text",
           "call's door, method, peer, client, code, duration_ms, bytes_in, "
           "bytes_out, message).");
 ABSL_FLAG(From1To1M, log_rate, 100,
-          "The most log lines written a second for one client (as the "
-          "shares know it); its lines past it are dropped and counted "
-          "(ptoserve_log_lines_dropped_total), and how many is said once "
-          "one of its lines is written again. The server's own lines and "
-          "warnings are never dropped.");
+          "The most log lines written a second for one client; its lines "
+          "past it are dropped and counted (ptoserve_log_lines_dropped_total)"
+          ". The server's own lines and warnings are never dropped.");
 ABSL_FLAG(absl::Duration, shutdown_grace, absl::Seconds(10),
           "On SIGINT/SIGTERM, after the lame-duck period, how long calls in "
           "flight may take to finish before they are cancelled.");
@@ -396,6 +394,7 @@ ServerOptions OptionsFromFlags(Target default_target) {
   o.scheduling.priority_aging =
       absl::Milliseconds(absl::GetFlag(FLAGS_priority_aging_ms).value);
   o.limits.max_message_bytes = Bytes(absl::GetFlag(FLAGS_max_message_mb), 20);
+  o.limits.max_json_bytes = Bytes(absl::GetFlag(FLAGS_max_json_kb), 10);
   o.limits.max_job_bytes = Bytes(absl::GetFlag(FLAGS_max_job_mb), 20);
   o.limits.memory_budget_bytes =
       Bytes(absl::GetFlag(FLAGS_memory_budget_mb), 20);

@@ -169,6 +169,13 @@ std::string PeerOf(int fd) {
                                   : absl::StrCat("ipv4:", host, ":", port);
 }
 
+// The flag that bounds a JSON body, as its refusal names it.
+absl::string_view BodyLimitFlag(const ServiceLimits& limits) {
+  return limits.max_json_bytes < limits.max_message_bytes
+             ? "--max_json_kb: a larger job goes as protobuf, over gRPC"
+             : "--max_message_mb";
+}
+
 }  // namespace
 
 absl::Status HttpApi::Admit(HttpExchange* exchange, Call* call) const {
@@ -218,12 +225,12 @@ absl::Status HttpApi::Admit(HttpExchange* exchange, Call* call) const {
     if (!d.ok()) return d.status();
     call->info.deadline = exchange->start() + *d;
   }
-  const uint64_t limit =
-      parts_.intake->dispatcher()->limits().max_message_bytes;
-  call->body.emplace(BodyFormat::kJson, parts_.budget, call->info.share, limit);
+  const ServiceLimits& limits = parts_.intake->dispatcher()->limits();
+  call->body.emplace(BodyFormat::kJson, parts_.budget, call->info.share,
+                     std::min(limits.max_json_bytes, limits.max_message_bytes));
   uint64_t declared = 0;
   if (absl::SimpleAtoi(exchange->header("Content-Length"), &declared)) {
-    return call->body->Expect(declared, "--max_message_mb");
+    return call->body->Expect(declared, BodyLimitFlag(limits));
   }
   return absl::OkStatus();
 }
@@ -301,7 +308,8 @@ void HttpApi::OnBody(const std::shared_ptr<HttpExchange>& exchange,
                      absl::string_view piece) {
   auto* call = static_cast<Call*>(exchange->state.get());
   if (!call->body.has_value()) return;
-  if (absl::Status taken = call->body->Append(piece, "--max_message_mb");
+  if (absl::Status taken = call->body->Append(
+          piece, BodyLimitFlag(parts_.intake->dispatcher()->limits()));
       !taken.ok()) {
     call->body->Discard();
     Refuse(exchange.get(), call, taken);

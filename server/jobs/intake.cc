@@ -227,7 +227,7 @@ absl::Status Intake::Offload(const CallInfo& call, uint64_t bytes,
         }
         hold->Release();
       },
-      call.share.get());
+      call.share.get(), bytes);
   absl::Status refused;
   switch (posted) {
     case TaskPool::Posted::kQueued:

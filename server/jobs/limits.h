@@ -14,6 +14,11 @@ namespace ptoserve {
 struct ServiceLimits {
   // The largest request or answer, on every door (--max_message_mb).
   uint64_t max_message_bytes = uint64_t{64} << 20;
+  // The largest job in JSON (the HTTP API's bodies; --max_json_kb).
+  // protobuf's JSON parser reads numbers at about 5 MB/s, so this bounds
+  // what one body costs a decoder: about 0.2 s. A larger job goes as
+  // protobuf, over gRPC.
+  uint64_t max_json_bytes = uint64_t{1} << 20;
   // What one job may hold: its request, the tiles the server makes, its
   // result built and serialized (--max_job_mb).
   uint64_t max_job_bytes = uint64_t{256} << 20;

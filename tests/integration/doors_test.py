@@ -184,8 +184,9 @@ def attack(name, target, n):
     answered = [0] * n
     stopping = threading.Event()
     if name == "json-bodies":
-        # 1 MiB of numbers in one tile's values, sent again once answered.
-        body = (b'{"tiles": {"a": {"values": [' + b"1," * ((1 << 19) - 1) +
+        # Just under 1 MiB of numbers in one tile's values (the most a JSON
+        # body may have, --max_json_kb), sent again once answered.
+        body = (b'{"tiles": {"a": {"values": [' + b"1," * ((1 << 19) - 64) +
                 b'1]}}}')
 
         def work(i):
@@ -279,8 +280,9 @@ class DoorsTest(unittest.TestCase):
 
     def test_a_trickled_body_holds_what_it_sent_and_is_cut_off(self):
         # Twelve bodies that declare 64 MiB each (768 MiB: the whole budget)
-        # and send a byte every half second.
-        self.start("--http_head_timeout=2s")
+        # and send a byte every half second, JSON bodies being allowed that
+        # large (by default they are refused on their head, over 1 MiB).
+        self.start("--http_head_timeout=2s", "--max_json_kb=65536")
         bodies = [other_users_socket(self.url) for _ in range(12)]
         for s in bodies:
             s.sendall(post_head(64 << 20) + b"{")

@@ -443,7 +443,8 @@ class BudgetTest(unittest.TestCase):
         # 64 MiB budget, 16 MiB a client: a 1 MiB body reserves 20 MiB
         # while it parses, over the share; a small job still runs.
         proc, url, metrics = start("--memory_budget_mb=64", "--max_job_mb=16",
-                                   "--max_client_memory_mb=16")
+                                   "--max_client_memory_mb=16",
+                                   "--max_json_kb=65536")
         try:
             big = json.loads(json.dumps(TXOR_A2A3))
             big["id"] = "x" * (1 << 20)

@@ -1,5 +1,5 @@
-// The task pool: clients take turns, each holds at most its part of the
-// queue, and shutting down runs what was queued.
+// The task pool: clients take turns by cost, each holds at most its part of
+// the queue, and shutting down runs what was queued.
 #include "server/jobs/task_pool.h"
 
 #include <gmock/gmock.h>
@@ -69,6 +69,54 @@ TEST_F(TaskPoolTest, ClientsTakeTurnsOneTaskEach) {
   release_.Notify();
   pool.Shutdown();
   EXPECT_THAT(log_.names(), ElementsAre("a1", "b1", "a2", "b2", "a3", "a4"));
+}
+
+TEST_F(TaskPoolTest, TurnsAreSharedByCostNotByCount) {
+  // a's tasks cost 1,000 each, b's 10: once a has had one, b's five run
+  // (50 in all) before a's second.
+  TaskPool pool(1, 100);
+  Hold(&pool);
+  for (int i = 1; i <= 2; ++i) {
+    ASSERT_EQ(pool.Post(log_.Task("a" + std::to_string(i)), &a_, 1000),
+              Posted::kQueued);
+  }
+  for (int i = 1; i <= 5; ++i) {
+    ASSERT_EQ(pool.Post(log_.Task("b" + std::to_string(i)), &b_, 10),
+              Posted::kQueued);
+  }
+  release_.Notify();
+  pool.Shutdown();
+  EXPECT_THAT(log_.names(),
+              ElementsAre("a1", "b1", "b2", "b3", "b4", "b5", "a2"));
+}
+
+TEST_F(TaskPoolTest, AClientRunsOnAllThreadsButOne) {
+  // Two threads: a's two long tasks run one at a time, so that b's task
+  // finds a thread free while a's first still runs.
+  TaskPool pool(2, 100);
+  absl::Notification a1_running, b1_ran, release_a1;
+  ASSERT_EQ(pool.Post(
+                [&] {
+                  a1_running.Notify();
+                  release_a1.WaitForNotification();
+                },
+                &a_, 1000),
+            Posted::kQueued);
+  a1_running.WaitForNotification();
+  ASSERT_EQ(pool.Post(log_.Task("a2"), &a_, 1000), Posted::kQueued);
+  ASSERT_EQ(pool.Post(
+                [&] {
+                  log_.Task("b1")();
+                  b1_ran.Notify();
+                },
+                &b_, 10),
+            Posted::kQueued);
+  // b1 runs beside a1; a2 waits for a1, on whichever thread frees.
+  EXPECT_TRUE(b1_ran.WaitForNotificationWithTimeout(absl::Seconds(30)));
+  EXPECT_THAT(log_.names(), ElementsAre("b1"));
+  release_a1.Notify();
+  pool.Shutdown();
+  EXPECT_THAT(log_.names(), ElementsAre("b1", "a2"));
 }
 
 TEST_F(TaskPoolTest, OneClientHoldsAtMostItsPartOfTheQueue) {
