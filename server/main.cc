@@ -152,6 +152,10 @@ ABSL_FLAG(std::string, auth_token_file, "",
           "File of bearer tokens, one per line: TileCompute calls must send "
           "\"authorization: Bearer <token>\" (else UNAUTHENTICATED). The "
           "health service stays open for probes.");
+ABSL_FLAG(std::string, trusted_proxies, "",
+          "Proxies (addresses or prefixes, comma-separated) whose "
+          "X-Forwarded-For names each request's client; each of their "
+          "connections counts as a client of its own.");
 ABSL_FLAG(bool, reflection, true,
           "Serve gRPC server reflection (grpcurl list/describe); with "
           "--auth_token_file it asks for a token too.");
@@ -199,14 +203,11 @@ ABSL_FLAG(absl::Duration, max_connection_idle, absl::Minutes(10),
           "A connection with no call for this long is closed (clients "
           "reconnect when they next call).");
 ABSL_FLAG(From1To1M, max_connections_per_client, 128,
-          "gRPC connections open at once of one client (the user of a "
-          "loopback connection, else the address, an IPv6 /64 as one); more "
-          "are closed as they are accepted (plaintext; with TLS gRPC's own "
-          "listener takes connections, unbounded).");
+          "gRPC connections open at once of one client (its user on "
+          "loopback, else its address, an IPv6 /64 as one); plaintext only.");
 ABSL_FLAG(From1To1M, max_connections, 10000,
-          "gRPC connections open at once; past it, the newest connection of "
-          "the client holding most is closed for a newcomer of another "
-          "(plaintext).");
+          "gRPC connections open at once; past it, the client holding most "
+          "gives way to a newcomer (plaintext only).");
 ABSL_FLAG(From0To65536, http2_window_kb, 1024,
           "The HTTP/2 flow-control window each gRPC call gets for request "
           "bytes the server has not read yet, in KiB, fixed (0: gRPC's own, "
@@ -421,6 +422,7 @@ ServerOptions OptionsFromFlags(Target default_target) {
   o.tls = {absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key),
            absl::GetFlag(FLAGS_tls_client_ca)};
   o.auth_token_file = absl::GetFlag(FLAGS_auth_token_file);
+  o.trusted_proxies = absl::GetFlag(FLAGS_trusted_proxies);
   o.tls_client_names = absl::StrSplit(absl::GetFlag(FLAGS_tls_client_names),
                                       ',', absl::SkipEmpty());
   o.reflection = absl::GetFlag(FLAGS_reflection);

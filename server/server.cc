@@ -28,6 +28,7 @@
 #include "server/rpc/shared_memory_service.h"
 #include "server/rpc/tile_compute_service.h"
 #include "server/transport/address.h"
+#include "server/transport/client_address.h"
 #include "server/transport/grpc_server.h"
 #include "server/transport/peer_credentials.h"
 #include "server/transport/reflection.h"
@@ -124,6 +125,13 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
     return absl::InvalidArgumentError(
         "--tls_client_names needs --tls_client_ca (mutual TLS)");
   }
+  absl::StatusOr<std::vector<AddressPrefix>> proxies =
+      ParseAddressPrefixes(options.trusted_proxies);
+  if (!proxies.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--trusted_proxies: ", proxies.status().message()));
+  }
+  TrustProxies(*std::move(proxies));
   auto parts = std::make_unique<Parts>(options);
   if (!options.auth_token_file.empty()) {
     absl::StatusOr<TokenAuthenticator> tokens =
@@ -228,7 +236,9 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
     metrics.flag = "--metrics_address";
     metrics.client_of = SocketClient;
     absl::StatusOr<std::unique_ptr<MetricsEndpoint>> started =
-        MetricsEndpoint::Start(metrics, &parts->registry);
+        MetricsEndpoint::Start(
+            metrics, &parts->registry,
+            [parts = parts.get()] { return parts->Serving(); });
     if (!started.ok()) return started.status();
     parts->metrics_endpoint = std::move(*started);
   }

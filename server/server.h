@@ -52,6 +52,10 @@ struct ServerOptions {
   TlsFiles tls;
   // Bearer tokens, one a line; empty: none required.
   std::string auth_token_file;
+  // Proxies whose X-Forwarded-For names their requests' clients
+  // (server/transport/client_address.h): addresses or prefixes,
+  // comma-separated; empty: none.
+  std::string trusted_proxies;
   // With mutual TLS, the client certificate names let in; empty: any the CA
   // signed.
   std::vector<std::string> tls_client_names;

@@ -20,6 +20,7 @@
 #include "server/http/playground_page.h"
 #include "server/jobs/request_body.h"
 #include "server/metrics/log.h"
+#include "server/transport/client_address.h"
 
 namespace ptoserve {
 
@@ -207,8 +208,10 @@ absl::Status HttpApi::Admit(HttpExchange* exchange, Call* call) const {
     client = absl::StrCat("token ", parts_.auth->IdentifyHeader(sent));
   } else {
     // Its connection's client, found as it was accepted: its user on
-    // loopback, else its address, as for gRPC's calls.
-    client = exchange->client();
+    // loopback, else its address, as for gRPC's calls; through a trusted
+    // proxy, the client its X-Forwarded-For names.
+    client = ForwardedClient(exchange->client(),
+                             exchange->header("X-Forwarded-For"));
   }
   call->client = client;
   if (call->route != Route::kExecute) return absl::OkStatus();
@@ -376,7 +379,10 @@ void HttpApi::OnEnd(const std::shared_ptr<HttpExchange>& exchange) {
     // A call refused before its client was asked for (a path that is not
     // a route, a foreign Host) is its connection's: its log lines spend
     // that client's rate, not its address's.
-    line.client = !call->client.empty() ? call->client : exchange->client();
+    line.client = !call->client.empty()
+                      ? call->client
+                      : ForwardedClient(exchange->client(),
+                                        exchange->header("X-Forwarded-For"));
     line.code = code;
     line.message = status == 0
                        ? absl::string_view("the connection closed first")

@@ -71,8 +71,10 @@ std::string Gzip(const std::string& text) {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<MetricsEndpoint>> MetricsEndpoint::Start(
-    const HttpDaemonOptions& connections, const MetricsRegistry* registry) {
-  std::unique_ptr<MetricsEndpoint> endpoint(new MetricsEndpoint(registry));
+    const HttpDaemonOptions& connections, const MetricsRegistry* registry,
+    std::function<bool()> ready) {
+  std::unique_ptr<MetricsEndpoint> endpoint(
+      new MetricsEndpoint(registry, std::move(ready)));
   absl::StatusOr<std::unique_ptr<HttpDaemon>> daemon =
       HttpDaemon::Start(connections, endpoint.get());
   if (!daemon.ok()) return daemon.status();
@@ -87,9 +89,16 @@ std::string MetricsEndpoint::url() const {
 }
 
 void MetricsEndpoint::OnHead(const std::shared_ptr<HttpExchange>& exchange) {
-  if (exchange->path() != "/metrics") {
+  const absl::string_view path = exchange->path();
+  if (path == "/v2/health/live") return exchange->Respond(Text(200, ""));
+  if (path == "/v2/health/ready") {
+    return exchange->Respond(Text(ready_() ? 200 : 503, ""));
+  }
+  if (path != "/metrics") {
     return exchange->Respond(
-        Text(404, absl::StrCat("no such path; the metrics are at /metrics\n")));
+        Text(404,
+             "no such path; the metrics are at /metrics, the probes at "
+             "/v2/health/live and /v2/health/ready\n"));
   }
   const absl::string_view method = exchange->method();
   if (method != "GET" && method != "HEAD") {

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/mutex.h"
 #include "server/rpc/batch_stream.h"
@@ -10,6 +11,7 @@
 #include "server/rpc/job_stream.h"
 #include "server/rpc/status.h"
 #include "server/rpc/stream_reactor.h"
+#include "server/transport/client_address.h"
 #include "server/transport/peer_credentials.h"
 
 namespace ptoserve {
@@ -66,9 +68,23 @@ CallInfo TileComputeService::CallOf(
   // A token names its holder, on however many connections; without tokens
   // a client is its peer: the local user of a loopback connection, or the
   // address of another, on however many connections (PeerClient).
+  // Through a trusted proxy, the client its X-Forwarded-For names.
   const int token = auth_ != nullptr ? auth_->Identify(*context) : -1;
-  call.share = token >= 0 ? budget_->ShareOf(absl::StrCat("token ", token))
-                          : budget_->ShareOf(PeerClient(context->peer()));
+  if (token >= 0) {
+    call.share = budget_->ShareOf(absl::StrCat("token ", token));
+    return call;
+  }
+  std::string client = PeerClient(context->peer());
+  if (absl::StartsWith(client, "proxy ")) {
+    const auto& metadata = context->client_metadata();
+    const auto forwarded = metadata.find("x-forwarded-for");
+    client = ForwardedClient(client,
+                             forwarded == metadata.end()
+                                 ? absl::string_view()
+                                 : absl::string_view(forwarded->second.data(),
+                                                     forwarded->second.size()));
+  }
+  call.share = budget_->ShareOf(client);
   return call;
 }
 

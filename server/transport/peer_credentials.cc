@@ -32,6 +32,7 @@
 #include "common/mutex.h"
 #include "core/quote.h"
 #include "core/status_macros.h"
+#include "server/transport/client_address.h"
 #include "server/transport/socket_owner.h"
 
 namespace ptoserve {
@@ -284,27 +285,11 @@ bool IsLoopback(const Endpoint& e) {
   return e.address == kV6Loopback || (mapped_v4 && e.address[12] == 127);
 }
 
-// "192.0.2.7" for an IPv4 (or IPv4-mapped) address, "2001:db8::7" else.
-bool IsV4Mapped(const Endpoint& e) {
-  return e.address[10] == 0xff && e.address[11] == 0xff &&
-         std::all_of(e.address.begin(), e.address.begin() + 10,
-                     [](uint8_t b) { return b == 0; });
-}
-
-std::string AddressText(const Endpoint& e) {
-  char text[INET6_ADDRSTRLEN] = "";
-  if (IsV4Mapped(e)) {
-    inet_ntop(AF_INET, e.address.data() + 12, text, sizeof text);
-  } else {
-    inet_ntop(AF_INET6, e.address.data(), text, sizeof text);
-  }
-  return text;
-}
-
 // PeerClient of the far end `e`, reading the tables with `tables` (only
 // for a loopback one).
 template <typename Tables>
 std::string ClientAt(const Endpoint& e, const Tables& tables) {
+  if (IsTrustedProxy(e)) return ProxyConnectionClient(e);
   if (IsLoopback(e)) {
     const auto [tcp, tcp6] = tables();
     const std::vector<Socket> sockets = SocketsAt(e, tcp, tcp6);
@@ -314,14 +299,7 @@ std::string ClientAt(const Endpoint& e, const Tables& tables) {
                     [&](const Socket& s) { return s.uid == sockets[0].uid; });
     if (one_user) return absl::StrCat("user ", sockets[0].uid);
   }
-  // An IPv6 host has a /64 to take addresses from: all of it is one
-  // client.
-  if (!IsV4Mapped(e)) {
-    Endpoint prefix = e;
-    std::fill(prefix.address.begin() + 8, prefix.address.end(), 0);
-    return absl::StrCat("address ", AddressText(prefix), "/64");
-  }
-  return absl::StrCat("address ", AddressText(e));
+  return AddressClient(e);
 }
 
 std::pair<std::string, std::string> ReadTables() {
@@ -340,6 +318,7 @@ std::string PeerClientIn(absl::string_view peer, absl::string_view tcp,
 std::string SocketClient(int fd) {
   const std::optional<Endpoint> at = FarEnd(fd);
   if (!at.has_value()) return "unknown";
+  if (IsTrustedProxy(*at)) return ProxyConnectionClient(*at);
   if (IsLoopback(*at)) {
     if (const std::optional<uid_t> owner = OwnerOfFarEnd(fd)) {
       return absl::StrCat("user ", *owner);

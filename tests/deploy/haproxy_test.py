@@ -17,11 +17,13 @@ Usage: haproxy_test.py HAPROXY_CFG (with PTOSERVE_BINARY set)."""
 
 import base64
 import csv
+import http.client
 import io
 import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -46,7 +48,7 @@ GRPC_THREADS = 3
 # The replicas' own shutdown: the lame duck, during which late callers are
 # answered UNAVAILABLE, and the grace for calls in flight.
 REPLICA_FLAGS = ["--shutdown_delay=1s", "--lame_duck=500ms", "--shutdown_grace=5s",
-                 "--metrics_address="]
+                 "--trusted_proxies=127.0.0.1"]
 # The server's words for a job it refused while shutting down.
 SHUTTING_DOWN = ("shutting down", "draining", "stopping", "not accepting")
 
@@ -57,18 +59,22 @@ class Replica:
     def __init__(self, name: str):
         self.name = name
         self.process = None
-        self.grpc = self.http = None
+        self.grpc = self.http = self.metrics = None
         self.start()
 
     def start(self) -> None:
         grpc_at = self.grpc or "127.0.0.1:0"
         http_at = self.http or "127.0.0.1:0"
+        metrics_at = self.metrics or "127.0.0.1:0"
         self.process, found = start_and_read(
             [f"--address={grpc_at}", f"--http_address={http_at}",
-             *REPLICA_FLAGS],
-            {"grpc": "listening on ", "http": "HTTP/JSON API on "})
+             f"--metrics_address={metrics_at}", *REPLICA_FLAGS],
+            {"grpc": "listening on ", "http": "HTTP/JSON API on ",
+             "metrics": "metrics on "})
         self.grpc = found["grpc"]
         self.http = found["http"].removeprefix("http://").rstrip("/")
+        self.metrics = found["metrics"].removeprefix("http://").removesuffix(
+            "/metrics")
 
     def stop(self) -> int:
         """SIGTERM, as a rolling update sends; its exit code."""
@@ -131,6 +137,7 @@ class HaproxyTest(unittest.TestCase):
         for i, r in enumerate(self.replicas, 1):
             env[f"PTOSERVE_R{i}_GRPC"] = r.grpc
             env[f"PTOSERVE_R{i}_HTTP"] = r.http
+            env[f"PTOSERVE_R{i}_METRICS_PORT"] = r.metrics.rsplit(":", 1)[1]
         self.log = open(os.path.join(self.scratch, "haproxy.log"), "w+")
         self.haproxy = subprocess.Popen([HAPROXY, "-db", "-f", CONFIG],
                                         env=env, stdout=self.log,
@@ -280,6 +287,66 @@ class HaproxyTest(unittest.TestCase):
             self.assertGreater(tally.ok, 0)
         self.assertTrue(all(s == "UP" for s in per_replica.values()),
                         per_replica)
+
+    def test_one_callers_slow_uploads_take_no_replica_down(self):
+        # One caller (from 127.0.0.2) keeps 200 uploads going through the
+        # proxy at 20 KiB/s each, above the replicas' minimum rate; another
+        # (from 127.0.0.3) posts small jobs through it meanwhile. The proxy
+        # checks the replicas on their metrics ports and forwards who each
+        # caller is: no replica goes DOWN, and every call of the other
+        # caller is answered, right.
+        host, port = self.proxy_http.rsplit(":", 1)
+        head = (b"POST /v1/jobs:execute HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                b"Content-Type: application/json\r\n"
+                b"Content-Length: 524288\r\n\r\n{")
+        uploads = []
+        try:
+            for _ in range(200):
+                s = socket.create_connection((host, int(port)),
+                                             timeout=CALL_TIMEOUT_S,
+                                             source_address=("127.0.0.2", 0))
+                s.sendall(head)
+                uploads.append(s)
+            body = json.dumps({
+                "tiles": {"a": {"dtype": "DTYPE_INT32", "rows": 1, "cols": 4,
+                                "values": [12, 10, 6, 5]},
+                          "b": {"dtype": "DTYPE_INT32", "rows": 1, "cols": 4,
+                                "fill": 3}},
+                "instructions": [{"opcode": "OPCODE_TAND", "dst": "c",
+                                  "src0": "a", "src1": "b"}]}).encode()
+            answered, states = [], []
+            deadline = time.monotonic() + 6
+            while time.monotonic() < deadline:
+                for s in uploads:
+                    s.sendall(b" " * 2048)  # 20 KiB/s at 10 rounds a second
+                conn = http.client.HTTPConnection(
+                    host, int(port), timeout=CALL_TIMEOUT_S,
+                    source_address=("127.0.0.3", 0))
+                conn.request("POST", "/v1/jobs:execute", body,
+                             {"Content-Type": "application/json"})
+                answer = conn.getresponse()
+                got = answer.read()
+                conn.close()
+                answered.append(
+                    (answer.status,
+                     tuple(json.loads(got)["tiles"]["c"]["values"])
+                     if answer.status == 200 else got[:200]))
+                states.append(self.states())
+                time.sleep(0.1)
+        finally:
+            for s in uploads:
+                s.close()
+        up = [len(s) == 6 and all(v == "UP" for v in s.values())
+              for s in states]
+        print(f"beside 200 slow uploads: {len(answered)} calls, "
+              f"{sum(1 for s, _ in answered if s == 200)} answered 200; "
+              f"every replica UP in {sum(up)} of {len(states)} looks")
+        self.assertGreater(len(answered), 10)
+        self.assertEqual([a for a in answered if a != (200, (0, 2, 2, 1))],
+                         [])
+        for s in states:
+            self.assertEqual(len(s), 6, s)
+            self.assertTrue(all(v == "UP" for v in s.values()), s)
 
 
 if __name__ == "__main__":

@@ -287,8 +287,8 @@ class ManifestsTest(unittest.TestCase):
         with self.assertRaisesRegex(AssertionError, r"containers\.0\.readinesProbe"):
             load_model(deployment)
         deployment["spec"]["template"]["spec"]["containers"][0].pop("readinesProbe")
-        deployment["spec"]["template"]["spec"]["containers"][0]["livenessProbe"]["grpc"]["prot"] = 1
-        with self.assertRaisesRegex(AssertionError, r"livenessProbe\.grpc"):
+        deployment["spec"]["template"]["spec"]["containers"][0]["livenessProbe"]["httpGet"]["prot"] = 1
+        with self.assertRaisesRegex(AssertionError, r"livenessProbe\.httpGet"):
             load_model(deployment)
 
     # The server's flags.
@@ -309,8 +309,12 @@ class ManifestsTest(unittest.TestCase):
         self.assertTrue(self.args["address"].startswith("0.0.0.0:"),
                         "in a pod the server must listen beyond loopback")
 
-    def test_probes_ask_the_grpc_health_service(self):
-        grpc_port = port_of(self.args["address"])
+    def test_probes_ask_the_metrics_ports_health_routes(self):
+        # The metrics port answers /v2/health/live and /v2/health/ready, and
+        # no caller of the API or of gRPC holds its connections.
+        paths = {"readinessProbe": "/v2/health/ready",
+                 "livenessProbe": "/v2/health/live",
+                 "startupProbe": "/v2/health/ready"}
         for probe in PROBES:
             if probe not in self.container:
                 self.assertNotEqual(probe, "readinessProbe")
@@ -318,10 +322,13 @@ class ManifestsTest(unittest.TestCase):
                 continue
             with self.subTest(probe=probe):
                 handlers = set(self.container[probe]) & {"grpc", "httpGet", "tcpSocket", "exec"}
-                self.assertEqual(handlers, {"grpc"})
-                self.assertEqual(self.container[probe]["grpc"]["port"], grpc_port)
-                # The server's overall health: no per-service name.
-                self.assertEqual(self.container[probe]["grpc"].get("service", ""), "")
+                self.assertEqual(handlers, {"httpGet"})
+                get = self.container[probe]["httpGet"]
+                self.assertEqual(get["path"], paths[probe])
+                port = get["port"]
+                if isinstance(port, str):
+                    port = self.container_ports[port]
+                self.assertEqual(port, port_of(self.args["metrics_address"]))
 
     def test_resources_are_bounded(self):
         resources = self.container["resources"]
