@@ -378,11 +378,14 @@ void HttpApi::OnEnd(const std::shared_ptr<HttpExchange>& exchange) {
     line.peer = peer;
     // A call refused before its client was asked for (a path that is not
     // a route, a foreign Host) is its connection's: its log lines spend
-    // that client's rate, not its address's.
-    line.client = !call->client.empty()
-                      ? call->client
-                      : ForwardedClient(exchange->client(),
-                                        exchange->header("X-Forwarded-For"));
+    // that client's rate, not its address's. Kept here: the line only
+    // views it.
+    const std::string client =
+        !call->client.empty()
+            ? call->client
+            : ForwardedClient(exchange->client(),
+                              exchange->header("X-Forwarded-For"));
+    line.client = client;
     line.code = code;
     line.message = status == 0
                        ? absl::string_view("the connection closed first")
