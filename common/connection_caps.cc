@@ -10,13 +10,8 @@ ConnectionCaps::Admission ConnectionCaps::Open(uint64_t id,
                                                const std::string& client) {
   MutexLock lock(&mu_);
   std::vector<uint64_t>& mine = by_client_[client];
-  const auto refuse = [&] {
-    if (mine.empty()) by_client_.erase(client);
-    ++refused_;
-    return Admission{};
-  };
   if (max_per_client_ > 0 && static_cast<int>(mine.size()) >= max_per_client_) {
-    return refuse();
+    return Refuse(client);
   }
   Admission admission{true, std::nullopt};
   if (max_total_ > 0 && static_cast<int>(client_of_.size()) >= max_total_) {
@@ -29,7 +24,7 @@ ConnectionCaps::Admission ConnectionCaps::Open(uint64_t id,
     // Only a client holding at least two more than the newcomer's gives
     // way: else the newcomer's client is the one holding most (or as good
     // as), and it is the newcomer that is refused.
-    if (most->second.size() < mine.size() + 2) return refuse();
+    if (most->second.size() < mine.size() + 2) return Refuse(client);
     const uint64_t victim = most->second.back();
     most->second.pop_back();
     if (most->second.empty()) by_client_.erase(most);
@@ -41,6 +36,13 @@ ConnectionCaps::Admission ConnectionCaps::Open(uint64_t id,
   by_client_[client].push_back(id);
   client_of_[id] = client;
   return admission;
+}
+
+ConnectionCaps::Admission ConnectionCaps::Refuse(const std::string& client) {
+  auto it = by_client_.find(client);
+  if (it != by_client_.end() && it->second.empty()) by_client_.erase(it);
+  ++refused_;
+  return Admission{};
 }
 
 void ConnectionCaps::Close(uint64_t id) {

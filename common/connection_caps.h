@@ -51,6 +51,11 @@ class ConnectionCaps {
   uint64_t evicted() const;
 
  private:
+  // Counts a refusal of `client`'s newcomer, forgetting the client if it
+  // has no connection.
+  Admission Refuse(const std::string& client)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
   const int max_total_;
   const int max_per_client_;
   mutable absl::Mutex mu_;
