@@ -107,6 +107,19 @@ absl::Status RefuseSharedMemory(const v1::Job& job) {
 
 }  // namespace
 
+absl::Status StillWanted(const CallInfo& call, absl::Time deadline,
+                         absl::string_view step) {
+  if (absl::Now() >= deadline) {
+    return absl::DeadlineExceededError(
+        absl::StrFormat("the deadline passed %s; it never ran", step));
+  }
+  if (call.cancelled && call.cancelled()) {
+    return absl::CancelledError(
+        absl::StrFormat("the call was cancelled %s", step));
+  }
+  return absl::OkStatus();
+}
+
 Dispatcher::Dispatcher(const Engine* engine, Scheduler* scheduler,
                        const ServiceLimits& limits, ServiceMetrics* metrics,
                        MemoryBudget* budget, const SharedMemoryRegistry* shared,
@@ -200,17 +213,9 @@ absl::Status Dispatcher::Submit(JobRequest* request, JobRecord* record,
     ticket.deadline = std::min(ticket.deadline, record->arrival + timeout);
   }
   // Decoding (assembly above all) takes time: a caller whose deadline has
-  // passed, or that has gone, does not get its tiles made. The deadline
-  // first, as the scheduler checks them: gRPC cancels a call whose deadline
-  // passed, so a job past its deadline is also a cancelled one.
-  if (absl::Now() >= ticket.deadline) {
-    return absl::DeadlineExceededError(
-        "the job's deadline passed while it was decoded; it never ran");
-  }
-  if (call.cancelled && call.cancelled()) {
-    return absl::CancelledError(
-        "the call was cancelled while its job was decoded");
-  }
+  // passed, or that has gone, does not get its tiles made.
+  PTO_RETURN_IF_ERROR(
+      StillWanted(call, ticket.deadline, "while its job was decoded"));
   // On this stack while the job may still run here; moved to the heap only
   // if the scheduler takes it.
   Answer here(job.id(), *record);

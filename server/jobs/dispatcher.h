@@ -42,6 +42,14 @@ struct CallInfo {
   bool shared_memory = true;
 };
 
+// Whether `call`'s work may go on to its next step: DEADLINE_EXCEEDED once
+// `deadline` (the call's, or its job's tighter one) has passed, CANCELLED
+// once its caller has gone, each saying what never happened (`step`:
+// "before its request was decoded"); else OK. The deadline first, as the
+// scheduler checks them: gRPC cancels a call whose deadline passed.
+absl::Status StillWanted(const CallInfo& call, absl::Time deadline,
+                         absl::string_view step);
+
 // A job's result, and its share of the memory budget, to be held until the
 // reply is on its way. The result is the dispatcher's and lives only while
 // `done` runs (serialize it, or Swap what is wanted out of it), unless the

@@ -133,13 +133,13 @@ bool Intake::Light(const WireShape& shape, const RequestBody& body) {
          shape.assembly_bytes <= kLightAssemblyBytes;
 }
 
-bool Intake::LightTiles(const v1::Job& job) {
-  return DeclaredTileBytes(job) <= kLightTileBytes;
-}
-
-bool Intake::LightTiles(const v1::JobBatch& batch) {
+bool Intake::LightTiles(const google::protobuf::Message& message) {
   uint64_t bytes = 0;
-  for (const v1::Job& job : batch.jobs()) bytes += DeclaredTileBytes(job);
+  if (const auto* job = dynamic_cast<const v1::Job*>(&message)) {
+    bytes = DeclaredTileBytes(*job);
+  } else if (const auto* batch = dynamic_cast<const v1::JobBatch*>(&message)) {
+    for (const v1::Job& job : batch->jobs()) bytes += DeclaredTileBytes(job);
+  }
   return bytes <= kLightTileBytes;
 }
 
@@ -212,19 +212,10 @@ absl::Status Intake::Offload(const CallInfo& call, uint64_t bytes,
   auto hold = std::make_shared<MemoryBudget::Hold>(*std::move(reserved));
   const TaskPool::Posted posted = decoders_->Post(
       [this, hold, &call, task = std::move(task)] {
-        // The deadline first: gRPC cancels a call past it.
-        if (absl::Now() >= call.deadline) {
-          CountRefused(absl::StatusCode::kDeadlineExceeded);
-          task(absl::DeadlineExceededError(
-              "the call's deadline passed before its request was decoded; "
-              "it never ran"));
-        } else if (call.cancelled && call.cancelled()) {
-          CountRefused(absl::StatusCode::kCancelled);
-          task(absl::CancelledError(
-              "the call was cancelled before its request was decoded"));
-        } else {
-          task(absl::OkStatus());
-        }
+        absl::Status go =
+            StillWanted(call, call.deadline, "before its request was decoded");
+        if (!go.ok()) CountRefused(go.code());
+        task(std::move(go));
         hold->Release();
       },
       call.share.get(), bytes);
@@ -261,63 +252,37 @@ void Intake::Execute(ExecuteRequest request) const {
     request.done(shape.status(), MemoryBudget::Hold());
     return;
   }
-  if (Light(*shape, *request.body)) {
-    Continue(std::move(request), Where::kHere);
-    return;
-  }
-  auto waiting = std::make_shared<ExecuteRequest>(std::move(request));
-  const RequestBody& body = *waiting->body;
-  absl::Status offloaded =
-      Offload(*waiting->call, body.size() - std::min(body.size(), body.held()),
-              waiting->what, [this, waiting](absl::Status go) {
-                if (!go.ok()) {
-                  waiting->done(go, MemoryBudget::Hold());
-                  return;
-                }
-                Continue(std::move(*waiting), Where::kDecoder);
-              });
-  if (!offloaded.ok()) waiting->done(offloaded, MemoryBudget::Hold());
+  const DecodeRequest decode{request.body, request.what, request.call,
+                             request.job, *shape};
+  Decode(decode, [this, request = std::move(request)](Decoded decoded) mutable {
+    if (!decoded.status.ok()) {
+      request.done(decoded.status, MemoryBudget::Hold());
+      return;
+    }
+    Dispatch(std::move(request), decoded);
+  });
 }
 
-void Intake::Continue(ExecuteRequest request, Where where) const {
-  if (absl::Status parsed =
-          Parse(*request.body, *request.call, request.what, request.job);
-      !parsed.ok()) {
-    request.done(parsed, MemoryBudget::Hold());
-    return;
-  }
-  // The request's size, as the job's footprint counts it: its bytes on the
-  // wire, or (for JSON, whose text is larger) its message's.
-  const uint64_t request_bytes = request.body->format() == BodyFormat::kJson
-                                     ? request.job->ByteSizeLong()
-                                     : request.body->size();
-  request.body->Discard();
-  if (where == Where::kHere && !LightTiles(*request.job)) {
-    auto waiting = std::make_shared<ExecuteRequest>(std::move(request));
-    absl::Status offloaded =
-        Offload(*waiting->call, request_bytes, waiting->what,
-                [this, waiting, request_bytes](absl::Status go) {
-                  if (!go.ok()) {
-                    waiting->done(go, MemoryBudget::Hold());
-                    return;
-                  }
-                  Dispatch(std::move(*waiting), request_bytes, Where::kDecoder);
-                });
-    if (!offloaded.ok()) waiting->done(offloaded, MemoryBudget::Hold());
-    return;
-  }
-  Dispatch(std::move(request), request_bytes, where);
+Decoded Intake::ParseNow(const DecodeRequest& request) const {
+  RequestBody& body = *request.body;
+  Decoded decoded;
+  decoded.status = Parse(body, *request.call, request.what, request.message);
+  if (!decoded.status.ok()) return decoded;
+  decoded.request_bytes = body.format() == BodyFormat::kJson
+                              ? request.message->ByteSizeLong()
+                              : body.size();
+  body.Discard();
+  return decoded;
 }
 
-void Intake::Dispatch(ExecuteRequest request, uint64_t request_bytes,
-                      Where where) const {
+void Intake::Dispatch(ExecuteRequest request, const Decoded& decoded) const {
   JobRequest job;
   job.job = request.job;
-  job.request_bytes = request_bytes;
+  job.request_bytes = decoded.request_bytes;
   job.call = request.call;
   // A small job runs to completion on the door's thread when the scheduler
   // is idle: no hand-off.
-  job.run_here = where == Where::kHere;
+  job.run_here = decoded.here;
   job.result = request.result;
   job.done = std::move(request.done);
   job.answer_refusals = true;

@@ -17,14 +17,20 @@
 //      checked before each costly step and, once queued, by the scheduler;
 //   5. the dispatcher: admission against the budget, the engine, the result.
 // A door maps its protocol onto this and does nothing of its own: its bytes
-// as a RequestBody, its call as a CallInfo, its answer from JobDone.
+// as a RequestBody, its call as a CallInfo, its answer from JobDone. A
+// unary call or an HTTP request goes through Execute; a stream's message
+// through Scan and Decode (steps 1 to 4), its jobs then dispatched on the
+// stream's terms (server/rpc/stream_machine.h).
 #ifndef PTOSERVE_SERVER_JOBS_INTAKE_H_
 #define PTOSERVE_SERVER_JOBS_INTAKE_H_
 
 #include <google/protobuf/message.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <utility>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -56,6 +62,28 @@ struct ExecuteRequest {
   JobDone done;
 };
 
+// A request on its way to a message (Intake::Decode): a Job, a JobBatch.
+struct DecodeRequest {
+  RequestBody* body = nullptr;     // outlives the decode
+  absl::string_view what;          // as ExecuteRequest's; outlives the decode
+  const CallInfo* call = nullptr;  // outlives the decode
+  google::protobuf::Message* message = nullptr;  // parsed into; outlives it
+  WireShape shape;  // its scan (Scan; ScanBatch's total)
+};
+
+// What became of a DecodeRequest.
+struct Decoded {
+  // OK: the message is parsed, and the tiles it declares may be made on
+  // this thread. Otherwise why it will not go on, counted as a refusal.
+  absl::Status status;
+  // Inside Decode, on the door's thread (a stream's lock still held; a
+  // small job may run to completion here); else on a decoder.
+  bool here = true;
+  // The request's size as a job's footprint counts it: its bytes on the
+  // wire, or (JSON, whose text is larger) its message's.
+  uint64_t request_bytes = 0;
+};
+
 class Intake {
  public:
   // Everything must outlive the intake. Requests heavy to decode wait on
@@ -64,12 +92,18 @@ class Intake {
   Intake(Dispatcher* dispatcher, ServiceMetrics* metrics, MemoryBudget* budget,
          TaskPool* decoders);
 
-  // Steps 1 to 5 for one job.
+  // Steps 1 to 5 for one job: Scan, Decode, then the dispatcher.
   void Execute(ExecuteRequest request) const;
 
-  // The steps one at a time, for a door whose messages carry more than one
-  // job's life (a stream: its window, jobs waiting for room in the budget).
-  //
+  // Step 3 for a scanned request, the one way every door's messages are
+  // parsed (a stream's, whose jobs then go to the dispatcher on the
+  // stream's terms: its window, jobs waiting for room in the budget): on
+  // this thread if light, else on the decoders in the client's turn, and
+  // a light message whose tiles are heavy to make goes on there too.
+  // `then(Decoded)` runs exactly once, here or on a decoder.
+  template <typename Then>
+  void Decode(const DecodeRequest& request, Then then) const;
+
   // The scan of `body` as a Job (a JobBatch, protobuf only), or why it
   // will not be parsed, named after `what` ("stream message 3") and
   // counted as a job refused.
@@ -77,12 +111,17 @@ class Intake {
                                  absl::string_view what) const;
   absl::StatusOr<BatchShape> ScanBatch(const RequestBody& body,
                                        absl::string_view what) const;
+  // Counts a job refused before it was decoded.
+  void CountRefused(absl::StatusCode code) const;
+
+  Dispatcher* dispatcher() const { return dispatcher_; }
+
+ private:
   // Whether a request so scanned may be parsed on the calling thread.
   static bool Light(const WireShape& shape, const RequestBody& body);
-  // Whether the tiles a parsed job (every job of a batch) declares may be
-  // made on the calling thread.
-  static bool LightTiles(const v1::Job& job);
-  static bool LightTiles(const v1::JobBatch& batch);
+  // Whether the tiles a parsed Job (every job of a JobBatch) declares may
+  // be made on the calling thread; any other message makes none.
+  static bool LightTiles(const google::protobuf::Message& message);
   // Parses `body` into `message`: INVALID_ARGUMENT naming `what` when it is
   // not one, RESOURCE_EXHAUSTED when memory (or, for JSON, whose parser
   // holds some 20 bytes per byte, `call`'s share) runs out; counted then.
@@ -99,19 +138,10 @@ class Intake {
                        absl::string_view what,
                        std::function<void(absl::Status)> task) const;
 
-  // Counts a job refused before it was decoded.
-  void CountRefused(absl::StatusCode code) const;
-
-  Dispatcher* dispatcher() const { return dispatcher_; }
-
- private:
-  // Where a step runs: the door's thread, or a decoder.
-  enum class Where { kHere, kDecoder };
-  // Steps 3 to 5, from the parse on.
-  void Continue(ExecuteRequest request, Where where) const;
+  // The parse of Decode, on this thread; the body's bytes let go.
+  Decoded ParseNow(const DecodeRequest& request) const;
   // Step 5.
-  void Dispatch(ExecuteRequest request, uint64_t request_bytes,
-                Where where) const;
+  void Dispatch(ExecuteRequest request, const Decoded& decoded) const;
   // `scanned` named after `what` and the body's size, counted if refused.
   template <typename Shape>
   absl::StatusOr<Shape> Named(absl::StatusOr<Shape> scanned,
@@ -123,6 +153,37 @@ class Intake {
   MemoryBudget* const budget_;
   TaskPool* const decoders_;
 };
+
+template <typename Then>
+void Intake::Decode(const DecodeRequest& request, Then then) const {
+  // Off this thread, `then` is shared by the task and the refusal (Offload
+  // drops a task it refuses): a light request's path allocates nothing.
+  const auto offload = [this, &request, &then](uint64_t bytes, bool parsed) {
+    auto shared = std::make_shared<Then>(std::move(then));
+    absl::Status offloaded =
+        Offload(*request.call, bytes, request.what,
+                [this, request, shared, bytes, parsed](absl::Status go) {
+                  Decoded decoded{go, false, bytes};
+                  if (go.ok() && !parsed) decoded = ParseNow(request);
+                  decoded.here = false;
+                  (*shared)(std::move(decoded));
+                });
+    if (!offloaded.ok()) (*shared)(Decoded{offloaded, true, bytes});
+  };
+  if (!Light(request.shape, *request.body)) {
+    // The bytes an HTTP body holds already are not held twice.
+    const RequestBody& body = *request.body;
+    offload(body.size() - std::min(body.size(), body.held()),
+            /*parsed=*/false);
+    return;
+  }
+  Decoded decoded = ParseNow(request);
+  if (!decoded.status.ok() || LightTiles(*request.message)) {
+    then(std::move(decoded));
+    return;
+  }
+  offload(decoded.request_bytes, /*parsed=*/true);  // its tiles, there
+}
 
 }  // namespace ptoserve
 

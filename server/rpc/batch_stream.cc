@@ -30,8 +30,10 @@ uint64_t Counted(const BatchShape& shape) {
 // The jobs and the answer live on the batch's arena: a batch of small jobs
 // costs a few blocks, not a few allocations per job.
 struct BatchStream::Batch {
-  Batch()
-      : arena(ArenaOptions()),
+  Batch(grpc::ByteBuffer* message, uint64_t number)
+      : body(message),
+        what(absl::StrCat("stream message ", number)),
+        arena(ArenaOptions()),
         jobs(NewMessage<v1::JobBatch>(&arena, &heap_jobs)),
         answer(NewMessage<v1::JobResultBatch>(&arena, &heap_answer)) {}
 
@@ -42,6 +44,9 @@ struct BatchStream::Batch {
     return options;
   }
 
+  GrpcBody body;  // let go once parsed
+  const std::string what;
+  BatchShape shape;
   google::protobuf::Arena arena;
   std::unique_ptr<google::protobuf::Message> heap_jobs, heap_answer;
   v1::JobBatch* const jobs;  // a refused job's tile bytes freed at once
@@ -54,76 +59,39 @@ BatchStream::BatchStream(StreamWire* wire, uint32_t window, StreamJobs jobs)
     : StreamMachine(wire, window), jobs_(std::move(jobs)) {}
 
 void BatchStream::Take(grpc::ByteBuffer* message, uint64_t number) {
-  GrpcBody here(message);
-  const std::string what = absl::StrCat("stream message ", number);
-  absl::StatusOr<BatchShape> shape = jobs_.intake->ScanBatch(here, what);
+  auto batch = std::make_shared<Batch>(message, number);
+  absl::StatusOr<BatchShape> shape =
+      jobs_.intake->ScanBatch(batch->body, batch->what);
   if (!shape.ok()) {
     Refuse(shape.status());
     return;
   }
-  const uint64_t jobs = Counted(*shape);
-  Expect(jobs);
-  const uint64_t bytes = here.size();
-  std::shared_ptr<GrpcBody> body;
-  std::shared_ptr<Batch> parsed;
-  if (Intake::Light(shape->total, here)) {
-    // Without the lock: when the scheduler is idle the jobs run on this
-    // thread, one after the other (no hand-off), and their results take
-    // mu_.
-    WithoutLock([&] { parsed = ParseBatch(here, what, *shape); });
-    if (parsed == nullptr) return;  // refused
-    if (Intake::LightTiles(*parsed->jobs)) {
-      WithoutLock([&] { StartJobs(parsed, *shape, /*run_here=*/true); });
-      return;
-    }
-    // Its tiles are made on the decoders.
-  } else {
-    body = std::make_shared<GrpcBody>(std::move(here));
-  }
-  // Decoded off gRPC's threads, which then start its jobs.
+  batch->shape = *std::move(shape);
+  Expect(Counted(batch->shape));
+  // Until decoded and its jobs started, the stream does not finish.
   BeginWork();
-  absl::Status offloaded = jobs_.intake->Offload(
-      jobs_.call, bytes, what,
-      [this, what, shape = *shape, body, parsed](absl::Status go) {
-        if (!go.ok()) {
-          MutexLock lock(&mu_);
-          EndWork();
-          Forget(Counted(shape));
-          Refuse(go);
-          Resume();
-          return;
-        }
-        std::shared_ptr<Batch> batch =
-            parsed != nullptr ? parsed : ParseBatch(*body, what, shape);
-        if (body != nullptr) body->Discard();
-        if (batch != nullptr) StartJobs(batch, shape, /*run_here=*/false);
-        MutexLock lock(&mu_);
-        EndWork();
-        Resume();
-      });
-  if (!offloaded.ok()) {
-    EndWork();
-    Forget(jobs);
-    Refuse(offloaded);
-  }
-}
-
-std::shared_ptr<BatchStream::Batch> BatchStream::ParseBatch(
-    const RequestBody& body, absl::string_view what, const BatchShape& shape) {
-  auto batch = std::make_shared<Batch>();
-  if (absl::Status parsed =
-          jobs_.intake->Parse(body, jobs_.call, what, batch->jobs);
-      !parsed.ok()) {
-    MutexLock lock(&mu_);
-    Forget(Counted(shape));
-    Refuse(parsed);
-    return nullptr;
-  }
-  return batch;
+  const DecodeRequest decode{&batch->body, batch->what, &jobs_.call,
+                             batch->jobs, batch->shape.total};
+  // Without the lock: when the scheduler is idle a light batch's jobs run
+  // on this thread, one after the other (no hand-off), and their results
+  // take mu_.
+  WithoutLock([&] {
+    jobs_.intake->Decode(decode, [this, batch](Decoded decoded) {
+      if (decoded.status.ok()) StartJobs(batch, decoded.here);
+      MutexLock lock(&mu_);
+      if (!decoded.status.ok()) {
+        // Its jobs will have no answers of their own.
+        Forget(Counted(batch->shape));
+        Refuse(decoded.status);
+      }
+      EndWork();
+      if (!decoded.here) Resume();  // else Take's caller does
+    });
+  });
 }
 
 void BatchStream::StartJobs(const std::shared_ptr<Batch>& batch,
-                            const BatchShape& shape, bool run_here) {
+                            bool run_here) {
   const int n = batch->jobs->jobs_size();
   for (int i = 0; i < n; ++i) batch->answer->add_results();
   if (n == 0) {
@@ -140,7 +108,7 @@ void BatchStream::StartJobs(const std::shared_ptr<Batch>& batch,
     const v1::Job& job = batch->jobs->jobs(i);
     JobRequest request;
     request.job = &job;
-    request.request_bytes = shape.job_bytes[i];
+    request.request_bytes = batch->shape.job_bytes[i];
     request.call = &jobs_.call;
     request.run_here = run_here;
     // Built in its slot of the answer, which only this job writes.

@@ -29,17 +29,10 @@ class BatchStream final : public StreamMachine {
   void Take(grpc::ByteBuffer* message, uint64_t number) override
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  // `body` (named `what` in errors) parsed as a batch of `shape`, or null
-  // when it is not one (its jobs, already counted as unanswered, are
-  // forgotten, and the message answered with the error).
-  std::shared_ptr<Batch> ParseBatch(const RequestBody& body,
-                                    absl::string_view what,
-                                    const BatchShape& shape)
+  // Dispatches every job of `batch` (`batch->shape.jobs` of them, already
+  // counted as unanswered), with JobRequest's `run_here`.
+  void StartJobs(const std::shared_ptr<Batch>& batch, bool run_here)
       ABSL_LOCKS_EXCLUDED(mu_);
-  // Dispatches every job of `batch` (`shape.jobs` of them, already counted
-  // as unanswered), with JobRequest's `run_here`.
-  void StartJobs(const std::shared_ptr<Batch>& batch, const BatchShape& shape,
-                 bool run_here) ABSL_LOCKS_EXCLUDED(mu_);
   // One of `batch`'s jobs has its result in its slot; the last one queues
   // the batch's answer.
   void Answered(const std::shared_ptr<Batch>& batch, MemoryBudget::Hold hold)

@@ -1,10 +1,11 @@
 #include "server/rpc/job_stream.h"
 
+#include <memory>
 #include <new>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "core/status_macros.h"
 #include "proto/error_result.h"
 #include "server/rpc/grpc_body.h"
 
@@ -22,56 +23,48 @@ thread_local const void* dispatching = nullptr;
 JobStream::JobStream(StreamWire* wire, uint32_t window, StreamJobs jobs)
     : StreamMachine(wire, window), jobs_(std::move(jobs)) {}
 
+// One message on its way to a job: what Intake::Decode reads from until
+// it is parsed.
+struct JobStream::Incoming {
+  Incoming(grpc::ByteBuffer* message, uint64_t number)
+      : body(message), what(absl::StrCat("stream message ", number)) {}
+  GrpcBody body;  // let go once parsed
+  const std::string what;
+  v1::Job job;
+};
+
 void JobStream::Take(grpc::ByteBuffer* message, uint64_t number) {
   Expect(1);
-  GrpcBody here(message);
-  const uint64_t request_bytes = here.size();
-  const std::string what = absl::StrCat("stream message ", number);
-  absl::StatusOr<WireShape> shape = jobs_.intake->Scan(here, what);
+  auto incoming = std::make_shared<Incoming>(message, number);
+  absl::StatusOr<WireShape> shape =
+      jobs_.intake->Scan(incoming->body, incoming->what);
   if (!shape.ok()) {
     // Its id is unknown: the result carries none, and the stream goes on.
     PushError("", shape.status());
     return;
   }
-  std::shared_ptr<GrpcBody> body;
-  std::shared_ptr<v1::Job> parsed;
-  if (Intake::Light(*shape, here)) {
-    absl::StatusOr<std::shared_ptr<v1::Job>> job = ParseJob(here, what);
-    if (!job.ok() || Intake::LightTiles(**job)) {
-      Admit(std::move(job), request_bytes, shape->id, /*run_here=*/true);
-      return;
-    }
-    parsed = *std::move(job);  // its tiles are made on the decoders
-  } else {
-    body = std::make_shared<GrpcBody>(std::move(here));
-  }
-  // Decoded, or admitted, off gRPC's threads.
+  // Until decoded, the stream does not finish.
   BeginWork();
-  absl::Status offloaded = jobs_.intake->Offload(
-      jobs_.call, request_bytes, what,
-      [this, what, request_bytes, id = shape->id, body,
-       parsed](absl::Status go) {
-        absl::StatusOr<std::shared_ptr<v1::Job>> job =
-            !go.ok()            ? absl::StatusOr<std::shared_ptr<v1::Job>>(go)
-            : parsed != nullptr ? parsed
-                                : ParseJob(*body, what);
-        if (body != nullptr) body->Discard();
-        MutexLock lock(&mu_);
+  const DecodeRequest decode{&incoming->body, incoming->what, &jobs_.call,
+                             &incoming->job, *shape};
+  jobs_.intake->Decode(
+      decode, [this, incoming,
+               id = shape->id](Decoded decoded) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+        // Here: inside Take, whose caller holds mu_.
+        std::optional<MutexLock> lock;
+        if (decoded.here) {
+          mu_.AssertHeld();
+        } else {
+          lock.emplace(&mu_);
+        }
         EndWork();
-        Admit(std::move(job), request_bytes, id, /*run_here=*/false);
-        Resume();
+        Admit(decoded.status.ok()
+                  ? absl::StatusOr<std::shared_ptr<v1::Job>>(
+                        std::shared_ptr<v1::Job>(incoming, &incoming->job))
+                  : decoded.status,
+              decoded.request_bytes, id, decoded.here);
+        if (!decoded.here) Resume();
       });
-  if (!offloaded.ok()) {
-    EndWork();
-    PushError(shape->id, offloaded);
-  }
-}
-
-absl::StatusOr<std::shared_ptr<v1::Job>> JobStream::ParseJob(
-    const RequestBody& body, absl::string_view what) const {
-  auto job = std::make_shared<v1::Job>();
-  PTO_RETURN_IF_ERROR(jobs_.intake->Parse(body, jobs_.call, what, job.get()));
-  return job;
 }
 
 void JobStream::Admit(absl::StatusOr<std::shared_ptr<v1::Job>> job,

@@ -35,9 +35,8 @@ class JobStream final : public StreamMachine {
   void Room() override ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   uint64_t DropWaiting() override ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  // `body` parsed as a job of this stream's.
-  absl::StatusOr<std::shared_ptr<v1::Job>> ParseJob(
-      const RequestBody& body, absl::string_view what) const;
+  struct Incoming;
+
   // A decoded job (or why it is not one: answered with `id`, the id read
   // from its bytes) into the stream; `run_here` as JobRequest's: this
   // thread may run it to completion, and push its answer, before Admit

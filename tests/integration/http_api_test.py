@@ -259,18 +259,30 @@ class HttpApiTest(unittest.TestCase):
         self.assertEqual(status, 200)
 
     def test_requests_are_counted_by_route_and_status(self):
-        name = ('ptoserve_http_requests_total{route="/v1/jobs:execute",'
-                'status="200"}')
+        # A route and status no other test here produces: another test's
+        # request may still be completing (it is counted after its answer
+        # was sent) while this one reads the counter.
+        name = ('ptoserve_http_requests_total{route="/v1/capabilities",'
+                'status="405"}')
         before = series(self.metrics, name)
         for _ in range(3):
-            self.assertHealthy()
-        # A request is counted once it has completed, after its answer was
-        # sent: the client may read the answer first.
+            self.assertEqual(call(self.url, "POST", "/v1/capabilities")[0],
+                             405)
         deadline = time.monotonic() + BOUND_S
         while (series(self.metrics, name) < before + 3 and
                time.monotonic() < deadline):
             time.sleep(0.01)
         self.assertEqual(series(self.metrics, name), before + 3)
+        executed = ('ptoserve_http_requests_total{route="/v1/jobs:execute",'
+                    'status="200"}')
+        before = series(self.metrics, executed)
+        for _ in range(3):
+            self.assertHealthy()
+        deadline = time.monotonic() + BOUND_S
+        while (series(self.metrics, executed) < before + 3 and
+               time.monotonic() < deadline):
+            time.sleep(0.01)
+        self.assertGreaterEqual(series(self.metrics, executed), before + 3)
         jobs = 'ptoserve_jobs_total{target="a2a3",code="OK"}'
         self.assertGreaterEqual(series(self.metrics, jobs), 3)
 

@@ -8,29 +8,48 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <cstring>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
 #include "server/jobs/engine_runner.h"
 #include "server/metrics/metrics.h"
 
 namespace ptoserve {
 namespace {
 
+// The machine calls it from the test's thread and, for jobs decoded or
+// run elsewhere, from the decoders': its state is under a lock, never held
+// while the machine is called.
 class FakeWire final : public StreamWire {
  public:
-  void StartRead(grpc::ByteBuffer* message) override { read_ = message; }
+  void StartRead(grpc::ByteBuffer* message) override {
+    absl::MutexLock lock(&mu_);
+    read_ = message;
+  }
   void StartWrite(const grpc::ByteBuffer* message) override {
+    absl::MutexLock lock(&mu_);
     write_ = message;
   }
-  void Finish(const grpc::Status& status) override { finished_ = status; }
+  void Finish(const grpc::Status& status) override {
+    absl::MutexLock lock(&mu_);
+    finished_ = status;
+  }
 
   // Completes the pending read with `message`, or as the end of sending.
   void Send(StreamMachine* machine, std::optional<std::string> message) {
-    ASSERT_NE(read_, nullptr);
-    grpc::ByteBuffer* target = std::exchange(read_, nullptr);
+    grpc::ByteBuffer* target;
+    {
+      absl::MutexLock lock(&mu_);
+      target = std::exchange(read_, nullptr);
+    }
+    ASSERT_NE(target, nullptr);
     if (message.has_value()) {
       grpc::Slice slice(*message);
       *target = grpc::ByteBuffer(&slice, 1);
@@ -40,29 +59,62 @@ class FakeWire final : public StreamWire {
   // Completes the pending write; returns what was written.
   v1::JobResult Receive(StreamMachine* machine) {
     v1::JobResult result;
-    EXPECT_NE(write_, nullptr);
-    if (write_ == nullptr) return result;
-    std::vector<grpc::Slice> slices;
-    EXPECT_TRUE(write_->Dump(&slices).ok());
     std::string bytes;
-    for (const grpc::Slice& s : slices) {
-      bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
+    {
+      absl::MutexLock lock(&mu_);
+      EXPECT_NE(write_, nullptr);
+      if (write_ == nullptr) return result;
+      std::vector<grpc::Slice> slices;
+      EXPECT_TRUE(write_->Dump(&slices).ok());
+      for (const grpc::Slice& s : slices) {
+        bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
+      }
+      write_ = nullptr;
     }
     EXPECT_TRUE(result.ParseFromString(bytes));
-    write_ = nullptr;
     machine->WriteDone(true);
     return result;
   }
 
-  bool reading() const { return read_ != nullptr; }
-  bool writing() const { return write_ != nullptr; }
-  const std::optional<grpc::Status>& finished() const { return finished_; }
+  // For another stream.
+  void Reset() {
+    absl::MutexLock lock(&mu_);
+    read_ = nullptr;
+    write_ = nullptr;
+    finished_.reset();
+  }
+
+  bool reading() const {
+    absl::MutexLock lock(&mu_);
+    return read_ != nullptr;
+  }
+  bool writing() const {
+    absl::MutexLock lock(&mu_);
+    return write_ != nullptr;
+  }
+  std::optional<grpc::Status> finished() const {
+    absl::MutexLock lock(&mu_);
+    return finished_;
+  }
 
  private:
-  grpc::ByteBuffer* read_ = nullptr;
-  const grpc::ByteBuffer* write_ = nullptr;
-  std::optional<grpc::Status> finished_;
+  mutable absl::Mutex mu_;
+  grpc::ByteBuffer* read_ ABSL_GUARDED_BY(mu_) = nullptr;
+  const grpc::ByteBuffer* write_ ABSL_GUARDED_BY(mu_) = nullptr;
+  std::optional<grpc::Status> finished_ ABSL_GUARDED_BY(mu_);
 };
+
+// Whether `done()` became true within 30 s (polled: the state is another
+// thread's).
+template <typename Predicate>
+bool WaitUntil(Predicate done) {
+  const absl::Time give_up = absl::Now() + absl::Seconds(30);
+  while (!done()) {
+    if (absl::Now() > give_up) return false;
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  return true;
+}
 
 // Whether a small job may run on the thread that read it.
 enum class Path { kRunHere, kScheduled };
@@ -100,6 +152,32 @@ std::string Tand(const std::string& id, int a, int b) {
   return job.SerializeAsString();
 }
 
+// A job too large to parse on the thread that read it (over 1 MiB on the
+// wire): a TAND of two 512x512 int32 tiles sent as data, a = i, b = 0xff.
+std::string HeavyTand(const std::string& id) {
+  v1::Job job;
+  job.set_id(id);
+  for (const char* name : {"a", "b"}) {
+    v1::Tile& t = (*job.mutable_tiles())[name];
+    t.set_dtype(v1::DTYPE_INT32);
+    t.set_rows(512);
+    t.set_cols(512);
+    std::string data(512 * 512 * 4, '\0');
+    for (int32_t i = 0; i < 512 * 512; ++i) {
+      const int32_t v = std::string(name) == "a" ? i : 0xff;
+      std::memcpy(&data[i * 4], &v, 4);
+    }
+    t.set_data(std::move(data));
+  }
+  v1::Instruction* inst = job.add_instructions();
+  inst->set_opcode(v1::OPCODE_TAND);
+  inst->set_dst("c");
+  inst->set_src0("a");
+  inst->set_src1("b");
+  job.add_outputs("c");
+  return job.SerializeAsString();
+}
+
 int32_t First(const v1::JobResult& r) {
   const std::string& data = r.tiles().at("c").data();
   return *reinterpret_cast<const int32_t*>(data.data());
@@ -107,7 +185,7 @@ int32_t First(const v1::JobResult& r) {
 
 class JobStreamTest : public ::testing::TestWithParam<Path> {
  protected:
-  void Open(uint64_t budget_bytes, uint32_t window) {
+  void Open(uint64_t budget_bytes, uint32_t window, CallInfo call = {}) {
     budget_.emplace(budget_bytes);
     ServiceLimits limits;
     limits.max_message_bytes = 64 << 20;
@@ -115,10 +193,21 @@ class JobStreamTest : public ::testing::TestWithParam<Path> {
     limits.memory_budget_bytes = budget_bytes;
     dispatcher_.emplace(&engine_, &scheduler_, limits, &metrics_, &*budget_);
     intake_.emplace(&*dispatcher_, &metrics_, &*budget_, &decoders_);
-    CallInfo call;
-    call.share = budget_->ShareOf("the test");
+    share_ = budget_->ShareOf("the test");
+    call.share = share_;
     stream_.emplace(&wire_, window, StreamJobs{&*intake_, 64 << 20, call});
     stream_->Start();
+  }
+  // Keeps the one decoder busy until the notification is notified.
+  std::unique_ptr<absl::Notification> HoldDecoder() {
+    auto release = std::make_unique<absl::Notification>();
+    absl::Notification started;
+    decoders_.Post([&started, r = release.get()] {
+      started.Notify();
+      r->WaitForNotification();
+    });
+    started.WaitForNotification();
+    return release;
   }
   // Runs whatever the scheduler holds.
   void Run() {
@@ -133,6 +222,7 @@ class JobStreamTest : public ::testing::TestWithParam<Path> {
   Scheduler scheduler_{NoWorkers(GetParam()), &runner_};
   TaskPool decoders_{1, 16};
   std::optional<MemoryBudget> budget_;
+  std::shared_ptr<MemoryBudget::Share> share_;
   std::optional<Dispatcher> dispatcher_;
   std::optional<Intake> intake_;
   FakeWire wire_;
@@ -213,6 +303,86 @@ TEST_P(JobStreamTest, JobsOverTheBudgetWaitTheirTurn) {
   EXPECT_TRUE(wire_.finished()->ok());
   EXPECT_EQ(budget_->held(), 0u);
   stream_->Done();
+}
+
+// docs/SECURITY.md's promises for a stream's messages: a large one is
+// parsed on the decoders, not on the thread that read it, its bytes held
+// against the client's share while it waits; a caller gone, or past its
+// deadline, meanwhile has it never run.
+TEST_P(JobStreamTest, AHeavyMessageIsDecodedOffTheReadingThread) {
+  Open(/*budget_bytes=*/256 << 20, /*window=*/16);
+  std::unique_ptr<absl::Notification> release = HoldDecoder();
+  const std::string heavy = HeavyTand("heavy");
+  wire_.Send(&*stream_, heavy);
+  // Read, not parsed: nothing answered, nothing queued, its bytes held
+  // against the share, and the stream reads on.
+  EXPECT_FALSE(wire_.writing());
+  EXPECT_EQ(scheduler_.queued(), 0u);
+  EXPECT_GE(budget_->held(), heavy.size());
+  EXPECT_GE(share_->held(), heavy.size());
+  EXPECT_TRUE(wire_.reading());
+  release->Notify();
+  // Parsed there and queued for the scheduler, not run where parsed.
+  ASSERT_TRUE(
+      WaitUntil([&] { return scheduler_.queued() > 0 || wire_.writing(); }));
+  Run();
+  ASSERT_TRUE(WaitUntil([&] { return wire_.writing(); }));
+  const v1::JobResult r = wire_.Receive(&*stream_);
+  ASSERT_EQ(r.status().code(), v1::OK) << r.status().message();
+  EXPECT_EQ(r.id(), "heavy");
+  const std::string& c = r.tiles().at("c").data();
+  ASSERT_EQ(c.size(), 512u * 512 * 4);
+  for (int32_t i = 0; i < 512 * 512; i += 4099) {
+    int32_t v;
+    std::memcpy(&v, &c[i * 4], 4);
+    ASSERT_EQ(v, i & 0xff) << "element " << i;
+  }
+  wire_.Send(&*stream_, std::nullopt);
+  ASSERT_TRUE(WaitUntil([&] { return wire_.finished().has_value(); }));
+  EXPECT_TRUE(wire_.finished()->ok());
+  // The decoder lets its hold go once its task has run.
+  EXPECT_TRUE(WaitUntil([&] { return budget_->held() == 0; }));
+  stream_->Done();
+}
+
+TEST_P(JobStreamTest, AMessageWhoseCallerWentOrWhoseDeadlinePassedNeverRuns) {
+  for (const bool deadline : {false, true}) {
+    SCOPED_TRACE(deadline ? "deadline" : "cancelled");
+    std::atomic<bool> gone{false};
+    CallInfo call;
+    call.cancelled = [&gone] { return gone.load(); };
+    // Past while the message waits for the decoder.
+    if (deadline) call.deadline = absl::Now() + absl::Milliseconds(50);
+    Open(/*budget_bytes=*/256 << 20, /*window=*/16, call);
+    std::unique_ptr<absl::Notification> release = HoldDecoder();
+    wire_.Send(&*stream_, HeavyTand("late"));
+    if (deadline) {
+      const absl::Time until = call.deadline;
+      ASSERT_TRUE(WaitUntil([&] { return absl::Now() > until; }));
+    } else {
+      gone = true;
+    }
+    release->Notify();
+    ASSERT_TRUE(WaitUntil([&] { return wire_.writing(); }));
+    const v1::JobResult r = wire_.Receive(&*stream_);
+    EXPECT_EQ(r.id(), "late");
+    EXPECT_EQ(r.status().code(),
+              deadline ? v1::DEADLINE_EXCEEDED : v1::CANCELLED);
+    EXPECT_THAT(r.status().message(),
+                ::testing::HasSubstr("before its request was decoded"));
+    EXPECT_EQ(scheduler_.queued(), 0u);
+    EXPECT_TRUE(WaitUntil([&] { return budget_->held() == 0; }));
+    wire_.Send(&*stream_, std::nullopt);
+    ASSERT_TRUE(WaitUntil([&] { return wire_.finished().has_value(); }));
+    stream_->Done();
+    // Gone in the order they were made, for the next round's Open.
+    stream_.reset();
+    intake_.reset();
+    dispatcher_.reset();
+    share_.reset();
+    budget_.reset();
+    wire_.Reset();
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Paths, JobStreamTest,
