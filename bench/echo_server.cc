@@ -1,10 +1,10 @@
 // echo_server: the gRPC ceiling that ptoserve is measured against.
 //
 // It serves ptoserve.v1.TileCompute with the same gRPC settings as ptoserve
-// (server/grpc_server.h: callback API, message limits, health, reflection)
-// but computes nothing: Execute answers each job with a dst tile that is a
-// copy of its first instruction's src0, so the reply has the size ptoserve's
-// would. ExecuteStream does the same per job.
+// (server/transport/grpc_server.h: callback API, message limits, health,
+// reflection) but computes nothing: Execute answers each job with a dst tile
+// that is a copy of its first instruction's src0, so the reply has the size
+// ptoserve's would. ExecuteStream does the same per job.
 #include <iostream>
 
 #include "absl/flags/flag.h"

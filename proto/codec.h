@@ -1,6 +1,6 @@
 // Translation between the wire schema (ptoserve.v1) and a job's vocabulary
 // (core/job.h): bytes and messages only, no engine. Assembly is parsed and
-// lowered by server/decode.h; jobs are run by server/dispatcher.h.
+// lowered by server/jobs/decode.h; jobs are run by server/jobs/dispatcher.h.
 #ifndef PTOSERVE_PROTO_CODEC_H_
 #define PTOSERVE_PROTO_CODEC_H_
 
@@ -24,8 +24,8 @@
 namespace ptoserve {
 
 // Slices of shared-memory regions (v1::RegionSlice) as bytes, for
-// ToJobSpec. The server's implementation (server/shared_memory.h) keeps the
-// regions it resolves mapped for as long as it lives.
+// ToJobSpec. The server's implementation (server/jobs/shared_memory.h) keeps
+// the regions it resolves mapped for as long as it lives.
 class SharedSlices {
  public:
   virtual ~SharedSlices() = default;

@@ -62,7 +62,8 @@ struct Server::Parts {
         budget(options.limits.memory_budget_bytes,
                options.limits.ClientMemoryBytes()),
         shared(SharedMemoryFrom(options), &budget),
-        // Decodes requests too large to decode on gRPC's threads (service.h).
+        // Decodes requests too large to decode on gRPC's threads
+        // (server/jobs/intake.h).
         // One client may have a quarter of their queue: one client's large
         // requests never leave the others' refused as "busy".
         decoders(std::max(1u, std::thread::hardware_concurrency()),

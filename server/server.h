@@ -87,8 +87,8 @@ class Server {
   bool shared_memory() const;
 
   // Until SIGINT or SIGTERM, then drains as ServeUntilSignalled
-  // (server/grpc_server.h) says: NOT_SERVING while still taking work for
-  // `delay`, new work refused, accepted work answered, the lame duck, then
+  // (server/transport/grpc_server.h) says: NOT_SERVING while still taking work
+  // for `delay`, new work refused, accepted work answered, the lame duck, then
   // at most `grace` for calls in flight.
   // REQUIRES: BlockShutdownSignals() ran before any thread started.
   void ServeUntilSignalled(absl::Duration grace, absl::Duration lame_duck,

@@ -178,8 +178,8 @@ absl::Status CallerMayMap(uid_t caller, uid_t owner, mode_t mode,
                           absl::string_view key);
 
 // The user a job's caller runs as, asked for when the job first names a
-// region (server/peer_credentials.h); null for callers inside the process,
-// which are not checked.
+// region (server/transport/peer_credentials.h); null for callers inside the
+// process, which are not checked.
 using CallerUid = std::function<absl::StatusOr<uid_t>()>;
 
 // The regions registered with one server.

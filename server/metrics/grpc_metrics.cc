@@ -34,7 +34,7 @@ absl::string_view TypeName(bool client_streaming, bool server_streaming) {
 //
 // gRPC creates it, runs its hooks and destroys it one after another, often
 // on different threads, handing it over through queues ThreadSanitizer
-// cannot see; each step reports that handover to it (server/mutex.h).
+// cannot see; each step reports that handover to it (common/mutex.h).
 class CallCounter final : public grpc::experimental::Interceptor {
  public:
   CallCounter(const GrpcMetrics::Method* method,

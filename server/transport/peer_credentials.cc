@@ -41,7 +41,7 @@ namespace {
 
 // gRPC's "ipv4:HOST:PORT" or "ipv6:[HOST]:PORT" (the brackets may be
 // escaped as %5B and %5D), or "fd:N" for a connection the server accepted
-// itself and handed to gRPC (server/listener.h): the socket is this
+// itself and handed to gRPC (server/transport/listener.h): the socket is this
 // process's descriptor N, which stays open while a call on it runs.
 std::optional<Endpoint> ParsePeer(absl::string_view peer) {
   if (absl::ConsumePrefix(&peer, "fd:")) {
