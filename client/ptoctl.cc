@@ -177,10 +177,12 @@ int Main(std::vector<char*> args, const std::vector<std::string>& tiles,
   if (command == "health") return Health();
   if (command == "regions") return Regions();
   if (op != nullptr) return Instruction(*op);
-  const std::string near =
-      NearestName(command, {"capabilities", "health", "regions", "unregister",
-                            "tand", "txor", "tor", "tnot", "run", "fmt",
-                            "stream", "list", "describe", "call"});
+  // The instructions' commands from their table: a new row is a command.
+  std::vector<std::string> commands = {
+      "capabilities", "health", "regions", "unregister", "run",
+      "fmt",          "stream", "list",    "describe",   "call"};
+  for (const OpInfo& row : kOps) commands.emplace_back(row.mnemonic);
+  const std::string near = NearestName(command, commands);
   return UsageError(absl::StrCat(
       "unknown command: ", command,
       near.empty() ? "" : absl::StrCat("; did you mean ", near, "?")));
