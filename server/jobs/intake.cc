@@ -88,8 +88,14 @@ absl::StatusOr<Shape> Intake::Named(absl::StatusOr<Shape> scanned,
 }
 
 absl::StatusOr<WireShape> Intake::Scan(const RequestBody& body,
-                                       absl::string_view what) const {
+                                       absl::string_view what,
+                                       const JobProtocol* protocol) const {
   const EngineLimits& limits = dispatcher_->job_limits();
+  if (protocol != nullptr) {
+    absl::StatusOr<WireShape> shape = protocol->Scan(body, limits);
+    if (!shape.ok()) CountRefused(shape.status().code());
+    return shape;
+  }
   if (body.format() == BodyFormat::kJson) {
     // The job, its two maps, and per tile its own object and a slice's.
     const JsonBounds bounds{
@@ -125,8 +131,9 @@ absl::StatusOr<BatchShape> Intake::ScanBatch(const RequestBody& body,
 }
 
 bool Intake::Light(const WireShape& shape, const RequestBody& body) {
-  if (body.format() == BodyFormat::kJson) {
-    return body.size() <= kLightJsonBytes;
+  if (body.format() != BodyFormat::kProtobuf) {
+    return body.size() <= kLightJsonBytes &&
+           shape.instructions <= kLightInstructions;
   }
   return body.size() <= kLightRequestBytes &&
          shape.instructions <= kLightInstructions &&
@@ -247,13 +254,14 @@ absl::Status Intake::Offload(const CallInfo& call, uint64_t bytes,
 }
 
 void Intake::Execute(ExecuteRequest request) const {
-  absl::StatusOr<WireShape> shape = Scan(*request.body, request.what);
+  absl::StatusOr<WireShape> shape =
+      Scan(*request.body, request.what, request.protocol);
   if (!shape.ok()) {
     request.done(shape.status(), MemoryBudget::Hold());
     return;
   }
   const DecodeRequest decode{request.body, request.what, request.call,
-                             request.job, *shape};
+                             request.job,  *shape,       request.protocol};
   Decode(decode, [this, request = std::move(request)](Decoded decoded) mutable {
     if (!decoded.status.ok()) {
       request.done(decoded.status, MemoryBudget::Hold());
@@ -266,9 +274,20 @@ void Intake::Execute(ExecuteRequest request) const {
 Decoded Intake::ParseNow(const DecodeRequest& request) const {
   RequestBody& body = *request.body;
   Decoded decoded;
-  decoded.status = Parse(body, *request.call, request.what, request.message);
+  if (request.protocol == nullptr) {
+    decoded.status = Parse(body, *request.call, request.what, request.message);
+  } else if (auto* job = dynamic_cast<v1::Job*>(request.message)) {
+    decoded.status = request.protocol->Parse(body, request.what, job);
+    if (!decoded.status.ok()) CountRefused(decoded.status.code());
+  } else {
+    decoded.status = absl::InternalError(absl::StrCat(
+        request.what, ": a protocol's request is parsed into a Job, not a ",
+        MessageName(*request.message)));
+    CountRefused(decoded.status.code());
+  }
   if (!decoded.status.ok()) return decoded;
-  decoded.request_bytes = body.format() == BodyFormat::kJson
+  // Text is larger than its message: the message counts.
+  decoded.request_bytes = body.format() != BodyFormat::kProtobuf
                               ? request.message->ByteSizeLong()
                               : body.size();
   body.Discard();

@@ -38,6 +38,7 @@
 #include "ptoserve/v1/job.pb.h"
 #include "server/jobs/dispatcher.h"
 #include "server/jobs/memory_budget.h"
+#include "server/jobs/protocol.h"
 #include "server/jobs/request_body.h"
 #include "server/jobs/task_pool.h"
 #include "server/metrics/service_metrics.h"
@@ -60,6 +61,9 @@ struct ExecuteRequest {
   v1::JobResult* result = nullptr;
   // Runs exactly once: with the result, or why there is none.
   JobDone done;
+  // The request's protocol, when it is not ptoserve.v1's Job (protobuf or
+  // JSON): it scans and parses the body into `job`. Outlives `done`.
+  const JobProtocol* protocol = nullptr;
 };
 
 // A request on its way to a message (Intake::Decode): a Job, a JobBatch.
@@ -69,6 +73,8 @@ struct DecodeRequest {
   const CallInfo* call = nullptr;  // outlives the decode
   google::protobuf::Message* message = nullptr;  // parsed into; outlives it
   WireShape shape;  // its scan (Scan; ScanBatch's total)
+  // As ExecuteRequest's (`message` is then a v1::Job).
+  const JobProtocol* protocol = nullptr;
 };
 
 // What became of a DecodeRequest.
@@ -104,11 +110,12 @@ class Intake {
   template <typename Then>
   void Decode(const DecodeRequest& request, Then then) const;
 
-  // The scan of `body` as a Job (a JobBatch, protobuf only), or why it
-  // will not be parsed, named after `what` ("stream message 3") and
-  // counted as a job refused.
+  // The scan of `body` as a Job (a JobBatch, protobuf only; as
+  // `protocol` reads it, if given), or why it will not be parsed, named
+  // after `what` ("stream message 3") and counted as a job refused.
   absl::StatusOr<WireShape> Scan(const RequestBody& body,
-                                 absl::string_view what) const;
+                                 absl::string_view what,
+                                 const JobProtocol* protocol = nullptr) const;
   absl::StatusOr<BatchShape> ScanBatch(const RequestBody& body,
                                        absl::string_view what) const;
   // Counts a job refused before it was decoded.

@@ -22,6 +22,7 @@ namespace ptoserve {
 enum class BodyFormat {
   kProtobuf,  // binary, as gRPC carries it
   kJson,      // proto3 JSON, as the HTTP/JSON API takes it
+  kText,      // another protocol's text, its JobProtocol parses it
 };
 
 class RequestBody {
@@ -41,7 +42,7 @@ class RequestBody {
   virtual absl::Status Read(
       absl::FunctionRef<void(google::protobuf::io::ZeroCopyInputStream*)> read)
       const = 0;
-  // Its bytes in one piece. kJson.
+  // Its bytes in one piece. kJson, kText.
   virtual absl::string_view text() const = 0;
   // Frees its bytes (and what they hold) once they are decoded.
   virtual void Discard() = 0;
