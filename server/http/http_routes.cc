@@ -18,6 +18,7 @@
 #include "core/quote.h"
 #include "server/http/http_api.h"
 #include "server/http/playground_page.h"
+#include "server/httpd/route_table.h"
 #include "server/jobs/request_body.h"
 #include "server/metrics/log.h"
 #include "server/transport/client_address.h"
@@ -31,35 +32,27 @@ constexpr char kJson[] = "application/json";
 // 8-byte value.
 constexpr uint64_t kJsonResultFactor = 3;
 
-enum class Route {
+// The API's routes, one table (server/httpd/route_table.h).
+enum Route : int {
   kPage,
   kExecute,
   kCapabilities,
   kHealth,
   kLive,
   kReady,
-  kOther
+  kOther = -1,  // no route's
 };
 
-struct RouteInfo {
-  Route route;
-  const char* path;
-  const char* method;
-};
-constexpr RouteInfo kRoutes[] = {
-    {Route::kPage, "/", "GET"},
-    {Route::kExecute, "/v1/jobs:execute", "POST"},
-    {Route::kCapabilities, "/v1/capabilities", "GET"},
-    {Route::kHealth, "/v1/health", "GET"},
-    {Route::kLive, "/v2/health/live", "GET"},
-    {Route::kReady, "/v2/health/ready", "GET"},
-};
-
-const RouteInfo* RouteOf(absl::string_view path) {
-  for (const RouteInfo& r : kRoutes) {
-    if (path == r.path) return &r;
-  }
-  return nullptr;
+const RouteTable& Routes() {
+  static const RouteTable* const routes = new RouteTable({
+      {kPage, "GET", "/"},
+      {kExecute, "POST", "/v1/jobs:execute"},
+      {kCapabilities, "GET", "/v1/capabilities"},
+      {kHealth, "GET", "/v1/health"},
+      {kLive, "GET", "/v2/health/live"},
+      {kReady, "GET", "/v2/health/ready"},
+  });
+  return *routes;
 }
 
 // The page's own rules: its script and style are inline, and it may talk
@@ -128,7 +121,7 @@ absl::StatusOr<absl::Duration> GrpcTimeout(absl::string_view value) {
 
 // One request's own, from its head to its end.
 struct HttpApi::Call {
-  Route route = Route::kOther;
+  Route route = kOther;
   // A job's: its body, held against its client's share as it arrives, the
   // job parsed from it, its result and the call as the pipeline sees it.
   std::optional<IncomingBody> body;
@@ -214,7 +207,7 @@ absl::Status HttpApi::Admit(HttpExchange* exchange, Call* call) const {
                              exchange->header("X-Forwarded-For"));
   }
   call->client = client;
-  if (call->route != Route::kExecute) return absl::OkStatus();
+  if (call->route != kExecute) return absl::OkStatus();
   if (!absl::StartsWith(exchange->header("Content-Type"), kJson)) {
     return absl::InvalidArgumentError(
         "the body must be a job in JSON, sent with \"Content-Type: "
@@ -241,8 +234,8 @@ absl::Status HttpApi::Admit(HttpExchange* exchange, Call* call) const {
 void HttpApi::OnHead(const std::shared_ptr<HttpExchange>& exchange) {
   auto call = std::make_shared<Call>();
   exchange->state = call;
-  const RouteInfo* route = RouteOf(exchange->path());
-  call->route = route != nullptr ? route->route : Route::kOther;
+  const RouteMatch match = Routes().Find(exchange->method(), exchange->path());
+  call->route = match.route != nullptr ? Route(match.route->id) : kOther;
   if (!exchange->host_allowed()) {
     return Refuse(
         exchange.get(), call.get(),
@@ -254,45 +247,41 @@ void HttpApi::OnHead(const std::shared_ptr<HttpExchange>& exchange) {
             ShortQuote(exchange->header("Host"), 200))),
         421);
   }
-  if (route == nullptr) {
-    return Refuse(
-        exchange.get(), call.get(),
-        absl::NotFoundError(absl::StrFormat(
-            "no such path: %s (GET / for the playground, POST "
-            "/v1/jobs:execute, GET /v1/capabilities, GET /v1/health, GET "
-            "/v2/health/live, GET /v2/health/ready)",
-            ShortQuote(exchange->path(), 200))));
+  if (match.route == nullptr && match.allow.empty()) {
+    return Refuse(exchange.get(), call.get(),
+                  absl::NotFoundError(absl::StrFormat(
+                      "no such path: %s (this server's: %s; GET / is the "
+                      "playground)",
+                      ShortQuote(exchange->path(), 200), Routes().Listing())));
   }
-  const absl::string_view method = exchange->method();
-  if (method != route->method &&
-      !(absl::string_view(route->method) == "GET" && method == "HEAD")) {
-    const absl::Status wrong = absl::UnimplementedError(
-        absl::StrFormat("%s is not allowed on %s; use %s", ShortQuote(method),
-                        route->path, route->method));
+  if (match.route == nullptr) {
+    const absl::Status wrong = absl::UnimplementedError(absl::StrFormat(
+        "%s is not allowed on %s; use %s", ShortQuote(exchange->method()),
+        ShortQuote(exchange->path(), 200), match.allow));
     call->error = std::string(wrong.message());
     HttpResponse refused = Error(wrong);
     refused.status = 405;
-    refused.headers.push_back({"Allow", route->method});
+    refused.headers.push_back({"Allow", match.allow});
     return exchange->Respond(std::move(refused));
   }
   // The page and the probes need no token (gRPC's health service asks for
   // none), and are answered here, behind no parse.
   switch (call->route) {
-    case Route::kPage: {
+    case kPage: {
       HttpResponse page =
           Answer(200, kPlaygroundPage, "text/html; charset=utf-8");
       page.headers.push_back({"Content-Security-Policy", kPageSecurity});
       return exchange->Respond(std::move(page));
     }
-    case Route::kHealth: {
+    case kHealth: {
       const bool ready = parts_.ready();
       return exchange->Respond(
           Answer(ready ? 200 : 503, ready ? "{\"status\": \"SERVING\"}\n"
                                           : "{\"status\": \"NOT_SERVING\"}\n"));
     }
-    case Route::kLive:
+    case kLive:
       return exchange->Respond(Answer(200, ""));
-    case Route::kReady:
+    case kReady:
       return exchange->Respond(Answer(parts_.ready() ? 200 : 503, ""));
     default:
       break;
@@ -301,7 +290,7 @@ void HttpApi::OnHead(const std::shared_ptr<HttpExchange>& exchange) {
       !admitted.ok()) {
     return Refuse(exchange.get(), call.get(), admitted);
   }
-  if (call->route == Route::kCapabilities) {
+  if (call->route == kCapabilities) {
     exchange->Respond(
         Answer(200, ToJson(parts_.intake->dispatcher()->capabilities())));
   }
@@ -321,7 +310,7 @@ void HttpApi::OnBody(const std::shared_ptr<HttpExchange>& exchange,
 
 void HttpApi::OnComplete(const std::shared_ptr<HttpExchange>& exchange) {
   auto call = std::static_pointer_cast<Call>(exchange->state);
-  if (call->route == Route::kExecute && call->body.has_value()) {
+  if (call->route == kExecute && call->body.has_value()) {
     Execute(exchange, call);
   }
 }
@@ -359,8 +348,9 @@ void HttpApi::Execute(const std::shared_ptr<HttpExchange>& exchange,
 }
 
 void HttpApi::OnEnd(const std::shared_ptr<HttpExchange>& exchange) {
-  const RouteInfo* route = RouteOf(exchange->path());
-  const std::string name = route != nullptr ? route->path : "other";
+  // Named by its pattern, never by the path a client sent.
+  const HttpRoute* route = Routes().Named(exchange->path());
+  const std::string name = route != nullptr ? route->pattern : "other";
   const int status = exchange->status();
   const std::string code = status != 0 ? absl::StrCat(status) : "none";
   const absl::Duration took = absl::Now() - exchange->start();

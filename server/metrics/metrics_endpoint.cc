@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "server/httpd/route_table.h"
 
 namespace ptoserve {
 
@@ -89,23 +90,28 @@ std::string MetricsEndpoint::url() const {
 }
 
 void MetricsEndpoint::OnHead(const std::shared_ptr<HttpExchange>& exchange) {
-  const absl::string_view path = exchange->path();
-  if (path == "/v2/health/live") return exchange->Respond(Text(200, ""));
-  if (path == "/v2/health/ready") {
-    return exchange->Respond(Text(ready_() ? 200 : 503, ""));
+  enum : int { kMetrics, kLive, kReady };
+  static const RouteTable* const routes = new RouteTable({
+      {kMetrics, "GET", "/metrics"},
+      {kLive, "GET", "/v2/health/live"},
+      {kReady, "GET", "/v2/health/ready"},
+  });
+  const RouteMatch match = routes->Find(exchange->method(), exchange->path());
+  if (match.route == nullptr && match.allow.empty()) {
+    return exchange->Respond(Text(
+        404, absl::StrCat("no such path; this endpoint's: ", routes->Listing(),
+                          "\n")));
   }
-  if (path != "/metrics") {
-    return exchange->Respond(
-        Text(404,
-             "no such path; the metrics are at /metrics, the probes at "
-             "/v2/health/live and /v2/health/ready\n"));
-  }
-  const absl::string_view method = exchange->method();
-  if (method != "GET" && method != "HEAD") {
+  if (match.route == nullptr) {
     HttpResponse refused =
-        Text(405, absl::StrCat(method, " is not allowed; use GET\n"));
-    refused.headers.push_back({"Allow", "GET"});
+        Text(405, absl::StrCat(exchange->method(), " is not allowed; use ",
+                               match.allow, "\n"));
+    refused.headers.push_back({"Allow", match.allow});
     return exchange->Respond(std::move(refused));
+  }
+  if (match.route->id == kLive) return exchange->Respond(Text(200, ""));
+  if (match.route->id == kReady) {
+    return exchange->Respond(Text(ready_() ? 200 : 503, ""));
   }
   HttpResponse answer = Text(200, registry_->Render(), kContentType);
   // Prometheus asks for gzip: the exposition is text that shrinks about
