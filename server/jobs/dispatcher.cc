@@ -16,6 +16,7 @@
 #include "server/jobs/admission.h"
 #include "server/jobs/capabilities.h"
 #include "server/jobs/decode.h"
+#include "server/jobs/engine_runner.h"
 #include "server/jobs/job_regions.h"
 
 namespace ptoserve {
@@ -183,14 +184,9 @@ struct Dispatcher::Answer {
   const void* client = nullptr;     // whose turn it takes there
 };
 
-absl::Status Dispatcher::Submit(JobRequest* request, JobRecord* record,
-                                bool* over_budget) {
-  const v1::Job& job = *request->job;
-  const CallInfo& call = *request->call;
-  if (!call.shared_memory) PTO_RETURN_IF_ERROR(RefuseSharedMemory(job));
-  PTO_ASSIGN_OR_RETURN(DecodedJob decoded,
-                       DecodeJob(job, *engine_, shared_, call.caller_uid));
-  record->CountInstructions(decoded.spec.instructions);
+absl::StatusOr<absl::Time> Dispatcher::Deadline(const v1::Job& job,
+                                                const CallInfo& call,
+                                                absl::Time arrival) const {
   // The scheduler's rule, checked here too: a job that runs to completion
   // never reaches it.
   const uint32_t levels = scheduler_->options().priority_levels;
@@ -199,10 +195,8 @@ absl::Status Dispatcher::Submit(JobRequest* request, JobRecord* record,
         "priority %u is out of range: this server has priority levels 0 to %u",
         job.priority(), levels - 1));
   }
-  JobTicket ticket;
   // Every job has a deadline: its caller's, or the server's longest.
-  ticket.deadline =
-      std::min(call.deadline, record->arrival + limits_.max_job_time);
+  absl::Time deadline = std::min(call.deadline, arrival + limits_.max_job_time);
   if (job.has_timeout()) {
     const absl::Duration timeout = absl::Seconds(job.timeout().seconds()) +
                                    absl::Nanoseconds(job.timeout().nanos());
@@ -210,8 +204,65 @@ absl::Status Dispatcher::Submit(JobRequest* request, JobRecord* record,
       return absl::InvalidArgumentError(absl::StrFormat(
           "timeout %s is not positive", absl::FormatDuration(timeout)));
     }
-    ticket.deadline = std::min(ticket.deadline, record->arrival + timeout);
+    deadline = std::min(deadline, arrival + timeout);
   }
+  return deadline;
+}
+
+absl::Status Dispatcher::Admit(const JobCost& cost, const DecodedJob& decoded,
+                               JobRequest* request, Answer* answer,
+                               bool* over_budget) const {
+  const uint64_t result_bytes = ResultBytes(cost, decoded.encodings);
+  if (result_bytes > limits_.max_message_bytes) {
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "the result would be at least %u bytes, more than a message may be "
+        "(%u, --max_message_mb)",
+        result_bytes, limits_.max_message_bytes));
+  }
+  const Footprint f = JobFootprint(request->request_bytes, decoded, cost);
+  const uint64_t bytes = f.total();
+  if (bytes > limits_.max_job_bytes) {
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "the job would hold %u bytes (request %u, tiles the server makes "
+        "%u, result %u, built and serialized, bookkeeping %u), over the "
+        "limit of %u per job (--max_job_mb)",
+        bytes, f.request, f.tiles, f.result, f.bookkeeping,
+        limits_.max_job_bytes));
+  }
+  absl::StatusOr<MemoryBudget::Hold> reserved =
+      budget_->Reserve(bytes, request->call->share);
+  if (!reserved.ok()) {
+    *over_budget = true;
+    return reserved.status();
+  }
+  answer->hold = std::move(*reserved);
+  // Outputs written to shared memory cost no memory, but time.
+  uint64_t placed_bytes = 0;
+  for (const JobCost::Output& out : cost.outputs) {
+    if (decoded.encodings.Placed(out.name) != nullptr) {
+      placed_bytes += out.bytes;
+    }
+  }
+  request->run_here =
+      request->run_here &&
+      cost.tile_bytes + result_bytes + placed_bytes <= kRunHereBytes &&
+      decoded.spec.instructions.size() <= kRunHereInstructions;
+  answer->build_elsewhere =
+      decoded.spec.instructions.size() > kFinishHereInstructions ||
+      result_bytes + placed_bytes > kFinishHereBytes;
+  return absl::OkStatus();
+}
+
+absl::Status Dispatcher::Submit(JobRequest* request, JobRecord* record,
+                                bool* over_budget) {
+  const v1::Job& job = *request->job;
+  const CallInfo& call = *request->call;
+  if (!call.shared_memory) PTO_RETURN_IF_ERROR(RefuseSharedMemory(job));
+  PTO_ASSIGN_OR_RETURN(DecodedJob decoded,
+                       DecodeJob(job, *engine_, shared_, call.caller_uid));
+  record->CountInstructions(decoded.spec.instructions);
+  JobTicket ticket;
+  PTO_ASSIGN_OR_RETURN(ticket.deadline, Deadline(job, call, record->arrival));
   // Decoding (assembly above all) takes time: a caller whose deadline has
   // passed, or that has gone, does not get its tiles made.
   PTO_RETURN_IF_ERROR(
@@ -219,84 +270,57 @@ absl::Status Dispatcher::Submit(JobRequest* request, JobRecord* record,
   // On this stack while the job may still run here; moved to the heap only
   // if the scheduler takes it.
   Answer here(job.id(), *record);
-  Answer* const answer = &here;
   // What the job will hold, checked and reserved once its tiles are known
   // and before any of them is made.
-  const Admission admit = [&](const JobCost& cost) -> absl::Status {
-    const uint64_t result_bytes = ResultBytes(cost, decoded.encodings);
-    if (result_bytes > limits_.max_message_bytes) {
-      return absl::ResourceExhaustedError(absl::StrFormat(
-          "the result would be at least %u bytes, more than a message may be "
-          "(%u, --max_message_mb)",
-          result_bytes, limits_.max_message_bytes));
-    }
-    const Footprint f = JobFootprint(request->request_bytes, decoded, cost);
-    const uint64_t bytes = f.total();
-    if (bytes > limits_.max_job_bytes) {
-      return absl::ResourceExhaustedError(absl::StrFormat(
-          "the job would hold %u bytes (request %u, tiles the server makes "
-          "%u, result %u, built and serialized, bookkeeping %u), over the "
-          "limit of %u per job (--max_job_mb)",
-          bytes, f.request, f.tiles, f.result, f.bookkeeping,
-          limits_.max_job_bytes));
-    }
-    absl::StatusOr<MemoryBudget::Hold> reserved =
-        budget_->Reserve(bytes, call.share);
-    if (!reserved.ok()) {
-      *over_budget = true;
-      return reserved.status();
-    }
-    answer->hold = std::move(*reserved);
-    // Outputs written to shared memory cost no memory, but time.
-    uint64_t placed_bytes = 0;
-    for (const JobCost::Output& out : cost.outputs) {
-      if (decoded.encodings.Placed(out.name) != nullptr) {
-        placed_bytes += out.bytes;
-      }
-    }
-    request->run_here =
-        request->run_here &&
-        cost.tile_bytes + result_bytes + placed_bytes <= kRunHereBytes &&
-        decoded.spec.instructions.size() <= kRunHereInstructions;
-    answer->build_elsewhere =
-        decoded.spec.instructions.size() > kFinishHereInstructions ||
-        result_bytes + placed_bytes > kFinishHereBytes;
-    return absl::OkStatus();
-  };
   absl::StatusOr<std::unique_ptr<PreparedJob>> prepared =
-      engine_->Prepare(decoded.spec, admit);
+      engine_->Prepare(decoded.spec, [&](const JobCost& cost) {
+        return Admit(cost, decoded, request, &here, over_budget);
+      });
   if (!prepared.ok()) return decoded.Locate(prepared.status());
-  answer->record.decode = absl::Now() - record->arrival;
+  here.record.decode = absl::Now() - record->arrival;
   if (!decoded.regions.empty()) {
-    answer->regions =
+    here.regions =
         std::make_shared<const JobRegions>(std::move(decoded.regions));
   }
-  answer->encodings = std::move(decoded.encodings);
-  answer->done = std::move(request->done);
-  answer->result = request->result;
-  answer->client = call.share.get();
+  here.encodings = std::move(decoded.encodings);
+  here.done = std::move(request->done);
+  here.result = request->result;
+  here.client = call.share.get();
+  if (request->run_here && RanHere(&here, &*prepared)) return absl::OkStatus();
+  return Enqueue(request, std::move(ticket), std::move(here),
+                 *std::move(prepared));
+}
+
+bool Dispatcher::RanHere(Answer* answer,
+                         std::unique_ptr<PreparedJob>* prepared) {
   // Run to completion: a small job runs here, from its request to its
   // result, with no hand-off, unless the scheduler has work waiting (this
   // job would pass it by: priorities and clients' shares are the
   // scheduler's), the server is shutting down (the scheduler refuses it),
   // or as many jobs as it has workers already run this way.
-  if (request->run_here && max_running_here_ > 0 && scheduler_->Idle() &&
-      !scheduler_->Stopping()) {
+  if (max_running_here_ > 0 && scheduler_->Idle() && !scheduler_->Stopping()) {
     if (const int running = running_here_.fetch_add(1) + 1;
         running <= max_running_here_) {
-      RunHere(prepared->get());
+      EngineRunner(engine_, metrics_).RunToCompletion(prepared->get());
       running_here_.fetch_sub(1);
-      Finish(answer, *std::move(prepared));
-      return absl::OkStatus();
+      Finish(answer, std::move(*prepared));
+      return true;
     }
     running_here_.fetch_sub(1);
   }
-  ticket.job = *std::move(prepared);
-  ticket.priority = static_cast<int>(
-      std::min<uint32_t>(job.priority(), std::numeric_limits<int>::max()));
+  return false;
+}
+
+absl::Status Dispatcher::Enqueue(JobRequest* request, JobTicket ticket,
+                                 Answer answer,
+                                 std::unique_ptr<PreparedJob> prepared) {
+  const CallInfo& call = *request->call;
+  ticket.job = std::move(prepared);
+  ticket.priority = static_cast<int>(std::min<uint32_t>(
+      request->job->priority(), std::numeric_limits<int>::max()));
   ticket.cancelled = call.cancelled;
   ticket.client = call.share;
-  auto queued = std::make_shared<Answer>(std::move(here));
+  auto queued = std::make_shared<Answer>(std::move(answer));
   ticket.done = [this, answer = queued](
                     absl::StatusOr<std::unique_ptr<PreparedJob>> ran) {
     if (ran.ok() && answer->build_elsewhere && finishers_ != nullptr) {
@@ -316,17 +340,6 @@ absl::Status Dispatcher::Submit(JobRequest* request, JobRecord* record,
   // Refused: the done is the caller's again.
   if (!submitted.ok()) request->done = std::move(queued->done);
   return submitted;
-}
-
-void Dispatcher::RunHere(PreparedJob* job) const {
-  // In order: every instruction's predecessors come before it.
-  for (uint32_t i = 0; i < job->num_instructions(); ++i) {
-    const WorkItem item{job, i};
-    const absl::Span<const WorkItem> one(&item, 1);
-    engine_->RunBatch(one);
-    metrics_->BatchRan(one);
-  }
-  metrics_->RanHere();
 }
 
 void Dispatcher::Finish(

@@ -94,6 +94,8 @@ struct Dispatched {
   bool may_retry = false;
 };
 
+struct DecodedJob;  // server/jobs/decode.h
+
 class Dispatcher {
  public:
   // `engine`, `scheduler`, `metrics`, `budget`, `shared` (null: no shared
@@ -124,11 +126,28 @@ class Dispatcher {
   struct Answer;
 
   // Dispatch's work; notes in `record` what the metrics need to know and
-  // in `*over_budget` whether the memory budget refused it.
+  // in `*over_budget` whether the memory budget refused it. Its steps:
+  // decode, Deadline, Admit (once the tiles are known, before any is
+  // made), then RanHere or Enqueue.
   absl::Status Submit(JobRequest* request, JobRecord* record,
                       bool* over_budget);
-  // Runs every instruction of `job` on this thread, in order.
-  void RunHere(PreparedJob* job) const;
+  // The job's deadline (its caller's, its own timeout, at most
+  // --max_job_time from `arrival`), or why its priority or timeout is not
+  // one this server takes.
+  absl::StatusOr<absl::Time> Deadline(const v1::Job& job, const CallInfo& call,
+                                      absl::Time arrival) const;
+  // Admission: the result within a message, the job within --max_job_mb,
+  // its memory reserved against the budget and the client's share (held
+  // by `answer`); where it may run and where its result is built.
+  absl::Status Admit(const JobCost& cost, const DecodedJob& decoded,
+                     JobRequest* request, Answer* answer,
+                     bool* over_budget) const;
+  // Runs the job to completion on this thread and answers it, if the
+  // scheduler is idle and a slot for it is free; else false.
+  bool RanHere(Answer* answer, std::unique_ptr<PreparedJob>* prepared);
+  // Hands the job to the scheduler, its answer built where Admit said.
+  absl::Status Enqueue(JobRequest* request, JobTicket ticket, Answer answer,
+                       std::unique_ptr<PreparedJob> prepared);
   // Builds the result of the job that `ran` (or passes on why it did not)
   // and hands it to `answer`'s done.
   void Finish(Answer* answer,

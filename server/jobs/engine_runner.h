@@ -20,6 +20,16 @@ class EngineRunner final : public BatchRunner {
     // Here, not from the job's result: this sees each batch exactly once.
     metrics_->BatchRan(batch);
   }
+  // Every instruction of `job` on the calling thread, each a batch of one,
+  // in order (each one's predecessors come before it): a job run to
+  // completion without the scheduler.
+  void RunToCompletion(PreparedJob* job) {
+    for (uint32_t i = 0; i < job->num_instructions(); ++i) {
+      const WorkItem item{job, i};
+      RunBatch(absl::Span<const WorkItem>(&item, 1));
+    }
+    metrics_->RanHere();
+  }
 
  private:
   const Engine* engine_;
