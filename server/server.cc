@@ -49,6 +49,36 @@ SharedMemoryOptions SharedMemoryFrom(const ServerOptions& options) {
   return shm;
 }
 
+// gRPC's credentials for `options`, and the proxies it names trusted,
+// checked before anything starts: INVALID_ARGUMENT (or a file's error)
+// for security options that cannot work.
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials(
+    const ServerOptions& options) {
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
+      ServerCredentials(options.tls);
+  if (!credentials.ok()) return credentials.status();
+  if (!options.tls_client_names.empty() && options.tls.client_ca.empty()) {
+    return absl::InvalidArgumentError(
+        "--tls_client_names needs --tls_client_ca (mutual TLS)");
+  }
+  absl::StatusOr<std::vector<AddressPrefix>> proxies =
+      ParseAddressPrefixes(options.trusted_proxies);
+  if (!proxies.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--trusted_proxies: ", proxies.status().message()));
+  }
+  TrustProxies(*std::move(proxies));
+  return credentials;
+}
+
+// The gRPC services reflection lists and the metrics count.
+std::vector<std::string> ServiceNames() {
+  return {v1::TileCompute::service_full_name(),
+          v1::SharedMemory::service_full_name(), "grpc.health.v1.Health",
+          grpc::reflection::v1::ServerReflection::service_full_name(),
+          grpc::reflection::v1alpha::ServerReflection::service_full_name()};
+}
+
 }  // namespace
 
 // Everything a server holds, in the order it is built (and the reverse of
@@ -115,75 +145,104 @@ struct Server::Parts {
     scheduler.Shutdown();
     finishers.Shutdown();
   }
+
+  // Server::Start's steps, in order: the tokens (and with TLS the gate on
+  // calls' metadata); the pipeline and the services; their metrics; the
+  // HTTP doors (metrics, the API); gRPC, serving.
+  absl::Status Authenticate(const ServerOptions& options,
+                            grpc::ServerCredentials& credentials);
+  void Assemble(const ServerOptions& options);
+  void Measure();
+  absl::Status StartHttp(const ServerOptions& options);
+  absl::Status StartGrpc(const ServerOptions& options,
+                         std::shared_ptr<grpc::ServerCredentials> credentials);
+
+  const TokenAuthenticator* token_auth() const {
+    return auth.has_value() ? &*auth : nullptr;
+  }
+  std::vector<grpc::Service*> services;  // what gRPC serves
 };
 
 absl::StatusOr<std::unique_ptr<Server>> Server::Start(
     const ServerOptions& options) {
   absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
-      ServerCredentials(options.tls);
+      Credentials(options);
   if (!credentials.ok()) return credentials.status();
-  if (!options.tls_client_names.empty() && options.tls.client_ca.empty()) {
-    return absl::InvalidArgumentError(
-        "--tls_client_names needs --tls_client_ca (mutual TLS)");
-  }
-  absl::StatusOr<std::vector<AddressPrefix>> proxies =
-      ParseAddressPrefixes(options.trusted_proxies);
-  if (!proxies.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--trusted_proxies: ", proxies.status().message()));
-  }
-  TrustProxies(*std::move(proxies));
   auto parts = std::make_unique<Parts>(options);
+  if (absl::Status authenticated = parts->Authenticate(options, **credentials);
+      !authenticated.ok()) {
+    return authenticated;
+  }
+  parts->Assemble(options);
+  parts->Measure();
+  // The gRPC port is the one a user names first, so it is the first that
+  // a second server on the same ports fails on; the metrics and HTTP ports
+  // then start before gRPC, so that a port that is taken stops the server
+  // before it serves.
+  if (absl::Status free = CheckCanListen(options.grpc.address); !free.ok()) {
+    return free;
+  }
+  if (absl::Status http = parts->StartHttp(options); !http.ok()) return http;
+  if (absl::Status grpc = parts->StartGrpc(options, *std::move(credentials));
+      !grpc.ok()) {
+    return grpc;
+  }
+  return std::unique_ptr<Server>(new Server(std::move(parts)));
+}
+
+absl::Status Server::Parts::Authenticate(const ServerOptions& options,
+                                         grpc::ServerCredentials& credentials) {
   if (!options.auth_token_file.empty()) {
     absl::StatusOr<TokenAuthenticator> tokens =
         TokenAuthenticator::FromFile(options.auth_token_file);
     if (!tokens.ok()) return tokens.status();
-    parts->auth.emplace(std::move(*tokens));
+    auth.emplace(std::move(*tokens));
   }
-  const TokenAuthenticator* auth = parts->auth ? &*parts->auth : nullptr;
-  const bool tls = !options.tls.cert.empty();
   // With TLS, calls are refused on their metadata, before their request
   // is read.
-  if (tls && (auth != nullptr || !options.tls_client_names.empty())) {
-    (*credentials)
-        ->SetAuthMetadataProcessor(CallGate(auth, options.tls_client_names));
+  if (!options.tls.cert.empty() &&
+      (auth.has_value() || !options.tls_client_names.empty())) {
+    credentials.SetAuthMetadataProcessor(
+        CallGate(token_auth(), options.tls_client_names));
   }
-  AddSchedulerGauges(&parts->scheduler, &parts->registry);
-  AddMemoryBudgetGauges(&parts->budget, &parts->registry);
-  AddSharedMemoryGauges(&parts->shared, &parts->registry);
+  return absl::OkStatus();
+}
 
-  parts->dispatcher = std::make_unique<Dispatcher>(
-      &parts->engine, &parts->scheduler, options.limits, &parts->metrics,
-      &parts->budget, &parts->shared, &parts->finishers);
-  parts->intake =
-      std::make_unique<Intake>(parts->dispatcher.get(), &parts->metrics,
-                               &parts->budget, &parts->decoders);
-  parts->service = std::make_unique<TileComputeService>(parts->intake.get(),
-                                                        &parts->budget, auth);
-  parts->shared_service =
-      std::make_unique<SharedMemoryService>(&parts->shared, auth);
-  parts->registry.AddCallbackCounter(
+void Server::Parts::Assemble(const ServerOptions& options) {
+  dispatcher =
+      std::make_unique<Dispatcher>(&engine, &scheduler, options.limits,
+                                   &metrics, &budget, &shared, &finishers);
+  intake =
+      std::make_unique<Intake>(dispatcher.get(), &metrics, &budget, &decoders);
+  service =
+      std::make_unique<TileComputeService>(intake.get(), &budget, token_auth());
+  shared_service = std::make_unique<SharedMemoryService>(&shared, token_auth());
+  reflection = std::make_unique<ReflectionService>(
+      ServiceNames(), DescriptorSetWithComments(), token_auth());
+  services = {service.get(), shared_service.get()};
+  if (options.reflection) {
+    for (grpc::Service* s : reflection->services()) services.push_back(s);
+  }
+}
+
+void Server::Parts::Measure() {
+  AddSchedulerGauges(&scheduler, &registry);
+  AddMemoryBudgetGauges(&budget, &registry);
+  AddSharedMemoryGauges(&shared, &registry);
+  registry.AddCallbackCounter(
       "ptoserve_calls_stalled_total",
       "Calls cancelled because their client read no answer for "
       "--stall_timeout.",
-      [stalls = &parts->service->stalls()] {
+      [stalls = &service->stalls()] {
         return static_cast<double>(stalls->cancelled());
       });
-
-  const std::vector<std::string> service_names = {
-      v1::TileCompute::service_full_name(),
-      v1::SharedMemory::service_full_name(), "grpc.health.v1.Health",
-      grpc::reflection::v1::ServerReflection::service_full_name(),
-      grpc::reflection::v1alpha::ServerReflection::service_full_name()};
-  parts->reflection = std::make_unique<ReflectionService>(
-      service_names, DescriptorSetWithComments(), auth);
   // The services whose handlers take their requests as bytes, which the
   // metrics' interceptor is handed as such: TileCompute's job methods,
   // gRPC's health service (1.51 parses its requests itself) and reflection
   // (server/transport/reflection.h).
   const std::string tile_compute = v1::TileCompute::service_full_name();
-  parts->grpc_metrics = std::make_unique<GrpcMetrics>(
-      &parts->registry, service_names,
+  grpc_metrics = std::make_unique<GrpcMetrics>(
+      &registry, ServiceNames(),
       std::vector<std::string>{
           absl::StrCat("/", tile_compute, "/Execute"),
           absl::StrCat("/", tile_compute, "/ExecuteStream"),
@@ -197,51 +256,38 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
               grpc::reflection::v1alpha::ServerReflection::service_full_name(),
               "/")});
   auto counted = [&](absl::string_view method) {
-    return parts->grpc_metrics->CountedByHandler(
+    return grpc_metrics->CountedByHandler(
         absl::StrCat("/", tile_compute, "/", method));
   };
   TileComputeService::CountedCalls own;
   own.execute = counted("Execute");
   own.stream = counted("ExecuteStream");
   own.batches = counted("ExecuteBatches");
-  parts->service->CountOwnCalls(own);
-  AddProcessMetrics(&parts->registry);
-  parts->registry.AddCallbackCounter(
+  service->CountOwnCalls(own);
+  AddProcessMetrics(&registry);
+  registry.AddCallbackCounter(
       "ptoserve_log_lines_dropped_total",
       "Log lines not written because more than --log_rate came in a second.",
       [] { return static_cast<double>(Log::Get().dropped()); });
   // What the health service and /v2/health/ready answer: 0 from SIGTERM on
   // (the alert rules' NOT_SERVING).
-  parts->registry.AddGauge(
+  registry.AddGauge(
       "ptoserve_serving",
       "1 while the server takes jobs (health SERVING), 0 once it drains "
       "for shutdown (NOT_SERVING).",
-      {}, [parts = parts.get()] { return parts->Serving() ? 1.0 : 0.0; });
-  std::vector<grpc::Service*> services = {parts->service.get(),
-                                          parts->shared_service.get()};
-  if (options.reflection) {
-    for (grpc::Service* s : parts->reflection->services()) {
-      services.push_back(s);
-    }
-  }
+      {}, [this] { return Serving() ? 1.0 : 0.0; });
+}
 
-  // The gRPC port is the one a user names first, so it is the first that
-  // a second server on the same ports fails on; the metrics and HTTP ports
-  // then start before gRPC, so that a port that is taken stops the server
-  // before it serves.
-  if (absl::Status free = CheckCanListen(options.grpc.address); !free.ok()) {
-    return free;
-  }
+absl::Status Server::Parts::StartHttp(const ServerOptions& options) {
   if (!options.metrics.address.empty()) {
     HttpDaemonOptions metrics = options.metrics;
     metrics.flag = "--metrics_address";
     metrics.client_of = SocketClient;
     absl::StatusOr<std::unique_ptr<MetricsEndpoint>> started =
-        MetricsEndpoint::Start(
-            metrics, &parts->registry,
-            [parts = parts.get()] { return parts->Serving(); });
+        MetricsEndpoint::Start(metrics, &registry,
+                               [this] { return Serving(); });
     if (!started.ok()) return started.status();
-    parts->metrics_endpoint = std::move(*started);
+    metrics_endpoint = std::move(*started);
   }
   if (!options.http.address.empty()) {
     if (!options.tls.client_ca.empty() &&
@@ -252,38 +298,44 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
           "certificates (--tls_client_ca), so beside mutual TLS it serves "
           "loopback only; leave --http_address empty or give it 127.0.0.1"));
     }
-    HttpDaemonOptions http = options.http;
-    http.flag = "--http_address";
-    http.client_of = SocketClient;
+    HttpDaemonOptions daemon = options.http;
+    daemon.flag = "--http_address";
+    daemon.client_of = SocketClient;
     HttpApiParts http_parts;
-    http_parts.intake = parts->intake.get();
-    http_parts.budget = &parts->budget;
-    http_parts.registry = &parts->registry;
-    http_parts.auth = auth;
-    http_parts.ready = [parts = parts.get()] { return parts->Serving(); };
+    http_parts.intake = intake.get();
+    http_parts.budget = &budget;
+    http_parts.registry = &registry;
+    http_parts.auth = token_auth();
+    http_parts.ready = [this] { return Serving(); };
     absl::StatusOr<std::unique_ptr<HttpApi>> started =
-        HttpApi::Start(http, options.tls, http_parts);
+        HttpApi::Start(daemon, options.tls, http_parts);
     if (!started.ok()) return started.status();
-    parts->http = std::move(*started);
+    this->http = std::move(*started);
   }
+  return absl::OkStatus();
+}
+
+absl::Status Server::Parts::StartGrpc(
+    const ServerOptions& options,
+    std::shared_ptr<grpc::ServerCredentials> credentials) {
   GrpcWiring wiring;
   wiring.max_message_bytes = options.limits.max_message_bytes;
   wiring.memory_quota_bytes = options.limits.TransportMemoryBytes();
-  wiring.credentials = *credentials;
-  wiring.tls = tls;
-  wiring.interceptor = parts->grpc_metrics.get();
+  wiring.credentials = std::move(credentials);
+  wiring.tls = !options.tls.cert.empty();
+  wiring.interceptor = grpc_metrics.get();
   absl::StatusOr<RunningServer> running =
       StartGrpcServer(options.grpc, wiring, services);
   if (!running.ok()) return running.status();
-  parts->running = std::move(*running);
+  this->running = std::move(*running);
   // The connections gRPC serves, counted in the kernel's socket tables at
   // scrape time (TCP only: a unix: address has no port to count on).
-  const std::string& bound = parts->running.address;
+  const std::string& bound = this->running.address;
   int port = 0;
   if (!absl::StartsWith(bound, "unix:") &&
       absl::SimpleAtoi(absl::string_view(bound).substr(bound.rfind(':') + 1),
                        &port)) {
-    parts->registry.AddGauge(
+    registry.AddGauge(
         "ptoserve_grpc_connections",
         "TCP connections open to the gRPC port, those still sending their "
         "HTTP/2 preface included.",
@@ -292,10 +344,9 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
   // The health service knows a service only once its status has been set.
   for (const char* name : {v1::TileCompute::service_full_name(),
                            v1::SharedMemory::service_full_name()}) {
-    parts->running.server->GetHealthCheckService()->SetServingStatus(name,
-                                                                     true);
+    this->running.server->GetHealthCheckService()->SetServingStatus(name, true);
   }
-  return std::unique_ptr<Server>(new Server(std::move(parts)));
+  return absl::OkStatus();
 }
 
 Server::Server(std::unique_ptr<Parts> parts) : parts_(std::move(parts)) {}
