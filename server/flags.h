@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "absl/time/time.h"
-#include "server/metrics/log.h"
+#include "server/log/log.h"
 #include "server/server.h"
 
 namespace ptoserve {

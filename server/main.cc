@@ -15,7 +15,7 @@
 #include "core/types.h"
 #include "core/version.h"
 #include "server/flags.h"
-#include "server/metrics/log.h"
+#include "server/log/log.h"
 #include "server/process_setup.h"
 #include "server/server.h"
 #include "server/transport/grpc_server.h"

@@ -20,7 +20,7 @@
 #include "server/http/playground_page.h"
 #include "server/httpd/route_table.h"
 #include "server/jobs/request_body.h"
-#include "server/metrics/log.h"
+#include "server/log/log.h"
 #include "server/transport/client_address.h"
 
 namespace ptoserve {

@@ -1,4 +1,4 @@
-#include "server/metrics/log.h"
+#include "server/log/log.h"
 
 #include <netdb.h>
 #include <sys/socket.h>

@@ -14,8 +14,8 @@
 // gRPC's own lines share one rate. The lines past it are counted
 // (ptoserve_log_lines_dropped_total), and how many of a client's were
 // dropped is said once its rate allows a line again.
-#ifndef PTOSERVE_SERVER_METRICS_LOG_H_
-#define PTOSERVE_SERVER_METRICS_LOG_H_
+#ifndef PTOSERVE_SERVER_LOG_LOG_H_
+#define PTOSERVE_SERVER_LOG_LOG_H_
 
 #include <atomic>
 #include <cstdint>
@@ -117,4 +117,4 @@ class Log {
 
 }  // namespace ptoserve
 
-#endif  // PTOSERVE_SERVER_METRICS_LOG_H_
+#endif  // PTOSERVE_SERVER_LOG_LOG_H_

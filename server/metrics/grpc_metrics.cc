@@ -12,7 +12,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/mutex.h"
-#include "server/metrics/log.h"
+#include "server/log/log.h"
 
 namespace ptoserve {
 

@@ -113,7 +113,7 @@ class GrpcMetrics final
 
 // One call counted in its method's series, by the interceptor or, for a
 // method counted there (CountedByHandler), by its handler, and logged
-// (server/metrics/log.h) when answered. Started when made; Answered once,
+// (server/log/log.h) when answered. Started when made; Answered once,
 // when the status is sent; Ended when gRPC is done with the call, which
 // counts a call never answered (its client went away) as CANCELLED. Null
 // method: counts nothing. The owner orders Answered before Ended.

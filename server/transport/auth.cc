@@ -11,7 +11,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "core/quote.h"
-#include "server/metrics/log.h"
+#include "server/log/log.h"
 
 namespace ptoserve {
 

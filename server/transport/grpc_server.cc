@@ -18,7 +18,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "server/metrics/log.h"
+#include "server/log/log.h"
 #include "server/transport/address.h"
 
 namespace ptoserve {

@@ -1,4 +1,4 @@
-"""What the server logs (server/metrics/log.h), read from its standard
+"""What the server logs (server/log/log.h), read from its standard
 output: one line per call answered on either door at its level (OK calls
 at debug, errors at info with their message), start-up and shutdown,
 --log_format=json, and --log_rate bounding a flood of bad requests, what
