@@ -12,6 +12,8 @@
 #include "proto/codec.h"
 #include "proto/descriptor_set.h"
 #include "server/http/http_api.h"
+#include "server/identity/client_address.h"
+#include "server/identity/peer_credentials.h"
 #include "server/jobs/dispatcher.h"
 #include "server/jobs/engine_runner.h"
 #include "server/jobs/gauges.h"
@@ -28,9 +30,7 @@
 #include "server/rpc/shared_memory_service.h"
 #include "server/rpc/tile_compute_service.h"
 #include "server/transport/address.h"
-#include "server/transport/client_address.h"
 #include "server/transport/grpc_server.h"
-#include "server/transport/peer_credentials.h"
 #include "server/transport/reflection.h"
 
 namespace ptoserve {

@@ -53,7 +53,7 @@ struct ServerOptions {
   // Bearer tokens, one a line; empty: none required.
   std::string auth_token_file;
   // Proxies whose X-Forwarded-For names their requests' clients
-  // (server/transport/client_address.h): addresses or prefixes,
+  // (server/identity/client_address.h): addresses or prefixes,
   // comma-separated; empty: none.
   std::string trusted_proxies;
   // With mutual TLS, the client certificate names let in; empty: any the CA

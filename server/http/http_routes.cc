@@ -19,9 +19,9 @@
 #include "server/http/http_api.h"
 #include "server/http/playground_page.h"
 #include "server/httpd/route_table.h"
+#include "server/identity/client_address.h"
 #include "server/jobs/request_body.h"
 #include "server/log/log.h"
-#include "server/transport/client_address.h"
 
 namespace ptoserve {
 

@@ -40,8 +40,8 @@
 #include "absl/types/span.h"
 #include "proto/codec.h"
 #include "ptoserve/v1/service.pb.h"
+#include "server/identity/peer_credentials.h"
 #include "server/jobs/memory_budget.h"
-#include "server/transport/peer_credentials.h"
 
 namespace ptoserve {
 
@@ -178,7 +178,7 @@ absl::Status CallerMayMap(uid_t caller, uid_t owner, mode_t mode,
                           absl::string_view key);
 
 // The user a job's caller runs as, asked for when the job first names a
-// region (server/transport/peer_credentials.h); null for callers inside the
+// region (server/identity/peer_credentials.h); null for callers inside the
 // process, which are not checked.
 using CallerUid = std::function<absl::StatusOr<uid_t>()>;
 

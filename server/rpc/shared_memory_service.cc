@@ -2,8 +2,8 @@
 
 #include <utility>
 
+#include "server/identity/peer_credentials.h"
 #include "server/rpc/status.h"
-#include "server/transport/peer_credentials.h"
 
 namespace ptoserve {
 

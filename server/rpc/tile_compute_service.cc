@@ -6,13 +6,13 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/mutex.h"
+#include "server/identity/client_address.h"
+#include "server/identity/peer_credentials.h"
 #include "server/rpc/batch_stream.h"
 #include "server/rpc/grpc_body.h"
 #include "server/rpc/job_stream.h"
 #include "server/rpc/status.h"
 #include "server/rpc/stream_reactor.h"
-#include "server/transport/client_address.h"
-#include "server/transport/peer_credentials.h"
 
 namespace ptoserve {
 

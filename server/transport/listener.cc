@@ -24,8 +24,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/connection_caps.h"
+#include "server/identity/peer_credentials.h"
 #include "server/transport/address.h"
-#include "server/transport/peer_credentials.h"
 
 namespace ptoserve {
 

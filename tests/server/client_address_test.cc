@@ -1,6 +1,6 @@
 // A client by its address, trusted proxies, and what their
 // X-Forwarded-For says.
-#include "server/transport/client_address.h"
+#include "server/identity/client_address.h"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>

@@ -2,7 +2,7 @@
 // gRPC's peer strings and the tables' hex, the refusals, and real loopback
 // connections made by this process and (as root) by a child of another
 // user.
-#include "server/transport/peer_credentials.h"
+#include "server/identity/peer_credentials.h"
 
 #include <arpa/inet.h>
 #include <gmock/gmock.h>

@@ -1,4 +1,4 @@
-#include "server/transport/peer_credentials.h"
+#include "server/identity/peer_credentials.h"
 
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -32,8 +32,8 @@
 #include "common/mutex.h"
 #include "core/quote.h"
 #include "core/status_macros.h"
-#include "server/transport/client_address.h"
-#include "server/transport/socket_owner.h"
+#include "server/identity/client_address.h"
+#include "server/identity/socket_owner.h"
 
 namespace ptoserve {
 

@@ -2,8 +2,8 @@
 // asked of the kernel for that one socket (sock_diag over netlink, as ss(8)
 // asks), so that the cost does not grow with the sockets the host has.
 // PeerClient and PeerUid (peer_credentials.h) build on it.
-#ifndef PTOSERVE_SERVER_TRANSPORT_SOCKET_OWNER_H_
-#define PTOSERVE_SERVER_TRANSPORT_SOCKET_OWNER_H_
+#ifndef PTOSERVE_SERVER_IDENTITY_SOCKET_OWNER_H_
+#define PTOSERVE_SERVER_IDENTITY_SOCKET_OWNER_H_
 
 #include <netinet/in.h>
 #include <sys/types.h>
@@ -45,4 +45,4 @@ std::optional<uid_t> OwnerOfFarEnd(int fd);
 
 }  // namespace ptoserve
 
-#endif  // PTOSERVE_SERVER_TRANSPORT_SOCKET_OWNER_H_
+#endif  // PTOSERVE_SERVER_IDENTITY_SOCKET_OWNER_H_

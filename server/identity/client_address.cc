@@ -1,4 +1,4 @@
-#include "server/transport/client_address.h"
+#include "server/identity/client_address.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

@@ -1,4 +1,4 @@
-#include "server/transport/socket_owner.h"
+#include "server/identity/socket_owner.h"
 
 #include <arpa/inet.h>
 #include <linux/inet_diag.h>

@@ -8,8 +8,8 @@
 // (/proc/net/tcp, /proc/net/tcp6). The shared-memory path uses it to map
 // only objects the caller itself could open (server/jobs/shared_memory.h), and
 // PeerClient to tell clients apart.
-#ifndef PTOSERVE_SERVER_TRANSPORT_PEER_CREDENTIALS_H_
-#define PTOSERVE_SERVER_TRANSPORT_PEER_CREDENTIALS_H_
+#ifndef PTOSERVE_SERVER_IDENTITY_PEER_CREDENTIALS_H_
+#define PTOSERVE_SERVER_IDENTITY_PEER_CREDENTIALS_H_
 
 #include <sys/types.h>
 
@@ -102,4 +102,4 @@ int EstablishedConnectionsOnPort(int port);
 
 }  // namespace ptoserve
 
-#endif  // PTOSERVE_SERVER_TRANSPORT_PEER_CREDENTIALS_H_
+#endif  // PTOSERVE_SERVER_IDENTITY_PEER_CREDENTIALS_H_

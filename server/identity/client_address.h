@@ -10,8 +10,8 @@
 // and each request it forwards is the client its X-Forwarded-For names
 // last (what the proxy saw). A header from anyone else is ignored: any
 // caller could write one.
-#ifndef PTOSERVE_SERVER_TRANSPORT_CLIENT_ADDRESS_H_
-#define PTOSERVE_SERVER_TRANSPORT_CLIENT_ADDRESS_H_
+#ifndef PTOSERVE_SERVER_IDENTITY_CLIENT_ADDRESS_H_
+#define PTOSERVE_SERVER_IDENTITY_CLIENT_ADDRESS_H_
 
 #include <array>
 #include <cstdint>
@@ -20,7 +20,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "server/transport/socket_owner.h"
+#include "server/identity/socket_owner.h"
 
 namespace ptoserve {
 
@@ -57,4 +57,4 @@ std::string ForwardedClient(absl::string_view connection_client,
 
 }  // namespace ptoserve
 
-#endif  // PTOSERVE_SERVER_TRANSPORT_CLIENT_ADDRESS_H_
+#endif  // PTOSERVE_SERVER_IDENTITY_CLIENT_ADDRESS_H_
