@@ -92,17 +92,23 @@ struct Server::Parts {
         budget(options.limits.memory_budget_bytes,
                options.limits.ClientMemoryBytes()),
         shared(SharedMemoryFrom(options), &budget),
-        // Decodes requests too large to decode on gRPC's threads
-        // (server/jobs/intake.h).
-        // One client may have a quarter of their queue: one client's large
-        // requests never leave the others' refused as "busy".
         decoders(std::max(1u, std::thread::hardware_concurrency()),
-                 /*capacity=*/256, /*client_capacity=*/kDecodesPerClient),
-        // Builds heavy results (dispatcher.h): half the cores at most, so
-        // that the scheduler's workers keep the rest. Every job admitted
-        // posts at most one task; a full queue builds on the worker.
+                 kDecoderQueue, kDecodesPerClient),
         finishers(std::max(1u, std::thread::hardware_concurrency() / 2),
-                  /*capacity=*/65536) {}
+                  kFinisherQueue) {}
+
+  // The decoders parse requests too large to parse on the thread that read
+  // them (server/jobs/intake.h), one thread a core. At most 256 wait, each
+  // at most --max_message_mb and held against its client's share, and one
+  // client may have a quarter of them (kDecodesPerClient): one client's
+  // large requests never leave the others' refused as "busy".
+  static constexpr size_t kDecoderQueue = 256;
+  // The finishers build heavy results (server/jobs/dispatcher.h) on half
+  // the cores at most, so that the scheduler's workers keep the rest.
+  // Every job admitted posts at most one task, so the queue is as long as
+  // the scheduler's (--queue_capacity's default); a full one builds on the
+  // worker instead.
+  static constexpr size_t kFinisherQueue = 65536;
 
   const Engine engine;
   MetricsRegistry registry;

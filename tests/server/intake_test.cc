@@ -15,9 +15,9 @@
 #include <string>
 #include <thread>
 
-#include "absl/synchronization/notification.h"
 #include "server/jobs/engine_runner.h"
 #include "server/metrics/metrics.h"
+#include "tests/server/hold_pool.h"
 #include "tests/server/signal.h"
 
 namespace ptoserve {
@@ -105,17 +105,7 @@ class IntakeTest : public ::testing::Test {
     intake_->Execute(std::move(request));
   }
 
-  // Holds the one decoder busy until the returned notification is given.
-  std::unique_ptr<absl::Notification> HoldDecoder() {
-    auto release = std::make_unique<absl::Notification>();
-    absl::Notification started;
-    decoders_.Post([&started, r = release.get()] {
-      started.Notify();
-      r->WaitForNotification();
-    });
-    started.WaitForNotification();
-    return release;
-  }
+  std::shared_ptr<Signal> HoldDecoder() { return HoldPool(&decoders_); }
 
   void RunScheduler() {
     while (scheduler_.RunOnce() > 0) {
@@ -156,7 +146,7 @@ TEST_F(IntakeTest, ALightRequestRunsOnTheCallersThread) {
 }
 
 TEST_F(IntakeTest, AHeavyJsonBodyIsParsedOnTheDecoders) {
-  std::unique_ptr<absl::Notification> release = HoldDecoder();
+  std::shared_ptr<Signal> release = HoldDecoder();
   Outcome o;
   Execute(&o, BodyFormat::kJson, JsonTand(64 << 10));
   // Waiting for the decoder: nothing parsed, nothing queued.
@@ -174,7 +164,7 @@ TEST_F(IntakeTest, AHeavyJsonBodyIsParsedOnTheDecoders) {
 
 TEST_F(IntakeTest, ALightRequestOfHeavyTilesHasThemMadeOnTheDecoders) {
   // 5 KiB on the wire, two 4 MiB tiles to make.
-  std::unique_ptr<absl::Notification> release = HoldDecoder();
+  std::shared_ptr<Signal> release = HoldDecoder();
   Outcome o;
   Execute(&o, BodyFormat::kProtobuf, Tand(65536).SerializeAsString());
   EXPECT_FALSE(o.done.HasBeenNotified());
@@ -191,7 +181,7 @@ TEST_F(IntakeTest, ALightRequestOfHeavyTilesHasThemMadeOnTheDecoders) {
 }
 
 TEST_F(IntakeTest, ACallerGoneOrPastItsDeadlineIsNotDecoded) {
-  std::unique_ptr<absl::Notification> release = HoldDecoder();
+  std::shared_ptr<Signal> release = HoldDecoder();
   std::atomic<bool> gone{false};
   Outcome left, late;
   left.call.cancelled = [&gone] { return gone.load(); };

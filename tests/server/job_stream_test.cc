@@ -17,9 +17,9 @@
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
-#include "absl/synchronization/notification.h"
 #include "server/jobs/engine_runner.h"
 #include "server/metrics/metrics.h"
+#include "tests/server/hold_pool.h"
 
 namespace ptoserve {
 namespace {
@@ -208,17 +208,7 @@ class JobStreamTest : public ::testing::TestWithParam<Path> {
     stream_.emplace(&wire_, window, StreamJobs{&*intake_, 64 << 20, call});
     stream_->Start();
   }
-  // Keeps the one decoder busy until the notification is notified.
-  std::unique_ptr<absl::Notification> HoldDecoder() {
-    auto release = std::make_unique<absl::Notification>();
-    absl::Notification started;
-    decoders_.Post([&started, r = release.get()] {
-      started.Notify();
-      r->WaitForNotification();
-    });
-    started.WaitForNotification();
-    return release;
-  }
+  std::shared_ptr<Signal> HoldDecoder() { return HoldPool(&decoders_); }
   // Runs whatever the scheduler holds.
   void Run() {
     while (scheduler_.RunOnce() > 0) {
@@ -321,7 +311,7 @@ TEST_P(JobStreamTest, JobsOverTheBudgetWaitTheirTurn) {
 // deadline, meanwhile has it never run.
 TEST_P(JobStreamTest, AHeavyMessageIsDecodedOffTheReadingThread) {
   Open(/*budget_bytes=*/256 << 20, /*window=*/16);
-  std::unique_ptr<absl::Notification> release = HoldDecoder();
+  std::shared_ptr<Signal> release = HoldDecoder();
   // Heavy for its bytes (2 MiB, its tiles heavy too), then for its
   // instructions alone (its tiles light: parsed here, it would run here).
   const std::string heavy = HeavyTand("heavy");
@@ -373,7 +363,7 @@ TEST_P(JobStreamTest, AMessageWhoseCallerWentOrWhoseDeadlinePassedNeverRuns) {
     // Past while the message waits for the decoder.
     if (deadline) call.deadline = absl::Now() + absl::Milliseconds(50);
     Open(/*budget_bytes=*/256 << 20, /*window=*/16, call);
-    std::unique_ptr<absl::Notification> release = HoldDecoder();
+    std::shared_ptr<Signal> release = HoldDecoder();
     wire_.Send(&*stream_, HeavyTand("late"));
     if (deadline) {
       const absl::Time until = call.deadline;

@@ -23,10 +23,10 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "absl/synchronization/notification.h"
 #include "server/jobs/engine_runner.h"
 #include "server/jobs/intake.h"
 #include "server/metrics/metrics.h"
+#include "tests/server/hold_pool.h"
 #include "tests/server/signal.h"
 
 namespace ptoserve {
@@ -150,16 +150,7 @@ class ProtocolTest : public ::testing::Test {
     intake_->Execute(std::move(request));
   }
 
-  std::unique_ptr<absl::Notification> HoldDecoder() {
-    auto release = std::make_unique<absl::Notification>();
-    absl::Notification started;
-    decoders_.Post([&started, r = release.get()] {
-      started.Notify();
-      r->WaitForNotification();
-    });
-    started.WaitForNotification();
-    return release;
-  }
+  std::shared_ptr<Signal> HoldDecoder() { return HoldPool(&decoders_); }
 
   void RunScheduler() {
     while (scheduler_.RunOnce() > 0) {
@@ -255,7 +246,7 @@ TEST_F(ProtocolTest, AJobOverItsClientsShareIsRefusedAndAnotherClientRuns) {
 TEST_F(ProtocolTest, AHeavyLineIsParsedOnTheDecoders) {
   // A first line and 32 KiB of comment: over the 16 KiB parsed where read.
   const std::string heavy = "pad tand 16x16 6 3\n" + std::string(32 << 10, '#');
-  std::unique_ptr<absl::Notification> release = HoldDecoder();
+  std::shared_ptr<Signal> release = HoldDecoder();
   Outcome o;
   Execute(&o, heavy);
   EXPECT_FALSE(o.done.HasBeenNotified());
@@ -276,7 +267,7 @@ TEST_F(ProtocolTest, AHeavyLineIsParsedOnTheDecoders) {
 TEST_F(ProtocolTest, ALineWhoseCallerWentOrWhoseDeadlinePassedNeverRuns) {
   const std::string heavy =
       "late tand 16x16 6 3\n" + std::string(32 << 10, '#');
-  std::unique_ptr<absl::Notification> release = HoldDecoder();
+  std::shared_ptr<Signal> release = HoldDecoder();
   std::atomic<bool> gone{false};
   Outcome left, late;
   left.call.cancelled = [&gone] { return gone.load(); };
