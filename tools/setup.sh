@@ -3,7 +3,7 @@
 # Idempotent: when everything is present it only checks, in well under a
 # second.
 #
-#   tools/setup.sh [clang | build | serve]
+#   tools/setup.sh [clang | build | serve | smoke]
 #
 # clang: also clang and its sanitizer and libFuzzer runtimes, which the
 # test command's ASan+UBSan and fuzzing stages build with.
@@ -11,6 +11,9 @@
 # image's build stage): no formatter, no Python, no test tools.
 # serve: what tools/serve.sh needs: the build's, the Python client's
 # runtime and curl (the quickstart's first requests); no test tools.
+# smoke: serve's, and what the smoke stage's tests use (tools/test.sh):
+# openssl, venv and wheel, python3-h2, PyYAML; no browser, Prometheus,
+# HAProxy or kubectl, whose tests run on the CI machine itself.
 set -euo pipefail
 
 # Debian's kubectl (package kubernetes-client, for its built-in kustomize)
@@ -29,10 +32,10 @@ build_packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
 )
 python_packages=(python3-grpcio python3-protobuf python3-numpy)
+smoke_packages=(python3-yaml openssl python3-venv python3-wheel python3-h2)
 packages=(
   "${build_packages[@]}" "${python_packages[@]}" curl
-  python3-yaml openssl clang-format python3-venv python3-wheel
-  python3-h2
+  "${smoke_packages[@]}" clang-format
   # The playground's test drives Debian's chromium, headless.
   chromium
   # Operating it: a real Prometheus scrapes a loaded server and promtool
@@ -49,7 +52,12 @@ for extra in "$@"; do
       packages=("${build_packages[@]}" "${python_packages[@]}" curl)
       want_kubectl=0
       ;;
-    *) echo "usage: tools/setup.sh [clang | build | serve]" >&2; exit 2 ;;
+    smoke)
+      packages=("${build_packages[@]}" "${python_packages[@]}" curl
+        "${smoke_packages[@]}")
+      want_kubectl=0
+      ;;
+    *) echo "usage: tools/setup.sh [clang | build | serve | smoke]" >&2; exit 2 ;;
   esac
 done
 

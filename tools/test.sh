@@ -20,6 +20,8 @@ stages=" ${PTOSERVE_TEST_STAGES:-tests asan tsan fuzz} "
 selected() { [[ $stages == *" $1 "* ]]; }
 if selected tests || selected asan || selected fuzz; then
   tools/setup.sh clang || exit 1
+elif [[ $stages == " smoke " ]]; then
+  tools/setup.sh smoke || exit 1
 else
   tools/setup.sh || exit 1
 fi
