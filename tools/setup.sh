@@ -12,8 +12,9 @@
 # serve: what tools/serve.sh needs: the build's, the Python client's
 # runtime and curl (the quickstart's first requests); no test tools.
 # smoke: serve's, and what the smoke stage's tests use (tools/test.sh):
-# openssl, venv and wheel, python3-h2, PyYAML; no browser, Prometheus,
-# HAProxy or kubectl, whose tests run on the CI machine itself.
+# openssl, venv and wheel, python3-h2, PyYAML, the Kubernetes models and
+# kubectl; not the browser, Prometheus or HAProxy (most of the download
+# and of the install's time), whose tests run on the CI machine itself.
 set -euo pipefail
 
 # Debian's kubectl (package kubernetes-client, for its built-in kustomize)
@@ -32,7 +33,10 @@ build_packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
 )
 python_packages=(python3-grpcio python3-protobuf python3-numpy)
-smoke_packages=(python3-yaml openssl python3-venv python3-wheel python3-h2)
+smoke_packages=(
+  python3-yaml openssl python3-venv python3-wheel python3-h2
+  python3-kubernetes
+)
 packages=(
   "${build_packages[@]}" "${python_packages[@]}" curl
   "${smoke_packages[@]}" clang-format
@@ -40,9 +44,9 @@ packages=(
   chromium
   # Operating it: a real Prometheus scrapes a loaded server and promtool
   # checks the alert rules (tests/deploy); HAProxy fronts three replicas
-  # (deploy/haproxy); the rendered Kubernetes objects load into the
-  # client library's models.
-  prometheus haproxy python3-kubernetes
+  # (deploy/haproxy). The rendered Kubernetes objects load into the
+  # client library's models (python3-kubernetes, above).
+  prometheus haproxy
 )
 for extra in "$@"; do
   case "$extra" in
@@ -55,7 +59,6 @@ for extra in "$@"; do
     smoke)
       packages=("${build_packages[@]}" "${python_packages[@]}" curl
         "${smoke_packages[@]}")
-      want_kubectl=0
       ;;
     *) echo "usage: tools/setup.sh [clang | build | serve | smoke]" >&2; exit 2 ;;
   esac
