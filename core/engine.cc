@@ -25,7 +25,7 @@ Engine::Engine(const EngineOptions& options)
 absl::StatusOr<std::unique_ptr<PreparedJob>> Engine::Prepare(
     const JobSpec& spec, const Admission& admit) const {
   return internal::JobBinder(spec, options_.limits, backends_,
-                             options_.default_target, admit)
+                             options_.TargetOf(spec.target), admit)
       .Bind();
 }
 

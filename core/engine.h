@@ -27,7 +27,13 @@
 namespace ptoserve {
 
 struct EngineOptions {
+  // The target of a job that names none. TargetOf is the one place it is
+  // applied: the engine's binder and lowering, and the server's decoding
+  // and metrics, all ask it.
   Target default_target = Target::kHost;
+  Target TargetOf(std::optional<Target> asked) const {
+    return asked.value_or(default_target);
+  }
   uint64_t host_buffer_bytes = 1 << 20;  // the host target's unified buffer
   EngineLimits limits;
 };

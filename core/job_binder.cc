@@ -27,12 +27,12 @@ std::string EventName(const Instruction& inst, size_t index) {
 }  // namespace
 
 JobBinder::JobBinder(const JobSpec& spec, const EngineLimits& limits,
-                     const BackendRegistry& backends, Target default_target,
+                     const BackendRegistry& backends, Target target,
                      const Admission& admit)
     : spec_(spec),
       limits_(limits),
       admit_(admit),
-      target_(spec.target.value_or(default_target)),
+      target_(target),
       backend_(backends.Get(target_)),
       in_buffer_(spec.mode == Mode::kManual ||
                  backend_.spec().auto_mode_in_buffer),

@@ -76,7 +76,7 @@ class SlotIndex {
 class JobBinder {
  public:
   JobBinder(const JobSpec& spec, const EngineLimits& limits,
-            const BackendRegistry& backends, Target default_target,
+            const BackendRegistry& backends, Target target,
             const Admission& admit);
 
   // Runs every stage (Engine::Prepare's contract); a binder binds once.

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <optional>
 #include <string>
-#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -372,10 +371,7 @@ ServerOptions OptionsFromFlags() {
       absl::GetFlag(FLAGS_max_waits_per_instruction);
   o.engine.limits.max_assembly_bytes =
       Bytes(absl::GetFlag(FLAGS_max_assembly_kb), 10);
-  o.scheduling.workers =
-      absl::GetFlag(FLAGS_workers) > 0
-          ? static_cast<int>(absl::GetFlag(FLAGS_workers))
-          : std::max(1u, std::thread::hardware_concurrency());
+  o.scheduling.workers = absl::GetFlag(FLAGS_workers);
   o.scheduling.max_batch_size = absl::GetFlag(FLAGS_max_batch_size);
   o.scheduling.max_batch_bytes = Bytes(absl::GetFlag(FLAGS_max_batch_kb), 10);
   o.scheduling.max_queue_delay =

@@ -82,7 +82,7 @@ class Lowerer {
  public:
   Lowerer(const Program& program, JobSpec base, const Engine& engine)
       : program_(program),
-        target_(base.target.value_or(engine.options().default_target)),
+        target_(engine.options().TargetOf(base.target)),
         backend_(engine.backends().Get(target_)),
         max_tile_bytes_(engine.options().limits.max_tile_bytes) {
     job_ = std::move(base);

@@ -221,7 +221,7 @@ absl::Status HttpApi::Admit(HttpExchange* exchange, Call* call) const {
     if (!d.ok()) return d.status();
     call->info.deadline = exchange->start() + *d;
   }
-  const ServiceLimits& limits = parts_.intake->dispatcher()->limits();
+  const ServiceLimits& limits = parts_.intake->limits();
   call->body.emplace(BodyFormat::kJson, parts_.budget, call->info.share,
                      std::min(limits.max_json_bytes, limits.max_message_bytes));
   uint64_t declared = 0;
@@ -300,8 +300,8 @@ void HttpApi::OnBody(const std::shared_ptr<HttpExchange>& exchange,
                      absl::string_view piece) {
   auto* call = static_cast<Call*>(exchange->state.get());
   if (!call->body.has_value()) return;
-  if (absl::Status taken = call->body->Append(
-          piece, BodyLimitFlag(parts_.intake->dispatcher()->limits()));
+  if (absl::Status taken =
+          call->body->Append(piece, BodyLimitFlag(parts_.intake->limits()));
       !taken.ok()) {
     call->body->Discard();
     Refuse(exchange.get(), call, taken);

@@ -35,14 +35,16 @@ absl::StatusOr<DecodedJob> DecodeJob(const v1::Job& job, const Engine& engine,
       JobRegions(use_shared ? shared : nullptr, std::move(caller));
   PTO_ASSIGN_OR_RETURN(decoded.spec,
                        ToJobSpec(job, use_shared ? &decoded.regions : nullptr));
+  // Decided once, here: what follows (the lowering, the binder, the
+  // scheduler's batching key) sees the target the job runs on.
+  decoded.spec.target = engine.options().TargetOf(decoded.spec.target);
   if (!job.assembly().empty()) {
     PTO_ASSIGN_OR_RETURN(decoded.program, Assemble(job.assembly(), limits));
     PTO_ASSIGN_OR_RETURN(
         decoded.spec,
         pasm::Lower(*decoded.program, std::move(decoded.spec), engine));
   }
-  const Backend& backend = engine.backends().Get(
-      decoded.spec.target.value_or(engine.options().default_target));
+  const Backend& backend = engine.backends().Get(*decoded.spec.target);
   decoded.encodings = ResultEncodings(decoded.spec, [&backend](Opcode opcode) {
     return backend.UsesTmp(opcode);
   });

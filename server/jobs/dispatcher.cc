@@ -35,8 +35,10 @@ constexpr size_t kFinishHereInstructions = 64;
 constexpr uint64_t kFinishHereBytes = 256 << 10;
 
 // The target `job` runs on, named for its metrics.
-absl::string_view TargetLabel(const v1::Job& job, Target default_target) {
-  if (job.target() == v1::TARGET_UNSPECIFIED) return TargetName(default_target);
+absl::string_view TargetLabel(const v1::Job& job, const EngineOptions& engine) {
+  if (job.target() == v1::TARGET_UNSPECIFIED) {
+    return TargetName(engine.TargetOf(std::nullopt));
+  }
   absl::StatusOr<Target> target = FromProto(job.target());
   return target.ok() ? TargetName(*target) : "unknown";
 }
@@ -133,18 +135,17 @@ Dispatcher::Dispatcher(const Engine* engine, Scheduler* scheduler,
       finishers_(finishers),
       // With a queue delay, the operator asked for jobs to wait for
       // company: none runs without the scheduler.
-      max_running_here_(scheduler->options().max_queue_delay >
-                                absl::ZeroDuration()
-                            ? 0
-                            : std::max(1, scheduler->options().workers)),
+      max_running_here_(
+          scheduler->options().max_queue_delay > absl::ZeroDuration()
+              ? 0
+              : std::max(1, scheduler->options().WorkerThreads())),
       limits_(limits),
       capabilities_(CapabilitiesOf(
           *engine, scheduler->options(), limits,
           shared != nullptr ? shared->options() : SharedMemoryOptions{})) {}
 
 Dispatched Dispatcher::Dispatch(JobRequest request) {
-  JobRecord record(
-      TargetLabel(*request.job, engine_->options().default_target));
+  JobRecord record(TargetLabel(*request.job, engine_->options()));
   bool over_budget = false;
   Dispatched dispatched;
   try {

@@ -122,6 +122,9 @@ class Intake {
   void CountRefused(absl::StatusCode code) const;
 
   Dispatcher* dispatcher() const { return dispatcher_; }
+  // The server's limits (--max_message_mb, --max_json_kb, ...), as every
+  // door reads them.
+  const ServiceLimits& limits() const { return dispatcher_->limits(); }
 
  private:
   // Whether a request so scanned may be parsed on the calling thread.

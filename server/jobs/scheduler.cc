@@ -74,10 +74,16 @@ struct Scheduler::JobState {
   }
 };
 
+int SchedulerOptions::WorkerThreads() const {
+  if (run_by_owner) return 0;
+  if (workers > 0) return workers;
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
 Scheduler::Scheduler(const SchedulerOptions& options, BatchRunner* runner,
                      Clock* clock)
     : options_(options), runner_(runner), clock_(clock) {
-  for (int i = 0; i < options_.workers; ++i) {
+  for (int i = 0; i < options_.WorkerThreads(); ++i) {
     workers_.emplace_back([this] { Work(); });
   }
 }

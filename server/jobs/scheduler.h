@@ -89,8 +89,13 @@ struct SchedulerOptions {
   // Most instructions admitted and not yet run; a job that does not fit is
   // refused with RESOURCE_EXHAUSTED.
   size_t queue_capacity = 65536;
-  // Worker threads. 0 starts none: the owner calls RunOnce (tests).
-  int workers = 1;
+  // Worker threads; 0: one per CPU core (--workers has the same meaning).
+  int workers = 0;
+  // No worker threads at all: the owner runs the scheduler by hand with
+  // RunOnce (tests), whatever `workers` says.
+  bool run_by_owner = false;
+  // The worker threads these options start.
+  int WorkerThreads() const;
   // Job priorities are 0 .. priority_levels - 1.
   int priority_levels = 4;
   // Each this long that a queue's oldest item waits counts as one priority

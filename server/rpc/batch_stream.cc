@@ -164,7 +164,8 @@ grpc::ByteBuffer BatchStream::Encoded(v1::JobResultBatch* answer) const {
   grpc::ByteBuffer bytes;
   absl::Status encoded;
   try {
-    encoded = EncodeReply(*answer, jobs_.max_message_bytes, &bytes);
+    encoded =
+        EncodeReply(*answer, jobs_.intake->limits().max_message_bytes, &bytes);
   } catch (const std::bad_alloc&) {
     encoded = absl::ResourceExhaustedError(
         "the server ran out of memory serializing this batch's answer");
@@ -176,7 +177,8 @@ grpc::ByteBuffer BatchStream::Encoded(v1::JobResultBatch* answer) const {
   for (v1::JobResult& result : *answer->mutable_results()) {
     ToErrorResult(std::string(result.id()), why, &result);
   }
-  if (EncodeReply(*answer, jobs_.max_message_bytes, &bytes).ok()) {
+  if (EncodeReply(*answer, jobs_.intake->limits().max_message_bytes, &bytes)
+          .ok()) {
     return bytes;
   }
   // Even its errors, with their ids, are too large (many jobs and a small
@@ -189,7 +191,7 @@ grpc::ByteBuffer BatchStream::Encoded(v1::JobResultBatch* answer) const {
                                                "error, were too large too",
                                                why.message(), jobs)),
       answer->add_results());
-  (void)EncodeReply(*answer, jobs_.max_message_bytes, &bytes);
+  (void)EncodeReply(*answer, jobs_.intake->limits().max_message_bytes, &bytes);
   return bytes;
 }
 

@@ -155,7 +155,8 @@ grpc::ByteBuffer JobStream::Encoded(const v1::JobResult& result) const {
   grpc::ByteBuffer bytes;
   absl::Status encoded;
   try {
-    encoded = EncodeReply(result, jobs_.max_message_bytes, &bytes);
+    encoded =
+        EncodeReply(result, jobs_.intake->limits().max_message_bytes, &bytes);
   } catch (const std::bad_alloc&) {
     encoded = absl::ResourceExhaustedError(
         "the server ran out of memory serializing this job's result");
@@ -165,9 +166,10 @@ grpc::ByteBuffer JobStream::Encoded(const v1::JobResult& result) const {
   // kMaxNameBytes: it fits any message limit), else without it.
   v1::JobResult failed;
   ToErrorResult(result.id(), encoded, &failed);
-  if (!EncodeReply(failed, jobs_.max_message_bytes, &bytes).ok()) {
+  if (!EncodeReply(failed, jobs_.intake->limits().max_message_bytes, &bytes)
+           .ok()) {
     ToErrorResult("", encoded, &failed);
-    (void)EncodeReply(failed, jobs_.max_message_bytes, &bytes);
+    (void)EncodeReply(failed, jobs_.intake->limits().max_message_bytes, &bytes);
   }
   return bytes;
 }

@@ -1,10 +1,9 @@
 // What a stream's jobs need besides the stream itself: the request
-// pipeline they go through, the largest answer a message may carry, and
-// the call they came on (every job of a stream is one of its client's).
+// pipeline they go through (and its limits: the largest answer a message
+// may carry) and the call they came on (every job of a stream is one of
+// its client's).
 #ifndef PTOSERVE_SERVER_RPC_STREAM_JOBS_H_
 #define PTOSERVE_SERVER_RPC_STREAM_JOBS_H_
-
-#include <cstdint>
 
 #include "server/jobs/dispatcher.h"
 #include "server/jobs/intake.h"
@@ -12,8 +11,7 @@
 namespace ptoserve {
 
 struct StreamJobs {
-  const Intake* intake;        // outlives the stream
-  uint64_t max_message_bytes;  // --max_message_mb
+  const Intake* intake;  // outlives the stream
   CallInfo call;
 };
 

@@ -56,7 +56,7 @@ TileComputeService::TileComputeService(const Intake* intake,
     : intake_(intake),
       budget_(budget),
       auth_(auth),
-      limits_(intake->dispatcher()->limits()),
+      limits_(intake->limits()),
       stalls_(limits_.stall_timeout) {}
 
 CallInfo TileComputeService::CallOf(
@@ -128,9 +128,8 @@ TileComputeService::ExecuteStream(grpc::CallbackServerContext* context) {
   CallInfo call = CallOf(context);
   const std::shared_ptr<MemoryBudget::Share> share = call.share;
   reactor->Run(
-      std::make_unique<JobStream>(
-          reactor, limits_.stream_window,
-          StreamJobs{intake_, limits_.max_message_bytes, std::move(call)}),
+      std::make_unique<JobStream>(reactor, limits_.stream_window,
+                                  StreamJobs{intake_, std::move(call)}),
       share->client());
   return reactor;
 }
@@ -144,9 +143,8 @@ TileComputeService::ExecuteBatches(grpc::CallbackServerContext* context) {
   CallInfo call = CallOf(context);
   const std::shared_ptr<MemoryBudget::Share> share = call.share;
   reactor->Run(
-      std::make_unique<BatchStream>(
-          reactor, limits_.stream_window,
-          StreamJobs{intake_, limits_.max_message_bytes, std::move(call)}),
+      std::make_unique<BatchStream>(reactor, limits_.stream_window,
+                                    StreamJobs{intake_, std::move(call)}),
       share->client());
   return reactor;
 }

@@ -43,7 +43,7 @@ v1::Job Chain(int steps) {
 // A scheduler that runs only when the test calls RunOnce.
 SchedulerOptions NoWorkers() {
   SchedulerOptions options;
-  options.workers = 0;
+  options.run_by_owner = true;
   return options;
 }
 

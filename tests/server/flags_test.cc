@@ -66,17 +66,18 @@ TEST(FlagsTest, EveryDefaultIsItsFieldsDefault) {
   PTOSERVE_SAME(trusted_proxies);
   PTOSERVE_SAME(tls_client_names);
   PTOSERVE_SAME(reflection);
+  PTOSERVE_SAME(scheduling.workers);
 #undef PTOSERVE_SAME
   // On purpose: the program serves HTTP and /metrics on loopback, where a
   // server embedded in a test or another program opens no port it did not
-  // ask for; and --workers=0 is one per core, where SchedulerOptions'
-  // zero is no workers (a test runs the scheduler by hand).
+  // ask for.
   EXPECT_EQ(flags.http.address, "127.0.0.1:8000");
   EXPECT_EQ(flags.metrics.address, "127.0.0.1:9464");
   EXPECT_EQ(fields.http.address, "");
   EXPECT_EQ(fields.metrics.address, "");
+  // --workers=0 and the field's 0 both mean one per core.
   EXPECT_EQ(
-      flags.scheduling.workers,
+      flags.scheduling.WorkerThreads(),
       static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
 }
 

@@ -120,7 +120,7 @@ class IntakeTest : public ::testing::Test {
   // No workers: the test runs the scheduler.
   Scheduler scheduler_{[] {
                          SchedulerOptions o;
-                         o.workers = 0;
+                         o.run_by_owner = true;
                          return o;
                        }(),
                        &runner_};

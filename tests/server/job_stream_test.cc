@@ -124,7 +124,7 @@ enum class Path { kRunHere, kScheduled };
 // one is full, and runs at once.
 SchedulerOptions NoWorkers(Path path) {
   SchedulerOptions options;
-  options.workers = 0;
+  options.run_by_owner = true;
   if (path == Path::kScheduled) {
     options.max_queue_delay = absl::Hours(1);
     options.max_batch_size = 1;
@@ -205,7 +205,7 @@ class JobStreamTest : public ::testing::TestWithParam<Path> {
     intake_.emplace(&*dispatcher_, &metrics_, &*budget_, &decoders_);
     share_ = budget_->ShareOf("the test");
     call.share = share_;
-    stream_.emplace(&wire_, window, StreamJobs{&*intake_, 64 << 20, call});
+    stream_.emplace(&wire_, window, StreamJobs{&*intake_, call});
     stream_->Start();
   }
   std::shared_ptr<Signal> HoldDecoder() { return HoldPool(&decoders_); }

@@ -173,7 +173,7 @@ class ProtocolTest : public ::testing::Test {
   // No workers: the test runs the scheduler.
   Scheduler scheduler_{[] {
                          SchedulerOptions o;
-                         o.workers = 0;
+                         o.run_by_owner = true;
                          return o;
                        }(),
                        &runner_};

@@ -131,7 +131,7 @@ class SchedulerTest : public ::testing::Test {
 
   SchedulerOptions Manual(size_t max_batch, absl::Duration delay) {
     SchedulerOptions o;
-    o.workers = 0;
+    o.run_by_owner = true;
     o.max_batch_size = max_batch;
     o.max_queue_delay = delay;
     return o;
