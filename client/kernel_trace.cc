@@ -1,19 +1,17 @@
 #include "client/kernel_trace.h"
 
 #include <fstream>
-#include <utility>
 
 #include "client/chrome_trace.h"
-#include "core/builtin/recorded_events.h"
 #include "google/protobuf/util/json_util.h"
-#include "proto/codec.h"
+#include "proto/recorded_result.h"
 
 namespace pto {
 
 namespace {
 
 bool Write(const char* path, const std::string& text, std::string* error) {
-  if (ptoserve::builtin::RecordedEvents().empty()) {
+  if (!ptoserve::AnyInstructionRecorded()) {
     *error = "no instruction was recorded";
     return false;
   }
@@ -29,15 +27,7 @@ bool Write(const char* path, const std::string& text, std::string* error) {
 
 }  // namespace
 
-ptoserve::v1::JobResult KernelResult() {
-  ptoserve::JobOutcome outcome;
-  outcome.target = ptoserve::builtin::RecordedTarget();
-  outcome.events = ptoserve::builtin::RecordedEvents();
-  ptoserve::v1::JobResult result;
-  ptoserve::ToJobResult(std::move(outcome), ptoserve::ResultEncodings(),
-                        &result);
-  return result;
-}
+ptoserve::v1::JobResult KernelResult() { return ptoserve::RecordedJobResult(); }
 
 std::string KernelEventsJson() {
   std::string out;

@@ -1,8 +1,8 @@
 // The events of a kernel's recorded run (core/builtin/recording.h): one per
 // instruction the API ran while a recording was on, as the engine fills a
-// job's (core/job.h), for what writes them as the service writes a job's
-// events (client/kernel_trace.h). Not for the API's users: it names the
-// engine's types.
+// job's (core/job.h), for what turns them into the service's result of a
+// job (proto/recorded_result.h, which client/kernel_trace.h writes). Not
+// for the API's users: it names the engine's types.
 #ifndef PTOSERVE_CORE_BUILTIN_RECORDED_EVENTS_H_
 #define PTOSERVE_CORE_BUILTIN_RECORDED_EVENTS_H_
 

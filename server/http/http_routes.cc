@@ -122,6 +122,9 @@ absl::StatusOr<absl::Duration> GrpcTimeout(absl::string_view value) {
 // One request's own, from its head to its end.
 struct HttpApi::Call {
   Route route = kOther;
+  // Its route's row by path alone (RouteMatch::named), which names it in
+  // metrics and logs; null: no route's path.
+  const HttpRoute* named = nullptr;
   // A job's: its body, held against its client's share as it arrives, the
   // job parsed from it, its result and the call as the pipeline sees it.
   std::optional<IncomingBody> body;
@@ -236,6 +239,7 @@ void HttpApi::OnHead(const std::shared_ptr<HttpExchange>& exchange) {
   exchange->state = call;
   const RouteMatch match = Routes().Find(exchange->method(), exchange->path());
   call->route = match.route != nullptr ? Route(match.route->id) : kOther;
+  call->named = match.named;
   if (!exchange->host_allowed()) {
     return Refuse(
         exchange.get(), call.get(),
@@ -348,15 +352,15 @@ void HttpApi::Execute(const std::shared_ptr<HttpExchange>& exchange,
 }
 
 void HttpApi::OnEnd(const std::shared_ptr<HttpExchange>& exchange) {
+  auto* call = static_cast<Call*>(exchange->state.get());
   // Named by its pattern, never by the path a client sent.
-  const HttpRoute* route = Routes().Named(exchange->path());
-  const std::string name = route != nullptr ? route->pattern : "other";
+  const std::string name =
+      call->named != nullptr ? call->named->pattern : "other";
   const int status = exchange->status();
   const std::string code = status != 0 ? absl::StrCat(status) : "none";
   const absl::Duration took = absl::Now() - exchange->start();
   requests_->With({name, code}).Increment();
   seconds_->With({name}).Observe(absl::ToDoubleSeconds(took));
-  auto* call = static_cast<Call*>(exchange->state.get());
   CallLine line;
   line.ok = status != 0 && status < 400;
   line.server_fault = status >= 500 && status != 503;

@@ -52,6 +52,7 @@ RouteMatch RouteTable::Find(absl::string_view method,
   std::vector<absl::string_view> allowed;
   for (const HttpRoute& route : routes_) {
     if (!Matches(route.pattern, path, &params)) continue;
+    if (match.named == nullptr) match.named = &route;
     const absl::string_view takes = route.method;
     if (method == takes || (takes == "GET" && method == "HEAD")) {
       match.route = &route;

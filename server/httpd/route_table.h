@@ -35,6 +35,10 @@ struct RouteMatch {
   // methods of the rows whose pattern matches ("GET, POST"; empty: the path
   // is no route's, 404; else 405).
   const HttpRoute* route = nullptr;
+  // The first row whose pattern matches, whatever its method (Named's
+  // answer, found in the same pass): what names the request in metrics and
+  // logs. Null: the path is no route's.
+  const HttpRoute* named = nullptr;
   std::string allow;
   RouteParams params;
   // The parameter named `name`, or "".

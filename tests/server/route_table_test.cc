@@ -58,6 +58,7 @@ TEST(RouteTableTest, ANearMissIsNoRoute) {
     const RouteMatch m = table.Find("POST", path);
     EXPECT_EQ(m.route, nullptr) << path;
     EXPECT_EQ(m.allow, "") << path;
+    EXPECT_EQ(m.named, nullptr) << path;
     EXPECT_EQ(table.Named(path), nullptr) << path;
   }
 }
@@ -70,9 +71,17 @@ TEST(RouteTableTest, AKnownPathWithAnotherMethodSaysWhichItTakes) {
   m = table.Find("DELETE", "/v2/models/x");
   EXPECT_EQ(m.route, nullptr);
   EXPECT_EQ(m.allow, "GET");
-  // Named by its pattern whatever the method or the parameter's value.
+  // Named by its pattern whatever the method or the parameter's value, and
+  // Find says so in the same pass: a route matched, or a 405's.
   const HttpRoute* named = table.Named("/v2/models/anything-at-all/infer");
   ASSERT_NE(named, nullptr);
+  EXPECT_STREQ(named->pattern, "/v2/models/{model}/infer");
+  EXPECT_EQ(table.Find("GET", "/v2/models/anything-at-all/infer").named, named);
+  EXPECT_EQ(table.Find("POST", "/v2/models/anything-at-all/infer").named,
+            named);
+  EXPECT_EQ(m.named, table.Named("/v2/models/x"));
+  ASSERT_NE(m.named, nullptr);
+  EXPECT_STREQ(m.named->pattern, "/v2/models/{model}");
   EXPECT_STREQ(named->pattern, "/v2/models/{model}/infer");
 }
 
