@@ -38,7 +38,9 @@ struct ServerOptions {
   // The HTTP/JSON API's connections (server/http/http_api.h): its
   // address (empty: none), threads, limits and timeouts, allowed hosts.
   HttpDaemonOptions http;
-  // The same for GET /metrics (empty address: none).
+  // The same for GET /metrics (empty address: none). No flag but its
+  // address's (--metrics_address): a scrape's connections keep these
+  // defaults, apart from the API's.
   HttpDaemonOptions metrics;
   EngineOptions engine;
   SchedulerOptions scheduling;

@@ -44,7 +44,8 @@ namespace ptoserve {
 
 struct HttpDaemonOptions {
   std::string address;  // IP:PORT, numeric; port 0 picks a free one
-  // The flag that gave `address` ("--http_address"), named in errors.
+  // The flag that gave `address` ("--http_address"), named in errors. No
+  // flag of its own: the server names the one that gave the address.
   std::string flag;
   // Threads that poll the connections (and run what handlers do there).
   int threads = 4;
@@ -55,7 +56,8 @@ struct HttpDaemonOptions {
   int max_connections_per_client = 64;
   // Who the client at the far end of a connection's socket is, asked once
   // a connection as it is accepted (on a polling thread); null: its
-  // address (an IPv6 /64 as one).
+  // address (an IPv6 /64 as one). No flag: the server sets it, so that
+  // every door means the same client.
   std::function<std::string(int fd)> client_of;
   // A connection that sends or reads nothing for this long is closed
   // (whole seconds).
@@ -68,7 +70,8 @@ struct HttpDaemonOptions {
   // Host names a request may name besides localhost and the address its
   // connection reached (lower case; "*": any).
   std::vector<std::string> allowed_hosts;
-  // HTTPS when `tls_cert_pem` is set (PEM text, with its key's).
+  // HTTPS when `tls_cert_pem` is set (PEM text, with its key's). No flag:
+  // the server reads them from ServerOptions::tls's files.
   std::string tls_cert_pem;
   std::string tls_key_pem;
 };

@@ -92,7 +92,7 @@ struct SchedulerOptions {
   // Worker threads; 0: one per CPU core (--workers has the same meaning).
   int workers = 0;
   // No worker threads at all: the owner runs the scheduler by hand with
-  // RunOnce (tests), whatever `workers` says.
+  // RunOnce, whatever `workers` says. No flag: for tests.
   bool run_by_owner = false;
   // The worker threads these options start.
   int WorkerThreads() const;

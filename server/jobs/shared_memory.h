@@ -60,7 +60,8 @@ struct SharedMemoryOptions {
   // connection closes.
   absl::Duration lease_grace = absl::Seconds(10);
   // How often a thread of the registry's looks at leased regions'
-  // connections (SweepLeases); zero: no thread, the owner sweeps.
+  // connections (SweepLeases); zero: no thread, the owner sweeps. No flag:
+  // the server sweeps at a fraction of lease_grace (server.cc).
   absl::Duration lease_sweep = absl::ZeroDuration();
 };
 

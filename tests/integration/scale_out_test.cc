@@ -31,8 +31,12 @@ double AnsweredOk(const std::string& metrics_url) {
 // 20,000 TAND jobs (6,000 under a sanitizer, which makes each several times
 // dearer) from 32 threads through one SDK client over `servers`; `fault`
 // runs once, when half of them are answered; servers[1] is the one it takes
-// away.
-void RunJobs(ServerProcess* servers[3], const std::function<void()>& fault) {
+// away. It may answer, after the fault, the calls it had then (one per
+// thread, twice over: when the count was read and when the fault came),
+// and, a fraction `late` of the rest, those it takes while the fault
+// reaches it (none for SIGKILL).
+void RunJobs(ServerProcess* servers[3], const std::function<void()>& fault,
+             double late = 0) {
   const std::string address =
       absl::StrCat(servers[0]->address(), ",", servers[1]->address(), ",",
                    servers[2]->address());
@@ -78,9 +82,9 @@ void RunJobs(ServerProcess* servers[3], const std::function<void()>& fault) {
   // Round robin spread the first half over all three, and the two that
   // stayed ran every job answered after the fault but for the calls in
   // flight around it, which the third may have finished: at most one per
-  // thread when the count was read, and one per thread when the fault came.
-  // (The scrapes take a while, a sanitizer's most; jobs the two answered
-  // meanwhile only add to what they count.)
+  // thread when the count was read, and one per thread when the fault came;
+  // and the `late` ones. (The scrapes take a while, a sanitizer's most;
+  // jobs the two answered meanwhile only add to what they count.)
   for (int s = 0; s < 3; ++s) {
     EXPECT_GT(before[s], kJobs / 10) << "server " << s;
   }
@@ -91,7 +95,8 @@ void RunJobs(ServerProcess* servers[3], const std::function<void()>& fault) {
             << " jobs answered, " << taken_over
             << " of them (and of the scrapes' time) by the two servers left"
             << std::endl;
-  EXPECT_GE(taken_over, kJobs - answered_at_fault - 2 * kThreads);
+  const int after = kJobs - answered_at_fault;
+  EXPECT_GE(taken_over, after - 2 * kThreads - late * after);
 }
 
 TEST(ScaleOutTest, KillingOneOfThreeServersLosesNothing) {
@@ -110,7 +115,13 @@ TEST(ScaleOutTest, StoppingOneOfThreeServersLosesNothingAndShowsNoError) {
                                           "--shutdown_grace=5s"};
   ServerProcess s1(flags), s2(flags), s3(flags);
   ServerProcess* servers[3] = {&s1, &s2, &s3};
-  RunJobs(servers, [&] { kill(s2.pid(), SIGTERM); });
+  // SIGTERM is a signal's thread waking and the server changing state: the
+  // stopped one goes on answering new calls until then (72 jobs, of 9,784,
+  // when the machine was busy with a build); a tenth of the rest bounds
+  // it, where a server that went on serving through its lame duck would
+  // answer a third.
+  RunJobs(
+      servers, [&] { kill(s2.pid(), SIGTERM); }, /*late=*/0.1);
   const int status = s2.Terminate(10);  // reaps it; SIGTERM again is harmless
   ASSERT_NE(status, -1) << "the stopped server did not exit";
   EXPECT_TRUE(WIFEXITED(status)) << status;
