@@ -86,7 +86,7 @@ def measure(binary, priority, args, port):
          "--metrics_address=", "--http_address="],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        wait_serving(os.path.join(ROOT, "bazel-bin/client/ptoctl"), address)
+        wait_serving(os.path.join(ROOT, "bazel-bin/client/ptoctl/ptoctl"), address)
         heavy = None
         heavy_seconds = args.seconds + 2 * args.warmup
         if priority != "none":

@@ -15,7 +15,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/setup.sh serve
 bazel build -c opt --disk_cache="${PTOSERVE_DISK_CACHE-$HOME/.cache/ptoserve-disk-cache}" \
-  //server:ptoserve //client:ptoctl //client/python:ptoserve_client
+  //server:ptoserve //client/ptoctl //client/python:ptoserve_client
 # bazel-bin is the build above's until the next build: copy out of it now.
 out=$(bazel info -c opt bazel-bin 2>/dev/null)
 if [[ $(id -u) == 0 ]]; then
@@ -26,7 +26,7 @@ else
   site=$(/usr/bin/python3 -c 'import site; print(site.getusersitepackages())')
 fi
 install -d "$bin" "$site"
-install -m 0755 "$out/server/ptoserve" "$out/client/ptoctl" "$bin/"
+install -m 0755 "$out/server/ptoserve" "$out/client/ptoctl/ptoctl" "$bin/"
 for package in ptoserve_client ptoserve grpc_health; do
   rm -rf "${site:?}/$package"
 done

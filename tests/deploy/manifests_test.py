@@ -461,7 +461,7 @@ class ManifestsTest(unittest.TestCase):
         # aside): optimized, the server and ptoctl.
         build = re.search(r"^RUN bazel build (.*?)\\\n &&", text, re.M | re.S).group(1)
         words = re.sub(r"\$\([^)]*\)", " ", build).replace("\\\n", " ").split()
-        self.assertEqual(words, ["-c", "opt", "//server:ptoserve", "//client:ptoctl"])
+        self.assertEqual(words, ["-c", "opt", "//server:ptoserve", "//client/ptoctl"])
         self.assertRegex(text, r"(?m)^USER 10001$")
         # The addresses come from the environment, where HEALTHCHECK reads
         # the gRPC one too.

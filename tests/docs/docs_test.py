@@ -62,10 +62,10 @@ Checks beside the examples:
 - the BUILD rule docs/CLIENTS.md shows is examples/cpp/BUILD.bazel's.
 
 Run by `bazel test //tests/docs:docs_test`. Outside Bazel, from the
-repository root after `bazel build //server:ptoserve //client:ptoctl
+repository root after `bazel build //server:ptoserve //client/ptoctl
 //client/python:all`:
     PTOSERVE_BINARY=bazel-bin/server/ptoserve \\
-    PTOCTL_BINARY=bazel-bin/client/ptoctl \\
+    PTOCTL_BINARY=bazel-bin/client/ptoctl/ptoctl \\
     PYTHONPATH=client/python:bazel-bin/client/python \\
     /usr/bin/python3 tests/docs/docs_test.py
 """
@@ -88,7 +88,7 @@ DOCS = ["README.md"] + sorted(
     f"docs/{name}" for name in os.listdir(os.path.join(CHECKED, "docs"))
     if name.endswith(".md")) + ["client/python/README.md"]
 PTOSERVE = os.environ.get("PTOSERVE_BINARY", "server/ptoserve")
-PTOCTL = os.environ.get("PTOCTL_BINARY", "client/ptoctl")
+PTOCTL = os.environ.get("PTOCTL_BINARY", "client/ptoctl/ptoctl")
 DOC_ADDRESS = "127.0.0.1:50051"
 DOC_HTTP = "http://127.0.0.1:8000"
 # A command or block that runs longer fails the test.

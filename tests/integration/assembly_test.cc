@@ -154,10 +154,10 @@ TEST_F(AssemblyTest, PtoctlRunMatchesTheJsonJob) {
   for (int i = 0; i < 256; ++i) {
     absl::StrAppend(&a_values, i ? "," : "", i * 7 - 900);
   }
-  CommandResult text =
-      RunCommand("client/ptoctl --server=" + server_->address() + " run " +
-                 program + " --target=a2a3 --tile a=int16:16x16:" + a_values +
-                 " --tile=b=int16:16x16:" + b_values);
+  CommandResult text = RunCommand(
+      "client/ptoctl/ptoctl --server=" + server_->address() + " run " +
+      program + " --target=a2a3 --tile a=int16:16x16:" + a_values +
+      " --tile=b=int16:16x16:" + b_values);
   ASSERT_EQ(text.exit_code, 0) << text.output;
 
   std::string json;
@@ -165,7 +165,7 @@ TEST_F(AssemblyTest, PtoctlRunMatchesTheJsonJob) {
       AsInstructions(v1::TARGET_A2A3), &json);
   const std::string job = WriteTempFile("job.json", json);
   CommandResult list = RunCommand(
-      "client/ptoctl --server=" + server_->address() + " run " + job);
+      "client/ptoctl/ptoctl --server=" + server_->address() + " run " + job);
   ASSERT_EQ(list.exit_code, 0) << list.output;
   // The grids (everything before the events) are the same.
   auto grids = [](const std::string& out) {
@@ -177,7 +177,7 @@ TEST_F(AssemblyTest, PtoctlRunMatchesTheJsonJob) {
               HasSubstr("note: tmp \"d.tmp\" allocated by the server"));
   // And both are a scalar loop's: read the text's result back as JSON.
   CommandResult json_text = RunCommand(
-      "client/ptoctl --json --server=" + server_->address() + " run " +
+      "client/ptoctl/ptoctl --json --server=" + server_->address() + " run " +
       program + " --target=a2a3 --tile a=int16:16x16:" + a_values +
       " --tile=b=int16:16x16:" + b_values);
   ASSERT_EQ(json_text.exit_code, 0) << json_text.output;
@@ -196,18 +196,19 @@ TEST_F(AssemblyTest, PtoctlRunMatchesTheJsonJob) {
 TEST(PtoctlFmtTest, PrintsTheCanonicalFormAndNamesErrors) {
   const std::string dir = std::getenv("TEST_TMPDIR");
   std::ofstream(dir + "/p.pto") << kProgram;
-  CommandResult r = RunCommand("client/ptoctl fmt " + dir + "/p.pto");
+  CommandResult r = RunCommand("client/ptoctl/ptoctl fmt " + dir + "/p.pto");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output,
               HasSubstr("pto.tand ins(%a, %b : !pto.tile<...>, !pto.tile<...>) "
                         "outs(%c : !pto.tile<...>)\n"));
   // Formatting the canonical form changes nothing.
   std::ofstream(dir + "/q.pto") << r.output;
-  CommandResult again = RunCommand("client/ptoctl fmt " + dir + "/q.pto");
+  CommandResult again =
+      RunCommand("client/ptoctl/ptoctl fmt " + dir + "/q.pto");
   EXPECT_EQ(again.output, r.output);
 
   std::ofstream(dir + "/bad.pto") << "%c = tand %a %b : !pto.tile<...>\n";
-  r = RunCommand("client/ptoctl fmt " + dir + "/bad.pto");
+  r = RunCommand("client/ptoctl/ptoctl fmt " + dir + "/bad.pto");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(
       r.output,

@@ -24,8 +24,8 @@ class PtoctlReflectionTest : public ::testing::Test {
   static void TearDownTestSuite() { delete server_; }
 
   static CommandResult Ptoctl(const std::string& args) {
-    return RunCommand("client/ptoctl --server=" + server_->address() + " " +
-                      args);
+    return RunCommand("client/ptoctl/ptoctl --server=" + server_->address() +
+                      " " + args);
   }
 
   static ServerProcess* server_;
@@ -55,38 +55,41 @@ TEST_F(PtoctlReflectionTest, ListsTheServicesAndTheirMethods) {
 // -plaintext, -d, -H, and SERVICE/METHOD alone as a call.
 TEST_F(PtoctlReflectionTest, TakesGrpcurlsCommandLines) {
   const std::string address = server_->address();
-  CommandResult r = RunCommand("client/ptoctl -plaintext " + address + " list");
+  CommandResult r =
+      RunCommand("client/ptoctl/ptoctl -plaintext " + address + " list");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("ptoserve.v1.TileCompute\n"));
-  r = RunCommand("client/ptoctl " + address + " list ptoserve.v1.TileCompute");
+  r = RunCommand("client/ptoctl/ptoctl " + address +
+                 " list ptoserve.v1.TileCompute");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("ptoserve.v1.TileCompute.Execute\n"));
-  r = RunCommand("client/ptoctl -plaintext " + address +
+  r = RunCommand("client/ptoctl/ptoctl -plaintext " + address +
                  " describe ptoserve.v1.Tile");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("message Tile {"));
   // A call by its name alone, its request from -d, a header sent along.
-  r = RunCommand("client/ptoctl -plaintext -H 'x-trace: 1' -d '{}' " + address +
-                 " grpc.health.v1.Health/Check");
+  r = RunCommand("client/ptoctl/ptoctl -plaintext -H 'x-trace: 1' -d '{}' " +
+                 address + " grpc.health.v1.Health/Check");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("\"status\": \"SERVING\""));
-  r = RunCommand("client/ptoctl " + address +
+  r = RunCommand("client/ptoctl/ptoctl " + address +
                  " ptoserve.v1.TileCompute/GetCapabilities");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("\"serverVersion\""));
   // ptoctl's own commands take the address first too.
-  r = RunCommand("client/ptoctl " + address + " health");
+  r = RunCommand("client/ptoctl/ptoctl " + address + " health");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(r.output, "SERVING\n");
   // Contradictions are usage errors, saying what contradicts what.
-  r = RunCommand("client/ptoctl --server=" + address + " " + address +
+  r = RunCommand("client/ptoctl/ptoctl --server=" + address + " " + address +
                  " list 2>&1");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.output, HasSubstr("the server is given twice"));
-  r = RunCommand("client/ptoctl -plaintext --tls " + address + " list 2>&1");
+  r = RunCommand("client/ptoctl/ptoctl -plaintext --tls " + address +
+                 " list 2>&1");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.output, HasSubstr("-plaintext asks for no TLS"));
-  r = RunCommand("client/ptoctl -H nocolon " + address + " list 2>&1");
+  r = RunCommand("client/ptoctl/ptoctl -H nocolon " + address + " list 2>&1");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.output, HasSubstr("is not \"NAME: VALUE\""));
 }
@@ -96,10 +99,10 @@ TEST(PtoctlHeaderTest, AnAuthorizationHeaderIsTheToken) {
   ServerProcess server(
       {"--auth_token_file=" + WriteTempFile("tokens", "secret-one\n")});
   CommandResult r = RunCommand(
-      "client/ptoctl -plaintext -H 'authorization: Bearer secret-one' " +
+      "client/ptoctl/ptoctl -plaintext -H 'authorization: Bearer secret-one' " +
       server.address() + " capabilities");
   EXPECT_EQ(r.exit_code, 0) << r.output;
-  r = RunCommand("client/ptoctl -H 'authorization: Bearer wrong' " +
+  r = RunCommand("client/ptoctl/ptoctl -H 'authorization: Bearer wrong' " +
                  server.address() + " capabilities 2>&1");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.output, HasSubstr("UNAUTHENTICATED"));
@@ -152,7 +155,7 @@ TEST_F(PtoctlReflectionTest, CallsAnyUnaryMethodWithJson) {
       R"("instructions": [{"opcode": "OPCODE_TXOR", "dst": "c", "src0": "a",)"
       R"("src1": "b", "tmp": "t"}], "outputs": ["c"]})";
   r = RunCommand("printf '%s' '" + job +
-                 "' | client/ptoctl --server=" + server_->address() +
+                 "' | client/ptoctl/ptoctl --server=" + server_->address() +
                  " call ptoserve.v1.TileCompute/Execute -d @");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   v1::JobResult result;

@@ -34,8 +34,8 @@ class PtoctlTest : public ::testing::Test {
   static void TearDownTestSuite() { delete server_; }
 
   static CommandResult Ptoctl(const std::string& args) {
-    return RunCommand("client/ptoctl --server=" + server_->address() + " " +
-                      args);
+    return RunCommand("client/ptoctl/ptoctl --server=" + server_->address() +
+                      " " + args);
   }
 
   static ServerProcess* server_;
@@ -164,9 +164,10 @@ TEST_F(PtoctlTest, TheSharedMemoryExampleRuns) {
 }
 
 TEST_F(PtoctlTest, JsonOutputParsesBackAsAJobResult) {
-  CommandResult r = RunCommand("client/ptoctl --server=" + server_->address() +
-                               " --json txor --dtype=uint32 --shape=1x2 "
-                               "--src0=4294967295,1 --src1=1,1 2>/dev/null");
+  CommandResult r =
+      RunCommand("client/ptoctl/ptoctl --server=" + server_->address() +
+                 " --json txor --dtype=uint32 --shape=1x2 "
+                 "--src0=4294967295,1 --src1=1,1 2>/dev/null");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   v1::JobResult result;
   ASSERT_TRUE(
@@ -316,7 +317,7 @@ TEST_F(PtoctlTest, MistypedFlagsAndCommandsSuggestTheNearestName) {
   EXPECT_THAT(r.output, HasSubstr("unknown flag --zzzzzz"));
   EXPECT_THAT(r.output, Not(HasSubstr("did you mean")));
   // Under --json a usage error is JSON on stdout, as a failed call's is.
-  r = RunCommand("client/ptoctl --json tand --dtyp=int16 2>/dev/null");
+  r = RunCommand("client/ptoctl/ptoctl --json tand --dtyp=int16 2>/dev/null");
   EXPECT_EQ(r.exit_code, 2);
   v1::JobStatus usage;
   ASSERT_TRUE(
@@ -324,7 +325,7 @@ TEST_F(PtoctlTest, MistypedFlagsAndCommandsSuggestTheNearestName) {
       << r.output;
   EXPECT_EQ(usage.code(), v1::INVALID_ARGUMENT);
   EXPECT_EQ(usage.message(), "unknown flag --dtyp; did you mean --dtype?");
-  r = RunCommand("client/ptoctl --json tnad 2>/dev/null");
+  r = RunCommand("client/ptoctl/ptoctl --json tnad 2>/dev/null");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.output,
               HasSubstr("\"unknown command: tnad; did you mean tand?\""));
@@ -390,7 +391,7 @@ TEST(PtoctlFillTest, OneValueIsSentAsFillNotPerElement) {
   ServerProcess server({"--max_message_mb=17"});
   const std::string out = std::string(std::getenv("TEST_TMPDIR")) + "/dst.bin";
   CommandResult r =
-      RunCommand("client/ptoctl --server=" + server.address() +
+      RunCommand("client/ptoctl/ptoctl --server=" + server.address() +
                  " tand --shape=2048x2048 --src0=0x0f0f0f0f --src1=0x00ffff00"
                  " --out=" +
                  out);
@@ -407,7 +408,7 @@ TEST(PtoctlFillTest, OneValueIsSentAsFillNotPerElement) {
   }
   // A shape far over the server's tile limit is the server's refusal, not
   // a client that runs out of memory.
-  r = RunCommand("client/ptoctl --server=" + server.address() +
+  r = RunCommand("client/ptoctl/ptoctl --server=" + server.address() +
                  " tand --shape=100000x100000 --src0=1 --src1=1");
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_THAT(
@@ -420,8 +421,9 @@ TEST_F(PtoctlTest, RunReadsStandardInputAndTellsJsonFromAssembly) {
   const std::string json =
       R"({"tiles": {"a": {"dtype": "DTYPE_UINT8", "rows": 1, "cols": 4, "values": [12, 10, 6, 5]}},)"
       R"( "instructions": [{"opcode": "OPCODE_TAND", "dst": "c", "src0": "a", "src1": "a"}]})";
-  CommandResult r = RunCommand("echo '" + json + "' | client/ptoctl --server=" +
-                               server_->address() + " run -");
+  CommandResult r =
+      RunCommand("echo '" + json + "' | client/ptoctl/ptoctl --server=" +
+                 server_->address() + " run -");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("c: 1x4 uint8\n  12 10  6  5\n"));
   // No extension and no '{': assembly.
@@ -432,7 +434,7 @@ TEST_F(PtoctlTest, RunReadsStandardInputAndTellsJsonFromAssembly) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("c: 1x4 uint8\n  2 1 0 7\n"));
   r = RunCommand(
-      "printf '%%c = tand %%a, %%a : !pto.tile<...>' | client/ptoctl "
+      "printf '%%c = tand %%a, %%a : !pto.tile<...>' | client/ptoctl/ptoctl "
       "--server=" +
       server_->address() + " run - --tile a=int8:1x2:-3,5");
   ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -497,8 +499,9 @@ TEST_F(PtoctlTest, JsonModeStreamsWithDefaultsAndReportsErrorsAsJson) {
       "\n"
       R"({"id": "bad", "instructions": [{"opcode": "OPCODE_TAND", "dst": "c", "src0": "x", "src1": "x"}]})"
       "\n");
-  CommandResult r = RunCommand("client/ptoctl --server=" + server_->address() +
-                               " --json stream " + jobs + " 2>/dev/null");
+  CommandResult r =
+      RunCommand("client/ptoctl/ptoctl --server=" + server_->address() +
+                 " --json stream " + jobs + " 2>/dev/null");
   EXPECT_EQ(r.exit_code, 1) << r.output;  // one job failed
   std::vector<std::string> lines =
       absl::StrSplit(r.output, '\n', absl::SkipEmpty());
@@ -516,12 +519,12 @@ TEST_F(PtoctlTest, JsonModeStreamsWithDefaultsAndReportsErrorsAsJson) {
   EXPECT_THAT(r.output, HasSubstr("\"code\":\"INVALID_ARGUMENT\""));
   EXPECT_THAT(r.output, HasSubstr("\"validRows\":1"));
   // A failed unary call: the error as JSON on stdout, nothing on stderr.
-  r = RunCommand("client/ptoctl --server=" + server_->address() +
+  r = RunCommand("client/ptoctl/ptoctl --server=" + server_->address() +
                  " --json tand --dtype=int8 --shape=1x2 --src0=1 --src1=300 "
                  "2>&1 >/dev/null");
   EXPECT_EQ(r.output, "");
   r = RunCommand(
-      "client/ptoctl --server=" + server_->address() +
+      "client/ptoctl/ptoctl --server=" + server_->address() +
       " --json tand --dtype=int8 --shape=1x2 --src0=1 --src1=300 2>/dev/null");
   EXPECT_EQ(r.exit_code, 1);
   v1::JobStatus error;
@@ -665,7 +668,7 @@ TEST_F(PtoctlTest, UbMapOfAHostJobSaysItHasNoBufferModel) {
 }
 
 TEST(PtoctlHelpTest, HelpListsEveryFlagAndExitsZero) {
-  CommandResult r = RunCommand("client/ptoctl --help");
+  CommandResult r = RunCommand("client/ptoctl/ptoctl --help");
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_THAT(r.output, Not(HasSubstr("ptoctl: ptoctl")));
   for (const char* flag :
@@ -673,7 +676,7 @@ TEST(PtoctlHelpTest, HelpListsEveryFlagAndExitsZero) {
         "--tls_ca=", "--json=", "--target=", "--trace=", "--ub-map"}) {
     EXPECT_THAT(r.output, HasSubstr(flag));
   }
-  r = RunCommand("client/ptoctl --version");
+  r = RunCommand("client/ptoctl/ptoctl --version");
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_EQ(r.output, "ptoctl 0.1.0\n");
   r = RunCommand("server/ptoserve --help");
@@ -691,8 +694,8 @@ TEST(PtoctlHelpTest, HelpListsEveryFlagAndExitsZero) {
 
 TEST(PtoctlNoServerTest, UnreachableServerIsUnavailable) {
   // Port 1 on loopback: nothing listens there.
-  CommandResult r =
-      RunCommand("client/ptoctl --server=127.0.0.1:1 --timeout=1s health");
+  CommandResult r = RunCommand(
+      "client/ptoctl/ptoctl --server=127.0.0.1:1 --timeout=1s health");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(
       r.output,

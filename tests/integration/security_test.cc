@@ -112,10 +112,10 @@ TEST(SecurityTest, BearerTokens) {
 
   // ptoctl sends the token too.
   CommandResult r = RunCommand(
-      "client/ptoctl --server=" + server.address() +
+      "client/ptoctl/ptoctl --server=" + server.address() +
       " --token=secret-one tand --dtype=int8 --shape=1x2 --src0=3 --src1=6");
   EXPECT_EQ(r.exit_code, 0) << r.output;
-  r = RunCommand("client/ptoctl --server=" + server.address() +
+  r = RunCommand("client/ptoctl/ptoctl --server=" + server.address() +
                  " tand --dtype=int8 --shape=1x2 --src0=3 --src1=6");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.output, HasSubstr("UNAUTHENTICATED"));
@@ -138,7 +138,7 @@ TEST(SecurityTest, PtoctlOverTls) {
   ServerProcess server({"--tls_cert=" + pki.path("server.crt"),
                         "--tls_key=" + pki.path("server.key")});
   CommandResult r =
-      RunCommand("client/ptoctl --server=" + server.address() +
+      RunCommand("client/ptoctl/ptoctl --server=" + server.address() +
                  " --tls --tls_ca=" + pki.path("ca.crt") + " health");
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(r.output, "SERVING\n");
@@ -152,7 +152,7 @@ TEST(SecurityTest, PtoctlConnectionFailuresFailFastWithTheReason) {
                         "--tls_key=" + pki.path("server.key"),
                         "--tls_client_ca=" + pki.path("ca.crt")});
   const std::string ptoctl =
-      "client/ptoctl --timeout=60s --server=" + server.address() + " ";
+      "client/ptoctl/ptoctl --timeout=60s --server=" + server.address() + " ";
   struct Case {
     std::string flags, reason;
   };
@@ -195,7 +195,8 @@ TEST(SecurityTest, PtoctlTokenFromAFileOrTheEnvironment) {
   const std::string tokens = WriteTempFile(
       "tokens", "# ptoserve tokens\n\n  secret-one\nsecret-two\n");
   ServerProcess server({"--auth_token_file=" + tokens});
-  const std::string ptoctl = "client/ptoctl --server=" + server.address() + " ";
+  const std::string ptoctl =
+      "client/ptoctl/ptoctl --server=" + server.address() + " ";
   const std::string tand = " tand --dtype=int8 --shape=1x2 --src0=3 --src1=6";
   CommandResult r = RunCommand(ptoctl + "--token_file=" + tokens + tand);
   EXPECT_EQ(r.exit_code, 0) << r.output;

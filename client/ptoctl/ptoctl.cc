@@ -24,12 +24,12 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
-#include "client/ptoctl_connect.h"
-#include "client/ptoctl_flags.h"
-#include "client/ptoctl_job_commands.h"
-#include "client/ptoctl_print.h"
-#include "client/ptoctl_reflection.h"
-#include "client/ptoctl_server_commands.h"
+#include "client/ptoctl/connect.h"
+#include "client/ptoctl/flags.h"
+#include "client/ptoctl/job_commands.h"
+#include "client/ptoctl/print.h"
+#include "client/ptoctl/reflection.h"
+#include "client/ptoctl/server_commands.h"
 #include "common/cli_help.h"
 #include "core/ops.h"
 
@@ -198,7 +198,7 @@ int main(int argc, char** argv) {
     gpr_set_log_function([](gpr_log_func_args*) {});
   }
   ptoserve::HandleHelpAndVersion(argc, argv, "ptoctl", ptoserve::ptoctl::kUsage,
-                                 "client/ptoctl_flags.cc");
+                                 "client/ptoctl/flags.cc");
   absl::SetProgramUsageMessage("the command-line client of ptoserve");
   // --tile may repeat, which Abseil flags do not allow, and --ub-map has a
   // hyphen, which Abseil's flag names do not: take those first.
@@ -233,7 +233,7 @@ int main(int argc, char** argv) {
   const int count = static_cast<int>(rest.size()) - 1;
   const bool json = ptoserve::FlagGiven(count, rest.data(), "json");
   ptoserve::CheckFlagsOrExit(count, rest.data(), "ptoctl",
-                             {"client/ptoctl_flags.cc"},
+                             {"client/ptoctl/flags.cc"},
                              [json](const std::string& message) {
                                ptoserve::ptoctl::PrintUsageError(message, json);
                              });

@@ -1,4 +1,4 @@
-#include "client/ptoctl_server_commands.h"
+#include "client/ptoctl/server_commands.h"
 
 #include <iostream>
 #include <memory>
@@ -12,9 +12,9 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "client/client.h"
-#include "client/ptoctl_connect.h"
-#include "client/ptoctl_flags.h"
-#include "client/ptoctl_print.h"
+#include "client/ptoctl/connect.h"
+#include "client/ptoctl/flags.h"
+#include "client/ptoctl/print.h"
 
 namespace ptoserve {
 namespace ptoctl {

@@ -1,4 +1,4 @@
-// The flags of ptoctl that its commands read; client/ptoctl_flags.cc defines
+// The flags of ptoctl that its commands read; client/ptoctl/flags.cc defines
 // them, and the connection flags that client/options.h reads by name.
 #ifndef PTOSERVE_CLIENT_PTOCTL_FLAGS_H_
 #define PTOSERVE_CLIENT_PTOCTL_FLAGS_H_

@@ -1,4 +1,4 @@
-#include "client/ptoctl_tiles.h"
+#include "client/ptoctl/tiles.h"
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"

@@ -1,4 +1,4 @@
-#include "client/ptoctl_shm.h"
+#include "client/ptoctl/shm.h"
 
 #include <cstring>
 #include <memory>
@@ -9,8 +9,8 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_format.h"
 #include "absl/types/span.h"
-#include "client/ptoctl_print.h"
-#include "client/ptoctl_tiles.h"
+#include "client/ptoctl/print.h"
+#include "client/ptoctl/tiles.h"
 #include "client/shared_region.h"
 
 namespace ptoserve {

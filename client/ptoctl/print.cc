@@ -1,4 +1,4 @@
-#include "client/ptoctl_print.h"
+#include "client/ptoctl/print.h"
 
 #include <google/protobuf/util/json_util.h>
 #include <sys/stat.h>
@@ -16,8 +16,8 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "absl/time/time.h"
-#include "client/ptoctl_flags.h"
-#include "client/ptoctl_tiles.h"
+#include "client/ptoctl/flags.h"
+#include "client/ptoctl/tiles.h"
 
 namespace ptoserve {
 namespace ptoctl {

@@ -1,4 +1,4 @@
-#include "client/ptoctl_jobs.h"
+#include "client/ptoctl/jobs.h"
 
 #include <google/protobuf/util/json_util.h>
 
@@ -11,7 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "client/ptoctl_print.h"
+#include "client/ptoctl/print.h"
 
 namespace ptoserve {
 namespace ptoctl {

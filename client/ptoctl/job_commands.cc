@@ -1,4 +1,4 @@
-#include "client/ptoctl_job_commands.h"
+#include "client/ptoctl/job_commands.h"
 
 #include <algorithm>
 #include <iostream>
@@ -13,12 +13,12 @@
 #include "absl/strings/str_split.h"
 #include "client/chrome_trace.h"
 #include "client/client.h"
-#include "client/ptoctl_connect.h"
-#include "client/ptoctl_flags.h"
-#include "client/ptoctl_jobs.h"
-#include "client/ptoctl_print.h"
-#include "client/ptoctl_shm.h"
-#include "client/ptoctl_tiles.h"
+#include "client/ptoctl/connect.h"
+#include "client/ptoctl/flags.h"
+#include "client/ptoctl/jobs.h"
+#include "client/ptoctl/print.h"
+#include "client/ptoctl/shm.h"
+#include "client/ptoctl/tiles.h"
 #include "client/read_input.h"
 #include "client/ub_map.h"
 #include "core/asm/parser.h"

@@ -1,4 +1,4 @@
-#include "client/ptoctl_reflection.h"
+#include "client/ptoctl/reflection.h"
 
 #include <iostream>
 #include <memory>
@@ -7,9 +7,9 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/match.h"
 #include "client/client.h"
-#include "client/ptoctl_connect.h"
-#include "client/ptoctl_flags.h"
-#include "client/ptoctl_print.h"
+#include "client/ptoctl/connect.h"
+#include "client/ptoctl/flags.h"
+#include "client/ptoctl/print.h"
 #include "client/read_input.h"
 #include "client/reflection_client.h"
 

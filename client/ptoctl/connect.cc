@@ -1,4 +1,4 @@
-#include "client/ptoctl_connect.h"
+#include "client/ptoctl/connect.h"
 
 #include <utility>
 
@@ -9,8 +9,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "client/options.h"
-#include "client/ptoctl_flags.h"
-#include "client/ptoctl_print.h"
+#include "client/ptoctl/flags.h"
+#include "client/ptoctl/print.h"
 
 namespace ptoserve {
 namespace ptoctl {

@@ -1,6 +1,6 @@
 // Every flag of ptoctl, in one file so that --help lists them all
 // (common/cli_help.h). client/options.h reads the connection flags by name.
-#include "client/ptoctl_flags.h"
+#include "client/ptoctl/flags.h"
 
 #include <string>
 
