@@ -15,9 +15,7 @@
 #include <string>
 #include <thread>
 
-#include "server/jobs/engine_runner.h"
-#include "server/metrics/metrics.h"
-#include "tests/server/hold_pool.h"
+#include "tests/server/pipeline.h"
 #include "tests/server/signal.h"
 
 namespace ptoserve {
@@ -54,80 +52,17 @@ std::string JsonTand(size_t id_bytes) {
          "\"src1\": \"b\"}]}";
 }
 
-// Polls `done` until it holds; false after 30 s.
-template <typename Predicate>
-bool WaitUntil(Predicate done) {
-  const absl::Time give_up = absl::Now() + absl::Seconds(30);
-  while (!done()) {
-    if (absl::Now() > give_up) return false;
-    absl::SleepFor(absl::Milliseconds(1));
-  }
-  return true;
-}
-
-// What became of one request.
-struct Outcome {
-  Signal done;
-  absl::Status status;
-  std::thread::id thread;
-  v1::Job job;
-  v1::JobResult result;
-  CallInfo call;
-  std::optional<IncomingBody> body;
-};
-
-class IntakeTest : public ::testing::Test {
+class IntakeTest : public ::testing::Test, protected Pipeline {
  protected:
-  IntakeTest() {
+  IntakeTest() : Pipeline(Limits(), 256 << 20) {}
+
+  static ServiceLimits Limits() {
     ServiceLimits limits;
     limits.max_job_time = absl::Milliseconds(max_job_ms_);
-    dispatcher_.emplace(&engine_, &scheduler_, limits, &metrics_, &budget_);
-    intake_.emplace(&*dispatcher_, &metrics_, &budget_, &decoders_);
-  }
-  ~IntakeTest() override { decoders_.Shutdown(); }
-
-  // Hands `bytes` to the pipeline as `format`.
-  void Execute(Outcome* o, BodyFormat format, const std::string& bytes) {
-    o->call.share = budget_.ShareOf("a client");
-    o->body.emplace(format, &budget_, o->call.share, 64 << 20);
-    ASSERT_TRUE(o->body->Append(bytes, "--max_message_mb").ok());
-    ExecuteRequest request;
-    request.body = &*o->body;
-    request.what = "the request";
-    request.call = &o->call;
-    request.job = &o->job;
-    request.result = &o->result;
-    request.done = [o](absl::StatusOr<v1::JobResult*> r, MemoryBudget::Hold) {
-      o->status = r.status();
-      o->thread = std::this_thread::get_id();
-      o->done.Notify();
-    };
-    intake_->Execute(std::move(request));
-  }
-
-  std::shared_ptr<Signal> HoldDecoder() { return HoldPool(&decoders_); }
-
-  void RunScheduler() {
-    while (scheduler_.RunOnce() > 0) {
-    }
+    return limits;
   }
 
   static constexpr int max_job_ms_ = 60'000;
-  const Engine engine_{EngineOptions{}};
-  MetricsRegistry registry_;
-  ServiceMetrics metrics_{&registry_};
-  EngineRunner runner_{&engine_, &metrics_};
-  // No workers: the test runs the scheduler.
-  Scheduler scheduler_{[] {
-                         SchedulerOptions o;
-                         o.run_by_owner = true;
-                         return o;
-                       }(),
-                       &runner_};
-  MemoryBudget budget_{256 << 20};
-  TaskPool decoders_{1, 16};
-  std::optional<Dispatcher> dispatcher_;
-  std::optional<Intake> intake_;
 };
 
 TEST_F(IntakeTest, ALightRequestRunsOnTheCallersThread) {

@@ -20,6 +20,7 @@
 #include "server/jobs/engine_runner.h"
 #include "server/metrics/metrics.h"
 #include "tests/server/hold_pool.h"
+#include "tests/server/signal.h"
 
 namespace ptoserve {
 namespace {
@@ -103,18 +104,6 @@ class FakeWire final : public StreamWire {
   const grpc::ByteBuffer* write_ ABSL_GUARDED_BY(mu_) = nullptr;
   std::optional<grpc::Status> finished_ ABSL_GUARDED_BY(mu_);
 };
-
-// Whether `done()` became true within 30 s (polled: the state is another
-// thread's).
-template <typename Predicate>
-bool WaitUntil(Predicate done) {
-  const absl::Time give_up = absl::Now() + absl::Seconds(30);
-  while (!done()) {
-    if (absl::Now() > give_up) return false;
-    absl::SleepFor(absl::Milliseconds(1));
-  }
-  return true;
-}
 
 // Whether a small job may run on the thread that read it.
 enum class Path { kRunHere, kScheduled };

@@ -23,11 +23,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "server/jobs/engine_runner.h"
-#include "server/jobs/intake.h"
-#include "server/metrics/metrics.h"
-#include "tests/server/hold_pool.h"
-#include "tests/server/signal.h"
+#include "tests/server/pipeline.h"
 
 namespace ptoserve {
 namespace {
@@ -109,52 +105,15 @@ class LineProtocol final : public JobProtocol {
   }
 };
 
-// What became of one request.
-struct Outcome {
-  Signal done;
-  absl::Status status;
-  std::thread::id thread;
-  v1::Job job;
-  v1::JobResult result;
-  CallInfo call;
-  std::optional<IncomingBody> body;
-};
-
-class ProtocolTest : public ::testing::Test {
+class ProtocolTest : public ::testing::Test, protected Pipeline {
  protected:
-  ProtocolTest() {
-    dispatcher_.emplace(&engine_, &scheduler_, ServiceLimits{}, &metrics_,
-                        &budget_);
-    intake_.emplace(&*dispatcher_, &metrics_, &budget_, &decoders_);
-  }
-  ~ProtocolTest() override { decoders_.Shutdown(); }
+  // 64 MiB in all, 8 MiB a client.
+  ProtocolTest() : Pipeline(ServiceLimits{}, 64 << 20, 8 << 20) {}
 
   // Hands `line` to the pipeline through the line protocol, as a door of
   // it would: its bytes, its call, its protocol.
   void Execute(Outcome* o, const std::string& line) {
-    if (o->call.share == nullptr) o->call.share = budget_.ShareOf("a client");
-    o->body.emplace(BodyFormat::kText, &budget_, o->call.share, 64 << 20);
-    ASSERT_TRUE(o->body->Append(line, "--max_message_mb").ok());
-    ExecuteRequest request;
-    request.body = &*o->body;
-    request.what = "the line";
-    request.call = &o->call;
-    request.job = &o->job;
-    request.result = &o->result;
-    request.protocol = &protocol_;
-    request.done = [o](absl::StatusOr<v1::JobResult*> r, MemoryBudget::Hold) {
-      o->status = r.status();
-      o->thread = std::this_thread::get_id();
-      o->done.Notify();
-    };
-    intake_->Execute(std::move(request));
-  }
-
-  std::shared_ptr<Signal> HoldDecoder() { return HoldPool(&decoders_); }
-
-  void RunScheduler() {
-    while (scheduler_.RunOnce() > 0) {
-    }
+    Pipeline::Execute(o, BodyFormat::kText, line, "the line", &protocol_);
   }
 
   // c's values, as int32.
@@ -166,22 +125,6 @@ class ProtocolTest : public ::testing::Test {
   }
 
   const LineProtocol protocol_;
-  const Engine engine_{EngineOptions{}};
-  MetricsRegistry registry_;
-  ServiceMetrics metrics_{&registry_};
-  EngineRunner runner_{&engine_, &metrics_};
-  // No workers: the test runs the scheduler.
-  Scheduler scheduler_{[] {
-                         SchedulerOptions o;
-                         o.run_by_owner = true;
-                         return o;
-                       }(),
-                       &runner_};
-  // 64 MiB in all, 8 MiB a client.
-  MemoryBudget budget_{64 << 20, 8 << 20};
-  TaskPool decoders_{1, 16};
-  std::optional<Dispatcher> dispatcher_;
-  std::optional<Intake> intake_;
 };
 
 TEST_F(ProtocolTest, ALightLineRunsWhereItWasReadAndMatchesAScalarLoop) {

@@ -33,6 +33,18 @@ class Signal {
   bool set_ ABSL_GUARDED_BY(mu_) = false;
 };
 
+// Whether `done()` became true within 30 s, polled: for a state that is
+// another thread's and has no Signal of its own (a queue's length).
+template <typename Predicate>
+bool WaitUntil(Predicate done) {
+  const absl::Time give_up = absl::Now() + absl::Seconds(30);
+  while (!done()) {
+    if (absl::Now() > give_up) return false;
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  return true;
+}
+
 }  // namespace ptoserve
 
 #endif  // PTOSERVE_TESTS_SERVER_SIGNAL_H_
