@@ -20,11 +20,12 @@ std::array<uint8_t, 16> MappedV4(const in_addr& v4) {
   return a;
 }
 
-// The far end of the connected socket `fd`, when it is a TCP one.
-std::optional<Endpoint> FarEnd(int fd) {
+// One end of the connected socket `fd`, as `name` (getpeername: the far
+// end; getsockname: the near one) gives it, when it is a TCP one.
+std::optional<Endpoint> EndOf(int fd, int (*name)(int, sockaddr*, socklen_t*)) {
   sockaddr_storage ss{};
   socklen_t n = sizeof(ss);
-  if (getpeername(fd, reinterpret_cast<sockaddr*>(&ss), &n) != 0) {
+  if (name(fd, reinterpret_cast<sockaddr*>(&ss), &n) != 0) {
     return std::nullopt;
   }
   Endpoint e;
@@ -43,28 +44,8 @@ std::optional<Endpoint> FarEnd(int fd) {
   return std::nullopt;
 }
 
-// The near end of the connected socket `fd`.
-std::optional<Endpoint> NearEnd(int fd) {
-  sockaddr_storage ss{};
-  socklen_t n = sizeof(ss);
-  if (getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &n) != 0) {
-    return std::nullopt;
-  }
-  Endpoint e;
-  if (ss.ss_family == AF_INET) {
-    const auto& in = reinterpret_cast<const sockaddr_in&>(ss);
-    e.address = MappedV4(in.sin_addr);
-    e.port = ntohs(in.sin_port);
-    return e;
-  }
-  if (ss.ss_family == AF_INET6) {
-    const auto& in6 = reinterpret_cast<const sockaddr_in6&>(ss);
-    std::memcpy(e.address.data(), &in6.sin6_addr, 16);
-    e.port = ntohs(in6.sin6_port);
-    return e;
-  }
-  return std::nullopt;
-}
+std::optional<Endpoint> FarEnd(int fd) { return EndOf(fd, &getpeername); }
+std::optional<Endpoint> NearEnd(int fd) { return EndOf(fd, &getsockname); }
 
 bool IsMappedV4(const Endpoint& e) {
   return std::all_of(e.address.begin(), e.address.begin() + 10,
