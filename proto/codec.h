@@ -24,7 +24,7 @@
 namespace ptoserve {
 
 // Slices of shared-memory regions (v1::RegionSlice) as bytes, for
-// ToJobSpec. The server's implementation (server/jobs/shared_memory.h) keeps
+// ToJobSpec. The server's implementation (server/shm/shared_memory.h) keeps
 // the regions it resolves mapped for as long as it lives.
 class SharedSlices {
  public:

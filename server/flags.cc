@@ -17,7 +17,7 @@
 #include "absl/time/time.h"
 #include "common/ranged_flag.h"
 #include "core/types.h"
-#include "server/jobs/shared_memory.h"
+#include "server/shm/shared_memory.h"
 
 // The integer flags' types: each a range (common/ranged_flag.h).
 using From0To1024 = ptoserve::RangedInt<0, 1024>;

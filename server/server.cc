@@ -11,16 +11,15 @@
 #include "absl/strings/str_cat.h"
 #include "proto/codec.h"
 #include "proto/descriptor_set.h"
+#include "server/exec/memory_budget.h"
+#include "server/exec/task_pool.h"
 #include "server/http/http_api.h"
 #include "server/identity/client_address.h"
 #include "server/identity/peer_credentials.h"
+#include "server/intake/intake.h"
 #include "server/jobs/dispatcher.h"
 #include "server/jobs/engine_runner.h"
 #include "server/jobs/gauges.h"
-#include "server/jobs/intake.h"
-#include "server/jobs/memory_budget.h"
-#include "server/jobs/shared_memory.h"
-#include "server/jobs/task_pool.h"
 #include "server/log/log.h"
 #include "server/metrics/grpc_metrics.h"
 #include "server/metrics/metrics.h"
@@ -29,6 +28,7 @@
 #include "server/metrics/service_metrics.h"
 #include "server/rpc/shared_memory_service.h"
 #include "server/rpc/tile_compute_service.h"
+#include "server/shm/shared_memory.h"
 #include "server/transport/address.h"
 #include "server/transport/grpc_server.h"
 #include "server/transport/reflection.h"
@@ -98,7 +98,7 @@ struct Server::Parts {
                   kFinisherQueue) {}
 
   // The decoders parse requests too large to parse on the thread that read
-  // them (server/jobs/intake.h), one thread a core. At most 256 wait, each
+  // them (server/intake/intake.h), one thread a core. At most 256 wait, each
   // at most --max_message_mb and held against its client's share, and one
   // client may have a quarter of them (kDecodesPerClient): one client's
   // large requests never leave the others' refused as "busy".

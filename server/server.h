@@ -21,10 +21,10 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "core/engine.h"
+#include "server/exec/limits.h"
+#include "server/exec/scheduler.h"
 #include "server/httpd/http_daemon.h"
-#include "server/jobs/limits.h"
-#include "server/jobs/scheduler.h"
-#include "server/jobs/shared_memory.h"
+#include "server/shm/shared_memory.h"
 #include "server/transport/auth.h"
 #include "server/transport/grpc_server.h"
 
@@ -47,7 +47,7 @@ struct ServerOptions {
   // What every door's calls are held to: message size, memory, shares,
   // streams, how long a job or an unread answer may take.
   ServiceLimits limits;
-  // The shared-memory data path (server/jobs/shared_memory.h); unset
+  // The shared-memory data path (server/shm/shared_memory.h); unset
   // `enabled`: on exactly when grpc.address is a loopback one.
   SharedMemoryOptions shared_memory;
   // TLS when tls.cert is set (server/transport/auth.h), for gRPC and HTTP.

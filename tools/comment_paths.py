@@ -3,7 +3,7 @@
 
 A comment in the product's code (server/, client/, core/, proto/, bench/,
 common/) that names a file, as a path from the repository's root
-("server/jobs/intake.h") or as a name beside it ("intake.h"), must name
+("server/intake/intake.h") or as a name beside it ("intake.h"), must name
 one that is there: a file moved or split leaves no comment pointing at its
 old place. Prints each that does not, as FILE:LINE: NAME, and exits 1;
 exits 0 when every one holds.

@@ -1,7 +1,7 @@
 // The HTTP/JSON front door, beside gRPC: a job in proto3 JSON in, its
 // result in proto3 JSON out, for clients without gRPC (curl, a browser).
 // It maps HTTP onto the request pipeline every door shares
-// (server/jobs/intake.h): the body held against its client's share as it
+// (server/intake/intake.h): the body held against its client's share as it
 // arrives, decoded off the connections' threads when it is not light, the
 // deadline a caller asks for (grpc-timeout) and the caller gone when its
 // connection closes; tokens, budget, shares and metrics are gRPC's.
@@ -28,9 +28,9 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "server/exec/memory_budget.h"
 #include "server/httpd/http_daemon.h"
-#include "server/jobs/intake.h"
-#include "server/jobs/memory_budget.h"
+#include "server/intake/intake.h"
 #include "server/metrics/metrics.h"
 #include "server/transport/auth.h"
 

@@ -20,7 +20,7 @@
 #include "server/http/playground_page.h"
 #include "server/httpd/route_table.h"
 #include "server/identity/client_address.h"
-#include "server/jobs/request_body.h"
+#include "server/intake/request_body.h"
 #include "server/log/log.h"
 
 namespace ptoserve {

@@ -6,7 +6,7 @@
 // asks), which costs the same however many sockets the host has; for
 // another (gRPC's TLS listener's), its socket tables are read
 // (/proc/net/tcp, /proc/net/tcp6). The shared-memory path uses it to map
-// only objects the caller itself could open (server/jobs/shared_memory.h), and
+// only objects the caller itself could open (server/shm/shared_memory.h), and
 // PeerClient to tell clients apart.
 #ifndef PTOSERVE_SERVER_IDENTITY_PEER_CREDENTIALS_H_
 #define PTOSERVE_SERVER_IDENTITY_PEER_CREDENTIALS_H_
@@ -75,7 +75,7 @@ std::string PeerClientIn(absl::string_view peer, absl::string_view tcp,
 
 // A connection a call came on, as the server can find it again later: a
 // shared-memory region's lease lasts while its registering connection is
-// open (server/jobs/shared_memory.h).
+// open (server/shm/shared_memory.h).
 struct PeerConnection {
   std::string peer;  // gRPC's peer string
   // "fd:N": the server's socket's inode; an address: the caller's socket's.

@@ -5,9 +5,9 @@
 
 #include "core/engine.h"
 #include "ptoserve/v1/service.pb.h"
-#include "server/jobs/limits.h"
-#include "server/jobs/scheduler.h"
-#include "server/jobs/shared_memory.h"
+#include "server/exec/limits.h"
+#include "server/exec/scheduler.h"
+#include "server/shm/shared_memory.h"
 
 namespace ptoserve {
 

@@ -13,8 +13,8 @@
 #include "core/job.h"
 #include "proto/codec.h"
 #include "ptoserve/v1/job.pb.h"
-#include "server/jobs/job_regions.h"
-#include "server/jobs/shared_memory.h"
+#include "server/shm/job_regions.h"
+#include "server/shm/shared_memory.h"
 
 namespace ptoserve {
 

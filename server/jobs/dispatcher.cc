@@ -17,7 +17,7 @@
 #include "server/jobs/capabilities.h"
 #include "server/jobs/decode.h"
 #include "server/jobs/engine_runner.h"
-#include "server/jobs/job_regions.h"
+#include "server/shm/job_regions.h"
 
 namespace ptoserve {
 

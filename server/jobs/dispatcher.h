@@ -16,12 +16,12 @@
 #include "core/engine.h"
 #include "ptoserve/v1/job.pb.h"
 #include "ptoserve/v1/service.pb.h"
-#include "server/jobs/limits.h"
-#include "server/jobs/memory_budget.h"
-#include "server/jobs/scheduler.h"
-#include "server/jobs/shared_memory.h"
-#include "server/jobs/task_pool.h"
+#include "server/exec/limits.h"
+#include "server/exec/memory_budget.h"
+#include "server/exec/scheduler.h"
+#include "server/exec/task_pool.h"
 #include "server/metrics/service_metrics.h"
+#include "server/shm/shared_memory.h"
 
 namespace ptoserve {
 

@@ -5,7 +5,7 @@
 
 #include "absl/types/span.h"
 #include "core/engine.h"
-#include "server/jobs/scheduler.h"
+#include "server/exec/scheduler.h"
 #include "server/metrics/service_metrics.h"
 
 namespace ptoserve {

@@ -4,10 +4,10 @@
 #ifndef PTOSERVE_SERVER_JOBS_GAUGES_H_
 #define PTOSERVE_SERVER_JOBS_GAUGES_H_
 
-#include "server/jobs/memory_budget.h"
-#include "server/jobs/scheduler.h"
-#include "server/jobs/shared_memory.h"
+#include "server/exec/memory_budget.h"
+#include "server/exec/scheduler.h"
 #include "server/metrics/metrics.h"
+#include "server/shm/shared_memory.h"
 
 namespace ptoserve {
 

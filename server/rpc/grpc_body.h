@@ -9,7 +9,7 @@
 #include <cstdint>
 
 #include "absl/status/status.h"
-#include "server/jobs/request_body.h"
+#include "server/intake/request_body.h"
 
 namespace ptoserve {
 

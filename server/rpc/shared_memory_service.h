@@ -1,5 +1,5 @@
 // The ptoserve.v1.SharedMemory service: registering, unregistering and
-// listing shared-memory regions (server/jobs/shared_memory.h), behind the same
+// listing shared-memory regions (server/shm/shared_memory.h), behind the same
 // authentication as TileCompute.
 #ifndef PTOSERVE_SERVER_RPC_SHARED_MEMORY_SERVICE_H_
 #define PTOSERVE_SERVER_RPC_SHARED_MEMORY_SERVICE_H_
@@ -7,7 +7,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "ptoserve/v1/service.grpc.pb.h"
-#include "server/jobs/shared_memory.h"
+#include "server/shm/shared_memory.h"
 #include "server/transport/auth.h"
 
 namespace ptoserve {

@@ -5,8 +5,8 @@
 #ifndef PTOSERVE_SERVER_RPC_STREAM_JOBS_H_
 #define PTOSERVE_SERVER_RPC_STREAM_JOBS_H_
 
+#include "server/intake/intake.h"
 #include "server/jobs/dispatcher.h"
-#include "server/jobs/intake.h"
 
 namespace ptoserve {
 

@@ -19,7 +19,7 @@
 #include "absl/container/inlined_vector.h"
 #include "absl/synchronization/mutex.h"
 #include "common/mutex.h"
-#include "server/jobs/memory_budget.h"
+#include "server/exec/memory_budget.h"
 
 namespace ptoserve {
 

@@ -5,7 +5,7 @@
 // dispatcher (server/jobs/dispatcher.h).
 //
 // Execute, ExecuteStream and ExecuteBatches take their messages as bytes and
-// hand them to the request pipeline (server/jobs/intake.h), which decodes
+// hand them to the request pipeline (server/intake/intake.h), which decodes
 // them: gRPC would answer a request that does not decode UNIMPLEMENTED, with
 // no message, and take a stream message that does not for the end of the
 // stream, which then ends OK with later jobs unanswered.
@@ -17,9 +17,9 @@
 #include <memory>
 
 #include "ptoserve/v1/service.grpc.pb.h"
+#include "server/exec/memory_budget.h"
+#include "server/intake/intake.h"
 #include "server/jobs/dispatcher.h"
-#include "server/jobs/intake.h"
-#include "server/jobs/memory_budget.h"
 #include "server/metrics/grpc_metrics.h"
 #include "server/rpc/stall_watch.h"
 #include "server/rpc/unary_call.h"

@@ -12,7 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "ptoserve/v1/tile.pb.h"
-#include "server/jobs/scheduler.h"
+#include "server/exec/scheduler.h"
 
 namespace ptoserve {
 namespace fuzz {

@@ -8,7 +8,7 @@
 #include <memory>
 
 #include "absl/time/time.h"
-#include "server/jobs/task_pool.h"
+#include "server/exec/task_pool.h"
 #include "tests/server/signal.h"
 
 namespace ptoserve {

@@ -1,10 +1,10 @@
-// The request pipeline (server/jobs/intake.h) with the real dispatcher, a
+// The request pipeline (server/intake/intake.h) with the real dispatcher, a
 // scheduler the test runs by hand and one decoder the test can hold busy:
 // where each step runs (a light request on the caller's thread, a heavy
 // body or heavy tiles on the decoders), the caller's deadline and its going
 // checked before the decoders take a request, and every job's deadline cut
 // to the server's longest.
-#include "server/jobs/intake.h"
+#include "server/intake/intake.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

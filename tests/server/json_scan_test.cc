@@ -1,4 +1,4 @@
-#include "server/jobs/json_scan.h"
+#include "server/intake/json_scan.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

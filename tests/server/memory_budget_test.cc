@@ -1,4 +1,4 @@
-#include "server/jobs/memory_budget.h"
+#include "server/exec/memory_budget.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -23,9 +23,9 @@ HEADERS = [
     "server/httpd/http_daemon.h",
     "core/engine.h",
     "core/job.h",
-    "server/jobs/scheduler.h",
-    "server/jobs/limits.h",
-    "server/jobs/shared_memory.h",
+    "server/exec/scheduler.h",
+    "server/exec/limits.h",
+    "server/shm/shared_memory.h",
 ]
 FLAGS_TEST = "tests/server/flags_test.cc"
 NO_FLAG = re.compile(r"\bno flag\b", re.IGNORECASE)

@@ -16,9 +16,9 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "server/intake/intake.h"
 #include "server/jobs/dispatcher.h"
 #include "server/jobs/engine_runner.h"
-#include "server/jobs/intake.h"
 #include "server/metrics/metrics.h"
 #include "tests/server/hold_pool.h"
 #include "tests/server/signal.h"

@@ -1,4 +1,4 @@
-// A third protocol through the seam alone (server/jobs/protocol.h): a
+// A third protocol through the seam alone (server/intake/protocol.h): a
 // line-based one defined here, "ID OP ROWSxCOLS A B" (an int32 TAND or
 // TXOR of two fills), with nothing of its own but its scan and its parse.
 // It gets what every door gets from the pipeline, unchanged: a light line
@@ -6,7 +6,7 @@
 // against its client's share, the caller's deadline and its going, the
 // scan's and the admission's refusals. Results are checked against a
 // scalar loop.
-#include "server/jobs/protocol.h"
+#include "server/intake/protocol.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

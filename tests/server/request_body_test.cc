@@ -1,6 +1,6 @@
 // IncomingBody: a body's bytes held against its client's share as they
 // arrive, a step ahead, never as declared.
-#include "server/jobs/request_body.h"
+#include "server/intake/request_body.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

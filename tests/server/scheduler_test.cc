@@ -1,6 +1,6 @@
 // The scheduler driven by a fake clock and a recording runner (RunOnce on
 // the test thread), plus a few runs with real worker threads.
-#include "server/jobs/scheduler.h"
+#include "server/exec/scheduler.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -3,7 +3,7 @@
 // overlaps through two names for one object, unregistering in use, and
 // objects cut short before and during use (the SIGBUS guard), then whole
 // again.
-#include "server/jobs/shared_memory.h"
+#include "server/shm/shared_memory.h"
 
 #include <fcntl.h>
 #include <gmock/gmock.h>
@@ -27,7 +27,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "server/jobs/job_regions.h"
+#include "server/shm/job_regions.h"
 #include "tests/server/loopback.h"
 
 namespace ptoserve {

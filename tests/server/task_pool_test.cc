@@ -1,6 +1,6 @@
 // The task pool: clients take turns by cost, each holds at most its part of
 // the queue, and shutting down runs what was queued.
-#include "server/jobs/task_pool.h"
+#include "server/exec/task_pool.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-#include "server/jobs/intake.h"
+#include "server/intake/intake.h"
 
 #include <google/protobuf/util/json_util.h>
 
@@ -12,8 +12,8 @@
 #include "absl/strings/str_format.h"
 #include "core/status_macros.h"
 #include "proto/wire.h"
-#include "server/jobs/json_errors.h"
-#include "server/jobs/json_scan.h"
+#include "server/intake/json_errors.h"
+#include "server/intake/json_scan.h"
 
 namespace ptoserve {
 

@@ -1,4 +1,4 @@
-#include "server/jobs/scheduler.h"
+#include "server/exec/scheduler.h"
 
 #include <algorithm>
 #include <utility>

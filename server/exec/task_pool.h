@@ -15,8 +15,8 @@
 // comes rather than once a long one ends. And each client may have at
 // most a part of the queue, so that one client's tasks never fill it for
 // the others.
-#ifndef PTOSERVE_SERVER_JOBS_TASK_POOL_H_
-#define PTOSERVE_SERVER_JOBS_TASK_POOL_H_
+#ifndef PTOSERVE_SERVER_EXEC_TASK_POOL_H_
+#define PTOSERVE_SERVER_EXEC_TASK_POOL_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -96,4 +96,4 @@ class TaskPool {
 
 }  // namespace ptoserve
 
-#endif  // PTOSERVE_SERVER_JOBS_TASK_POOL_H_
+#endif  // PTOSERVE_SERVER_EXEC_TASK_POOL_H_

@@ -21,8 +21,8 @@
 // buy one client more than its share of the workers while others wait.
 // Batches still mix clients: the chosen queue's batch fills up with other
 // clients' instructions of the same key.
-#ifndef PTOSERVE_SERVER_JOBS_SCHEDULER_H_
-#define PTOSERVE_SERVER_JOBS_SCHEDULER_H_
+#ifndef PTOSERVE_SERVER_EXEC_SCHEDULER_H_
+#define PTOSERVE_SERVER_EXEC_SCHEDULER_H_
 
 #include <atomic>
 #include <cstdint>
@@ -285,4 +285,4 @@ class Scheduler {
 
 }  // namespace ptoserve
 
-#endif  // PTOSERVE_SERVER_JOBS_SCHEDULER_H_
+#endif  // PTOSERVE_SERVER_EXEC_SCHEDULER_H_

@@ -1,4 +1,4 @@
-#include "server/jobs/job_regions.h"
+#include "server/shm/job_regions.h"
 
 #include <algorithm>
 #include <tuple>

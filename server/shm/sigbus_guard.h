@@ -7,8 +7,8 @@
 // else goes to the handler that was there before, or kills the process as it
 // would have. The table is lock-free: the handler may run on any thread at any
 // moment.
-#ifndef PTOSERVE_SERVER_JOBS_SIGBUS_GUARD_H_
-#define PTOSERVE_SERVER_JOBS_SIGBUS_GUARD_H_
+#ifndef PTOSERVE_SERVER_SHM_SIGBUS_GUARD_H_
+#define PTOSERVE_SERVER_SHM_SIGBUS_GUARD_H_
 
 #include <cstdint>
 
@@ -31,4 +31,4 @@ uint64_t MappingFaults(int slot);
 
 }  // namespace ptoserve
 
-#endif  // PTOSERVE_SERVER_JOBS_SIGBUS_GUARD_H_
+#endif  // PTOSERVE_SERVER_SHM_SIGBUS_GUARD_H_

@@ -1,9 +1,9 @@
-// The shared-memory slices one job reads and writes (server/jobs/
+// The shared-memory slices one job reads and writes (server/shm/
 // shared_memory.h): each checked against its region's bounds, against the
 // caller's right to the region's object, and against the job's other
 // slices, with the region held until the job is done with it.
-#ifndef PTOSERVE_SERVER_JOBS_JOB_REGIONS_H_
-#define PTOSERVE_SERVER_JOBS_JOB_REGIONS_H_
+#ifndef PTOSERVE_SERVER_SHM_JOB_REGIONS_H_
+#define PTOSERVE_SERVER_SHM_JOB_REGIONS_H_
 
 #include <cstdint>
 #include <optional>
@@ -14,7 +14,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "proto/codec.h"
-#include "server/jobs/shared_memory.h"
+#include "server/shm/shared_memory.h"
 
 namespace ptoserve {
 
@@ -65,4 +65,4 @@ class JobRegions final : public SharedSlices {
 
 }  // namespace ptoserve
 
-#endif  // PTOSERVE_SERVER_JOBS_JOB_REGIONS_H_
+#endif  // PTOSERVE_SERVER_SHM_JOB_REGIONS_H_

@@ -8,8 +8,8 @@
 // service says it is: a bearer token, or else one connection), so that one
 // client cannot hold what every other client needs, however many calls it
 // keeps waiting.
-#ifndef PTOSERVE_SERVER_JOBS_MEMORY_BUDGET_H_
-#define PTOSERVE_SERVER_JOBS_MEMORY_BUDGET_H_
+#ifndef PTOSERVE_SERVER_EXEC_MEMORY_BUDGET_H_
+#define PTOSERVE_SERVER_EXEC_MEMORY_BUDGET_H_
 
 #include <atomic>
 #include <cstdint>
@@ -114,4 +114,4 @@ class MemoryBudget {
 
 }  // namespace ptoserve
 
-#endif  // PTOSERVE_SERVER_JOBS_MEMORY_BUDGET_H_
+#endif  // PTOSERVE_SERVER_EXEC_MEMORY_BUDGET_H_

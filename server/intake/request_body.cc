@@ -1,4 +1,4 @@
-#include "server/jobs/request_body.h"
+#include "server/intake/request_body.h"
 
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 

@@ -1,4 +1,4 @@
-#include "server/jobs/shared_memory.h"
+#include "server/shm/shared_memory.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -17,7 +17,7 @@
 #include "common/mutex.h"
 #include "core/quote.h"
 #include "core/status_macros.h"
-#include "server/jobs/sigbus_guard.h"
+#include "server/shm/sigbus_guard.h"
 
 namespace ptoserve {
 

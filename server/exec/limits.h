@@ -1,8 +1,8 @@
 // What the server holds every front door's calls to, beside what one job
 // may carry (EngineLimits) and the scheduler's own (SchedulerOptions): one
 // field per flag, passed down whole.
-#ifndef PTOSERVE_SERVER_JOBS_LIMITS_H_
-#define PTOSERVE_SERVER_JOBS_LIMITS_H_
+#ifndef PTOSERVE_SERVER_EXEC_LIMITS_H_
+#define PTOSERVE_SERVER_EXEC_LIMITS_H_
 
 #include <algorithm>
 #include <cstdint>
@@ -61,4 +61,4 @@ struct ServiceLimits {
 
 }  // namespace ptoserve
 
-#endif  // PTOSERVE_SERVER_JOBS_LIMITS_H_
+#endif  // PTOSERVE_SERVER_EXEC_LIMITS_H_

@@ -1,4 +1,4 @@
-#include "server/jobs/json_errors.h"
+#include "server/intake/json_errors.h"
 
 #include <optional>
 #include <regex>

@@ -1,4 +1,4 @@
-#include "server/jobs/task_pool.h"
+#include "server/exec/task_pool.h"
 
 #include <algorithm>
 #include <cstdint>

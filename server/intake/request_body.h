@@ -1,8 +1,8 @@
 // A request's bytes as a front door holds them, for the request pipeline
-// (server/jobs/intake.h): a protobuf message in gRPC's buffers, or a JSON
+// (server/intake/intake.h): a protobuf message in gRPC's buffers, or a JSON
 // body the HTTP/JSON API took in pieces (IncomingBody).
-#ifndef PTOSERVE_SERVER_JOBS_REQUEST_BODY_H_
-#define PTOSERVE_SERVER_JOBS_REQUEST_BODY_H_
+#ifndef PTOSERVE_SERVER_INTAKE_REQUEST_BODY_H_
+#define PTOSERVE_SERVER_INTAKE_REQUEST_BODY_H_
 
 #include <google/protobuf/io/zero_copy_stream.h>
 
@@ -14,7 +14,7 @@
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
-#include "server/jobs/memory_budget.h"
+#include "server/exec/memory_budget.h"
 
 namespace ptoserve {
 
@@ -101,4 +101,4 @@ class IncomingBody final : public RequestBody {
 
 }  // namespace ptoserve
 
-#endif  // PTOSERVE_SERVER_JOBS_REQUEST_BODY_H_
+#endif  // PTOSERVE_SERVER_INTAKE_REQUEST_BODY_H_

@@ -17,8 +17,8 @@
 // object is short, or maps it again once it is whole. The bytes themselves are
 // only ever computed on, never read as sizes or offsets, so contents that
 // change underneath a job give wrong elements, nothing worse.
-#ifndef PTOSERVE_SERVER_JOBS_SHARED_MEMORY_H_
-#define PTOSERVE_SERVER_JOBS_SHARED_MEMORY_H_
+#ifndef PTOSERVE_SERVER_SHM_SHARED_MEMORY_H_
+#define PTOSERVE_SERVER_SHM_SHARED_MEMORY_H_
 
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -40,8 +40,8 @@
 #include "absl/types/span.h"
 #include "proto/codec.h"
 #include "ptoserve/v1/service.pb.h"
+#include "server/exec/memory_budget.h"
 #include "server/identity/peer_credentials.h"
-#include "server/jobs/memory_budget.h"
 
 namespace ptoserve {
 
@@ -255,4 +255,4 @@ class SharedMemoryRegistry {
 
 }  // namespace ptoserve
 
-#endif  // PTOSERVE_SERVER_JOBS_SHARED_MEMORY_H_
+#endif  // PTOSERVE_SERVER_SHM_SHARED_MEMORY_H_

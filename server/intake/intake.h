@@ -21,8 +21,8 @@
 // unary call or an HTTP request goes through Execute; a stream's message
 // through Scan and Decode (steps 1 to 4), its jobs then dispatched on the
 // stream's terms (server/rpc/stream_machine.h).
-#ifndef PTOSERVE_SERVER_JOBS_INTAKE_H_
-#define PTOSERVE_SERVER_JOBS_INTAKE_H_
+#ifndef PTOSERVE_SERVER_INTAKE_INTAKE_H_
+#define PTOSERVE_SERVER_INTAKE_INTAKE_H_
 
 #include <google/protobuf/message.h>
 
@@ -36,11 +36,11 @@
 #include "absl/strings/string_view.h"
 #include "proto/wire_scan.h"
 #include "ptoserve/v1/job.pb.h"
+#include "server/exec/memory_budget.h"
+#include "server/exec/task_pool.h"
+#include "server/intake/protocol.h"
+#include "server/intake/request_body.h"
 #include "server/jobs/dispatcher.h"
-#include "server/jobs/memory_budget.h"
-#include "server/jobs/protocol.h"
-#include "server/jobs/request_body.h"
-#include "server/jobs/task_pool.h"
 #include "server/metrics/service_metrics.h"
 
 namespace ptoserve {
@@ -197,4 +197,4 @@ void Intake::Decode(const DecodeRequest& request, Then then) const {
 
 }  // namespace ptoserve
 
-#endif  // PTOSERVE_SERVER_JOBS_INTAKE_H_
+#endif  // PTOSERVE_SERVER_INTAKE_INTAKE_H_

@@ -10,15 +10,15 @@
 // routes, with no change to intake, dispatcher or scheduler.
 // ptoserve.v1's Job (protobuf or proto3 JSON) is the pipeline's own
 // vocabulary and needs no adapter.
-#ifndef PTOSERVE_SERVER_JOBS_PROTOCOL_H_
-#define PTOSERVE_SERVER_JOBS_PROTOCOL_H_
+#ifndef PTOSERVE_SERVER_INTAKE_PROTOCOL_H_
+#define PTOSERVE_SERVER_INTAKE_PROTOCOL_H_
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "core/job.h"
 #include "proto/wire_scan.h"
 #include "ptoserve/v1/job.pb.h"
-#include "server/jobs/request_body.h"
+#include "server/intake/request_body.h"
 
 namespace ptoserve {
 
@@ -44,4 +44,4 @@ class JobProtocol {
 
 }  // namespace ptoserve
 
-#endif  // PTOSERVE_SERVER_JOBS_PROTOCOL_H_
+#endif  // PTOSERVE_SERVER_INTAKE_PROTOCOL_H_

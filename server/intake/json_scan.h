@@ -3,8 +3,8 @@
 // "{}," repeated (3 bytes each) would cost some 100 bytes per 3 before the
 // job's limits are ever checked. Counting the objects and the depth first
 // bounds that by the job's own limits.
-#ifndef PTOSERVE_SERVER_JOBS_JSON_SCAN_H_
-#define PTOSERVE_SERVER_JOBS_JSON_SCAN_H_
+#ifndef PTOSERVE_SERVER_INTAKE_JSON_SCAN_H_
+#define PTOSERVE_SERVER_INTAKE_JSON_SCAN_H_
 
 #include <cstddef>
 
@@ -25,4 +25,4 @@ absl::Status ScanJson(absl::string_view body, const JsonBounds& bounds);
 
 }  // namespace ptoserve
 
-#endif  // PTOSERVE_SERVER_JOBS_JSON_SCAN_H_
+#endif  // PTOSERVE_SERVER_INTAKE_JSON_SCAN_H_

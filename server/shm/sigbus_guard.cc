@@ -1,4 +1,4 @@
-#include "server/jobs/sigbus_guard.h"
+#include "server/shm/sigbus_guard.h"
 
 #include <signal.h>
 #include <sys/mman.h>
