@@ -44,9 +44,16 @@ SANITIZED = sanitized(SERVER)
 # in the same time while the attack's pace is the same.
 REFUSED_SHARE = 0.1 if SANITIZED else 0.01
 # The p99 of the decoder-bound victim's calls beside another user's JSON
-# bodies: measured 5 to 10 ms, a decoder being kept free of the attacker's;
+# bodies: measured 5 to 8 ms on a quiet machine, up to 309 ms under
+# tools/flakes' busy loops, a decoder being kept free of the attacker's;
 # 3.8 s when 8 MiB bodies were parsed and clients took turns by count.
-DECODER_VICTIM_P99_S = 10.0 if SANITIZED else 0.25
+DECODER_VICTIM_P99_S = 10.0 if SANITIZED else 1.0
+# The p99 of the victim's calls beside partial gRPC messages: measured 51 to
+# 195 ms on a quiet machine and up to 557 ms under tools/flakes' busy loops
+# (gRPC's quota resets connections in turn, the victim's among them, and the
+# attacker's process competes for the two cores); without the quota the
+# server crashed.
+PARTIAL_VICTIM_P99_S = 2.0
 
 # Every wait below ends by itself: a state reached or this bound passed.
 BOUND_S = 30
@@ -203,7 +210,7 @@ class BelowTheHandlerTest(unittest.TestCase):
         print(f"the victim's calls refused by the quota: {len(refused)} of "
               f"{len(victim.seconds)}", file=sys.stderr)
         victim.stop(self, f"{streams} partial messages of {mib} MiB on "
-                    f"{connections} connections")
+                    f"{connections} connections", PARTIAL_VICTIM_P99_S)
         grown = (peak - before) / 1024
         sent, ended = int(out[0]), int(out[1])
         print(f"{streams} partial messages of {mib} MiB on {connections} "

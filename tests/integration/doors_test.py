@@ -39,8 +39,11 @@ SANITIZED = sanitized(SERVER)
 # The victim's p99, and each health probe, stay under these in plain
 # builds (what was measured is printed; docs/SECURITY.md has the figures);
 # under a sanitizer, everything is many times slower and only liveness is
-# checked.
-VICTIM_P99_S = 10.0 if SANITIZED else 0.25
+# checked. The victim's p99 measured 6 to 17 ms on a quiet machine and up to
+# 284 ms under tools/flakes' busy loops (the machine's scheduler, not the
+# server); an attack that holds what all share takes it to seconds or to
+# failures.
+VICTIM_P99_S = 10.0 if SANITIZED else 1.0
 # ptobench's p99 of one call at a time beside 50 connections of another user
 # on a server of one core: 8 to 16 ms measured (-c opt; up to 198 ms in
 # fastbuild under tools/flakes' busy loops), 813 to 1,712 ms when every
@@ -132,15 +135,16 @@ class Victim:
                     self.failures.append(f"{type(e).__name__}: {e}")
                     self.seconds.append(time.perf_counter() - start)
 
-    def stop(self, test, what):
-        """Stops, and checks every call was answered right and their p99."""
+    def stop(self, test, what, p99_bound=VICTIM_P99_S):
+        """Stops, and checks every call was answered right and their p99
+        is under `p99_bound` seconds (under a sanitizer, VICTIM_P99_S)."""
         self.halt()
         p50, p99 = percentile(self.seconds, 50), percentile(self.seconds, 99)
         print(f"{what}: the victim's {len(self.seconds)} calls, p50 "
               f"{p50 * 1e3:.2f} ms, p99 {p99 * 1e3:.2f} ms", file=sys.stderr)
         test.assertEqual(self.failures, [])
         test.assertGreater(len(self.seconds), 10)
-        test.assertLess(p99, VICTIM_P99_S)
+        test.assertLess(p99, VICTIM_P99_S if SANITIZED else p99_bound)
 
 
 class Attacker:
