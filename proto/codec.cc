@@ -7,6 +7,7 @@
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/setting_names.h"
 #include "core/ops.h"
 #include "core/status_macros.h"
 
@@ -124,8 +125,8 @@ absl::StatusOr<absl::Span<uint8_t>> Resolved(SharedSlices* shared,
 absl::Status SharedMemoryOff(absl::string_view what) {
   return absl::FailedPreconditionError(absl::StrFormat(
       "%s is in shared memory, which this server does not serve "
-      "(--shared_memory; Capabilities.shared_memory.enabled)",
-      what));
+      "(%s; Capabilities.shared_memory.enabled)",
+      what, SettingName(Setting::kSharedMemory)));
 }
 
 // "OPCODE_TAND or OPCODE_TXOR": every opcode's wire name.

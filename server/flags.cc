@@ -16,6 +16,7 @@
 #include "absl/strings/strip.h"
 #include "absl/time/time.h"
 #include "common/ranged_flag.h"
+#include "common/setting_names.h"
 #include "core/types.h"
 #include "server/shm/shared_memory.h"
 
@@ -413,6 +414,35 @@ ServerOptions OptionsFromFlags() {
                                       ',', absl::SkipEmpty());
   o.reflection = absl::GetFlag(FLAGS_reflection);
   return o;
+}
+
+void NameSettingsByFlags() {
+  NameSettings({
+      {Setting::kAuthTokenFile, "--auth_token_file"},
+      {Setting::kClientMemory, "--max_client_memory_mb"},
+      {Setting::kHttpAddress, "--http_address"},
+      {Setting::kHttpAllowedHosts, "--http_allowed_hosts"},
+      {Setting::kHttpHeadTimeout, "--http_head_timeout"},
+      {Setting::kHttpMinBodyRate, "--http_min_body_rate_kb"},
+      {Setting::kLogRate, "--log_rate"},
+      {Setting::kMaxJobBytes, "--max_job_mb"},
+      {Setting::kMaxJsonBytes, "--max_json_kb"},
+      {Setting::kMaxMessageBytes, "--max_message_mb"},
+      {Setting::kMaxSharedRegions, "--max_shared_regions"},
+      {Setting::kMaxSharedRegionsPerUser, "--max_shared_regions_per_user"},
+      {Setting::kMemoryBudget, "--memory_budget_mb"},
+      {Setting::kMetricsAddress, "--metrics_address"},
+      {Setting::kQueueCapacity, "--queue_capacity"},
+      {Setting::kSharedMemory, "--shared_memory"},
+      {Setting::kSharedMemoryPrefix, "--shared_memory_prefix"},
+      {Setting::kSharedRegionGrace, "--shared_region_grace"},
+      {Setting::kStallTimeout, "--stall_timeout"},
+      {Setting::kTlsCert, "--tls_cert"},
+      {Setting::kTlsClientCa, "--tls_client_ca"},
+      {Setting::kTlsClientNames, "--tls_client_names"},
+      {Setting::kTlsKey, "--tls_key"},
+      {Setting::kTrustedProxies, "--trusted_proxies"},
+  });
 }
 
 ShutdownTimes ShutdownFromFlags() {

@@ -24,6 +24,9 @@ std::vector<std::string> FlagErrors();
 // What the flags describe, once FlagErrors has nothing to say: the server
 // (each flag into its one field), its log, and its shutdown.
 ServerOptions OptionsFromFlags();
+// From here on, messages and metric help name each setting by its flag
+// ("--memory_budget_mb") instead of its option field (common/setting_names.h).
+void NameSettingsByFlags();
 LogOptions LogOptionsFromFlags();
 // Server::ServeUntilSignalled's times.
 struct ShutdownTimes {

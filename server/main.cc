@@ -30,6 +30,7 @@ int Run() {
     for (const std::string& e : errors) std::cerr << "ptoserve: " << e << "\n";
     return 2;
   }
+  NameSettingsByFlags();
   const ServerOptions options = OptionsFromFlags();
   Log::Get().Configure(LogOptionsFromFlags());
   LogGrpcThroughServerLog();

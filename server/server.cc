@@ -9,6 +9,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/setting_names.h"
 #include "proto/codec.h"
 #include "proto/descriptor_set.h"
 #include "server/exec/memory_budget.h"
@@ -59,13 +60,15 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials(
   if (!credentials.ok()) return credentials.status();
   if (!options.tls_client_names.empty() && options.tls.client_ca.empty()) {
     return absl::InvalidArgumentError(
-        "--tls_client_names needs --tls_client_ca (mutual TLS)");
+        absl::StrCat(SettingName(Setting::kTlsClientNames), " needs ",
+                     SettingName(Setting::kTlsClientCa), " (mutual TLS)"));
   }
   absl::StatusOr<std::vector<AddressPrefix>> proxies =
       ParseAddressPrefixes(options.trusted_proxies);
   if (!proxies.ok()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("--trusted_proxies: ", proxies.status().message()));
+        absl::StrCat(SettingName(Setting::kTrustedProxies), ": ",
+                     proxies.status().message()));
   }
   TrustProxies(*std::move(proxies));
   return credentials;
@@ -237,8 +240,9 @@ void Server::Parts::Measure() {
   AddSharedMemoryGauges(&shared, &registry);
   registry.AddCallbackCounter(
       "ptoserve_calls_stalled_total",
-      "Calls cancelled because their client read no answer for "
-      "--stall_timeout.",
+      absl::StrCat("Calls cancelled because their client read no answer "
+                   "for ",
+                   SettingName(Setting::kStallTimeout), "."),
       [stalls = &service->stalls()] {
         return static_cast<double>(stalls->cancelled());
       });
@@ -273,7 +277,8 @@ void Server::Parts::Measure() {
   AddProcessMetrics(&registry);
   registry.AddCallbackCounter(
       "ptoserve_log_lines_dropped_total",
-      "Log lines not written because more than --log_rate came in a second.",
+      absl::StrCat("Log lines not written because more than ",
+                   SettingName(Setting::kLogRate), " came in a second."),
       [] { return static_cast<double>(Log::Get().dropped()); });
   // What the health service and /v2/health/ready answer: 0 from SIGTERM on
   // (the alert rules' NOT_SERVING).
@@ -287,7 +292,7 @@ void Server::Parts::Measure() {
 absl::Status Server::Parts::StartHttp(const ServerOptions& options) {
   if (!options.metrics.address.empty()) {
     HttpDaemonOptions metrics = options.metrics;
-    metrics.flag = "--metrics_address";
+    metrics.flag = std::string(SettingName(Setting::kMetricsAddress));
     metrics.client_of = SocketClient;
     absl::StatusOr<std::unique_ptr<MetricsEndpoint>> started =
         MetricsEndpoint::Start(metrics, &registry,
@@ -299,13 +304,15 @@ absl::Status Server::Parts::StartHttp(const ServerOptions& options) {
     if (!options.tls.client_ca.empty() &&
         !IsLoopbackAddress(options.http.address)) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "--http_address=", options.http.address,
+          SettingName(Setting::kHttpAddress), "=", options.http.address,
           " is not a loopback address: the HTTP/JSON API checks no client "
-          "certificates (--tls_client_ca), so beside mutual TLS it serves "
-          "loopback only; leave --http_address empty or give it 127.0.0.1"));
+          "certificates (",
+          SettingName(Setting::kTlsClientCa),
+          "), so beside mutual TLS it serves loopback only; leave ",
+          SettingName(Setting::kHttpAddress), " empty or give it 127.0.0.1"));
     }
     HttpDaemonOptions daemon = options.http;
-    daemon.flag = "--http_address";
+    daemon.flag = std::string(SettingName(Setting::kHttpAddress));
     daemon.client_of = SocketClient;
     HttpApiParts http_parts;
     http_parts.intake = intake.get();

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
+#include "common/setting_names.h"
 
 namespace ptoserve {
 namespace {
@@ -62,10 +63,9 @@ absl::StatusOr<MemoryBudget::Hold> MemoryBudget::Reserve(
     refused_share_.fetch_add(1, std::memory_order_relaxed);
     return absl::ResourceExhaustedError(absl::StrFormat(
         "this client's share of the server's memory budget is full: this "
-        "job needs %u bytes and %u of the %u a client may hold "
-        "(--max_client_memory_mb) are held by its calls in flight; read "
-        "their results, or retry later",
-        bytes, seen, share->limit_));
+        "job needs %u bytes and %u of the %u a client may hold (%s) are "
+        "held by its calls in flight; read their results, or retry later",
+        bytes, seen, share->limit_, SettingName(Setting::kClientMemory)));
   }
   if (!TryAdd(&held_, bytes, limit_, &seen)) {
     if (share != nullptr) {
@@ -74,9 +74,9 @@ absl::StatusOr<MemoryBudget::Hold> MemoryBudget::Reserve(
     refused_full_.fetch_add(1, std::memory_order_relaxed);
     return absl::ResourceExhaustedError(absl::StrFormat(
         "the server's memory budget is full: this job needs %u bytes and "
-        "%u of %u (--memory_budget_mb) are held by jobs in flight and "
-        "registered shared-memory regions; retry later",
-        bytes, seen, limit_));
+        "%u of %u (%s) are held by jobs in flight and registered "
+        "shared-memory regions; retry later",
+        bytes, seen, limit_, SettingName(Setting::kMemoryBudget)));
   }
   return Hold(this, std::move(share), bytes);
 }

@@ -6,6 +6,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/str_format.h"
+#include "common/setting_names.h"
 #include "core/status_macros.h"
 
 namespace ptoserve {
@@ -131,8 +132,8 @@ absl::Status Scheduler::AddJob(std::unique_ptr<JobState> state) {
   if (n > options_.queue_capacity) {
     return absl::ResourceExhaustedError(absl::StrFormat(
         "this job has %u instructions and the queue holds at most %u "
-        "(--queue_capacity): it can never be queued; split it",
-        n, options_.queue_capacity));
+        "(%s): it can never be queued; split it",
+        n, options_.queue_capacity, SettingName(Setting::kQueueCapacity)));
   }
   if (queued_ + n > options_.queue_capacity) {
     return absl::ResourceExhaustedError(absl::StrFormat(

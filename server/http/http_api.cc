@@ -7,18 +7,19 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "common/json_quote.h"
+#include "common/setting_names.h"
 
 namespace ptoserve {
 
 namespace {
 
-absl::StatusOr<std::string> ReadPem(const char* flag, const std::string& path) {
+absl::StatusOr<std::string> ReadPem(Setting setting, const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::stringstream text;
   text << in.rdbuf();
   if (!in) {
     return absl::InvalidArgumentError(
-        absl::StrCat("cannot read ", flag, "=", path));
+        absl::StrCat("cannot read ", SettingName(setting), "=", path));
   }
   return text.str();
 }
@@ -69,11 +70,17 @@ absl::StatusOr<std::unique_ptr<HttpApi>> HttpApi::Start(
     const HttpDaemonOptions& connections, const TlsFiles& tls,
     const HttpApiParts& parts) {
   std::unique_ptr<HttpApi> api(new HttpApi(parts));
+  const ServiceLimits& limits = parts.intake->limits();
+  api->body_limit_ =
+      limits.max_json_bytes < limits.max_message_bytes
+          ? absl::StrCat(SettingName(Setting::kMaxJsonBytes),
+                         ": a larger job goes as protobuf, over gRPC")
+          : std::string(SettingName(Setting::kMaxMessageBytes));
   HttpDaemonOptions options = connections;
   if (!tls.cert.empty()) {
-    absl::StatusOr<std::string> key = ReadPem("--tls_key", tls.key);
+    absl::StatusOr<std::string> key = ReadPem(Setting::kTlsKey, tls.key);
     if (!key.ok()) return key.status();
-    absl::StatusOr<std::string> cert = ReadPem("--tls_cert", tls.cert);
+    absl::StatusOr<std::string> cert = ReadPem(Setting::kTlsCert, tls.cert);
     if (!cert.ok()) return cert.status();
     options.tls_key_pem = *std::move(key);
     options.tls_cert_pem = *std::move(cert);
@@ -99,9 +106,11 @@ absl::StatusOr<std::unique_ptr<HttpApi>> HttpApi::Start(
       [stats] { return static_cast<double>(stats->connections.load()); });
   parts.registry->AddCallbackCounter(
       "ptoserve_http_connections_too_slow_total",
-      "HTTP/JSON API connections closed because a request's head did not "
-      "arrive within --http_head_timeout, or its body came slower than "
-      "--http_min_body_rate_kb.",
+      absl::StrCat("HTTP/JSON API connections closed because a request's "
+                   "head did not arrive within ",
+                   SettingName(Setting::kHttpHeadTimeout),
+                   ", or its body came slower than ",
+                   SettingName(Setting::kHttpMinBodyRate), "."),
       [stats] { return static_cast<double>(stats->too_slow.load()); });
   return api;
 }

@@ -83,6 +83,8 @@ class HttpApi final : public HttpHandler {
                const std::shared_ptr<Call>& call) const;
 
   const HttpApiParts parts_;
+  // The setting a JSON body's refusal names as its limit, with what to do.
+  std::string body_limit_;
   std::unique_ptr<HttpDaemon> daemon_;
   CounterFamily* requests_ = nullptr;
   HistogramFamily* seconds_ = nullptr;

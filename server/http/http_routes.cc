@@ -15,6 +15,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/setting_names.h"
 #include "core/quote.h"
 #include "server/http/http_api.h"
 #include "server/http/playground_page.h"
@@ -166,13 +167,6 @@ std::string PeerOf(int fd) {
                                   : absl::StrCat("ipv4:", host, ":", port);
 }
 
-// The flag that bounds a JSON body, as its refusal names it.
-absl::string_view BodyLimitFlag(const ServiceLimits& limits) {
-  return limits.max_json_bytes < limits.max_message_bytes
-             ? "--max_json_kb: a larger job goes as protobuf, over gRPC"
-             : "--max_message_mb";
-}
-
 }  // namespace
 
 absl::Status HttpApi::Admit(HttpExchange* exchange, Call* call) const {
@@ -229,7 +223,7 @@ absl::Status HttpApi::Admit(HttpExchange* exchange, Call* call) const {
                      std::min(limits.max_json_bytes, limits.max_message_bytes));
   uint64_t declared = 0;
   if (absl::SimpleAtoi(exchange->header("Content-Length"), &declared)) {
-    return call->body->Expect(declared, BodyLimitFlag(limits));
+    return call->body->Expect(declared, body_limit_);
   }
   return absl::OkStatus();
 }
@@ -245,10 +239,10 @@ void HttpApi::OnHead(const std::shared_ptr<HttpExchange>& exchange) {
         exchange.get(), call.get(),
         absl::PermissionDeniedError(absl::StrFormat(
             "Host %s is not a name of this server, which answers to "
-            "localhost, the address a connection reached and "
-            "--http_allowed_hosts (a page of another site whose name points "
-            "here may not use it)",
-            ShortQuote(exchange->header("Host"), 200))),
+            "localhost, the address a connection reached and %s (a page of "
+            "another site whose name points here may not use it)",
+            ShortQuote(exchange->header("Host"), 200),
+            SettingName(Setting::kHttpAllowedHosts))),
         421);
   }
   if (match.route == nullptr && match.allow.empty()) {
@@ -304,8 +298,7 @@ void HttpApi::OnBody(const std::shared_ptr<HttpExchange>& exchange,
                      absl::string_view piece) {
   auto* call = static_cast<Call*>(exchange->state.get());
   if (!call->body.has_value()) return;
-  if (absl::Status taken =
-          call->body->Append(piece, BodyLimitFlag(parts_.intake->limits()));
+  if (absl::Status taken = call->body->Append(piece, body_limit_);
       !taken.ok()) {
     call->body->Discard();
     Refuse(exchange.get(), call, taken);

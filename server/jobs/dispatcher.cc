@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_format.h"
 #include "common/protobuf_arena.h"
+#include "common/setting_names.h"
 #include "core/quote.h"
 #include "core/status_macros.h"
 #include "proto/codec.h"
@@ -217,8 +218,9 @@ absl::Status Dispatcher::Admit(const JobCost& cost, const DecodedJob& decoded,
   if (result_bytes > limits_.max_message_bytes) {
     return absl::ResourceExhaustedError(absl::StrFormat(
         "the result would be at least %u bytes, more than a message may be "
-        "(%u, --max_message_mb)",
-        result_bytes, limits_.max_message_bytes));
+        "(%u, %s)",
+        result_bytes, limits_.max_message_bytes,
+        SettingName(Setting::kMaxMessageBytes)));
   }
   const Footprint f = JobFootprint(request->request_bytes, decoded, cost);
   const uint64_t bytes = f.total();
@@ -226,9 +228,9 @@ absl::Status Dispatcher::Admit(const JobCost& cost, const DecodedJob& decoded,
     return absl::ResourceExhaustedError(absl::StrFormat(
         "the job would hold %u bytes (request %u, tiles the server makes "
         "%u, result %u, built and serialized, bookkeeping %u), over the "
-        "limit of %u per job (--max_job_mb)",
+        "limit of %u per job (%s)",
         bytes, f.request, f.tiles, f.result, f.bookkeeping,
-        limits_.max_job_bytes));
+        limits_.max_job_bytes, SettingName(Setting::kMaxJobBytes)));
   }
   absl::StatusOr<MemoryBudget::Hold> reserved =
       budget_->Reserve(bytes, request->call->share);

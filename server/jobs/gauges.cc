@@ -1,20 +1,25 @@
 #include "server/jobs/gauges.h"
 
+#include "absl/strings/str_cat.h"
+#include "common/setting_names.h"
+
 namespace ptoserve {
 
 void AddMemoryBudgetGauges(const MemoryBudget* budget,
                            MetricsRegistry* registry) {
   registry->AddGauge(
       "ptoserve_memory_budget_bytes",
-      "The memory jobs in flight may hold together (--memory_budget_mb).", {},
-      [budget] { return static_cast<double>(budget->limit()); });
+      absl::StrCat("The memory jobs in flight may hold together (",
+                   SettingName(Setting::kMemoryBudget), ")."),
+      {}, [budget] { return static_cast<double>(budget->limit()); });
   registry->AddGauge(
       "ptoserve_memory_held_bytes",
       "The memory jobs in flight hold now, as admission counts it.", {},
       [budget] { return static_cast<double>(budget->held()); });
   registry->AddGauge(
       "ptoserve_memory_client_limit_bytes",
-      "The most of the budget one client may hold (--max_client_memory_mb).",
+      absl::StrCat("The most of the budget one client may hold (",
+                   SettingName(Setting::kClientMemory), ")."),
       {}, [budget] { return static_cast<double>(budget->client_limit()); });
   registry->AddGauge(
       "ptoserve_memory_clients",
@@ -38,8 +43,9 @@ void AddMemoryBudgetGauges(const MemoryBudget* budget,
 void AddSchedulerGauges(const Scheduler* scheduler, MetricsRegistry* registry) {
   registry->AddGauge(
       "ptoserve_queue_depth",
-      "Instructions admitted and not yet run (at most --queue_capacity).", {},
-      [scheduler] { return static_cast<double>(scheduler->queued()); });
+      absl::StrCat("Instructions admitted and not yet run (at most ",
+                   SettingName(Setting::kQueueCapacity), ")."),
+      {}, [scheduler] { return static_cast<double>(scheduler->queued()); });
   registry->AddGauge(
       "ptoserve_jobs_in_flight", "Jobs admitted and not yet answered.", {},
       [scheduler] { return static_cast<double>(scheduler->jobs_in_flight()); });
@@ -59,12 +65,14 @@ void AddSharedMemoryGauges(const SharedMemoryRegistry* shared,
                            MetricsRegistry* registry) {
   registry->AddGauge(
       "ptoserve_shared_memory_regions",
-      "Shared-memory regions registered now (at most --max_shared_regions).",
+      absl::StrCat("Shared-memory regions registered now (at most ",
+                   SettingName(Setting::kMaxSharedRegions), ")."),
       {}, [shared] { return static_cast<double>(shared->regions()); });
   registry->AddCallbackCounter(
       "ptoserve_shared_memory_leases_expired_total",
-      "Shared-memory regions unregistered because the connection that "
-      "registered them closed --shared_region_grace before.",
+      absl::StrCat("Shared-memory regions unregistered because the "
+                   "connection that registered them closed ",
+                   SettingName(Setting::kSharedRegionGrace), " before."),
       [shared] { return static_cast<double>(shared->leases_expired()); });
   registry->AddGauge(
       "ptoserve_shared_memory_mapped_bytes",

@@ -12,6 +12,7 @@
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "common/json_quote.h"
+#include "common/setting_names.h"
 
 namespace ptoserve {
 
@@ -173,8 +174,8 @@ void Log::Write(absl::string_view who, const std::string& line) {
   rate.tokens -= 1;
   if (rate.unsaid > 0) {
     const std::string note = absl::StrCat(
-        rate.unsaid, " log lines dropped: more than --log_rate=", rate_,
-        " a second from ", who);
+        rate.unsaid, " log lines dropped: more than ",
+        SettingName(Setting::kLogRate), "=", rate_, " a second from ", who);
     if (json_.load(std::memory_order_relaxed)) {
       std::cout << JsonHead(LogLevel::kWarning, "dropped")
                 << ", \"dropped\": " << rate.unsaid

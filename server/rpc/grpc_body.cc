@@ -1,6 +1,7 @@
 #include "server/rpc/grpc_body.h"
 
 #include "absl/strings/str_format.h"
+#include "common/setting_names.h"
 #include "grpcpp/support/proto_buffer_reader.h"
 #include "grpcpp/support/slice.h"
 
@@ -30,9 +31,8 @@ absl::Status EncodeReply(const google::protobuf::Message& message,
   if (size > max_bytes) {
     bytes->Clear();
     return absl::ResourceExhaustedError(absl::StrFormat(
-        "the result is %u bytes, more than a message may be (%u, "
-        "--max_message_mb)",
-        size, max_bytes));
+        "the result is %u bytes, more than a message may be (%u, %s)", size,
+        max_bytes, SettingName(Setting::kMaxMessageBytes)));
   }
   grpc::Slice slice(size);
   // The slice is new and this call's alone: its bytes are ours to write.

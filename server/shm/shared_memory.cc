@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/mutex.h"
+#include "common/setting_names.h"
 #include "core/quote.h"
 #include "core/status_macros.h"
 #include "server/shm/sigbus_guard.h"
@@ -63,8 +64,9 @@ absl::Status CheckKey(absl::string_view key, absl::string_view prefix) {
   if (!absl::StartsWith(key, prefix)) {
     return absl::PermissionDeniedError(absl::StrFormat(
         "key %s does not start with %s, as every key on this server must "
-        "(--shared_memory_prefix)",
-        ShortQuote(key), ShortQuote(prefix)));
+        "(%s)",
+        ShortQuote(key), ShortQuote(prefix),
+        SettingName(Setting::kSharedMemoryPrefix)));
   }
   return absl::OkStatus();
 }
@@ -292,9 +294,10 @@ size_t SharedMemoryRegistry::SweepLeases(absl::Time now) {
 }
 
 absl::Status SharedMemoryRegistry::Off() {
-  return absl::FailedPreconditionError(
-      "shared memory is off on this server (--shared_memory; it is off by "
-      "default when the server listens beyond loopback)");
+  return absl::FailedPreconditionError(absl::StrFormat(
+      "shared memory is off on this server (%s; it is off by default when "
+      "the server listens beyond loopback)",
+      SettingName(Setting::kSharedMemory)));
 }
 
 absl::Status CallerMayMap(uid_t caller, uid_t owner, mode_t mode,
@@ -337,10 +340,10 @@ absl::StatusOr<v1::Region> SharedMemoryRegistry::Register(
         ShortQuote(request.name())));
   }
   if (regions_.size() >= options_.max_regions) {
-    return absl::ResourceExhaustedError(
-        absl::StrFormat("%u regions are registered, the most this server keeps "
-                        "(--max_shared_regions); unregister one first",
-                        regions_.size()));
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "%u regions are registered, the most this server keeps "
+        "(%s); unregister one first",
+        regions_.size(), SettingName(Setting::kMaxSharedRegions)));
   }
   // One user's regions never take every slot from the others.
   uint32_t callers = 0;
@@ -349,17 +352,17 @@ absl::StatusOr<v1::Region> SharedMemoryRegistry::Register(
   }
   if (callers >= options_.max_regions_per_user) {
     return absl::ResourceExhaustedError(absl::StrFormat(
-        "user %d has %u regions registered, the most one user may "
-        "(--max_shared_regions_per_user); unregister one first",
-        caller, callers));
+        "user %d has %u regions registered, the most one user may (%s); "
+        "unregister one first",
+        caller, callers, SettingName(Setting::kMaxSharedRegionsPerUser)));
   }
   absl::StatusOr<MemoryBudget::Hold> hold = budget_->Reserve(size);
   if (!hold.ok()) {
     return absl::ResourceExhaustedError(absl::StrFormat(
         "region %s of %u bytes does not fit in the memory budget: %u of %u "
-        "bytes are held now (--memory_budget_mb); mapped regions count "
-        "against it",
-        ShortQuote(request.name()), size, budget_->held(), budget_->limit()));
+        "bytes are held now (%s); mapped regions count against it",
+        ShortQuote(request.name()), size, budget_->held(), budget_->limit(),
+        SettingName(Setting::kMemoryBudget)));
   }
   // Held by a unique_ptr until it is complete: an error on the way closes
   // and unmaps whatever was done.

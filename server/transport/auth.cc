@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "common/setting_names.h"
 #include "core/quote.h"
 #include "server/log/log.h"
 
@@ -17,12 +18,11 @@ namespace ptoserve {
 
 namespace {
 
-absl::StatusOr<std::string> ReadFile(const std::string& flag,
-                                     const std::string& path) {
+absl::StatusOr<std::string> ReadFile(Setting setting, const std::string& path) {
   std::ifstream file(path, std::ios::binary);
   if (!file) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--", flag, "=", path, ": cannot read the file"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        SettingName(setting), "=", path, ": cannot read the file"));
   }
   std::stringstream text;
   text << file.rdbuf();
@@ -48,24 +48,28 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ServerCredentials(
   if (files.cert.empty() && files.key.empty()) {
     if (!files.client_ca.empty()) {
       return absl::InvalidArgumentError(
-          "--tls_client_ca needs --tls_cert and --tls_key");
+          absl::StrCat(SettingName(Setting::kTlsClientCa), " needs ",
+                       SettingName(Setting::kTlsCert), " and ",
+                       SettingName(Setting::kTlsKey)));
     }
     return grpc::InsecureServerCredentials();
   }
   if (files.cert.empty() || files.key.empty()) {
-    return absl::InvalidArgumentError("--tls_cert and --tls_key go together");
+    return absl::InvalidArgumentError(
+        absl::StrCat(SettingName(Setting::kTlsCert), " and ",
+                     SettingName(Setting::kTlsKey), " go together"));
   }
   grpc::SslServerCredentialsOptions options;
   grpc::SslServerCredentialsOptions::PemKeyCertPair pair;
-  auto cert = ReadFile("tls_cert", files.cert);
+  auto cert = ReadFile(Setting::kTlsCert, files.cert);
   if (!cert.ok()) return cert.status();
-  auto key = ReadFile("tls_key", files.key);
+  auto key = ReadFile(Setting::kTlsKey, files.key);
   if (!key.ok()) return key.status();
   pair.cert_chain = *cert;
   pair.private_key = *key;
   options.pem_key_cert_pairs.push_back(pair);
   if (!files.client_ca.empty()) {
-    auto ca = ReadFile("tls_client_ca", files.client_ca);
+    auto ca = ReadFile(Setting::kTlsClientCa, files.client_ca);
     if (!ca.ok()) return ca.status();
     options.pem_root_certs = *ca;
     options.client_certificate_request =
@@ -76,7 +80,7 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ServerCredentials(
 
 absl::StatusOr<TokenAuthenticator> TokenAuthenticator::FromFile(
     const std::string& path) {
-  auto text = ReadFile("auth_token_file", path);
+  auto text = ReadFile(Setting::kAuthTokenFile, path);
   if (!text.ok()) return text.status();
   std::vector<std::string> tokens;
   for (absl::string_view line : absl::StrSplit(*text, '\n')) {
@@ -85,8 +89,9 @@ absl::StatusOr<TokenAuthenticator> TokenAuthenticator::FromFile(
     tokens.emplace_back(line);
   }
   if (tokens.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--auth_token_file=", path, " holds no token (one per line)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(SettingName(Setting::kAuthTokenFile), "=", path,
+                     " holds no token (one per line)"));
   }
   return TokenAuthenticator(std::move(tokens));
 }
@@ -173,10 +178,12 @@ class Gate final : public grpc::AuthMetadataProcessor {
                              seen) != client_names_.end();
       }
       if (!allowed) {
-        return Refused(metadata, grpc::StatusCode::PERMISSION_DENIED,
-                       absl::StrCat("the client certificate's common name ",
-                                    seen.empty() ? "(none)" : ShortQuote(seen),
-                                    " is not one --tls_client_names allows"));
+        return Refused(
+            metadata, grpc::StatusCode::PERMISSION_DENIED,
+            absl::StrCat("the client certificate's common name ",
+                         seen.empty() ? "(none)" : ShortQuote(seen),
+                         " is not one ", SettingName(Setting::kTlsClientNames),
+                         " allows"));
       }
     }
     if (auth_ == nullptr) return grpc::Status::OK;

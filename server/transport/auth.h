@@ -16,8 +16,8 @@ namespace ptoserve {
 struct TlsFiles {
   std::string cert;  // server certificate chain (PEM); empty: plaintext
   std::string key;   // its private key (PEM)
-  std::string
-      client_ca;  // if set, clients must present a certificate it signed
+  // If set, clients must present a certificate it signed (mutual TLS).
+  std::string client_ca;
 };
 
 // Plaintext credentials when `files.cert` is empty, else TLS (mutual TLS

@@ -18,6 +18,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/setting_names.h"
 #include "server/log/log.h"
 #include "server/transport/address.h"
 
@@ -172,9 +173,12 @@ absl::StatusOr<RunningServer> StartGrpcServer(
     return absl::UnavailableError(absl::StrCat(
         "cannot listen on ", options.address, ": ",
         !why.empty() ? why
-        : wiring.tls ? "gRPC could not use the TLS certificate and key "
-                       "(is --tls_key the key of --tls_cert?)"
-                     : "gRPC refused the address"));
+        : wiring.tls
+            ? absl::StrCat(
+                  "gRPC could not use the TLS certificate and key (is ",
+                  SettingName(Setting::kTlsKey), " the key of ",
+                  SettingName(Setting::kTlsCert), "?)")
+            : "gRPC refused the address"));
   }
   running.address = WithPort(options.address, port);
   grpc::HealthCheckServiceInterface* health =

@@ -8,10 +8,34 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <set>
+#include <string>
 #include <thread>
+
+#include "absl/flags/reflection.h"
+#include "absl/strings/match.h"
+#include "common/setting_names.h"
 
 namespace ptoserve {
 namespace {
+
+// The program's messages name its flags: every setting a message names is
+// named by a flag that exists, each by its own.
+TEST(FlagsTest, MessagesNameSettingsByTheirFlags) {
+  ResetSettingNames();
+  EXPECT_EQ(SettingName(Setting::kMemoryBudget), "limits.memory_budget_bytes");
+  NameSettingsByFlags();
+  std::set<std::string> names;
+  for (int i = 0; i < static_cast<int>(Setting::kCount); ++i) {
+    const std::string name(SettingName(static_cast<Setting>(i)));
+    SCOPED_TRACE(name);
+    ASSERT_TRUE(absl::StartsWith(name, "--"));
+    EXPECT_NE(absl::FindCommandLineFlag(name.substr(2)), nullptr);
+    EXPECT_TRUE(names.insert(name).second) << "named twice";
+  }
+  EXPECT_EQ(SettingName(Setting::kMemoryBudget), "--memory_budget_mb");
+  ResetSettingNames();
+}
 
 TEST(FlagsTest, EveryDefaultIsItsFieldsDefault) {
   ASSERT_THAT(FlagErrors(), ::testing::IsEmpty());

@@ -21,10 +21,9 @@ TEST(MemoryBudgetTest, HoldsAreGivenBackWhenDestroyedOrMoved) {
     EXPECT_EQ(budget.held(), 60u);
     absl::StatusOr<MemoryBudget::Hold> b = budget.Reserve(41);
     EXPECT_EQ(b.status().code(), absl::StatusCode::kResourceExhausted);
-    EXPECT_THAT(
-        std::string(b.status().message()),
-        HasSubstr(
-            "this job needs 41 bytes and 60 of 100 (--memory_budget_mb)"));
+    EXPECT_THAT(std::string(b.status().message()),
+                HasSubstr("this job needs 41 bytes and 60 of 100 "
+                          "(limits.memory_budget_bytes)"));
     EXPECT_EQ(budget.held(), 60u);
     MemoryBudget::Hold moved = std::move(*a);
     EXPECT_EQ(moved.bytes(), 60u);
@@ -73,7 +72,7 @@ TEST(MemoryBudgetTest, AClientHoldsAtMostItsShare) {
   EXPECT_THAT(std::string(a2.status().message()),
               HasSubstr("this client's share of the server's memory budget "
                         "is full: this job needs 11 bytes and 30 of the 40 a "
-                        "client may hold (--max_client_memory_mb)"));
+                        "client may hold (limits.client_memory_bytes)"));
   EXPECT_EQ(budget.refused_share(), 1u);
   // The refusal took nothing from the client or the budget.
   EXPECT_EQ(a->held(), 30u);

@@ -26,7 +26,10 @@ HEADERS = [
     "server/exec/scheduler.h",
     "server/exec/limits.h",
     "server/shm/shared_memory.h",
+    "server/log/log.h",
 ]
+# What messages call each setting where no flag names it: its field.
+SETTING_NAMES = "common/setting_names.cc"
 FLAGS_TEST = "tests/server/flags_test.cc"
 NO_FLAG = re.compile(r"\bno flag\b", re.IGNORECASE)
 
@@ -122,6 +125,19 @@ class OptionsFieldsTest(unittest.TestCase):
             "does not say \"no flag\" and why: add the flag and its "
             "PTOSERVE_SAME line, or the comment (headers: "
             + ", ".join(HEADERS) + ")")
+
+    def test_every_setting_name_is_a_field(self):
+        # An embedded server's messages name the field to set, which must
+        # be one: a path under ServerOptions, or LogOptions' own.
+        with open(SETTING_NAMES) as f:
+            table = re.search(r"kFieldNames = \{(.*?)\};", f.read(), re.S)
+        names = re.findall(r'"([^"]+)"', table.group(1))
+        self.assertGreater(len(names), 20)
+        paths = set(dict(leaves(self.structs, "ServerOptions")))
+        paths |= {"LogOptions." + field
+                  for _, field, _ in fields(self.structs["LogOptions"])}
+        self.assertEqual([n for n in names if n not in paths], [],
+                         f"names in {SETTING_NAMES} that are no field")
 
 
 if __name__ == "__main__":

@@ -358,7 +358,7 @@ TEST(SharedMemoryTest, RefusesWhatCannotBeARegion) {
       registry.Register(Request("v", object.key(), 0, 10), getuid());
   EXPECT_EQ(fifth.status().code(), absl::StatusCode::kResourceExhausted);
   EXPECT_THAT(std::string(fifth.status().message()),
-              HasSubstr("--max_shared_regions"));
+              HasSubstr("(shared_memory.max_regions)"));
   EXPECT_EQ(budget.held(), 40u);
 }
 
