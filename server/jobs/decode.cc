@@ -3,7 +3,10 @@
 #include <string>
 #include <utility>
 
+#include "absl/strings/str_format.h"
+#include "core/quote.h"
 #include "core/status_macros.h"
+#include "core/types.h"
 #include "proto/codec.h"
 
 namespace ptoserve {
@@ -23,21 +26,49 @@ absl::StatusOr<pasm::Program> Assemble(const std::string& text,
   return pasm::Parse(text, options);
 }
 
+// FAILED_PRECONDITION naming the first of `job`'s fields in shared memory,
+// for a door that carries none; OK if it names none. Shared memory names
+// objects on the server's machine, for callers on it that have gRPC: a door
+// without it carries every tile in its body.
+absl::Status RefuseSharedMemory(const v1::Job& job) {
+  for (const auto& [name, tile] : job.tiles()) {
+    if (tile.has_shared()) {
+      return absl::FailedPreconditionError(absl::StrFormat(
+          "tiles[%s].shared: shared memory is served over gRPC only; send "
+          "the tile's data, values or fill",
+          ShortQuote(name)));
+    }
+  }
+  if (!job.output_regions().empty()) {
+    return absl::FailedPreconditionError(
+        "output_regions: shared memory is served over gRPC only; results "
+        "come back in the response");
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<DecodedJob> DecodeJob(const v1::Job& job, const Engine& engine,
-                                     const SharedMemoryRegistry* shared,
-                                     CallerUid caller) {
+                                     JobSource source) {
+  if (source.door_without_shared_memory) {
+    if (absl::Status refused = RefuseSharedMemory(job); !refused.ok()) {
+      return refused;
+    }
+  }
   const EngineLimits& limits = engine.options().limits;
   DecodedJob decoded;
-  const bool use_shared = shared != nullptr && shared->enabled();
-  decoded.regions =
-      JobRegions(use_shared ? shared : nullptr, std::move(caller));
-  PTO_ASSIGN_OR_RETURN(decoded.spec,
-                       ToJobSpec(job, use_shared ? &decoded.regions : nullptr));
+  const SharedMemoryRegistry* shared =
+      source.shared != nullptr && source.shared->enabled() ? source.shared
+                                                           : nullptr;
+  decoded.regions = JobRegions(shared, std::move(source.caller));
+  PTO_ASSIGN_OR_RETURN(
+      decoded.spec,
+      ToJobSpec(job, shared != nullptr ? &decoded.regions : nullptr));
   // Decided once, here: what follows (the lowering, the binder, the
-  // scheduler's batching key) sees the target the job runs on.
+  // scheduler's batching key, the metrics) sees the target the job runs on.
   decoded.spec.target = engine.options().TargetOf(decoded.spec.target);
+  decoded.target_name = TargetName(*decoded.spec.target);
   if (!job.assembly().empty()) {
     PTO_ASSIGN_OR_RETURN(decoded.program, Assemble(job.assembly(), limits));
     PTO_ASSIGN_OR_RETURN(

@@ -26,6 +26,9 @@ struct DecodedJob {
   // The shared-memory regions its tiles are in, held while the job lives
   // (empty when it names none).
   JobRegions regions{nullptr};
+  // The target it runs on (spec.target, the default once decided), as
+  // metrics name it.
+  absl::string_view target_name;
 
   // `status` (an engine error about `spec`) with the line:column of the
   // assembly it is about in front, when there is assembly.
@@ -34,16 +37,26 @@ struct DecodedJob {
   }
 };
 
-// ToJobSpec, with slices of shared memory resolved in `shared` (null: the
-// path is off) for a caller of user `caller` (JobRegions), then, for a job
-// written as assembly, parses and lowers it onto the job's tiles, within
-// `engine`'s limits and for its targets, and works out how the result's tiles
-// will travel. Errors as ToJobSpec, and "line:column: ..." ones for the
-// assembly; both instructions and assembly set is INVALID_ARGUMENT (pasm::Lower
-// says so).
-absl::StatusOr<DecodedJob> DecodeJob(
-    const v1::Job& job, const Engine& engine,
-    const SharedMemoryRegistry* shared = nullptr, CallerUid caller = nullptr);
+// Where a job's shared memory may come from.
+struct JobSource {
+  // The server's regions (null, or not enabled: the path is off here).
+  const SharedMemoryRegistry* shared = nullptr;
+  // Who calls, whose access to a region is checked (JobRegions).
+  CallerUid caller = nullptr;
+  // The call came by a door that carries no shared memory (HTTP): a job
+  // that names a region is refused, saying so.
+  bool door_without_shared_memory = false;
+};
+
+// ToJobSpec, with slices of shared memory resolved in `source`'s regions,
+// then, for a job written as assembly, parses and lowers it onto the job's
+// tiles, within `engine`'s limits and for its targets, and works out how the
+// result's tiles will travel. Errors as ToJobSpec, and "line:column: ..."
+// ones for the assembly; both instructions and assembly set is
+// INVALID_ARGUMENT (pasm::Lower says so); shared memory over a door without
+// it is FAILED_PRECONDITION.
+absl::StatusOr<DecodedJob> DecodeJob(const v1::Job& job, const Engine& engine,
+                                     JobSource source = {});
 
 }  // namespace ptoserve
 

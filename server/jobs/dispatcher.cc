@@ -11,7 +11,6 @@
 #include "absl/strings/str_format.h"
 #include "common/protobuf_arena.h"
 #include "common/setting_names.h"
-#include "core/quote.h"
 #include "core/status_macros.h"
 #include "proto/codec.h"
 #include "server/jobs/admission.h"
@@ -90,25 +89,6 @@ thread_local bool ScratchArena::block_in_use_ = false;
 alignas(std::max_align_t) thread_local char ScratchArena::block_
     [ScratchArena::kBlockBytes];
 
-// Shared memory names objects on the server's machine, for callers on it
-// that have gRPC: a door without it carries every tile in its body.
-absl::Status RefuseSharedMemory(const v1::Job& job) {
-  for (const auto& [name, tile] : job.tiles()) {
-    if (tile.has_shared()) {
-      return absl::FailedPreconditionError(absl::StrFormat(
-          "tiles[%s].shared: shared memory is served over gRPC only; send "
-          "the tile's data, values or fill",
-          ShortQuote(name)));
-    }
-  }
-  if (!job.output_regions().empty()) {
-    return absl::FailedPreconditionError(
-        "output_regions: shared memory is served over gRPC only; results "
-        "come back in the response");
-  }
-  return absl::OkStatus();
-}
-
 }  // namespace
 
 absl::Status StillWanted(const CallInfo& call, absl::Time deadline,
@@ -146,7 +126,9 @@ Dispatcher::Dispatcher(const Engine* engine, Scheduler* scheduler,
           shared != nullptr ? shared->options() : SharedMemoryOptions{})) {}
 
 Dispatched Dispatcher::Dispatch(JobRequest request) {
-  JobRecord record(TargetLabel(*request.job, engine_->options()));
+  // Named by its target once decoded (Submit), or, refused before, by
+  // what the job asks for.
+  JobRecord record;
   bool over_budget = false;
   Dispatched dispatched;
   try {
@@ -161,6 +143,9 @@ Dispatched Dispatcher::Dispatch(JobRequest request) {
   dispatched.may_retry = over_budget && request.may_wait;
   // A refused job never reaches its done, which counts the others.
   if (!dispatched.may_retry) {
+    if (record.target.empty()) {
+      record.target = TargetLabel(*request.job, engine_->options());
+    }
     metrics_->JobAnswered(record, dispatched.status.code());
     if (request.answer_refusals) {
       request.done(dispatched.status, MemoryBudget::Hold());
@@ -260,9 +245,10 @@ absl::Status Dispatcher::Submit(JobRequest* request, JobRecord* record,
                                 bool* over_budget) {
   const v1::Job& job = *request->job;
   const CallInfo& call = *request->call;
-  if (!call.shared_memory) PTO_RETURN_IF_ERROR(RefuseSharedMemory(job));
-  PTO_ASSIGN_OR_RETURN(DecodedJob decoded,
-                       DecodeJob(job, *engine_, shared_, call.caller_uid));
+  PTO_ASSIGN_OR_RETURN(DecodedJob decoded, DecodeJob(job, *engine_,
+                                                     {shared_, call.caller_uid,
+                                                      !call.shared_memory}));
+  record->target = decoded.target_name;
   record->CountInstructions(decoded.spec.instructions);
   JobTicket ticket;
   PTO_ASSIGN_OR_RETURN(ticket.deadline, Deadline(job, call, record->arrival));

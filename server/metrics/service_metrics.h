@@ -27,7 +27,8 @@ namespace ptoserve {
 // learns it.
 struct JobRecord {
   // `target`: a target name, or "unknown" for a target the server does not
-  // know (the job is refused, but still counted).
+  // know (the job is refused, but still counted); empty until it is known.
+  JobRecord() = default;
   explicit JobRecord(absl::string_view target) : target(target) {}
 
   // Counts `program`'s instructions by opcode.

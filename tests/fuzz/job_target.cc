@@ -859,7 +859,7 @@ absl::Status RunJob(absl::string_view bytes) {
   meter.Resume();
   // ... DecodeJob, ...
   meter.Step("decode");
-  absl::StatusOr<DecodedJob> decoded = DecodeJob(job, engine, shared);
+  absl::StatusOr<DecodedJob> decoded = DecodeJob(job, engine, {shared});
   if (!decoded.ok()) return done(absl::OkStatus());
 
   // ... and Prepare, admitted by the job's cost as the server admits it.
