@@ -41,8 +41,12 @@ SERVER = os.environ.get("PTOSERVE_BINARY", "server/ptoserve")
 SANITIZED = sanitized(SERVER)
 # The share of the victim's calls the quota's resets may take: measured at
 # most 9 of 2,112 in a plain build; a sanitizer's server makes fewer calls
-# in the same time while the attack's pace is the same.
+# in the same time while the attack's pace is the same. The resets come by
+# the attack's time, not by the victim's calls: on a loaded machine the
+# victim makes fewer (62 in one run under tools/flakes, 1 refused), so up to
+# REFUSED_ANY of them pass whatever their share.
 REFUSED_SHARE = 0.1 if SANITIZED else 0.01
+REFUSED_ANY = 10
 # The p99 of the decoder-bound victim's calls beside another user's JSON
 # bodies: measured 5 to 8 ms on a quiet machine, up to 309 ms under
 # tools/flakes' busy loops, a decoder being kept free of the attacker's;
@@ -205,8 +209,8 @@ class BelowTheHandlerTest(unittest.TestCase):
             why in f for why in ("RESOURCE_EXHAUSTED: Received RST_STREAM",
                                  "UNAVAILABLE: GOAWAY received"))]
         victim.failures = [f for f in victim.failures if f not in refused]
-        self.assertLessEqual(len(refused),
-                             len(victim.seconds) * REFUSED_SHARE)
+        self.assertLessEqual(len(refused), max(
+            REFUSED_ANY, len(victim.seconds) * REFUSED_SHARE))
         print(f"the victim's calls refused by the quota: {len(refused)} of "
               f"{len(victim.seconds)}", file=sys.stderr)
         victim.stop(self, f"{streams} partial messages of {mib} MiB on "
