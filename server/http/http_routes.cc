@@ -1,8 +1,6 @@
 // HttpApi's routes: a request's head checked (Host, method, Origin, token,
 // content type), a job's body held as it arrives, and each route's answer.
 #include <google/protobuf/util/json_util.h>
-#include <netdb.h>
-#include <sys/socket.h>
 
 #include <algorithm>
 #include <memory>
@@ -21,6 +19,7 @@
 #include "server/http/playground_page.h"
 #include "server/httpd/route_table.h"
 #include "server/identity/client_address.h"
+#include "server/identity/socket_owner.h"
 #include "server/intake/request_body.h"
 #include "server/log/log.h"
 
@@ -154,17 +153,8 @@ void Refuse(HttpExchange* exchange, HttpApi::Call* call,
 
 // gRPC's name for a peer ("ipv4:127.0.0.1:40112"), of the socket's far end.
 std::string PeerOf(int fd) {
-  sockaddr_storage ss{};
-  socklen_t n = sizeof(ss);
-  char host[NI_MAXHOST] = "";
-  char port[NI_MAXSERV] = "";
-  if (getpeername(fd, reinterpret_cast<sockaddr*>(&ss), &n) != 0 ||
-      getnameinfo(reinterpret_cast<sockaddr*>(&ss), n, host, sizeof host, port,
-                  sizeof port, NI_NUMERICHOST | NI_NUMERICSERV) != 0) {
-    return "an unknown peer";
-  }
-  return ss.ss_family == AF_INET6 ? absl::StrCat("ipv6:[", host, "]:", port)
-                                  : absl::StrCat("ipv4:", host, ":", port);
+  std::string name = PeerName(fd);
+  return name.empty() ? "an unknown peer" : name;
 }
 
 }  // namespace

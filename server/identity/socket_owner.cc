@@ -4,12 +4,15 @@
 #include <linux/inet_diag.h>
 #include <linux/netlink.h>
 #include <linux/sock_diag.h>
+#include <netdb.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
+
+#include "absl/strings/str_cat.h"
 
 namespace ptoserve {
 
@@ -111,6 +114,20 @@ std::optional<uid_t> OwnerOfFarEnd(int fd) {
   const std::optional<Endpoint> near = NearEnd(fd);
   if (!far.has_value() || !near.has_value()) return std::nullopt;
   return OwnerOfSocket(*far, *near);
+}
+
+std::string PeerName(int fd) {
+  sockaddr_storage ss{};
+  socklen_t n = sizeof(ss);
+  char host[NI_MAXHOST] = "";
+  char port[NI_MAXSERV] = "";
+  if (getpeername(fd, reinterpret_cast<sockaddr*>(&ss), &n) != 0 ||
+      getnameinfo(reinterpret_cast<sockaddr*>(&ss), n, host, sizeof host, port,
+                  sizeof port, NI_NUMERICHOST | NI_NUMERICSERV) != 0) {
+    return "";
+  }
+  return ss.ss_family == AF_INET6 ? absl::StrCat("ipv6:[", host, "]:", port)
+                                  : absl::StrCat("ipv4:", host, ":", port);
 }
 
 }  // namespace ptoserve

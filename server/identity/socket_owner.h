@@ -11,6 +11,7 @@
 #include <array>
 #include <cstdint>
 #include <optional>
+#include <string>
 
 namespace ptoserve {
 
@@ -29,6 +30,10 @@ std::array<uint8_t, 16> MappedV4(const in_addr& v4);
 // The far and near ends of the connected socket `fd`, when it is a TCP one.
 std::optional<Endpoint> FarEnd(int fd);
 std::optional<Endpoint> NearEnd(int fd);
+
+// gRPC's name for the far end of the connected socket `fd`
+// ("ipv4:127.0.0.1:40112", "ipv6:[::1]:40112"); empty when it has none.
+std::string PeerName(int fd);
 
 // Whether `e`'s address is an IPv4 one (IPv4-mapped).
 bool IsMappedV4(const Endpoint& e);

@@ -1,8 +1,5 @@
 #include "server/log/log.h"
 
-#include <netdb.h>
-#include <sys/socket.h>
-
 #include <algorithm>
 #include <iostream>
 
@@ -13,6 +10,7 @@
 #include "absl/time/clock.h"
 #include "common/json_quote.h"
 #include "common/setting_names.h"
+#include "server/identity/socket_owner.h"
 
 namespace ptoserve {
 
@@ -39,17 +37,8 @@ std::string Readable(absl::string_view peer) {
   if (!absl::ConsumePrefix(&peer, "fd:") || !absl::SimpleAtoi(peer, &fd)) {
     return std::string(peer);
   }
-  sockaddr_storage ss{};
-  socklen_t n = sizeof(ss);
-  char host[NI_MAXHOST] = "";
-  char port[NI_MAXSERV] = "";
-  if (getpeername(fd, reinterpret_cast<sockaddr*>(&ss), &n) != 0 ||
-      getnameinfo(reinterpret_cast<sockaddr*>(&ss), n, host, sizeof host, port,
-                  sizeof port, NI_NUMERICHOST | NI_NUMERICSERV) != 0) {
-    return absl::StrCat("fd:", fd);
-  }
-  return ss.ss_family == AF_INET6 ? absl::StrCat("ipv6:[", host, "]:", port)
-                                  : absl::StrCat("ipv4:", host, ":", port);
+  std::string name = PeerName(fd);
+  return name.empty() ? absl::StrCat("fd:", fd) : name;
 }
 
 // Whose rate a call's line spends: its client as the shares know it, else
