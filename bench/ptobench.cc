@@ -177,6 +177,48 @@ absl::StatusOr<std::vector<std::unique_ptr<grpc::GenericStub>>> OpenChannels(
   return stubs;
 }
 
+// What no flag's type checks: the names of modes and formats, and the flags
+// that go together or not. Empty if all is well.
+std::string UsageError(const Settings& settings, double rate) {
+  const std::string& mode = settings.mode;
+  const std::string& format = settings.format;
+  if (mode != "unary" && mode != "stream" && mode != "batch") {
+    return "--mode is unary, stream or batch";
+  }
+  if (format != "text" && format != "csv" && format != "json") {
+    return "--format is text, csv or json";
+  }
+  if (rate < 0 || (rate > 0 && mode != "unary")) {
+    return "--rate is a positive rate of unary calls";
+  }
+  if (absl::GetFlag(FLAGS_shm) && rate > 0) {
+    return "--shm is for closed loops (--concurrency or --sweep), not --rate";
+  }
+  return "";
+}
+
+// The concurrencies to measure: --sweep's, else --concurrency alone.
+absl::StatusOr<std::vector<int>> Points(double rate) {
+  if (absl::GetFlag(FLAGS_sweep).empty()) {
+    return std::vector<int>{std::max(1, absl::GetFlag(FLAGS_concurrency))};
+  }
+  std::vector<int> points;
+  for (absl::string_view v :
+       absl::StrSplit(absl::GetFlag(FLAGS_sweep), ',', absl::SkipEmpty())) {
+    int c = 0;
+    if (!absl::SimpleAtoi(v, &c) || c < 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("bad --sweep value \"", v, "\""));
+    }
+    points.push_back(c);
+  }
+  if (rate > 0 || points.empty()) {
+    return absl::InvalidArgumentError(
+        "--sweep takes concurrencies, without --rate");
+  }
+  return points;
+}
+
 int Main() {
   const Settings settings = SettingsFromFlags();
   absl::StatusOr<Workload> workload = MakeWorkload(settings);
@@ -184,44 +226,17 @@ int Main() {
     std::cerr << "ptobench: " << workload.status().message() << "\n";
     return 2;
   }
-  const std::string& mode = settings.mode;
-  const std::string& format = settings.format;
   const double rate = absl::GetFlag(FLAGS_rate);
-  if (mode != "unary" && mode != "stream" && mode != "batch") {
-    std::cerr << "ptobench: --mode is unary, stream or batch\n";
+  if (const std::string error = UsageError(settings, rate); !error.empty()) {
+    std::cerr << "ptobench: " << error << "\n";
     return 2;
   }
-  if (format != "text" && format != "csv" && format != "json") {
-    std::cerr << "ptobench: --format is text, csv or json\n";
+  absl::StatusOr<std::vector<int>> points_or = Points(rate);
+  if (!points_or.ok()) {
+    std::cerr << "ptobench: " << points_or.status().message() << "\n";
     return 2;
   }
-  if (rate < 0 || (rate > 0 && mode != "unary")) {
-    std::cerr << "ptobench: --rate is a positive rate of unary calls\n";
-    return 2;
-  }
-  std::vector<int> points;
-  if (absl::GetFlag(FLAGS_sweep).empty()) {
-    points.push_back(std::max(1, absl::GetFlag(FLAGS_concurrency)));
-  } else {
-    for (absl::string_view v :
-         absl::StrSplit(absl::GetFlag(FLAGS_sweep), ',', absl::SkipEmpty())) {
-      int c = 0;
-      if (!absl::SimpleAtoi(v, &c) || c < 1) {
-        std::cerr << "ptobench: bad --sweep value \"" << v << "\"\n";
-        return 2;
-      }
-      points.push_back(c);
-    }
-    if (rate > 0 || points.empty()) {
-      std::cerr << "ptobench: --sweep takes concurrencies, without --rate\n";
-      return 2;
-    }
-  }
-  if (absl::GetFlag(FLAGS_shm) && rate > 0) {
-    std::cerr << "ptobench: --shm is for closed loops (--concurrency or "
-                 "--sweep), not --rate\n";
-    return 2;
-  }
+  const std::vector<int>& points = *points_or;
   absl::StatusOr<ConnectionOptions> connection = ConnectionOptionsFromFlags();
   if (!connection.ok()) {
     std::cerr << "ptobench: " << connection.status().message() << "\n";
@@ -247,7 +262,9 @@ int Main() {
     std::cerr << "ptobench: " << stubs.status().message() << "\n";
     return 1;
   }
-  if (format == "csv" && absl::GetFlag(FLAGS_csv_header)) PrintCsvHeader();
+  if (settings.format == "csv" && absl::GetFlag(FLAGS_csv_header)) {
+    PrintCsvHeader();
+  }
   int64_t errors = 0;
   bool measured = true;
   for (int c : points) {

@@ -125,6 +125,97 @@ struct Placed {
   }
 };
 
+// One event's times, in nanoseconds from the job's first enqueue: when it
+// was queued, started, how long it waited and ran, and the two durations
+// as the server measured them (else as the times give them).
+struct EventTimes {
+  int64_t enqueue = 0;
+  int64_t start = 0;
+  int64_t waited = 0;
+  int64_t dur = 0;
+  int64_t queue_time = 0;
+  int64_t execution_time = 0;
+};
+
+EventTimes TimesOf(const v1::EventRecord& e, absl::Time origin) {
+  EventTimes t;
+  t.enqueue = Nanos(TimeOf(e.enqueue_time()) - origin);
+  t.start = Nanos(TimeOf(e.start_time()) - origin);
+  const int64_t end = Nanos(TimeOf(e.end_time()) - origin);
+  t.waited = std::max<int64_t>(0, t.start - t.enqueue);
+  t.dur = std::max<int64_t>(0, end - t.start);
+  t.queue_time =
+      e.has_queue_time() ? Nanos(DurationOf(e.queue_time())) : t.waited;
+  t.execution_time =
+      e.has_execution_time() ? Nanos(DurationOf(e.execution_time())) : t.dur;
+  return t;
+}
+
+// What an instruction's slice shows when it is selected.
+std::string InstructionArgs(const v1::EventRecord& e, int index,
+                            const EventTimes& t) {
+  Object args;
+  args.Int("instruction", index)
+      .Str("event", e.id())
+      .Str("opcode", OpcodeName(e.opcode()))
+      .Str("pipe", PipeName(e.pipe()))
+      .Raw("batch_id", absl::StrCat(e.batch_id()))
+      .Int("batch_size", e.batch_size())
+      .Raw("waited_on", StringArray(e.waited_on()))
+      .Raw("notes", StringArray(e.notes()))
+      .Raw("queue_time_us", Micros(t.queue_time))
+      .Raw("execution_time_us", Micros(t.execution_time))
+      .Int("steps", e.trace_size());
+  if (e.operands_size() > 0) {
+    std::vector<std::string> operands;
+    for (const v1::OperandRange& o : e.operands()) {
+      operands.push_back(
+          Object()
+              .Str("role", o.role())
+              .Str("tile", o.tile())
+              .Str("begin", Hex(o.begin()))
+              .Str("end", Hex(o.end()))
+              .Raw("bytes",
+                   absl::StrCat(o.end() >= o.begin() ? o.end() - o.begin() : 0))
+              .Close());
+    }
+    args.Raw("operands", absl::StrCat("[", absl::StrJoin(operands, ", "), "]"));
+  }
+  return args.Close();
+}
+
+// The instruction's slice on its pipe's row `tid`, then its steps inside it.
+Placed Ran(const v1::EventRecord& e, absl::string_view name, int index,
+           const EventTimes& t, int tid) {
+  Placed instruction{t.start, t.dur, index, {}};
+  instruction.events.push_back(Slice(name, "instruction", t.start, t.dur, tid)
+                                   .Raw("args", InstructionArgs(e, index, t))
+                                   .Close());
+  // The steps share the instruction's time: step k of n runs from
+  // start + dur * k / n to start + dur * (k + 1) / n, in whole nanoseconds,
+  // so each lies inside the instruction and the last ends with it.
+  const int64_t n = e.trace_size();
+  const int64_t dur = t.dur;
+  auto offset = [&](int64_t k) { return dur / n * k + dur % n * k / n; };
+  for (int64_t k = 0; k < n; ++k) {
+    const v1::MicroOp& op = e.trace(static_cast<int>(k));
+    const int64_t begin = t.start + offset(k);
+    instruction.events.push_back(
+        Slice(op.op().empty() ? "step" : op.op(), "step", begin,
+              t.start + offset(k + 1) - begin, tid)
+            .Raw("args", Object()
+                             .Int("instruction", index)
+                             .Int("step", k)
+                             .Str("dst", op.dst())
+                             .Raw("srcs", StringArray(op.srcs()))
+                             .Int("repeats", op.repeats())
+                             .Int("elements", op.elements())
+                             .Close())
+            .Close());
+  }
+  return instruction;
+}
+
 }  // namespace
 
 std::string ChromeTrace(const v1::JobResult& result) {
@@ -159,15 +250,7 @@ std::string ChromeTrace(const v1::JobResult& result) {
   std::vector<Placed> queued, ran;
   for (int i = 0; i < result.events_size(); ++i) {
     const v1::EventRecord& e = result.events(i);
-    const int64_t enqueue = Nanos(TimeOf(e.enqueue_time()) - origin);
-    const int64_t start = Nanos(TimeOf(e.start_time()) - origin);
-    const int64_t end = Nanos(TimeOf(e.end_time()) - origin);
-    const int64_t waited = std::max<int64_t>(0, start - enqueue);
-    const int64_t dur = std::max<int64_t>(0, end - start);
-    const int64_t queue_time =
-        e.has_queue_time() ? Nanos(DurationOf(e.queue_time())) : waited;
-    const int64_t execution_time =
-        e.has_execution_time() ? Nanos(DurationOf(e.execution_time())) : dur;
+    const EventTimes t = TimesOf(e, origin);
     const std::string name =
         e.id().empty() ? OpcodeName(e.opcode())
                        : absl::StrCat(OpcodeName(e.opcode()), " ", e.id());
@@ -178,73 +261,17 @@ std::string ChromeTrace(const v1::JobResult& result) {
                               JsonQuote(absl::StrCat("queue ", name))));
     events.push_back(Metadata("thread_sort_index", queue_tid, "sort_index",
                               absl::StrCat(queue_tid)));
-    Placed queue{enqueue, waited, index, {}};
+    Placed queue{t.enqueue, t.waited, index, {}};
     queue.events.push_back(
-        Slice(name, "queue", enqueue, waited, queue_tid)
+        Slice(name, "queue", t.enqueue, t.waited, queue_tid)
             .Raw("args", Object()
                              .Int("instruction", index)
                              .Str("event", e.id())
-                             .Raw("queue_time_us", Micros(queue_time))
+                             .Raw("queue_time_us", Micros(t.queue_time))
                              .Close())
             .Close());
     queued.push_back(std::move(queue));
-
-    Object args;
-    args.Int("instruction", index)
-        .Str("event", e.id())
-        .Str("opcode", OpcodeName(e.opcode()))
-        .Str("pipe", PipeName(e.pipe()))
-        .Raw("batch_id", absl::StrCat(e.batch_id()))
-        .Int("batch_size", e.batch_size())
-        .Raw("waited_on", StringArray(e.waited_on()))
-        .Raw("notes", StringArray(e.notes()))
-        .Raw("queue_time_us", Micros(queue_time))
-        .Raw("execution_time_us", Micros(execution_time))
-        .Int("steps", e.trace_size());
-    if (e.operands_size() > 0) {
-      std::vector<std::string> operands;
-      for (const v1::OperandRange& o : e.operands()) {
-        operands.push_back(
-            Object()
-                .Str("role", o.role())
-                .Str("tile", o.tile())
-                .Str("begin", Hex(o.begin()))
-                .Str("end", Hex(o.end()))
-                .Raw("bytes",
-                     absl::StrCat(o.end() >= o.begin() ? o.end() - o.begin()
-                                                       : 0))
-                .Close());
-      }
-      args.Raw("operands",
-               absl::StrCat("[", absl::StrJoin(operands, ", "), "]"));
-    }
-    const int tid = tid_of_pipe.at(e.pipe());
-    Placed instruction{start, dur, index, {}};
-    instruction.events.push_back(Slice(name, "instruction", start, dur, tid)
-                                     .Raw("args", args.Close())
-                                     .Close());
-    // The steps share the instruction's time: step k of n runs from
-    // start + dur * k / n to start + dur * (k + 1) / n, in whole nanoseconds,
-    // so each lies inside the instruction and the last ends with it.
-    const int64_t n = e.trace_size();
-    auto offset = [&](int64_t k) { return dur / n * k + dur % n * k / n; };
-    for (int64_t k = 0; k < n; ++k) {
-      const v1::MicroOp& op = e.trace(static_cast<int>(k));
-      const int64_t begin = start + offset(k);
-      instruction.events.push_back(
-          Slice(op.op().empty() ? "step" : op.op(), "step", begin,
-                start + offset(k + 1) - begin, tid)
-              .Raw("args", Object()
-                               .Int("instruction", index)
-                               .Int("step", k)
-                               .Str("dst", op.dst())
-                               .Raw("srcs", StringArray(op.srcs()))
-                               .Int("repeats", op.repeats())
-                               .Int("elements", op.elements())
-                               .Close())
-              .Close());
-    }
-    ran.push_back(std::move(instruction));
+    ran.push_back(Ran(e, name, index, t, tid_of_pipe.at(e.pipe())));
   }
   std::stable_sort(queued.begin(), queued.end());
   std::stable_sort(ran.begin(), ran.end());

@@ -242,8 +242,8 @@ absl::StatusOr<std::string> ReflectionClient::Describe(
   return absl::NotFoundError(absl::StrCat("the server knows no symbol ", name));
 }
 
-absl::StatusOr<std::string> ReflectionClient::Call(
-    const std::string& method_name, const std::string& request_json) {
+absl::StatusOr<const google::protobuf::MethodDescriptor*>
+ReflectionClient::UnaryMethod(const std::string& method_name) {
   std::string service_name, short_name;
   if (!SplitMethod(method_name, &service_name, &short_name)) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -272,22 +272,12 @@ absl::StatusOr<std::string> ReflectionClient::Call(
         " streams; call takes unary methods (ptoctl stream sends jobs over "
         "ExecuteStream)"));
   }
-  std::unique_ptr<google::protobuf::Message> request(
-      factory_.GetPrototype(method->input_type())->New());
-  const auto parsed =
-      google::protobuf::util::JsonStringToMessage(request_json, request.get());
-  if (!parsed.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("the request is not a ", method->input_type()->full_name(),
-                     " in JSON: ", std::string(parsed.message())));
-  }
-  grpc::ByteBuffer request_bytes;
-  {
-    std::string bytes;
-    request->SerializeToString(&bytes);
-    grpc::Slice slice(bytes);
-    request_bytes = grpc::ByteBuffer(&slice, 1);
-  }
+  return method;
+}
+
+absl::StatusOr<std::string> ReflectionClient::CallBytes(
+    const google::protobuf::MethodDescriptor& method,
+    grpc::ByteBuffer request) {
   grpc::GenericStub stub(channel_);
   grpc::ClientContext context;
   configure_(&context);
@@ -296,30 +286,55 @@ absl::StatusOr<std::string> ReflectionClient::Call(
   std::mutex mu;
   std::condition_variable cv;
   bool done = false;
-  stub.UnaryCall(&context, absl::StrCat("/", service_name, "/", short_name),
-                 grpc::StubOptions(), &request_bytes, &reply_bytes,
-                 [&](grpc::Status s) {
-                   std::lock_guard<std::mutex> lock(mu);
-                   status = std::move(s);
-                   done = true;
-                   cv.notify_one();
-                 });
+  stub.UnaryCall(
+      &context,
+      absl::StrCat("/", method.service()->full_name(), "/", method.name()),
+      grpc::StubOptions(), &request, &reply_bytes, [&](grpc::Status s) {
+        std::lock_guard<std::mutex> lock(mu);
+        status = std::move(s);
+        done = true;
+        cv.notify_one();
+      });
   {
     std::unique_lock<std::mutex> lock(mu);
     cv.wait(lock, [&] { return done; });
   }
-  if (!status.ok()) return FromGrpc(status, method->full_name());
+  if (!status.ok()) return FromGrpc(status, method.full_name());
   std::vector<grpc::Slice> slices;
   reply_bytes.Dump(&slices);
   std::string bytes;
   for (const grpc::Slice& s : slices) {
     bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
   }
+  return bytes;
+}
+
+absl::StatusOr<std::string> ReflectionClient::Call(
+    const std::string& method_name, const std::string& request_json) {
+  absl::StatusOr<const google::protobuf::MethodDescriptor*> found =
+      UnaryMethod(method_name);
+  if (!found.ok()) return found.status();
+  const google::protobuf::MethodDescriptor& method = **found;
+  std::unique_ptr<google::protobuf::Message> request(
+      factory_.GetPrototype(method.input_type())->New());
+  const auto parsed =
+      google::protobuf::util::JsonStringToMessage(request_json, request.get());
+  if (!parsed.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the request is not a ", method.input_type()->full_name(),
+                     " in JSON: ", std::string(parsed.message())));
+  }
+  std::string request_bytes;
+  request->SerializeToString(&request_bytes);
+  grpc::Slice slice(request_bytes);
+  absl::StatusOr<std::string> bytes =
+      CallBytes(method, grpc::ByteBuffer(&slice, 1));
+  if (!bytes.ok()) return bytes.status();
   std::unique_ptr<google::protobuf::Message> reply(
-      factory_.GetPrototype(method->output_type())->New());
-  if (!reply->ParseFromString(bytes)) {
-    return absl::DataLossError(absl::StrCat(
-        "the reply is not a ", method->output_type()->full_name()));
+      factory_.GetPrototype(method.output_type())->New());
+  if (!reply->ParseFromString(*bytes)) {
+    return absl::DataLossError(
+        absl::StrCat("the reply is not a ", method.output_type()->full_name()));
   }
   google::protobuf::util::JsonPrintOptions options;
   options.add_whitespace = true;

@@ -49,6 +49,14 @@ class ReflectionClient {
   // Asks the server one reflection question (v1, else v1alpha).
   absl::StatusOr<std::vector<std::string>> FilesContaining(
       const std::string& symbol);
+  // The unary method `method_name` names (SERVICE/METHOD), loaded;
+  // INVALID_ARGUMENT saying what it is instead.
+  absl::StatusOr<const google::protobuf::MethodDescriptor*> UnaryMethod(
+      const std::string& method_name);
+  // Calls `method` with `request`'s bytes; the reply's bytes.
+  absl::StatusOr<std::string> CallBytes(
+      const google::protobuf::MethodDescriptor& method,
+      grpc::ByteBuffer request);
 
   std::shared_ptr<grpc::Channel> channel_;
   std::function<void(grpc::ClientContext*)> configure_;

@@ -107,6 +107,80 @@ bool FlagGiven(int argc, char** argv, absl::string_view name) {
   return given;
 }
 
+namespace {
+
+// "--name=value: error"; or, for a flag whose type reads on from there
+// ("is out of range [1, 1024]", common/ranged_flag.h), "--name=value is
+// ...", without Abseil's preamble.
+std::string WrongValue(absl::string_view name, absl::string_view value,
+                       absl::string_view error) {
+  const size_t end = error.find("'; is ");
+  if (absl::StartsWith(error, "Illegal value '") &&
+      end != absl::string_view::npos) {
+    return absl::StrCat("--", name, "=", value, " ", error.substr(end + 3));
+  }
+  return absl::StrCat("--", name, "=", value, ": ", error);
+}
+
+// Whether `name` is one of Abseil's own flags, which it handles while
+// parsing (--helpfull, --flagfile); `*takes_next` says whether, given
+// without "=value", it takes the next argument ("--flagfile FILE").
+bool IsAbseils(const std::string& name, bool has_value, bool* takes_next) {
+  static const auto* const kAbseils = new std::vector<std::string>{
+      "helpfull",        "helpshort", "helppackage", "helpmatch",  "helpon",
+      "only_check_args", "flagfile",  "fromenv",     "tryfromenv", "undefok"};
+  if (std::find(kAbseils->begin(), kAbseils->end(), name) == kAbseils->end()) {
+    return false;
+  }
+  *takes_next = !has_value && name != "helpfull" && name != "helpshort" &&
+                name != "helppackage" && name != "only_check_args";
+  return true;
+}
+
+// What is wrong with argv[*i], a flag (an argument, or "-", is fine), with
+// `ours` the names a misspelling may be near; *i moves past a value it
+// takes. Empty if nothing is.
+std::string CheckArgument(int argc, char** argv, int* i,
+                          const std::vector<std::string>& ours) {
+  absl::string_view arg = argv[*i];
+  if (arg.size() < 2 || arg[0] != '-') return "";
+  absl::string_view body = absl::StripPrefix(absl::StripPrefix(arg, "-"), "-");
+  const size_t eq = body.find('=');
+  const std::string name(body.substr(0, eq));
+  if (bool takes_next = false;
+      IsAbseils(name, eq != absl::string_view::npos, &takes_next)) {
+    if (takes_next && *i + 1 < argc) ++*i;
+    return "";
+  }
+  const absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
+  // --noflag for a boolean --flag.
+  if (flag == nullptr && absl::StartsWith(name, "no")) {
+    const absl::CommandLineFlag* positive =
+        absl::FindCommandLineFlag(name.substr(2));
+    if (positive != nullptr && positive->IsOfType<bool>()) return "";
+  }
+  if (flag == nullptr) {
+    const std::string near = NearestName(name, ours);
+    return absl::StrCat(
+        "unknown flag --", name,
+        near.empty() ? "" : absl::StrCat("; did you mean --", near, "?"));
+  }
+  auto* parse = const_cast<absl::CommandLineFlag*>(flag);
+  std::string error;
+  if (eq != absl::string_view::npos) {
+    return parse->ParseFrom(body.substr(eq + 1), &error)
+               ? ""
+               : WrongValue(name, body.substr(eq + 1), error);
+  }
+  // "--flag value" for a non-boolean takes the next argument.
+  if (flag->IsOfType<bool>() || *i + 1 >= argc) return "";
+  ++*i;
+  return parse->ParseFrom(argv[*i], &error) ? ""
+                                            : WrongValue(name, argv[*i], error);
+}
+
+}  // namespace
+
 void CheckFlagsOrExit(int argc, char** argv, absl::string_view program,
                       const std::vector<std::string>& flag_files,
                       const std::function<void(const std::string&)>& report) {
@@ -116,78 +190,17 @@ void CheckFlagsOrExit(int argc, char** argv, absl::string_view program,
       if (absl::EndsWith(flag->Filename(), file)) ours.emplace_back(name);
     }
   }
-  // "--name=value: error"; or, for a flag whose type reads on from there
-  // ("is out of range [1, 1024]", common/ranged_flag.h), "--name=value is
-  // ...", without Abseil's preamble.
-  auto wrong = [](absl::string_view name, absl::string_view value,
-                  absl::string_view error) {
-    const size_t end = error.find("'; is ");
-    if (absl::StartsWith(error, "Illegal value '") &&
-        end != absl::string_view::npos) {
-      return absl::StrCat("--", name, "=", value, " ", error.substr(end + 3));
-    }
-    return absl::StrCat("--", name, "=", value, ": ", error);
-  };
-  auto fail = [&](const std::string& message) {
+  for (int i = 1; i < argc; ++i) {
+    if (absl::string_view(argv[i]) == "--") return;
+    const std::string error = CheckArgument(argc, argv, &i, ours);
+    if (error.empty()) continue;
     if (report) {
-      report(message);
+      report(error);
     } else {
-      std::cerr << program << ": " << message << "\n(see " << program
+      std::cerr << program << ": " << error << "\n(see " << program
                 << " --help)\n";
     }
     std::exit(2);
-  };
-  for (int i = 1; i < argc; ++i) {
-    absl::string_view arg = argv[i];
-    if (arg == "--") return;
-    if (arg.size() < 2 || arg[0] != '-') continue;  // an argument, or "-"
-    absl::string_view body =
-        absl::StripPrefix(absl::StripPrefix(arg, "-"), "-");
-    const size_t eq = body.find('=');
-    const std::string name(body.substr(0, eq));
-    // Abseil's own, which it handles while parsing (--helpfull, --flagfile).
-    static const auto* const kAbseils = new std::vector<std::string>{
-        "helpfull",        "helpshort", "helppackage", "helpmatch",  "helpon",
-        "only_check_args", "flagfile",  "fromenv",     "tryfromenv", "undefok"};
-    if (std::find(kAbseils->begin(), kAbseils->end(), name) !=
-        kAbseils->end()) {
-      if (eq == absl::string_view::npos && name != "helpfull" &&
-          name != "helpshort" && name != "helppackage" &&
-          name != "only_check_args" && i + 1 < argc) {
-        ++i;  // "--flagfile FILE"
-      }
-      continue;
-    }
-    const absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
-    // --noflag for a boolean --flag.
-    if (flag == nullptr && absl::StartsWith(name, "no")) {
-      const absl::CommandLineFlag* positive =
-          absl::FindCommandLineFlag(name.substr(2));
-      if (positive != nullptr && positive->IsOfType<bool>()) continue;
-    }
-    if (flag == nullptr) {
-      const std::string near = NearestName(name, ours);
-      fail(absl::StrCat(
-          "unknown flag --", name,
-          near.empty() ? "" : absl::StrCat("; did you mean --", near, "?")));
-    }
-    if (eq == absl::string_view::npos) {
-      // "--flag value" for a non-boolean takes the next argument.
-      if (!flag->IsOfType<bool>() && i + 1 < argc) {
-        std::string error;
-        if (!const_cast<absl::CommandLineFlag*>(flag)->ParseFrom(argv[i + 1],
-                                                                 &error)) {
-          fail(wrong(name, argv[i + 1], error));
-        }
-        ++i;
-      }
-      continue;
-    }
-    std::string error;
-    if (!const_cast<absl::CommandLineFlag*>(flag)->ParseFrom(
-            body.substr(eq + 1), &error)) {
-      fail(wrong(name, body.substr(eq + 1), error));
-    }
   }
 }
 

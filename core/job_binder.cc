@@ -278,7 +278,14 @@ absl::Status JobBinder::BindInstruction(size_t i) {
   if (!inst.tmp.empty() && !uses_tmp) {
     event.trace.notes.push_back(backend_.UnusedTmpNote(inst.opcode, inst.tmp));
   }
-  for (const std::string& wait : inst.wait_events) {
+  PTO_RETURN_IF_ERROR(AddWaits(i, &event));
+  job_->events_.push_back(std::move(event));
+  wiring_.push_back(w);
+  return absl::OkStatus();
+}
+
+absl::Status JobBinder::AddWaits(size_t i, Event* event) const {
+  for (const std::string& wait : spec_.instructions[i].wait_events) {
     auto it = recorder_.find(wait);
     if (it == recorder_.end()) {
       return InstructionError(
@@ -295,10 +302,8 @@ absl::Status JobBinder::BindInstruction(size_t i) {
           "later; an instruction can only wait on earlier ones",
           wait, it->second);
     }
-    event.waited_on.push_back(wait);
+    event->waited_on.push_back(wait);
   }
-  job_->events_.push_back(std::move(event));
-  wiring_.push_back(w);
   return absl::OkStatus();
 }
 

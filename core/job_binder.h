@@ -116,6 +116,9 @@ class JobBinder {
   absl::StatusOr<size_t> SlotOrNew(const std::string& name, size_t like);
 
   absl::Status BindInstruction(size_t i);
+  // Instruction i's waits, each on an event an earlier instruction records,
+  // into `event`.
+  absl::Status AddWaits(size_t i, Event* event) const;
 
   // Each output once, in the order first asked for: a result holds tiles
   // by name, so a second copy would only cost memory.

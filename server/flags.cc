@@ -239,62 +239,69 @@ uint64_t Bytes(int64_t units, int shift) {
   return static_cast<uint64_t>(units) << shift;
 }
 
-}  // namespace
-
-std::vector<std::string> FlagErrors() {
-  std::vector<std::string> errors;
-  if (const std::string target = absl::GetFlag(FLAGS_default_target);
-      !TargetFromName(target).has_value()) {
-    errors.push_back(absl::StrCat("--default_target=", target,
-                                  " is not one of ", TargetNames()));
-  }
+// The memory flags that must agree: a job within the budget, a client's
+// share between the two.
+void AddMemoryErrors(std::vector<std::string>* errors) {
   const int64_t job_mb = absl::GetFlag(FLAGS_max_job_mb);
   const int64_t budget_mb = absl::GetFlag(FLAGS_memory_budget_mb);
   if (job_mb > budget_mb) {
-    errors.push_back(absl::StrFormat(
+    errors->push_back(absl::StrFormat(
         "--max_job_mb=%d is more than --memory_budget_mb=%d: such a job could "
         "never be admitted",
         job_mb, budget_mb));
   }
   if (const int64_t client = absl::GetFlag(FLAGS_max_client_memory_mb);
       client != 0 && (client < job_mb || client > budget_mb)) {
-    errors.push_back(absl::StrFormat(
+    errors->push_back(absl::StrFormat(
         "--max_client_memory_mb=%d is not between --max_job_mb=%d (a client "
         "could never run its largest job) and --memory_budget_mb=%d",
         client, job_mb, budget_mb));
   }
+}
+
+// The flags that name one of a set, or the start of a name.
+void AddNameErrors(std::vector<std::string>* errors) {
+  if (const std::string target = absl::GetFlag(FLAGS_default_target);
+      !TargetFromName(target).has_value()) {
+    errors->push_back(absl::StrCat("--default_target=", target,
+                                   " is not one of ", TargetNames()));
+  }
   if (const std::string level = absl::GetFlag(FLAGS_log_level);
       level != "debug" && level != "info" && level != "warning" &&
       level != "error") {
-    errors.push_back(absl::StrFormat(
+    errors->push_back(absl::StrFormat(
         "--log_level=%s is not one of debug, info, warning, error", level));
   }
   if (const std::string format = absl::GetFlag(FLAGS_log_format);
       format != "text" && format != "json") {
-    errors.push_back(
+    errors->push_back(
         absl::StrFormat("--log_format=%s is not one of text, json", format));
   }
   const std::string shm = absl::GetFlag(FLAGS_shared_memory);
   if (shm != "auto" && shm != "true" && shm != "false") {
-    errors.push_back(absl::StrFormat(
+    errors->push_back(absl::StrFormat(
         "--shared_memory=%s is not one of auto, true, false", shm));
   }
   const std::string prefix = absl::GetFlag(FLAGS_shared_memory_prefix);
   if (prefix.size() < 2 || prefix[0] != '/' ||
       prefix.find('/', 1) != std::string::npos || prefix.size() > 200) {
-    errors.push_back(absl::StrFormat(
+    errors->push_back(absl::StrFormat(
         "--shared_memory_prefix=%s is not \"/\" and the start of a name "
         "(no other \"/\", at most 200 bytes)",
         prefix));
   }
+}
+
+// The durations, each within its range.
+void AddDurationErrors(std::vector<std::string>* errors) {
   if (absl::GetFlag(FLAGS_stall_timeout) < absl::ZeroDuration()) {
-    errors.push_back(absl::StrFormat(
+    errors->push_back(absl::StrFormat(
         "--stall_timeout=%s is negative",
         absl::FormatDuration(absl::GetFlag(FLAGS_stall_timeout))));
   }
   if (absl::GetFlag(FLAGS_max_job_time) <= absl::ZeroDuration() ||
       absl::GetFlag(FLAGS_max_job_time) > absl::Hours(24)) {
-    errors.push_back(absl::StrFormat(
+    errors->push_back(absl::StrFormat(
         "--max_job_time=%s is out of range (0, 24h]",
         absl::FormatDuration(absl::GetFlag(FLAGS_max_job_time))));
   }
@@ -316,11 +323,20 @@ std::vector<std::string> FlagErrors() {
                    absl::Seconds(1)}}) {
     const absl::Duration d = absl::GetFlag(*flag);
     if (d < min || d > absl::Hours(1)) {
-      errors.push_back(absl::StrFormat("--%s=%s is out of range [%s, 1h]", name,
-                                       absl::FormatDuration(d),
-                                       absl::FormatDuration(min)));
+      errors->push_back(absl::StrFormat("--%s=%s is out of range [%s, 1h]",
+                                        name, absl::FormatDuration(d),
+                                        absl::FormatDuration(min)));
     }
   }
+}
+
+}  // namespace
+
+std::vector<std::string> FlagErrors() {
+  std::vector<std::string> errors;
+  AddNameErrors(&errors);
+  AddMemoryErrors(&errors);
+  AddDurationErrors(&errors);
   return errors;
 }
 

@@ -101,46 +101,62 @@ bool LooksLikeAddress(absl::string_view arg) {
          absl::StartsWith(arg, "ipv4:") || absl::StartsWith(arg, "ipv6:");
 }
 
+// grpcurl's forms: the address before the verb (taken as --server, which
+// `server_given` says is on the command line too), a method's name alone
+// for call. An error, or empty.
+std::string GrpcurlForms(std::vector<char*>* args, bool server_given) {
+  if (args->size() >= 2 && LooksLikeAddress((*args)[1])) {
+    if (server_given) {
+      return absl::StrCat("the server is given twice: --server and ",
+                          (*args)[1]);
+    }
+    std::string error;
+    absl::FindCommandLineFlag("server")->ParseFrom((*args)[1], &error);
+    args->erase(args->begin() + 1);
+  }
+  static char kCall[] = "call";
+  if (args->size() >= 2 && absl::StrContains((*args)[1], '/')) {
+    args->insert(args->begin() + 1, kCall);
+  }
+  return "";
+}
+
+// A flag given with a command that does not take it, or a value no flag's
+// type checks. An error, or empty.
+std::string MisusedFlag(const std::string& command, bool tiles, bool ub_map) {
+  const std::string format = absl::GetFlag(FLAGS_format);
+  if (format != "dec" && format != "hex") {
+    return absl::StrCat("--format=", format, " is not dec or hex");
+  }
+  if (tiles && command != "run") return "--tile is for run only";
+  if (!absl::GetFlag(FLAGS_trace).empty() && command != "run") {
+    return "--trace is for run only";
+  }
+  if (ub_map && command != "run") return "--ub-map is for run only";
+  if (ub_map && JsonOutput()) {
+    return "--ub-map prints text, not JSON: with --json the result's events "
+           "carry the operands";
+  }
+  if (!absl::GetFlag(FLAGS_d).empty() && command != "call") {
+    return "-d is for call only";
+  }
+  return "";
+}
+
 // Checks the flags that only some commands take, and runs the command.
 // `server_given`: --server is on the command line.
 int Main(std::vector<char*> args, const std::vector<std::string>& tiles,
          bool ub_map, bool server_given) {
-  // grpcurl's order: the address, then the verb.
-  if (args.size() >= 2 && LooksLikeAddress(args[1])) {
-    if (server_given) {
-      return UsageError(
-          absl::StrCat("the server is given twice: --server and ", args[1]));
-    }
-    std::string error;
-    absl::FindCommandLineFlag("server")->ParseFrom(args[1], &error);
-    args.erase(args.begin() + 1);
-  }
-  // grpcurl calls a method by its name alone, with no verb.
-  static char kCall[] = "call";
-  if (args.size() >= 2 && absl::StrContains(args[1], '/')) {
-    args.insert(args.begin() + 1, kCall);
+  if (const std::string error = GrpcurlForms(&args, server_given);
+      !error.empty()) {
+    return UsageError(error);
   }
   if (args.size() < 2) return UsageError("no command given");
-  const std::string format = absl::GetFlag(FLAGS_format);
-  if (format != "dec" && format != "hex") {
-    return UsageError(absl::StrCat("--format=", format, " is not dec or hex"));
-  }
   const std::string command = args[1];
   const size_t extra = args.size() - 2;
-  if (!tiles.empty() && command != "run") {
-    return UsageError("--tile is for run only");
-  }
-  if (!absl::GetFlag(FLAGS_trace).empty() && command != "run") {
-    return UsageError("--trace is for run only");
-  }
-  if (ub_map && command != "run") return UsageError("--ub-map is for run only");
-  if (ub_map && JsonOutput()) {
-    return UsageError(
-        "--ub-map prints text, not JSON: with --json the result's events "
-        "carry the operands");
-  }
-  if (!absl::GetFlag(FLAGS_d).empty() && command != "call") {
-    return UsageError("-d is for call only");
+  if (const std::string error = MisusedFlag(command, !tiles.empty(), ub_map);
+      !error.empty()) {
+    return UsageError(error);
   }
   if (command == "list") {
     if (extra > 1) return UsageError("list takes at most one SERVICE");

@@ -316,28 +316,13 @@ absl::Status CallerMayMap(uid_t caller, uid_t owner, mode_t mode,
       ShortQuote(key), owner, mode & 07777, caller));
 }
 
-absl::StatusOr<v1::Region> SharedMemoryRegistry::Register(
-    const v1::RegisterRequest& request, uid_t caller,
-    std::optional<PeerConnection> connection) {
-  if (!enabled()) return Off();
-  PTO_RETURN_IF_ERROR(CheckName(request.name()));
-  PTO_RETURN_IF_ERROR(CheckKey(request.key(), options_.key_prefix));
-  const uint64_t offset = request.offset(), size = request.size();
-  if (size == 0) {
-    return absl::InvalidArgumentError(
-        "size is 0; a region holds at least one byte");
-  }
-  if (!Within(offset, size, std::numeric_limits<int64_t>::max())) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "offset %u + size %u is past any object's end (2^63 bytes)", offset,
-        size));
-  }
-  MutexLock lock(&mu_);
-  if (regions_.count(request.name()) != 0) {
+absl::Status SharedMemoryRegistry::CheckRoom(absl::string_view name,
+                                             uid_t caller) const {
+  if (regions_.count(name) != 0) {
     return absl::AlreadyExistsError(absl::StrFormat(
         "region %s is already registered; unregister it first, or choose "
         "another name",
-        ShortQuote(request.name())));
+        ShortQuote(name)));
   }
   if (regions_.size() >= options_.max_regions) {
     return absl::ResourceExhaustedError(absl::StrFormat(
@@ -347,7 +332,7 @@ absl::StatusOr<v1::Region> SharedMemoryRegistry::Register(
   }
   // One user's regions never take every slot from the others.
   uint32_t callers = 0;
-  for (const auto& [name, region] : regions_) {
+  for (const auto& [other, region] : regions_) {
     callers += region->registrar_ == caller ? 1 : 0;
   }
   if (callers >= options_.max_regions_per_user) {
@@ -356,22 +341,13 @@ absl::StatusOr<v1::Region> SharedMemoryRegistry::Register(
         "unregister one first",
         caller, callers, SettingName(Setting::kMaxSharedRegionsPerUser)));
   }
-  absl::StatusOr<MemoryBudget::Hold> hold = budget_->Reserve(size);
-  if (!hold.ok()) {
-    return absl::ResourceExhaustedError(absl::StrFormat(
-        "region %s of %u bytes does not fit in the memory budget: %u of %u "
-        "bytes are held now (%s); mapped regions count against it",
-        ShortQuote(request.name()), size, budget_->held(), budget_->limit(),
-        SettingName(Setting::kMemoryBudget)));
-  }
-  // Held by a unique_ptr until it is complete: an error on the way closes
-  // and unmaps whatever was done.
-  std::unique_ptr<MappedRegion> region(new MappedRegion());
-  region->name_ = request.name();
-  region->key_ = request.key();
-  region->offset_ = offset;
-  region->size_ = size;
-  region->hold_ = std::move(*hold);
+  return absl::OkStatus();
+}
+
+absl::Status SharedMemoryRegistry::Map(const v1::RegisterRequest& request,
+                                       uid_t caller,
+                                       MappedRegion* region) const {
+  const uint64_t offset = request.offset(), size = request.size();
   // shm_open adds O_NOFOLLOW: a symbolic link in /dev/shm is refused.
   region->fd_ = shm_open(request.key().c_str(), O_RDWR | O_CLOEXEC, 0);
   if (region->fd_ < 0) return OpenError(errno, request.key());
@@ -405,9 +381,6 @@ absl::StatusOr<v1::Region> SharedMemoryRegistry::Register(
   region->data_ = static_cast<uint8_t*>(map) + (offset - start);
   region->extent_ = {st.st_dev, st.st_ino, offset};
   region->owner_ = st.st_uid;
-  region->registrar_ = caller;
-  region->registered_at_ = absl::Now();
-  if (!request.outlive_connection()) region->lease_ = std::move(connection);
   region->mode_ = st.st_mode;
   const uintptr_t base = reinterpret_cast<uintptr_t>(map);
   region->guard_ = GuardMapping(base, base + rounded);
@@ -416,6 +389,47 @@ absl::StatusOr<v1::Region> SharedMemoryRegistry::Register(
         absl::StrFormat("this process maps %u regions, the most it can watch",
                         kMaxSharedRegions));
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<v1::Region> SharedMemoryRegistry::Register(
+    const v1::RegisterRequest& request, uid_t caller,
+    std::optional<PeerConnection> connection) {
+  if (!enabled()) return Off();
+  PTO_RETURN_IF_ERROR(CheckName(request.name()));
+  PTO_RETURN_IF_ERROR(CheckKey(request.key(), options_.key_prefix));
+  const uint64_t offset = request.offset(), size = request.size();
+  if (size == 0) {
+    return absl::InvalidArgumentError(
+        "size is 0; a region holds at least one byte");
+  }
+  if (!Within(offset, size, std::numeric_limits<int64_t>::max())) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "offset %u + size %u is past any object's end (2^63 bytes)", offset,
+        size));
+  }
+  MutexLock lock(&mu_);
+  PTO_RETURN_IF_ERROR(CheckRoom(request.name(), caller));
+  absl::StatusOr<MemoryBudget::Hold> hold = budget_->Reserve(size);
+  if (!hold.ok()) {
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "region %s of %u bytes does not fit in the memory budget: %u of %u "
+        "bytes are held now (%s); mapped regions count against it",
+        ShortQuote(request.name()), size, budget_->held(), budget_->limit(),
+        SettingName(Setting::kMemoryBudget)));
+  }
+  // Held by a unique_ptr until it is complete: an error on the way closes
+  // and unmaps whatever was done.
+  std::unique_ptr<MappedRegion> region(new MappedRegion());
+  region->name_ = request.name();
+  region->key_ = request.key();
+  region->offset_ = offset;
+  region->size_ = size;
+  region->hold_ = std::move(*hold);
+  region->registrar_ = caller;
+  region->registered_at_ = absl::Now();
+  if (!request.outlive_connection()) region->lease_ = std::move(connection);
+  PTO_RETURN_IF_ERROR(Map(request, caller, region.get()));
   v1::Region described = region->Describe();
   regions_.emplace(request.name(),
                    std::shared_ptr<MappedRegion>(std::move(region)));

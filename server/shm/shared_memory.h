@@ -240,6 +240,15 @@ class SharedMemoryRegistry {
   static absl::Status Off();
 
  private:
+  // Why a region `name` of `caller` cannot be registered now: the name is
+  // taken, or every slot (or the user's share of them) is.
+  absl::Status CheckRoom(absl::string_view name, uid_t caller) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Opens and maps the object `request` names into `region`, checked
+  // against what the caller could open and the object's size.
+  absl::Status Map(const v1::RegisterRequest& request, uid_t caller,
+                   MappedRegion* region) const;
+
   const SharedMemoryOptions options_;
   MemoryBudget* const budget_;
   // Shared with the regions, which may outlive a registration.

@@ -86,25 +86,13 @@ absl::Status CheckCanListen(const std::string& address) {
       absl::StrCat("cannot listen on ", address, ": ", why));
 }
 
-absl::StatusOr<RunningServer> StartGrpcServer(
-    const GrpcOptions& options, const GrpcWiring& wiring,
-    const std::vector<grpc::Service*>& services) {
-  grpc::EnableDefaultHealthCheckService(true);
-  grpc::ServerBuilder builder;
-  int port = 0;
-  RunningServer running;
-  if (!wiring.tls && !absl::StartsWith(options.address, "unix:")) {
-    ListenerOptions listening;
-    listening.handshake_timeout = options.handshake_timeout;
-    listening.max_per_client = options.max_connections_per_client;
-    listening.max_total = options.max_connections;
-    absl::StatusOr<std::unique_ptr<Listener>> listener =
-        Listener::Bind(options.address, listening);
-    if (!listener.ok()) return listener.status();
-    running.listener = std::move(*listener);
-  } else {
-    builder.AddListeningPort(options.address, wiring.credentials, &port);
-  }
+namespace {
+
+// What a connection and a call may hold and how long: handshake, idle and
+// keepalive times, streams a connection, windows, message sizes, no
+// compression, the transport's memory quota.
+void SetTransportLimits(const GrpcOptions& options, const GrpcWiring& wiring,
+                        grpc::ServerBuilder& builder) {
   builder.AddChannelArgument(
       GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS,
       static_cast<int>(absl::ToInt64Milliseconds(options.handshake_timeout)));
@@ -154,6 +142,30 @@ absl::StatusOr<RunningServer> StartGrpcServer(
     quota.Resize(static_cast<size_t>(wiring.memory_quota_bytes));
     builder.SetResourceQuota(quota);
   }
+}
+
+}  // namespace
+
+absl::StatusOr<RunningServer> StartGrpcServer(
+    const GrpcOptions& options, const GrpcWiring& wiring,
+    const std::vector<grpc::Service*>& services) {
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::ServerBuilder builder;
+  int port = 0;
+  RunningServer running;
+  if (!wiring.tls && !absl::StartsWith(options.address, "unix:")) {
+    ListenerOptions listening;
+    listening.handshake_timeout = options.handshake_timeout;
+    listening.max_per_client = options.max_connections_per_client;
+    listening.max_total = options.max_connections;
+    absl::StatusOr<std::unique_ptr<Listener>> listener =
+        Listener::Bind(options.address, listening);
+    if (!listener.ok()) return listener.status();
+    running.listener = std::move(*listener);
+  } else {
+    builder.AddListeningPort(options.address, wiring.credentials, &port);
+  }
+  SetTransportLimits(options, wiring, builder);
   for (grpc::Service* service : services) builder.RegisterService(service);
   if (wiring.interceptor != nullptr) {
     std::vector<

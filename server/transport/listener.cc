@@ -210,115 +210,151 @@ void Listener::Stop() {
   fds_.clear();
 }
 
-void Listener::Run(grpc::Server* server) {
-  struct Pending {
-    int fd;
-    absl::Time deadline;
-  };
-  std::deque<Pending> pending;  // oldest first, so deadlines ascend
-  int spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
+namespace {
+
+// A connection accepted, waiting for its preface until `deadline`.
+struct Pending {
+  int fd;
+  absl::Time deadline;
+};
+
+// What the listener's thread keeps between polls.
+struct Acceptor {
+  Acceptor(const ListenerOptions& options, ListenerStats* stats)
+      : options(options),
+        stats(stats),
+        taken(options, stats),
+        capped(options.max_per_client > 0 || options.max_total > 0) {}
+  ~Acceptor() {
+    for (const Pending& p : pending) close(p.fd);
+    if (spare >= 0) close(spare);
+  }
+
+  const ListenerOptions& options;
+  ListenerStats* const stats;
+  TakenByClient taken;
+  const bool capped;
   const int fd_limit = OpenFileLimit();
-  const auto drop = [](int fd, std::atomic<uint64_t>* counter) {
-    close(fd);
-    counter->fetch_add(1, std::memory_order_relaxed);
-  };
-  TakenByClient taken(options_, &stats_);
-  const bool capped = options_.max_per_client > 0 || options_.max_total > 0;
+  // Held to be closed when descriptors run out, making room for one.
+  int spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  std::deque<Pending> pending;  // oldest first, so deadlines ascend
+};
+
+void Drop(int fd, std::atomic<uint64_t>* counter) {
+  close(fd);
+  counter->fetch_add(1, std::memory_order_relaxed);
+}
+
+// The waiting connections that sent something (SO_RCVLOWAT: the whole
+// preface), closed or failed, as `polled` says in `pending`'s order: each
+// handed to gRPC with its preface whole, or dropped when it is not HTTP/2;
+// then those past their deadline are dropped.
+void TakePrefaces(grpc::Server* server, const pollfd* polled, Acceptor* a) {
+  std::deque<Pending> still;
+  for (size_t i = 0; i < a->pending.size(); ++i) {
+    const Pending& p = a->pending[i];
+    if (polled[i].revents == 0) {
+      still.push_back(p);
+      continue;
+    }
+    char head[kPrefaceBytes];
+    const ssize_t n = recv(p.fd, head, sizeof(head), MSG_PEEK);
+    if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+      still.push_back(p);
+    } else if (n == kPrefaceBytes && std::memcmp(head, kPreface, n) == 0) {
+      const int one = 1;
+      setsockopt(p.fd, SOL_SOCKET, SO_RCVLOWAT, &one, sizeof(one));
+      grpc::AddInsecureChannelFromFd(server, p.fd);
+      a->stats->accepted.fetch_add(1, std::memory_order_relaxed);
+    } else if (n > 0 && n < kPrefaceBytes &&
+               std::memcmp(head, kPreface, n) == 0) {
+      still.push_back(p);  // the rest is on its way
+    } else {
+      Drop(p.fd, &a->stats->rejected);  // not HTTP/2, closed or failed
+    }
+  }
+  a->pending.swap(still);
+  const absl::Time now = absl::Now();
+  while (!a->pending.empty() && a->pending.front().deadline <= now) {
+    Drop(a->pending.front().fd, &a->stats->timed_out);
+    a->pending.pop_front();
+  }
+}
+
+// Accepts every connection waiting on `listening`: each counted by its
+// client and set to wait for its preface, or shed.
+void AcceptAll(int listening, Acceptor* a) {
+  for (;;) {
+    const int fd =
+        accept4(listening, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno == EINTR || errno == ECONNABORTED) continue;
+      if ((errno == EMFILE || errno == ENFILE) && a->spare >= 0) {
+        // Out of descriptors: free the spare to take the connection off
+        // the queue, close it, and take the spare back.
+        close(a->spare);
+        const int shed = accept4(listening, nullptr, nullptr, SOCK_CLOEXEC);
+        if (shed >= 0) Drop(shed, &a->stats->shed);
+        a->spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        continue;
+      }
+      return;  // EAGAIN: all taken (or an error the next poll retries)
+    }
+    if (fd >= a->fd_limit - a->options.reserve_fds) {
+      Drop(fd, &a->stats->shed);
+      continue;
+    }
+    // Who the client is, asked once a connection (a sock_diag query on
+    // loopback), and remembered for its calls: whatever a call on an
+    // earlier connection with this descriptor number was found to be is
+    // not this one's (PeerClient, CachedPeerUid).
+    const std::string client = SocketClient(fd);
+    if (a->capped && !a->taken.Admit(fd, client)) {
+      close(fd);
+      continue;
+    }
+    NewConnectionOnDescriptor(fd, client);
+    if (a->pending.size() >= a->options.max_pending) {
+      Drop(a->pending.front().fd, &a->stats->shed);
+      a->pending.pop_front();
+    }
+    const int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    const int preface = kPrefaceBytes;
+    setsockopt(fd, SOL_SOCKET, SO_RCVLOWAT, &preface, sizeof(preface));
+    a->pending.push_back({fd, absl::Now() + a->options.handshake_timeout});
+  }
+}
+
+}  // namespace
+
+void Listener::Run(grpc::Server* server) {
+  Acceptor acceptor(options_, &stats_);
   std::vector<pollfd> polled;
   for (;;) {
+    // The wake pipe, the listening sockets, then the waiting connections.
     polled.clear();
     polled.push_back({wake_[0], POLLIN, 0});
     for (int fd : fds_) polled.push_back({fd, POLLIN, 0});
-    for (const Pending& p : pending) polled.push_back({p.fd, POLLIN, 0});
+    for (const Pending& p : acceptor.pending) {
+      polled.push_back({p.fd, POLLIN, 0});
+    }
     int timeout_ms = -1;
-    if (!pending.empty()) {
+    if (!acceptor.pending.empty()) {
       timeout_ms = static_cast<int>(std::max<int64_t>(
-          0, absl::ToInt64Milliseconds(pending.front().deadline - absl::Now()) +
+          0, absl::ToInt64Milliseconds(acceptor.pending.front().deadline -
+                                       absl::Now()) +
                  1));
     }
     if (poll(polled.data(), polled.size(), timeout_ms) < 0 && errno != EINTR) {
-      break;
+      return;
     }
-    if (polled[0].revents != 0) break;  // Stop
-
-    // Connections that sent something (SO_RCVLOWAT: the whole preface),
-    // closed, or failed: in `pending` order, so walk both together.
-    std::deque<Pending> still;
-    for (size_t i = 0; i < pending.size(); ++i) {
-      const Pending& p = pending[i];
-      if (polled[1 + fds_.size() + i].revents == 0) {
-        still.push_back(p);
-        continue;
-      }
-      char head[kPrefaceBytes];
-      const ssize_t n = recv(p.fd, head, sizeof(head), MSG_PEEK);
-      if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
-        still.push_back(p);
-      } else if (n == kPrefaceBytes && std::memcmp(head, kPreface, n) == 0) {
-        const int one = 1;
-        setsockopt(p.fd, SOL_SOCKET, SO_RCVLOWAT, &one, sizeof(one));
-        grpc::AddInsecureChannelFromFd(server, p.fd);
-        stats_.accepted.fetch_add(1, std::memory_order_relaxed);
-      } else if (n > 0 && n < kPrefaceBytes &&
-                 std::memcmp(head, kPreface, n) == 0) {
-        still.push_back(p);  // the rest is on its way
-      } else {
-        drop(p.fd, &stats_.rejected);  // not HTTP/2, closed or failed
-      }
-    }
-    pending.swap(still);
-    const absl::Time now = absl::Now();
-    while (!pending.empty() && pending.front().deadline <= now) {
-      drop(pending.front().fd, &stats_.timed_out);
-      pending.pop_front();
-    }
-
+    if (polled[0].revents != 0) return;  // Stop
+    TakePrefaces(server, polled.data() + 1 + fds_.size(), &acceptor);
     for (size_t l = 0; l < fds_.size(); ++l) {
-      if (polled[1 + l].revents == 0) continue;
-      for (;;) {
-        const int fd =
-            accept4(fds_[l], nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (fd < 0) {
-          if (errno == EINTR || errno == ECONNABORTED) continue;
-          if ((errno == EMFILE || errno == ENFILE) && spare >= 0) {
-            // Out of descriptors: free the spare to take the connection
-            // off the queue, close it, and take the spare back.
-            close(spare);
-            const int shed = accept4(fds_[l], nullptr, nullptr, SOCK_CLOEXEC);
-            if (shed >= 0) drop(shed, &stats_.shed);
-            spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
-            continue;
-          }
-          break;  // EAGAIN: all taken (or an error the next poll retries)
-        }
-        if (fd >= fd_limit - options_.reserve_fds) {
-          drop(fd, &stats_.shed);
-          continue;
-        }
-        // Who the client is, asked once a connection (a sock_diag query on
-        // loopback), and remembered for its calls: whatever a call on an
-        // earlier connection with this descriptor number was found to be
-        // is not this one's (PeerClient, CachedPeerUid).
-        const std::string client = SocketClient(fd);
-        if (capped && !taken.Admit(fd, client)) {
-          close(fd);
-          continue;
-        }
-        NewConnectionOnDescriptor(fd, client);
-        if (pending.size() >= options_.max_pending) {
-          drop(pending.front().fd, &stats_.shed);
-          pending.pop_front();
-        }
-        const int one = 1;
-        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-        const int preface = kPrefaceBytes;
-        setsockopt(fd, SOL_SOCKET, SO_RCVLOWAT, &preface, sizeof(preface));
-        pending.push_back({fd, absl::Now() + options_.handshake_timeout});
-      }
+      if (polled[1 + l].revents != 0) AcceptAll(fds_[l], &acceptor);
     }
   }
-  for (const Pending& p : pending) close(p.fd);
-  if (spare >= 0) close(spare);
 }
 
 }  // namespace ptoserve
