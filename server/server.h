@@ -1,7 +1,9 @@
 // A whole ptoserve in one object: the engine, the scheduler, the service,
 // reflection, metrics and the gRPC server, wired together and listening.
 // main.cc turns flags into ServerOptions and calls Start; so can a test or
-// another program that embeds the server.
+// another program that embeds the server. An embedded server's errors name
+// the option field to set ("limits.memory_budget_bytes"); the program's
+// name its flags (common/setting_names.h).
 //
 //   ServerOptions options;
 //   options.grpc.address = "127.0.0.1:0";

@@ -21,6 +21,7 @@ namespace ptoserve {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 ServerOptions OnAnyPort() {
   ServerOptions options;
@@ -68,15 +69,22 @@ TEST(EmbeddedServerTest, ServesAJobAndStops) {
   EXPECT_FALSE(client->Health().ok());
 }
 
+// Refused naming the option fields to set: an embedded server has no flags
+// (the program's messages name them instead, server/flags.cc).
 TEST(EmbeddedServerTest, OptionsThatCannotWorkAreRefused) {
   ServerOptions names = OnAnyPort();
   names.tls_client_names = {"client"};
-  EXPECT_EQ(Server::Start(names).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  const absl::Status no_ca = Server::Start(names).status();
+  EXPECT_EQ(no_ca.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(no_ca.message()),
+              HasSubstr("tls_client_names needs tls.client_ca"));
   ServerOptions key = OnAnyPort();
   key.tls.cert = "/nonexistent/server.crt";
-  EXPECT_EQ(Server::Start(key).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  const absl::Status no_key = Server::Start(key).status();
+  EXPECT_EQ(no_key.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(no_key.message()),
+              HasSubstr("tls.cert and tls.key go together"));
+  EXPECT_THAT(std::string(no_key.message()), Not(HasSubstr("--")));
 }
 
 TEST(EmbeddedServerTest, AnAddressInUseIsUnavailable) {
