@@ -87,7 +87,7 @@ class WireScan {
     Message(kJobFields,
             [&](int field, uint32_t length) { JobField(field, length); });
     PTO_RETURN_IF_ERROR(Verdict("ptoserve.v1.Job"));
-    return WireShape{tiles_, instructions_, assembly_bytes_, std::move(id_)};
+    return WireShape{tiles_, instructions_, assembly_bytes_, 0, std::move(id_)};
   }
 
   absl::StatusOr<BatchShape> RunBatch(size_t max_jobs) {

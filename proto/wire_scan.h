@@ -30,6 +30,10 @@ struct WireShape {
   size_t tiles = 0;
   size_t instructions = 0;
   size_t assembly_bytes = 0;
+  // Bytes a protocol's parse reads as JSON (a JobProtocol's: an Open
+  // Inference request's JSON, or a job in JSON inside a parameter), which
+  // the pipeline prices as JSON while they are parsed.
+  size_t json_bytes = 0;
   std::string id;  // Job.id, when it is a name (CheckJobWire only)
 };
 absl::StatusOr<WireShape> CheckJobWire(

@@ -18,6 +18,7 @@
 #include "absl/time/time.h"
 #include "client/ptoctl/flags.h"
 #include "client/ptoctl/tiles.h"
+#include "proto/words.h"
 
 namespace ptoserve {
 namespace ptoctl {
@@ -33,39 +34,10 @@ std::string FormatElement(int64_t v, v1::DType dtype, bool hex) {
   return absl::StrFormat("0x%0*x", 2 * bytes, static_cast<uint64_t>(v) & mask);
 }
 
-// The time from `a` to `b`.
-absl::Duration Between(const google::protobuf::Timestamp& a,
-                       const google::protobuf::Timestamp& b) {
-  return absl::Seconds(b.seconds() - a.seconds()) +
-         absl::Nanoseconds(b.nanos() - a.nanos());
-}
-
 // "events:", then a line per event record, its micro-ops and notes under it.
 void PrintEvents(const v1::JobResult& result) {
   std::cout << "events:\n";
-  for (const v1::EventRecord& e : result.events()) {
-    std::cout << absl::StrFormat(
-        "  %-4s instruction %u %s on %s, %s, batch %u (size %u), queued %s, "
-        "ran %s",
-        e.id(), e.instruction_index(), OpcodeText(e.opcode()),
-        TargetText(e.target()), v1::Pipe_Name(e.pipe()), e.batch_id(),
-        e.batch_size(),
-        absl::FormatDuration(Between(e.enqueue_time(), e.start_time())),
-        absl::FormatDuration(Between(e.start_time(), e.end_time())));
-    if (e.waited_on_size() > 0) {
-      std::cout << ", waited on " << absl::StrJoin(e.waited_on(), ", ");
-    }
-    std::cout << "\n";
-    for (const v1::MicroOp& op : e.trace()) {
-      std::cout << absl::StrFormat(
-          "       %-5s %s <- %s  (%u repeats, %u elements)\n", op.op(),
-          op.dst(), absl::StrJoin(op.srcs(), ", "), op.repeats(),
-          op.elements());
-    }
-    for (const std::string& note : e.notes()) {
-      std::cout << "       note: " << note << "\n";
-    }
-  }
+  for (const v1::EventRecord& e : result.events()) std::cout << EventText(e);
 }
 
 }  // namespace
@@ -109,18 +81,6 @@ void PrintUsageError(absl::string_view message, bool json) {
 int UsageError(absl::string_view message) {
   PrintUsageError(message, JsonOutput());
   return 2;
-}
-
-std::string DTypeText(v1::DType dtype) {
-  return absl::AsciiStrToLower(
-      absl::StripPrefix(v1::DType_Name(dtype), "DTYPE_"));
-}
-std::string TargetText(v1::Target target) {
-  return absl::AsciiStrToLower(
-      absl::StripPrefix(v1::Target_Name(target), "TARGET_"));
-}
-std::string OpcodeText(v1::Opcode opcode) {
-  return std::string(absl::StripPrefix(v1::Opcode_Name(opcode), "OPCODE_"));
 }
 
 void PrintTile(const std::string& name, const v1::Tile& tile) {

@@ -9,6 +9,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "google/protobuf/message.h"
+#include "proto/words.h"
 #include "ptoserve/v1/job.pb.h"
 
 namespace ptoserve {
@@ -32,12 +33,7 @@ int UsageError(absl::string_view message);
 // (INVALID_ARGUMENT) on stdout, else with the --help hint on stderr.
 void PrintUsageError(absl::string_view message, bool json);
 
-// Enum values as printed: "int16" for DTYPE_INT16, "host" for TARGET_HOST,
-// "TAND" for OPCODE_TAND. Each strips its own enum's prefix, so what
-// follows it may hold '_'; an unknown value's name is empty and stays so.
-std::string DTypeText(v1::DType dtype);
-std::string TargetText(v1::Target target);
-std::string OpcodeText(v1::Opcode opcode);
+// Enum values as printed: proto/words.h.
 
 // "NAME: RxC DTYPE", then the valid region as a right-aligned grid, in
 // decimal or, with --format=hex, the elements' bits.

@@ -137,7 +137,8 @@ bool Intake::Light(const WireShape& shape, const RequestBody& body) {
   }
   return body.size() <= kLightRequestBytes &&
          shape.instructions <= kLightInstructions &&
-         shape.assembly_bytes <= kLightAssemblyBytes;
+         shape.assembly_bytes <= kLightAssemblyBytes &&
+         shape.json_bytes <= kLightJsonBytes;
 }
 
 bool Intake::LightTiles(const google::protobuf::Message& message) {
@@ -281,7 +282,14 @@ Decoded Intake::ParseNow(const DecodeRequest& request) const {
   if (request.protocol == nullptr) {
     decoded.status = Parse(body, *request.call, request.what, request.message);
   } else if (auto* job = dynamic_cast<v1::Job*>(request.message)) {
-    decoded.status = request.protocol->Parse(body, request.what, job);
+    // What of it is JSON costs what a JSON job's parse does, held against
+    // the caller's share while it is parsed.
+    absl::StatusOr<MemoryBudget::Hold> parsing =
+        budget_->Reserve(request.shape.json_bytes * kJsonParseFactor,
+                         request.call->share);
+    decoded.status = parsing.ok()
+                         ? request.protocol->Parse(body, request.what, job)
+                         : parsing.status();
     if (!decoded.status.ok()) CountRefused(decoded.status.code());
   } else {
     decoded.status = absl::InternalError(absl::StrCat(

@@ -1,0 +1,61 @@
+#include "proto/words.h"
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
+#include "absl/time/time.h"
+
+namespace ptoserve {
+
+namespace {
+
+// The time from `a` to `b`.
+absl::Duration Between(const google::protobuf::Timestamp& a,
+                       const google::protobuf::Timestamp& b) {
+  return absl::Seconds(b.seconds() - a.seconds()) +
+         absl::Nanoseconds(b.nanos() - a.nanos());
+}
+
+}  // namespace
+
+std::string DTypeText(v1::DType dtype) {
+  return absl::AsciiStrToLower(
+      absl::StripPrefix(v1::DType_Name(dtype), "DTYPE_"));
+}
+
+std::string TargetText(v1::Target target) {
+  return absl::AsciiStrToLower(
+      absl::StripPrefix(v1::Target_Name(target), "TARGET_"));
+}
+
+std::string OpcodeText(v1::Opcode opcode) {
+  return std::string(absl::StripPrefix(v1::Opcode_Name(opcode), "OPCODE_"));
+}
+
+std::string EventText(const v1::EventRecord& e) {
+  std::string text = absl::StrFormat(
+      "  %-4s instruction %u %s on %s, %s, batch %u (size %u), queued %s, "
+      "ran %s",
+      e.id(), e.instruction_index(), OpcodeText(e.opcode()),
+      TargetText(e.target()), v1::Pipe_Name(e.pipe()), e.batch_id(),
+      e.batch_size(),
+      absl::FormatDuration(Between(e.enqueue_time(), e.start_time())),
+      absl::FormatDuration(Between(e.start_time(), e.end_time())));
+  if (e.waited_on_size() > 0) {
+    absl::StrAppend(&text, ", waited on ", absl::StrJoin(e.waited_on(), ", "));
+  }
+  text += "\n";
+  for (const v1::MicroOp& op : e.trace()) {
+    absl::StrAppendFormat(&text, "       %-5s %s <- %s  (%u repeats, %u elements)\n",
+                          op.op(), op.dst(), absl::StrJoin(op.srcs(), ", "),
+                          op.repeats(), op.elements());
+  }
+  for (const std::string& note : e.notes()) {
+    absl::StrAppend(&text, "       note: ", note, "\n");
+  }
+  return text;
+}
+
+}  // namespace ptoserve

@@ -1,0 +1,727 @@
+#include "server/oip/infer.h"
+
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/util/json_util.h>
+#include <google/protobuf/wire_format_lite.h>
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "core/quote.h"
+#include "proto/wire.h"
+#include "proto/words.h"
+#include "server/intake/json_errors.h"
+#include "server/intake/json_scan.h"
+
+namespace ptoserve {
+
+namespace {
+
+using google::protobuf::io::CodedInputStream;
+using google::protobuf::internal::WireFormatLite;
+using Parameters = google::protobuf::Map<std::string, inference::InferParameter>;
+
+constexpr char kSharedMemoryRefusal[] =
+    "system shared memory is not served through the Open Inference "
+    "Protocol: register a region and run the job through ptoserve.v1 "
+    "(docs/SHARED_MEMORY.md), or send the elements in the request";
+
+std::string TargetList(const std::vector<v1::Target>& targets) {
+  return absl::StrJoin(targets, ", ", [](std::string* s, v1::Target t) {
+    s->append(TargetText(t));
+  });
+}
+
+// What a parameter holds, for a message that says what it should.
+std::string KindOf(const inference::InferParameter& p) {
+  switch (p.parameter_choice_case()) {
+    case inference::InferParameter::kBoolParam:
+      return "a bool";
+    case inference::InferParameter::kStringParam:
+      return "a string";
+    case inference::InferParameter::kDoubleParam:
+      return "a double";
+    case inference::InferParameter::PARAMETER_CHOICE_NOT_SET:
+      return "empty";
+    default:
+      return "an integer";
+  }
+}
+
+// An integer parameter's value (int64 or uint64, or a double that is
+// one), within [low, high].
+absl::StatusOr<int64_t> IntParameter(absl::string_view name,
+                                     const inference::InferParameter& p,
+                                     int64_t low, int64_t high) {
+  int64_t v = 0;
+  bool integer = true;
+  switch (p.parameter_choice_case()) {
+    case inference::InferParameter::kInt64Param:
+      v = p.int64_param();
+      break;
+    case inference::InferParameter::kUint64Param:
+      integer = p.uint64_param() <= uint64_t(high);
+      v = integer ? int64_t(p.uint64_param()) : high;
+      if (!integer) return absl::InvalidArgumentError(absl::StrFormat(
+          "parameter %s is %u, over %d", name, p.uint64_param(), high));
+      break;
+    case inference::InferParameter::kDoubleParam:
+      integer = p.double_param() == double(int64_t(p.double_param()));
+      v = int64_t(p.double_param());
+      break;
+    default:
+      integer = false;
+  }
+  if (!integer) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "parameter %s must be an integer, not %s", name, KindOf(p)));
+  }
+  if (v < low || v > high) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "parameter %s is %d, outside %d to %d", name, v, low, high));
+  }
+  return v;
+}
+
+absl::StatusOr<std::string> StringParameter(absl::string_view name,
+                                            const inference::InferParameter& p,
+                                            absl::string_view valid) {
+  if (p.parameter_choice_case() != inference::InferParameter::kStringParam) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "parameter %s must be a string (%s), not %s", name, valid, KindOf(p)));
+  }
+  return p.string_param();
+}
+
+absl::StatusOr<bool> BoolParameter(absl::string_view name,
+                                   const inference::InferParameter& p) {
+  if (p.parameter_choice_case() != inference::InferParameter::kBoolParam) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "parameter %s must be a bool, not %s", name, KindOf(p)));
+  }
+  return p.bool_param();
+}
+
+// The request's parameters as the job's, and those the job model reads.
+struct RequestParameters {
+  v1::Target target = v1::TARGET_UNSPECIFIED;
+  uint32_t valid_rows = 0, valid_cols = 0;
+  std::string job_json, assembly;
+  bool has_job = false, has_assembly = false;
+};
+
+absl::Status ReadParameters(const InferModel& model,
+                            const inference::ModelInferRequest& request,
+                            const ModelCatalog& catalog, v1::Job* job,
+                            InferEnvelope* envelope, RequestParameters* out) {
+  const std::string valid =
+      model.op == nullptr
+          ? "job, assembly, target, timeout, priority, binary_data_output"
+          : "target, valid_rows, valid_cols, timeout, priority, "
+            "binary_data_output";
+  for (const auto& [name, p] : request.parameters()) {
+    if (name == "target") {
+      const std::string targets = TargetList(catalog.targets());
+      absl::StatusOr<std::string> t = StringParameter(name, p, targets);
+      if (!t.ok()) return t.status();
+      v1::Target target = v1::TARGET_UNSPECIFIED;
+      for (v1::Target known : catalog.targets()) {
+        if (TargetText(known) == absl::AsciiStrToLower(*t)) target = known;
+      }
+      if (target == v1::TARGET_UNSPECIFIED) {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "parameter target is %s, not one of this server's targets: %s",
+            ShortQuote(*t), targets));
+      }
+      out->target = target;
+      job->set_target(target);
+    } else if (model.op != nullptr &&
+               (name == "valid_rows" || name == "valid_cols")) {
+      absl::StatusOr<int64_t> v =
+          IntParameter(name, p, 0, std::numeric_limits<uint32_t>::max());
+      if (!v.ok()) return v.status();
+      (name == "valid_rows" ? out->valid_rows : out->valid_cols) =
+          static_cast<uint32_t>(*v);
+    } else if (name == "timeout") {
+      // Triton's unit: microseconds. The server caps it (--max_job_time).
+      absl::StatusOr<int64_t> us = IntParameter(
+          name, p, 1, std::numeric_limits<int64_t>::max() / 1000);
+      if (!us.ok()) return us.status();
+      job->mutable_timeout()->set_seconds(*us / 1000000);
+      job->mutable_timeout()->set_nanos(static_cast<int>(*us % 1000000) * 1000);
+    } else if (name == "priority") {
+      absl::StatusOr<int64_t> v =
+          IntParameter(name, p, 0, std::numeric_limits<uint32_t>::max());
+      if (!v.ok()) return v.status();
+      job->set_priority(static_cast<uint32_t>(*v));
+    } else if (name == "binary_data_output") {
+      absl::StatusOr<bool> b = BoolParameter(name, p);
+      if (!b.ok()) return b.status();
+      envelope->all_binary = *b;
+    } else if (model.op == nullptr && (name == "job" || name == "assembly")) {
+      absl::StatusOr<std::string> text = StringParameter(
+          name, p, name == "job" ? "a ptoserve.v1.Job in JSON" : "PTO assembly");
+      if (!text.ok()) return text.status();
+      (name == "job" ? out->job_json : out->assembly) = *std::move(text);
+      (name == "job" ? out->has_job : out->has_assembly) = true;
+    } else if (name == "shared_memory_region") {
+      return absl::UnimplementedError(kSharedMemoryRefusal);
+    } else {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "parameter %s is not one model %s takes: %s", ShortQuote(name, 100),
+          model.name, valid));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Packs `values` into `dtype`'s little-endian bytes, each checked to fit.
+template <typename Value>
+absl::Status PackValues(const google::protobuf::RepeatedField<Value>& values,
+                        v1::DType dtype, absl::string_view input,
+                        std::string* out) {
+  const size_t size = WireElementBytes(dtype);
+  int64_t low = 0, high = 0;
+  switch (dtype) {
+    case v1::DTYPE_INT8: low = INT8_MIN; high = INT8_MAX; break;
+    case v1::DTYPE_UINT8: high = UINT8_MAX; break;
+    case v1::DTYPE_INT16: low = INT16_MIN; high = INT16_MAX; break;
+    case v1::DTYPE_UINT16: high = UINT16_MAX; break;
+    case v1::DTYPE_INT32: low = INT32_MIN; high = INT32_MAX; break;
+    default: high = UINT32_MAX; break;
+  }
+  out->resize(values.size() * size);
+  for (int i = 0; i < values.size(); ++i) {
+    const int64_t v = static_cast<int64_t>(values.Get(i));
+    if (v < low || v > high) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "input %s: element %d is %d, outside %s's %d to %d", input, i, v,
+          DatatypeOf(dtype), low, high));
+    }
+    const uint64_t bits = static_cast<uint64_t>(v);
+    for (size_t b = 0; b < size; ++b) {
+      (*out)[i * size + b] = static_cast<char>(bits >> (8 * b));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// One input as a tile: its datatype, shape and elements checked.
+absl::Status TileOfInput(const InferModel& model,
+                         const inference::ModelInferRequest& request, int index,
+                         v1::Tile* tile) {
+  const auto& input = request.inputs(index);
+  const std::string& name = input.name();
+  const v1::DType dtype = DTypeOfDatatype(input.datatype());
+  if (std::find(model.datatypes.begin(), model.datatypes.end(),
+                input.datatype()) == model.datatypes.end()) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "input %s: datatype %s is not one model %s accepts: %s", name,
+        ShortQuote(input.datatype()), model.name,
+        absl::StrJoin(model.datatypes, ", ")));
+  }
+  if (input.shape_size() != 2 || input.shape(0) < 1 || input.shape(1) < 1 ||
+      input.shape(0) > std::numeric_limits<uint32_t>::max() ||
+      input.shape(1) > std::numeric_limits<uint32_t>::max()) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "input %s: shape [%s] is not [rows, cols] (two sizes, each at least "
+        "1)",
+        name, absl::StrJoin(input.shape(), ", ")));
+  }
+  for (const auto& [key, p] : input.parameters()) {
+    if (key == "shared_memory_region") {
+      return absl::UnimplementedError(kSharedMemoryRefusal);
+    }
+    if (key != "binary_data_size") {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "input %s: parameter %s is not one an input takes (binary_data_size "
+          "over HTTP)",
+          name, ShortQuote(key, 100)));
+    }
+  }
+  tile->set_dtype(dtype);
+  tile->set_rows(static_cast<uint32_t>(input.shape(0)));
+  tile->set_cols(static_cast<uint32_t>(input.shape(1)));
+  const uint64_t elements = uint64_t(tile->rows()) * tile->cols();
+  const uint64_t bytes = elements * WireElementBytes(dtype);
+  std::string* data = tile->mutable_data();
+  if (request.raw_input_contents_size() > 0) {
+    if (input.has_contents()) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "input %s has contents although the request's elements are in "
+          "raw_input_contents (one or the other, for every input)",
+          name));
+    }
+    const std::string& raw = request.raw_input_contents(index);
+    if (raw.size() != bytes) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "input %s: %u bytes of raw contents where a %dx%d %s tensor has %u",
+          name, raw.size(), input.shape(0), input.shape(1), input.datatype(),
+          bytes));
+    }
+    *data = raw;
+    return absl::OkStatus();
+  }
+  const bool is_signed = dtype == v1::DTYPE_INT8 || dtype == v1::DTYPE_INT16 ||
+                         dtype == v1::DTYPE_INT32;
+  const auto& c = input.contents();
+  const size_t given = is_signed ? c.int_contents_size() : c.uint_contents_size();
+  const size_t other = is_signed ? c.uint_contents_size() : c.int_contents_size();
+  if (other > 0 || c.int64_contents_size() > 0 ||
+      c.uint64_contents_size() > 0 || c.fp32_contents_size() > 0 ||
+      c.fp64_contents_size() > 0 || c.bool_contents_size() > 0 ||
+      c.bytes_contents_size() > 0) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "input %s: %s elements go in contents.%s, and only there", name,
+        input.datatype(), is_signed ? "int_contents" : "uint_contents"));
+  }
+  if (given != elements) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "input %s: %u elements in contents.%s where a %dx%d tensor has %u",
+        name, given, is_signed ? "int_contents" : "uint_contents",
+        input.shape(0), input.shape(1), elements));
+  }
+  return is_signed ? PackValues(c.int_contents(), dtype, name, data)
+                   : PackValues(c.uint_contents(), dtype, name, data);
+}
+
+// The outputs asked for, checked against the model's; the job's outputs.
+absl::Status ReadOutputs(const InferModel& model,
+                         const inference::ModelInferRequest& request,
+                         v1::Target target, v1::Job* job,
+                         InferEnvelope* envelope) {
+  for (const auto& output : request.outputs()) {
+    bool binary = envelope->all_binary;
+    for (const auto& [key, p] : output.parameters()) {
+      if (key == "binary_data") {
+        absl::StatusOr<bool> b = BoolParameter("binary_data", p);
+        if (!b.ok()) return b.status();
+        binary = *b;
+      } else if (key == "shared_memory_region") {
+        return absl::UnimplementedError(kSharedMemoryRefusal);
+      } else {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "output %s: parameter %s is not one an output takes (binary_data)",
+            output.name(), ShortQuote(key, 100)));
+      }
+    }
+    if (model.op != nullptr) {
+      const bool takes_tmp =
+          std::find(model.tmp_targets.begin(), model.tmp_targets.end(),
+                    target) != model.tmp_targets.end();
+      if (output.name() == "tmp" && !takes_tmp) {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "output tmp: %s on %s has no tmp%s", OpcodeName(model.op->opcode),
+            TargetText(target),
+            model.tmp_targets.empty()
+                ? ""
+                : absl::StrCat(" (", TargetList(model.tmp_targets),
+                               " takes one)")));
+      }
+      if (output.name() != "dst" && output.name() != "tmp") {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "output %s is not one of model %s's: dst%s",
+            ShortQuote(output.name(), 100), model.name,
+            model.tmp_targets.empty() ? "" : ", tmp"));
+      }
+    }
+    envelope->outputs.push_back(output.name());
+    envelope->binary.push_back(binary);
+  }
+  if (model.op != nullptr && envelope->outputs.empty()) {
+    envelope->outputs.push_back("dst");
+    envelope->binary.push_back(envelope->all_binary);
+  }
+  if (!envelope->outputs.empty()) {
+    job->clear_outputs();
+    for (const std::string& name : envelope->outputs) job->add_outputs(name);
+  }
+  return absl::OkStatus();
+}
+
+// The job model's program: its JSON job or assembly parameter.
+absl::Status ReadProgram(const RequestParameters& params, v1::Job* job) {
+  if (params.has_job == params.has_assembly) {
+    return absl::InvalidArgumentError(
+        "model job runs the program in parameter job (a ptoserve.v1.Job in "
+        "JSON) or parameter assembly (PTO assembly): one of them");
+  }
+  if (params.has_assembly) {
+    job->set_assembly(params.assembly);
+    return absl::OkStatus();
+  }
+  const v1::Target target = job->target();
+  const google::protobuf::Duration timeout = job->timeout();
+  const uint32_t priority = job->priority();
+  const std::string id = job->id();
+  if (absl::Status scanned = ScanJson(params.job_json, JsonBounds{8 + 4 * 1024 + 1024, 8});
+      !scanned.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("parameter job: ", scanned.message()));
+  }
+  google::protobuf::util::JsonParseOptions options;
+  const auto parsed = google::protobuf::util::JsonStringToMessage(
+      google::protobuf::StringPiece(params.job_json.data(),
+                                    params.job_json.size()),
+      job, options);
+  if (!parsed.ok()) {
+    return absl::InvalidArgumentError(ReadableJsonError(
+        "parameter job", params.job_json, std::string(parsed.message()),
+        *v1::Job::descriptor()));
+  }
+  // The request's own parameters and id win over the program's.
+  if (target != v1::TARGET_UNSPECIFIED) job->set_target(target);
+  if (timeout.seconds() != 0 || timeout.nanos() != 0) {
+    *job->mutable_timeout() = timeout;
+  }
+  if (priority != 0) job->set_priority(priority);
+  if (!id.empty()) job->set_id(id);
+  return absl::OkStatus();
+}
+
+// The instruction model's one instruction on src0 (and src1).
+absl::Status ReadOperands(const InferModel& model,
+                          const inference::ModelInferRequest& request,
+                          v1::Target target, v1::Job* job) {
+  const bool two = model.op->sources == 2;
+  const char* const wanted = two ? "src0 and src1" : "src0";
+  for (const char* operand : {"src0", "src1"}) {
+    if (!two && std::string_view(operand) == "src1") break;
+    if (job->tiles().count(operand) == 0) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "model %s reads inputs %s; %s is missing", model.name, wanted,
+          operand));
+    }
+  }
+  v1::Instruction* inst = job->add_instructions();
+  inst->set_opcode(static_cast<v1::Opcode>(model.op->wire_value));
+  inst->set_dst("dst");
+  inst->set_src0("src0");
+  if (two) inst->set_src1("src1");
+  if (std::find(model.tmp_targets.begin(), model.tmp_targets.end(), target) !=
+      model.tmp_targets.end()) {
+    inst->set_tmp("tmp");
+  }
+  (void)request;
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status JobOfInferRequest(const ModelCatalog& catalog,
+                               const inference::ModelInferRequest& request,
+                               v1::Job* job, InferEnvelope* envelope) {
+  absl::StatusOr<const InferModel*> found =
+      catalog.Find(request.model_name(), request.model_version());
+  if (!found.ok()) return found.status();
+  const InferModel& model = **found;
+  envelope->model = model.name;
+  envelope->id = request.id();
+  job->set_id(request.id());
+  RequestParameters params;
+  if (absl::Status read =
+          ReadParameters(model, request, catalog, job, envelope, &params);
+      !read.ok()) {
+    return read;
+  }
+  if (model.op == nullptr) {
+    if (absl::Status read = ReadProgram(params, job); !read.ok()) return read;
+  }
+  if (request.raw_input_contents_size() > 0 &&
+      request.raw_input_contents_size() != request.inputs_size()) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "raw_input_contents has %d entries for %d inputs (one per input, in "
+        "their order)",
+        request.raw_input_contents_size(), request.inputs_size()));
+  }
+  for (int i = 0; i < request.inputs_size(); ++i) {
+    const std::string& name = request.inputs(i).name();
+    if (model.op != nullptr && name != "src0" &&
+        !(name == "src1" && model.op->sources == 2)) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "input %s is not one of model %s's: %s", ShortQuote(name, 100),
+          model.name, model.op->sources == 2 ? "src0, src1" : "src0"));
+    }
+    if (model.op != nullptr && job->tiles().count(name) > 0) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("input %s is given twice", name));
+    }
+    v1::Tile& tile = (*job->mutable_tiles())[name];
+    tile.Clear();
+    if (absl::Status made = TileOfInput(model, request, i, &tile); !made.ok()) {
+      return made;
+    }
+    tile.set_valid_rows(params.valid_rows);
+    tile.set_valid_cols(params.valid_cols);
+  }
+  const v1::Target target = job->target() != v1::TARGET_UNSPECIFIED
+                                ? job->target()
+                                : catalog.default_target();
+  if (model.op != nullptr) {
+    if (absl::Status read = ReadOperands(model, request, target, job);
+        !read.ok()) {
+      return read;
+    }
+  }
+  return ReadOutputs(model, request, target, job, envelope);
+}
+
+namespace {
+
+// A result tile's elements as little-endian bytes (a `values` tile, from a
+// job model's JSON, packed).
+std::string TileBytes(const v1::Tile& tile) {
+  if (tile.values_size() == 0) return tile.data();
+  const size_t size = WireElementBytes(tile.dtype());
+  std::string out(tile.values_size() * size, '\0');
+  for (int i = 0; i < tile.values_size(); ++i) {
+    const uint64_t bits = static_cast<uint64_t>(static_cast<int64_t>(tile.values(i)));
+    for (size_t b = 0; b < size; ++b) out[i * size + b] = char(bits >> (8 * b));
+  }
+  return out;
+}
+
+}  // namespace
+
+void InferResponseOf(const v1::JobResult& result, const InferEnvelope& envelope,
+                     inference::ModelInferResponse* response) {
+  response->set_model_name(envelope.model);
+  response->set_model_version(kModelVersion);
+  response->set_id(envelope.id);
+  auto& parameters = *response->mutable_parameters();
+  parameters["target"].set_string_param(TargetText(result.target()));
+  std::string events;
+  for (const v1::EventRecord& e : result.events()) events += EventText(e);
+  parameters["events"].set_string_param(std::move(events));
+  std::vector<std::string> names = envelope.outputs;
+  if (names.empty()) {
+    for (const auto& [name, tile] : result.tiles()) names.push_back(name);
+    std::sort(names.begin(), names.end());
+  }
+  for (const std::string& name : names) {
+    const auto found = result.tiles().find(name);
+    if (found == result.tiles().end()) continue;
+    const v1::Tile& tile = found->second;
+    auto* out = response->add_outputs();
+    out->set_name(name);
+    out->set_datatype(DatatypeOf(tile.dtype()));
+    out->add_shape(tile.rows());
+    out->add_shape(tile.cols());
+    response->add_raw_output_contents(TileBytes(tile));
+  }
+}
+
+namespace {
+
+// The wire scan's walk of one message: its fields counted and bounded.
+class InferScan {
+ public:
+  InferScan(CodedInputStream* in, const EngineLimits& limits)
+      : in_(in), limits_(limits) {}
+
+  absl::Status Request(WireShape* shape) {
+    size_t unknown = 0, parameters = 0, outputs = 0, raw = 0;
+    while (uint32_t tag = in_->ReadTag()) {
+      const int field = WireFormatLite::GetTagFieldNumber(tag);
+      const bool len = WireFormatLite::GetTagWireType(tag) ==
+                       WireFormatLite::WIRETYPE_LENGTH_DELIMITED;
+      uint32_t size = 0;
+      if (field >= 1 && field <= 7 && (!len || !in_->ReadVarint32(&size))) {
+        return Corrupt();
+      }
+      switch (field) {
+        case 1: case 2: case 3:
+          if (size > kMaxNameBytes) {
+            return absl::InvalidArgumentError(absl::StrFormat(
+                "%s is %u bytes, over the %u a name may be",
+                field == 1 ? "model_name" : field == 2 ? "model_version" : "id",
+                size, kMaxNameBytes));
+          }
+          if (!in_->Skip(size)) return Corrupt();
+          break;
+        case 4:
+          if (++parameters > kMaxInferParameters) return TooMany("parameters", kMaxInferParameters);
+          shape->json_bytes += size;  // a job in JSON, if it is one
+          if (!in_->Skip(size)) return Corrupt();
+          break;
+        case 5: {
+          if (++shape->tiles > limits_.max_tiles_per_job) return TooMany("inputs", limits_.max_tiles_per_job);
+          const auto limit = in_->PushLimit(size);
+          if (absl::Status s = Input(); !s.ok()) return s;
+          in_->PopLimit(limit);
+          break;
+        }
+        case 6: {
+          if (++outputs > limits_.max_tiles_per_job) return TooMany("outputs", limits_.max_tiles_per_job);
+          const auto limit = in_->PushLimit(size);
+          if (absl::Status s = WithParameters(2, "an output"); !s.ok()) return s;
+          in_->PopLimit(limit);
+          break;
+        }
+        case 7:
+          if (++raw > limits_.max_tiles_per_job) return TooMany("raw_input_contents", limits_.max_tiles_per_job);
+          if (!in_->Skip(size)) return Corrupt();
+          break;
+        default:
+          if (++unknown > kMaxUnknown) return Unknown();
+          if (!WireFormatLite::SkipField(in_, tag)) return Corrupt();
+      }
+    }
+    if (!in_->ConsumedEntireMessage()) return Corrupt();
+    shape->instructions = 1;
+    return absl::OkStatus();
+  }
+
+ private:
+  static constexpr size_t kMaxUnknown = 16;
+
+  static absl::Status Corrupt() {
+    return absl::InvalidArgumentError(
+        "is not an inference.ModelInferRequest: its protobuf encoding is "
+        "truncated or corrupt");
+  }
+  static absl::Status TooMany(const char* what, size_t limit) {
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "the request has more than %u %s, the limit", limit, what));
+  }
+  static absl::Status Unknown() {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "the request carries more than %u fields the protocol lacks",
+        kMaxUnknown));
+  }
+
+  // An input tensor: its parameters counted, its contents' elements
+  // bounded by what a tile may hold.
+  absl::Status Input() {
+    size_t unknown = 0, parameters = 0;
+    while (uint32_t tag = in_->ReadTag()) {
+      const int field = WireFormatLite::GetTagFieldNumber(tag);
+      if (field == 4 || field == 5) {
+        uint32_t size = 0;
+        if (WireFormatLite::GetTagWireType(tag) !=
+                WireFormatLite::WIRETYPE_LENGTH_DELIMITED ||
+            !in_->ReadVarint32(&size)) {
+          return Corrupt();
+        }
+        if (field == 4) {
+          if (++parameters > kMaxInferParameters) return TooMany("parameters on an input", kMaxInferParameters);
+          if (!in_->Skip(size)) return Corrupt();
+          continue;
+        }
+        const auto limit = in_->PushLimit(size);
+        if (absl::Status s = Contents(); !s.ok()) return s;
+        in_->PopLimit(limit);
+        continue;
+      }
+      if (field > 3 && ++unknown > kMaxUnknown) return Unknown();
+      if (!WireFormatLite::SkipField(in_, tag)) return Corrupt();
+    }
+    return absl::OkStatus();
+  }
+
+  // Contents: int_contents and uint_contents only, at most a tile's
+  // elements (packed or not).
+  absl::Status Contents() {
+    uint64_t elements = 0;
+    while (uint32_t tag = in_->ReadTag()) {
+      const int field = WireFormatLite::GetTagFieldNumber(tag);
+      if (field != 2 && field != 4) {
+        return absl::InvalidArgumentError(
+            "an input's contents may hold int_contents (INT8, INT16, INT32) "
+            "or uint_contents (UINT8, UINT16, UINT32) only");
+      }
+      if (WireFormatLite::GetTagWireType(tag) ==
+          WireFormatLite::WIRETYPE_LENGTH_DELIMITED) {
+        uint32_t size = 0;
+        if (!in_->ReadVarint32(&size)) return Corrupt();
+        const auto limit = in_->PushLimit(size);
+        uint64_t v = 0;
+        while (in_->BytesUntilLimit() > 0) {
+          if (!in_->ReadVarint64(&v)) return Corrupt();
+          ++elements;
+        }
+        in_->PopLimit(limit);
+      } else {
+        uint64_t v = 0;
+        if (!in_->ReadVarint64(&v)) return Corrupt();
+        ++elements;
+      }
+      if (elements > limits_.max_tile_bytes) {
+        return absl::ResourceExhaustedError(absl::StrFormat(
+            "an input's contents hold more than %u elements, more than a "
+            "tile may hold",
+            limits_.max_tile_bytes));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  // An output: its parameters (field `number`) counted.
+  absl::Status WithParameters(int number, const char* what) {
+    size_t unknown = 0, parameters = 0;
+    while (uint32_t tag = in_->ReadTag()) {
+      const int field = WireFormatLite::GetTagFieldNumber(tag);
+      if (field == number) {
+        if (++parameters > kMaxInferParameters) {
+          return TooMany(absl::StrCat("parameters on ", what).c_str(), kMaxInferParameters);
+        }
+      } else if (field > number && ++unknown > kMaxUnknown) {
+        return Unknown();
+      }
+      if (!WireFormatLite::SkipField(in_, tag)) return Corrupt();
+    }
+    return absl::OkStatus();
+  }
+
+  CodedInputStream* const in_;
+  const EngineLimits& limits_;
+};
+
+}  // namespace
+
+absl::StatusOr<WireShape> ScanInferRequest(
+    google::protobuf::io::ZeroCopyInputStream* bytes, size_t size,
+    const EngineLimits& limits) {
+  CodedInputStream in(bytes);
+  in.SetTotalBytesLimit(static_cast<int>(std::min<size_t>(size, INT32_MAX)));
+  WireShape shape;
+  InferScan scan(&in, limits);
+  if (absl::Status s = scan.Request(&shape); !s.ok()) return s;
+  return shape;
+}
+
+absl::StatusOr<WireShape> GrpcInferProtocol::Scan(
+    const RequestBody& body, const EngineLimits& limits) const {
+  absl::StatusOr<WireShape> shape;
+  absl::Status read =
+      body.Read([&](google::protobuf::io::ZeroCopyInputStream* in) {
+        shape = ScanInferRequest(in, body.size(), limits);
+      });
+  if (!read.ok()) return read;
+  return shape;
+}
+
+absl::Status GrpcInferProtocol::Parse(const RequestBody& body,
+                                      absl::string_view what,
+                                      v1::Job* job) const {
+  inference::ModelInferRequest request;
+  bool parsed = false;
+  absl::Status read =
+      body.Read([&](google::protobuf::io::ZeroCopyInputStream* in) {
+        parsed = request.ParseFromZeroCopyStream(in);
+      });
+  if (!read.ok() || !parsed) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, " is not an inference.ModelInferRequest: its protobuf encoding "
+              "is truncated or corrupt"));
+  }
+  return JobOfInferRequest(*catalog_, request, job, &envelope_);
+}
+
+}  // namespace ptoserve
