@@ -48,9 +48,9 @@ std::string EventText(const v1::EventRecord& e) {
   }
   text += "\n";
   for (const v1::MicroOp& op : e.trace()) {
-    absl::StrAppendFormat(&text, "       %-5s %s <- %s  (%u repeats, %u elements)\n",
-                          op.op(), op.dst(), absl::StrJoin(op.srcs(), ", "),
-                          op.repeats(), op.elements());
+    absl::StrAppendFormat(
+        &text, "       %-5s %s <- %s  (%u repeats, %u elements)\n", op.op(),
+        op.dst(), absl::StrJoin(op.srcs(), ", "), op.repeats(), op.elements());
   }
   for (const std::string& note : e.notes()) {
     absl::StrAppend(&text, "       note: ", note, "\n");

@@ -27,6 +27,7 @@
 #include "server/metrics/metrics_endpoint.h"
 #include "server/metrics/process_metrics.h"
 #include "server/metrics/service_metrics.h"
+#include "server/rpc/inference_service.h"
 #include "server/rpc/shared_memory_service.h"
 #include "server/rpc/tile_compute_service.h"
 #include "server/shm/shared_memory.h"
@@ -77,7 +78,9 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials(
 // The gRPC services reflection lists and the metrics count.
 std::vector<std::string> ServiceNames() {
   return {v1::TileCompute::service_full_name(),
-          v1::SharedMemory::service_full_name(), "grpc.health.v1.Health",
+          v1::SharedMemory::service_full_name(),
+          inference::GRPCInferenceService::service_full_name(),
+          "grpc.health.v1.Health",
           grpc::reflection::v1::ServerReflection::service_full_name(),
           grpc::reflection::v1alpha::ServerReflection::service_full_name()};
 }
@@ -125,6 +128,9 @@ struct Server::Parts {
   std::unique_ptr<Dispatcher> dispatcher;
   std::unique_ptr<Intake> intake;
   std::unique_ptr<TileComputeService> service;
+  std::unique_ptr<ModelCatalog> models;
+  std::unique_ptr<InferenceService> inference;
+  UnservedMethods unserved;
   std::unique_ptr<SharedMemoryService> shared_service;
   std::unique_ptr<ReflectionService> reflection;
   std::unique_ptr<GrpcMetrics> grpc_metrics;
@@ -228,7 +234,10 @@ void Server::Parts::Assemble(const ServerOptions& options) {
   shared_service = std::make_unique<SharedMemoryService>(&shared, token_auth());
   reflection = std::make_unique<ReflectionService>(
       ServiceNames(), DescriptorSetWithComments(), token_auth());
-  services = {service.get(), shared_service.get()};
+  models = std::make_unique<ModelCatalog>(dispatcher->capabilities());
+  inference = std::make_unique<InferenceService>(
+      intake.get(), models.get(), service.get(), [this] { return Serving(); });
+  services = {service.get(), shared_service.get(), inference.get()};
   if (options.reflection) {
     for (grpc::Service* s : reflection->services()) services.push_back(s);
   }
@@ -257,6 +266,12 @@ void Server::Parts::Measure() {
           absl::StrCat("/", tile_compute, "/Execute"),
           absl::StrCat("/", tile_compute, "/ExecuteStream"),
           absl::StrCat("/", tile_compute, "/ExecuteBatches"),
+          absl::StrCat("/",
+                       inference::GRPCInferenceService::service_full_name(),
+                       "/ModelInfer"),
+          absl::StrCat("/",
+                       inference::GRPCInferenceService::service_full_name(),
+                       "/ModelStreamInfer"),
           "/grpc.health.v1.Health/",
           absl::StrCat(
               "/", grpc::reflection::v1::ServerReflection::service_full_name(),
@@ -320,6 +335,7 @@ absl::Status Server::Parts::StartHttp(const ServerOptions& options) {
     http_parts.registry = &registry;
     http_parts.auth = token_auth();
     http_parts.ready = [this] { return Serving(); };
+    http_parts.models = models.get();
     absl::StatusOr<std::unique_ptr<HttpApi>> started =
         HttpApi::Start(daemon, options.tls, http_parts);
     if (!started.ok()) return started.status();
@@ -337,6 +353,7 @@ absl::Status Server::Parts::StartGrpc(
   wiring.credentials = std::move(credentials);
   wiring.tls = !options.tls.cert.empty();
   wiring.interceptor = grpc_metrics.get();
+  wiring.unserved = &unserved;
   absl::StatusOr<RunningServer> running =
       StartGrpcServer(options.grpc, wiring, services);
   if (!running.ok()) return running.status();

@@ -13,9 +13,19 @@
 //   GET  /v2/health/live       200 while the process serves HTTP
 //   GET  /v2/health/ready      200 while it takes jobs, else 503
 //
-// Errors are {"code": "INVALID_ARGUMENT", "message": "..."} with the HTTP
-// status Google's API design guide gives each code (HttpStatusOf); a
-// request whose Host names another server is answered 421.
+// and the Open Inference Protocol's REST API (docs/INFERENCE.md), through
+// the same pipeline with server/oip's protocol:
+//
+//   GET  /v2                                       server metadata
+//   GET  /v2/models/{model}[/versions/{version}]   model metadata
+//   GET  /v2/models/{model}[/versions/{version}]/ready
+//   POST /v2/models/{model}[/versions/{version}]/infer
+//   POST /v2/repository/index
+//
+// Errors are {"code": "INVALID_ARGUMENT", "message": "..."} (under /v2,
+// the protocol's {"error": "..."}) with the HTTP status Google's API
+// design guide gives each code (HttpStatusOf); a request whose Host names
+// another server is answered 421.
 //
 // Connections are served by HttpDaemon (server/httpd/http_daemon.h): a few
 // threads poll them all; limits and timeouts are its.
@@ -32,6 +42,7 @@
 #include "server/httpd/http_daemon.h"
 #include "server/intake/intake.h"
 #include "server/metrics/metrics.h"
+#include "server/oip/models.h"
 #include "server/transport/auth.h"
 
 namespace ptoserve {
@@ -44,6 +55,8 @@ struct HttpApiParts {
   const TokenAuthenticator* auth = nullptr;  // null: no tokens
   // Whether the server takes jobs (false once it is stopping).
   std::function<bool()> ready;
+  // The Open Inference Protocol's models (the /v2 routes).
+  const ModelCatalog* models = nullptr;
 };
 
 class HttpApi final : public HttpHandler {
@@ -81,6 +94,10 @@ class HttpApi final : public HttpHandler {
   // Hands a job's body to the pipeline; answers when it is done.
   void Execute(const std::shared_ptr<HttpExchange>& exchange,
                const std::shared_ptr<Call>& call) const;
+  // Answers an Open Inference Protocol request that needs no body: the
+  // server's or a model's metadata, a model's readiness, an extension not
+  // served.
+  void AnswerMetadata(HttpExchange* exchange, Call* call) const;
 
   const HttpApiParts parts_;
   // The setting a JSON body's refusal names as its limit, with what to do.

@@ -22,12 +22,16 @@
 #include "server/identity/socket_owner.h"
 #include "server/intake/request_body.h"
 #include "server/log/log.h"
+#include "server/oip/infer.h"
+#include "server/oip/rest.h"
 
 namespace ptoserve {
 
 namespace {
 
 constexpr char kJson[] = "application/json";
+// The most a repository index request's body may be ({"ready": true}).
+constexpr uint64_t kMaxIndexBody = 4096;
 // A result in JSON: base64 (4/3 of the bytes), or about 20 text bytes per
 // 8-byte value.
 constexpr uint64_t kJsonResultFactor = 3;
@@ -40,6 +44,13 @@ enum Route : int {
   kHealth,
   kLive,
   kReady,
+  // The Open Inference Protocol's (docs/INFERENCE.md).
+  kServerMetadata,
+  kModelMetadata,
+  kModelReady,
+  kInfer,
+  kRepositoryIndex,
+  kNotServed,   // its extensions this server has not
   kOther = -1,  // no route's
 };
 
@@ -51,6 +62,25 @@ const RouteTable& Routes() {
       {kHealth, "GET", "/v1/health"},
       {kLive, "GET", "/v2/health/live"},
       {kReady, "GET", "/v2/health/ready"},
+      {kServerMetadata, "GET", "/v2"},
+      {kModelMetadata, "GET", "/v2/models/{model}"},
+      {kModelMetadata, "GET", "/v2/models/{model}/versions/{version}"},
+      {kModelReady, "GET", "/v2/models/{model}/ready"},
+      {kModelReady, "GET", "/v2/models/{model}/versions/{version}/ready"},
+      {kInfer, "POST", "/v2/models/{model}/infer"},
+      {kInfer, "POST", "/v2/models/{model}/versions/{version}/infer"},
+      {kRepositoryIndex, "POST", "/v2/repository/index"},
+      {kNotServed, "GET", "/v2/models/{model}/config"},
+      {kNotServed, "GET", "/v2/models/{model}/stats"},
+      {kNotServed, "GET", "/v2/models/stats"},
+      {kNotServed, "POST", "/v2/repository/models/{model}/load"},
+      {kNotServed, "POST", "/v2/repository/models/{model}/unload"},
+      {kNotServed, "GET", "/v2/systemsharedmemory/status"},
+      {kNotServed, "POST", "/v2/systemsharedmemory/region/{region}/register"},
+      {kNotServed, "GET", "/v2/cudasharedmemory/status"},
+      {kNotServed, "POST", "/v2/cudasharedmemory/region/{region}/register"},
+      {kNotServed, "GET", "/v2/trace/setting"},
+      {kNotServed, "GET", "/v2/logging"},
   });
   return *routes;
 }
@@ -137,6 +167,13 @@ struct HttpApi::Call {
   // Why the request was refused, and who its client is, for its log line.
   std::string error;
   std::string client;
+  // An Open Inference Protocol request (a path under /v2): errors in its
+  // form; an inference's protocol, the model and version its path names,
+  // and a repository index's body bytes, counted and dropped.
+  bool oip = false;
+  std::unique_ptr<RestInferProtocol> infer;
+  std::string model, version;
+  uint64_t dropped_bytes = 0;
 };
 
 namespace {
@@ -146,15 +183,79 @@ namespace {
 void Refuse(HttpExchange* exchange, HttpApi::Call* call,
             const absl::Status& status, int http_status = 0) {
   call->error = std::string(status.message());
-  HttpResponse answer = Error(status);
+  HttpResponse answer = call->oip ? Answer(HttpStatusOf(status.code()),
+                                           RestError(status.message()) + "\n")
+                                  : Error(status);
   if (http_status != 0) answer.status = http_status;
   exchange->Respond(std::move(answer));
+}
+
+// The answer to an inference: its JSON, and the outputs asked for as
+// binary after it (Inference-Header-Content-Length says where they start).
+HttpResponse InferAnswer(const HttpApi::Call& call,
+                         const v1::JobResult& result) {
+  inference::ModelInferResponse response;
+  InferResponseOf(result, call.infer->envelope(), &response);
+  size_t json_bytes = 0;
+  std::string body =
+      RestInferResponse(response, call.infer->envelope(), &json_bytes);
+  if (json_bytes == body.size()) return Answer(200, std::move(body));
+  HttpResponse answer =
+      Answer(200, std::move(body), "application/octet-stream");
+  answer.headers.push_back(
+      {"Inference-Header-Content-Length", absl::StrCat(json_bytes)});
+  return answer;
 }
 
 // gRPC's name for a peer ("ipv4:127.0.0.1:40112"), of the socket's far end.
 std::string PeerOf(int fd) {
   std::string name = PeerName(fd);
   return name.empty() ? "an unknown peer" : name;
+}
+
+}  // namespace
+
+namespace {
+
+// An inference's body may come as JSON, binary, with no type (as
+// tritonclient sends it) or as curl -d's form type, but not as text/plain
+// or multipart/form-data, which only a form of some page would send. (A
+// page of another site is refused by its Origin whatever its type.)
+absl::Status CheckInferContentType(HttpExchange* exchange) {
+  const std::string type =
+      absl::AsciiStrToLower(exchange->header("Content-Type"));
+  for (const char* simple : {"text/plain", "multipart/form-data"}) {
+    if (absl::StartsWith(type, simple)) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "an inference request is sent as application/json, "
+          "application/octet-stream or with no Content-Type, not %s",
+          ShortQuote(type, 100)));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// The JSON's length that Inference-Header-Content-Length gives (0: none
+// given, the body is all JSON), within --max_json_kb.
+absl::StatusOr<uint64_t> InferJsonBytes(HttpExchange* exchange,
+                                        const ServiceLimits& limits) {
+  const absl::string_view value =
+      exchange->header("Inference-Header-Content-Length");
+  if (value.empty()) return 0;
+  uint64_t json = 0;
+  if (!absl::SimpleAtoi(value, &json) || json == 0) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "Inference-Header-Content-Length %s is not the JSON's length in "
+        "bytes",
+        ShortQuote(value)));
+  }
+  if (json > limits.max_json_bytes) {
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "Inference-Header-Content-Length is %u, over the %u bytes of JSON "
+        "a request may have (%s)",
+        json, limits.max_json_bytes, SettingName(Setting::kMaxJsonBytes)));
+  }
+  return json;
 }
 
 }  // namespace
@@ -194,11 +295,19 @@ absl::Status HttpApi::Admit(HttpExchange* exchange, Call* call) const {
                              exchange->header("X-Forwarded-For"));
   }
   call->client = client;
-  if (call->route != kExecute) return absl::OkStatus();
-  if (!absl::StartsWith(exchange->header("Content-Type"), kJson)) {
+  if (call->route != kExecute && call->route != kInfer) {
+    return absl::OkStatus();
+  }
+  if (call->route == kExecute &&
+      !absl::StartsWith(exchange->header("Content-Type"), kJson)) {
     return absl::InvalidArgumentError(
         "the body must be a job in JSON, sent with \"Content-Type: "
         "application/json\"");
+  }
+  if (call->route == kInfer) {
+    if (absl::Status typed = CheckInferContentType(exchange); !typed.ok()) {
+      return typed;
+    }
   }
   call->info.share = parts_.budget->ShareOf(client);
   call->info.shared_memory = false;
@@ -209,8 +318,17 @@ absl::Status HttpApi::Admit(HttpExchange* exchange, Call* call) const {
     call->info.deadline = exchange->start() + *d;
   }
   const ServiceLimits& limits = parts_.intake->limits();
-  call->body.emplace(BodyFormat::kJson, parts_.budget, call->info.share,
-                     std::min(limits.max_json_bytes, limits.max_message_bytes));
+  uint64_t most = std::min(limits.max_json_bytes, limits.max_message_bytes);
+  if (call->route == kInfer) {
+    absl::StatusOr<uint64_t> json = InferJsonBytes(exchange, limits);
+    if (!json.ok()) return json.status();
+    // Binary tensor data after the JSON: within a message's limit.
+    const bool header = *json != 0;
+    if (header) most = limits.max_message_bytes;
+    call->infer = std::make_unique<RestInferProtocol>(
+        parts_.models, call->model, call->version, *json, header);
+  }
+  call->body.emplace(BodyFormat::kJson, parts_.budget, call->info.share, most);
   uint64_t declared = 0;
   if (absl::SimpleAtoi(exchange->header("Content-Length"), &declared)) {
     return call->body->Expect(declared, body_limit_);
@@ -224,6 +342,10 @@ void HttpApi::OnHead(const std::shared_ptr<HttpExchange>& exchange) {
   const RouteMatch match = Routes().Find(exchange->method(), exchange->path());
   call->route = match.route != nullptr ? Route(match.route->id) : kOther;
   call->named = match.named;
+  call->oip =
+      exchange->path() == "/v2" || absl::StartsWith(exchange->path(), "/v2/");
+  call->model = std::string(match.param("model"));
+  call->version = std::string(match.param("version"));
   if (!exchange->host_allowed()) {
     return Refuse(
         exchange.get(), call.get(),
@@ -282,11 +404,61 @@ void HttpApi::OnHead(const std::shared_ptr<HttpExchange>& exchange) {
     exchange->Respond(
         Answer(200, ToJson(parts_.intake->dispatcher()->capabilities())));
   }
+  if (call->oip) AnswerMetadata(exchange.get(), call.get());
+}
+
+void HttpApi::AnswerMetadata(HttpExchange* exchange, Call* call) const {
+  switch (call->route) {
+    case kServerMetadata:
+      return exchange->Respond(
+          Answer(200, RestServerMetadata(ServerMetadataOf())));
+    case kModelMetadata:
+    case kModelReady: {
+      absl::StatusOr<const InferModel*> model =
+          parts_.models->Find(call->model, call->version);
+      if (!model.ok()) return Refuse(exchange, call, model.status());
+      if (call->route == kModelMetadata) {
+        return exchange->Respond(
+            Answer(200, RestModelMetadata(parts_.models->Metadata(**model))));
+      }
+      if (!parts_.ready()) {
+        return Refuse(exchange, call,
+                      absl::UnavailableError(absl::StrFormat(
+                          "model %s is not ready: the server is shutting down",
+                          (*model)->name)),
+                      400);
+      }
+      return exchange->Respond(Answer(200, ""));
+    }
+    case kNotServed:
+      return Refuse(
+          exchange, call,
+          absl::UnimplementedError(absl::StrFormat(
+              "%s %s is not served by ptoserve, whose Open Inference "
+              "Protocol serves GET /v2, GET /v2/models/{model}[/ready], POST "
+              "/v2/models/{model}/infer and POST /v2/repository/index "
+              "(docs/INFERENCE.md)",
+              exchange->method(), ShortQuote(exchange->path(), 200))));
+    default:
+      return;  // a body first (infer, the repository index)
+  }
 }
 
 void HttpApi::OnBody(const std::shared_ptr<HttpExchange>& exchange,
                      absl::string_view piece) {
   auto* call = static_cast<Call*>(exchange->state.get());
+  if (call->route == kRepositoryIndex && exchange->status() == 0) {
+    // Its body ({"ready": true}) changes nothing while every model is
+    // ready: counted and dropped, a small one only.
+    call->dropped_bytes += piece.size();
+    if (call->dropped_bytes > kMaxIndexBody) {
+      Refuse(exchange.get(), call,
+             absl::InvalidArgumentError(absl::StrFormat(
+                 "a repository index request's body is at most %u bytes",
+                 kMaxIndexBody)));
+    }
+    return;
+  }
   if (!call->body.has_value()) return;
   if (absl::Status taken = call->body->Append(piece, body_limit_);
       !taken.ok()) {
@@ -297,8 +469,12 @@ void HttpApi::OnBody(const std::shared_ptr<HttpExchange>& exchange,
 
 void HttpApi::OnComplete(const std::shared_ptr<HttpExchange>& exchange) {
   auto call = std::static_pointer_cast<Call>(exchange->state);
-  if (call->route == kExecute && call->body.has_value()) {
+  if ((call->route == kExecute || call->route == kInfer) &&
+      call->body.has_value()) {
     Execute(exchange, call);
+  }
+  if (call->route == kRepositoryIndex && exchange->status() == 0) {
+    exchange->Respond(Answer(200, RestRepositoryIndex(parts_.models->Index())));
   }
 }
 
@@ -315,6 +491,7 @@ void HttpApi::Execute(const std::shared_ptr<HttpExchange>& exchange,
   request.call = &call->info;
   request.job = &call->job;
   request.result = &call->result;
+  request.protocol = call->infer.get();
   request.done = [budget = parts_.budget, exchange, call](
                      absl::StatusOr<v1::JobResult*> result,
                      MemoryBudget::Hold hold) {
@@ -327,7 +504,8 @@ void HttpApi::Execute(const std::shared_ptr<HttpExchange>& exchange,
         (*result)->ByteSizeLong() * kJsonResultFactor, call->info.share);
     if (!room.ok()) return Refuse(exchange.get(), call.get(), room.status());
     call->json_hold = *std::move(room);
-    exchange->Respond(Answer(200, ToJson(**result)));
+    exchange->Respond(call->infer != nullptr ? InferAnswer(*call, **result)
+                                             : Answer(200, ToJson(**result)));
   };
   // A light body is decoded, and a small job run, on this thread; the
   // others are answered from the thread that finishes them.

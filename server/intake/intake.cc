@@ -284,9 +284,8 @@ Decoded Intake::ParseNow(const DecodeRequest& request) const {
   } else if (auto* job = dynamic_cast<v1::Job*>(request.message)) {
     // What of it is JSON costs what a JSON job's parse does, held against
     // the caller's share while it is parsed.
-    absl::StatusOr<MemoryBudget::Hold> parsing =
-        budget_->Reserve(request.shape.json_bytes * kJsonParseFactor,
-                         request.call->share);
+    absl::StatusOr<MemoryBudget::Hold> parsing = budget_->Reserve(
+        request.shape.json_bytes * kJsonParseFactor, request.call->share);
     decoded.status = parsing.ok()
                          ? request.protocol->Parse(body, request.what, job)
                          : parsing.status();

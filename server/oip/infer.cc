@@ -23,9 +23,10 @@ namespace ptoserve {
 
 namespace {
 
-using google::protobuf::io::CodedInputStream;
 using google::protobuf::internal::WireFormatLite;
-using Parameters = google::protobuf::Map<std::string, inference::InferParameter>;
+using google::protobuf::io::CodedInputStream;
+using Parameters =
+    google::protobuf::Map<std::string, inference::InferParameter>;
 
 constexpr char kSharedMemoryRefusal[] =
     "system shared memory is not served through the Open Inference "
@@ -68,8 +69,9 @@ absl::StatusOr<int64_t> IntParameter(absl::string_view name,
     case inference::InferParameter::kUint64Param:
       integer = p.uint64_param() <= uint64_t(high);
       v = integer ? int64_t(p.uint64_param()) : high;
-      if (!integer) return absl::InvalidArgumentError(absl::StrFormat(
-          "parameter %s is %u, over %d", name, p.uint64_param(), high));
+      if (!integer)
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "parameter %s is %u, over %d", name, p.uint64_param(), high));
       break;
     case inference::InferParameter::kDoubleParam:
       integer = p.double_param() == double(int64_t(p.double_param()));
@@ -150,8 +152,8 @@ absl::Status ReadParameters(const InferModel& model,
           static_cast<uint32_t>(*v);
     } else if (name == "timeout") {
       // Triton's unit: microseconds. The server caps it (--max_job_time).
-      absl::StatusOr<int64_t> us = IntParameter(
-          name, p, 1, std::numeric_limits<int64_t>::max() / 1000);
+      absl::StatusOr<int64_t> us =
+          IntParameter(name, p, 1, std::numeric_limits<int64_t>::max() / 1000);
       if (!us.ok()) return us.status();
       job->mutable_timeout()->set_seconds(*us / 1000000);
       job->mutable_timeout()->set_nanos(static_cast<int>(*us % 1000000) * 1000);
@@ -166,16 +168,17 @@ absl::Status ReadParameters(const InferModel& model,
       envelope->all_binary = *b;
     } else if (model.op == nullptr && (name == "job" || name == "assembly")) {
       absl::StatusOr<std::string> text = StringParameter(
-          name, p, name == "job" ? "a ptoserve.v1.Job in JSON" : "PTO assembly");
+          name, p,
+          name == "job" ? "a ptoserve.v1.Job in JSON" : "PTO assembly");
       if (!text.ok()) return text.status();
       (name == "job" ? out->job_json : out->assembly) = *std::move(text);
       (name == "job" ? out->has_job : out->has_assembly) = true;
     } else if (name == "shared_memory_region") {
       return absl::UnimplementedError(kSharedMemoryRefusal);
     } else {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "parameter %s is not one model %s takes: %s", ShortQuote(name, 100),
-          model.name, valid));
+      return absl::InvalidArgumentError(
+          absl::StrFormat("parameter %s is not one model %s takes: %s",
+                          ShortQuote(name, 100), model.name, valid));
     }
   }
   return absl::OkStatus();
@@ -189,20 +192,35 @@ absl::Status PackValues(const google::protobuf::RepeatedField<Value>& values,
   const size_t size = WireElementBytes(dtype);
   int64_t low = 0, high = 0;
   switch (dtype) {
-    case v1::DTYPE_INT8: low = INT8_MIN; high = INT8_MAX; break;
-    case v1::DTYPE_UINT8: high = UINT8_MAX; break;
-    case v1::DTYPE_INT16: low = INT16_MIN; high = INT16_MAX; break;
-    case v1::DTYPE_UINT16: high = UINT16_MAX; break;
-    case v1::DTYPE_INT32: low = INT32_MIN; high = INT32_MAX; break;
-    default: high = UINT32_MAX; break;
+    case v1::DTYPE_INT8:
+      low = INT8_MIN;
+      high = INT8_MAX;
+      break;
+    case v1::DTYPE_UINT8:
+      high = UINT8_MAX;
+      break;
+    case v1::DTYPE_INT16:
+      low = INT16_MIN;
+      high = INT16_MAX;
+      break;
+    case v1::DTYPE_UINT16:
+      high = UINT16_MAX;
+      break;
+    case v1::DTYPE_INT32:
+      low = INT32_MIN;
+      high = INT32_MAX;
+      break;
+    default:
+      high = UINT32_MAX;
+      break;
   }
   out->resize(values.size() * size);
   for (int i = 0; i < values.size(); ++i) {
     const int64_t v = static_cast<int64_t>(values.Get(i));
     if (v < low || v > high) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "input %s: element %d is %d, outside %s's %d to %d", input, i, v,
-          DatatypeOf(dtype), low, high));
+      return absl::InvalidArgumentError(
+          absl::StrFormat("input %s: element %d is %d, outside %s's %d to %d",
+                          input, i, v, DatatypeOf(dtype), low, high));
     }
     const uint64_t bits = static_cast<uint64_t>(v);
     for (size_t b = 0; b < size; ++b) {
@@ -221,10 +239,10 @@ absl::Status TileOfInput(const InferModel& model,
   const v1::DType dtype = DTypeOfDatatype(input.datatype());
   if (std::find(model.datatypes.begin(), model.datatypes.end(),
                 input.datatype()) == model.datatypes.end()) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "input %s: datatype %s is not one model %s accepts: %s", name,
-        ShortQuote(input.datatype()), model.name,
-        absl::StrJoin(model.datatypes, ", ")));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("input %s: datatype %s is not one model %s accepts: %s",
+                        name, ShortQuote(input.datatype()), model.name,
+                        absl::StrJoin(model.datatypes, ", ")));
   }
   if (input.shape_size() != 2 || input.shape(0) < 1 || input.shape(1) < 1 ||
       input.shape(0) > std::numeric_limits<uint32_t>::max() ||
@@ -271,8 +289,10 @@ absl::Status TileOfInput(const InferModel& model,
   const bool is_signed = dtype == v1::DTYPE_INT8 || dtype == v1::DTYPE_INT16 ||
                          dtype == v1::DTYPE_INT32;
   const auto& c = input.contents();
-  const size_t given = is_signed ? c.int_contents_size() : c.uint_contents_size();
-  const size_t other = is_signed ? c.uint_contents_size() : c.int_contents_size();
+  const size_t given =
+      is_signed ? c.int_contents_size() : c.uint_contents_size();
+  const size_t other =
+      is_signed ? c.uint_contents_size() : c.int_contents_size();
   if (other > 0 || c.int64_contents_size() > 0 ||
       c.uint64_contents_size() > 0 || c.fp32_contents_size() > 0 ||
       c.fp64_contents_size() > 0 || c.bool_contents_size() > 0 ||
@@ -325,10 +345,10 @@ absl::Status ReadOutputs(const InferModel& model,
                                " takes one)")));
       }
       if (output.name() != "dst" && output.name() != "tmp") {
-        return absl::InvalidArgumentError(absl::StrFormat(
-            "output %s is not one of model %s's: dst%s",
-            ShortQuote(output.name(), 100), model.name,
-            model.tmp_targets.empty() ? "" : ", tmp"));
+        return absl::InvalidArgumentError(
+            absl::StrFormat("output %s is not one of model %s's: dst%s",
+                            ShortQuote(output.name(), 100), model.name,
+                            model.tmp_targets.empty() ? "" : ", tmp"));
       }
     }
     envelope->outputs.push_back(output.name());
@@ -360,7 +380,8 @@ absl::Status ReadProgram(const RequestParameters& params, v1::Job* job) {
   const google::protobuf::Duration timeout = job->timeout();
   const uint32_t priority = job->priority();
   const std::string id = job->id();
-  if (absl::Status scanned = ScanJson(params.job_json, JsonBounds{8 + 4 * 1024 + 1024, 8});
+  if (absl::Status scanned =
+          ScanJson(params.job_json, JsonBounds{8 + 4 * 1024 + 1024, 8});
       !scanned.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat("parameter job: ", scanned.message()));
@@ -394,9 +415,9 @@ absl::Status ReadOperands(const InferModel& model,
   for (const char* operand : {"src0", "src1"}) {
     if (!two && std::string_view(operand) == "src1") break;
     if (job->tiles().count(operand) == 0) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "model %s reads inputs %s; %s is missing", model.name, wanted,
-          operand));
+      return absl::InvalidArgumentError(
+          absl::StrFormat("model %s reads inputs %s; %s is missing", model.name,
+                          wanted, operand));
     }
   }
   v1::Instruction* inst = job->add_instructions();
@@ -417,12 +438,12 @@ absl::Status ReadOperands(const InferModel& model,
 absl::Status JobOfInferRequest(const ModelCatalog& catalog,
                                const inference::ModelInferRequest& request,
                                v1::Job* job, InferEnvelope* envelope) {
+  envelope->id = request.id();
+  envelope->model = request.model_name();
   absl::StatusOr<const InferModel*> found =
       catalog.Find(request.model_name(), request.model_version());
   if (!found.ok()) return found.status();
   const InferModel& model = **found;
-  envelope->model = model.name;
-  envelope->id = request.id();
   job->set_id(request.id());
   RequestParameters params;
   if (absl::Status read =
@@ -481,7 +502,8 @@ std::string TileBytes(const v1::Tile& tile) {
   const size_t size = WireElementBytes(tile.dtype());
   std::string out(tile.values_size() * size, '\0');
   for (int i = 0; i < tile.values_size(); ++i) {
-    const uint64_t bits = static_cast<uint64_t>(static_cast<int64_t>(tile.values(i)));
+    const uint64_t bits =
+        static_cast<uint64_t>(static_cast<int64_t>(tile.values(i)));
     for (size_t b = 0; b < size; ++b) out[i * size + b] = char(bits >> (8 * b));
   }
   return out;
@@ -536,36 +558,45 @@ class InferScan {
         return Corrupt();
       }
       switch (field) {
-        case 1: case 2: case 3:
+        case 1:
+        case 2:
+        case 3:
           if (size > kMaxNameBytes) {
-            return absl::InvalidArgumentError(absl::StrFormat(
-                "%s is %u bytes, over the %u a name may be",
-                field == 1 ? "model_name" : field == 2 ? "model_version" : "id",
-                size, kMaxNameBytes));
+            return absl::InvalidArgumentError(
+                absl::StrFormat("%s is %u bytes, over the %u a name may be",
+                                field == 1   ? "model_name"
+                                : field == 2 ? "model_version"
+                                             : "id",
+                                size, kMaxNameBytes));
           }
           if (!in_->Skip(size)) return Corrupt();
           break;
         case 4:
-          if (++parameters > kMaxInferParameters) return TooMany("parameters", kMaxInferParameters);
+          if (++parameters > kMaxInferParameters)
+            return TooMany("parameters", kMaxInferParameters);
           shape->json_bytes += size;  // a job in JSON, if it is one
           if (!in_->Skip(size)) return Corrupt();
           break;
         case 5: {
-          if (++shape->tiles > limits_.max_tiles_per_job) return TooMany("inputs", limits_.max_tiles_per_job);
+          if (++shape->tiles > limits_.max_tiles_per_job)
+            return TooMany("inputs", limits_.max_tiles_per_job);
           const auto limit = in_->PushLimit(size);
           if (absl::Status s = Input(); !s.ok()) return s;
           in_->PopLimit(limit);
           break;
         }
         case 6: {
-          if (++outputs > limits_.max_tiles_per_job) return TooMany("outputs", limits_.max_tiles_per_job);
+          if (++outputs > limits_.max_tiles_per_job)
+            return TooMany("outputs", limits_.max_tiles_per_job);
           const auto limit = in_->PushLimit(size);
-          if (absl::Status s = WithParameters(2, "an output"); !s.ok()) return s;
+          if (absl::Status s = WithParameters(2, "an output"); !s.ok())
+            return s;
           in_->PopLimit(limit);
           break;
         }
         case 7:
-          if (++raw > limits_.max_tiles_per_job) return TooMany("raw_input_contents", limits_.max_tiles_per_job);
+          if (++raw > limits_.max_tiles_per_job)
+            return TooMany("raw_input_contents", limits_.max_tiles_per_job);
           if (!in_->Skip(size)) return Corrupt();
           break;
         default:
@@ -610,7 +641,8 @@ class InferScan {
           return Corrupt();
         }
         if (field == 4) {
-          if (++parameters > kMaxInferParameters) return TooMany("parameters on an input", kMaxInferParameters);
+          if (++parameters > kMaxInferParameters)
+            return TooMany("parameters on an input", kMaxInferParameters);
           if (!in_->Skip(size)) return Corrupt();
           continue;
         }
@@ -669,7 +701,8 @@ class InferScan {
       const int field = WireFormatLite::GetTagFieldNumber(tag);
       if (field == number) {
         if (++parameters > kMaxInferParameters) {
-          return TooMany(absl::StrCat("parameters on ", what).c_str(), kMaxInferParameters);
+          return TooMany(absl::StrCat("parameters on ", what).c_str(),
+                         kMaxInferParameters);
         }
       } else if (field > number && ++unknown > kMaxUnknown) {
         return Unknown();
@@ -689,7 +722,7 @@ absl::StatusOr<WireShape> ScanInferRequest(
     google::protobuf::io::ZeroCopyInputStream* bytes, size_t size,
     const EngineLimits& limits) {
   CodedInputStream in(bytes);
-  in.SetTotalBytesLimit(static_cast<int>(std::min<size_t>(size, INT32_MAX)));
+  (void)size;  // gRPC's message limit bounds it
   WireShape shape;
   InferScan scan(&in, limits);
   if (absl::Status s = scan.Request(&shape); !s.ok()) return s;
@@ -718,8 +751,9 @@ absl::Status GrpcInferProtocol::Parse(const RequestBody& body,
       });
   if (!read.ok() || !parsed) {
     return absl::InvalidArgumentError(absl::StrCat(
-        what, " is not an inference.ModelInferRequest: its protobuf encoding "
-              "is truncated or corrupt"));
+        what,
+        " is not an inference.ModelInferRequest: its protobuf encoding "
+        "is truncated or corrupt"));
   }
   return JobOfInferRequest(*catalog_, request, job, &envelope_);
 }

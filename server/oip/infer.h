@@ -49,8 +49,7 @@ absl::Status JobOfInferRequest(const ModelCatalog& catalog,
 // `result` as the protocol's response to the request `envelope` describes:
 // the outputs' elements in raw_output_contents, the target and the event
 // records (one line each, as ptoctl prints them) in its parameters.
-void InferResponseOf(const v1::JobResult& result,
-                     const InferEnvelope& envelope,
+void InferResponseOf(const v1::JobResult& result, const InferEnvelope& envelope,
                      inference::ModelInferResponse* response);
 
 // Checks a serialized ModelInferRequest, before it is parsed, for what the
@@ -65,8 +64,7 @@ absl::StatusOr<WireShape> ScanInferRequest(
 // One object per request: Parse keeps what the answer needs (envelope()).
 class GrpcInferProtocol final : public JobProtocol {
  public:
-  explicit GrpcInferProtocol(const ModelCatalog* catalog)
-      : catalog_(catalog) {}
+  explicit GrpcInferProtocol(const ModelCatalog* catalog) : catalog_(catalog) {}
 
   absl::StatusOr<WireShape> Scan(const RequestBody& body,
                                  const EngineLimits& limits) const override;

@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "core/quote.h"
+#include "core/version.h"
 #include "proto/words.h"
 
 namespace ptoserve {
@@ -55,7 +56,8 @@ ModelCatalog::ModelCatalog(const v1::Capabilities& capabilities)
       for (const v1::OpcodeSupport& support : target.opcodes()) {
         if (support.opcode() != op.wire_value) continue;
         model.targets.push_back(target.target());
-        if (support.tmp_required()) model.tmp_targets.push_back(target.target());
+        if (support.tmp_required())
+          model.tmp_targets.push_back(target.target());
         dtypes.insert(dtypes.end(), support.dtypes().begin(),
                       support.dtypes().end());
       }
@@ -80,16 +82,15 @@ ModelCatalog::ModelCatalog(const v1::Capabilities& capabilities)
   }
   job.targets = targets_;
   models_.push_back(std::move(job));
-  std::sort(models_.begin(), models_.end(),
-            [](const InferModel& a, const InferModel& b) {
-              return a.name < b.name;
-            });
+  std::sort(
+      models_.begin(), models_.end(),
+      [](const InferModel& a, const InferModel& b) { return a.name < b.name; });
 }
 
 std::string ModelCatalog::Names() const {
-  return absl::StrJoin(models_, ", ", [](std::string* out, const InferModel& m) {
-    out->append(m.name);
-  });
+  return absl::StrJoin(
+      models_, ", ",
+      [](std::string* out, const InferModel& m) { out->append(m.name); });
 }
 
 absl::StatusOr<const InferModel*> ModelCatalog::Find(
@@ -108,6 +109,26 @@ absl::StatusOr<const InferModel*> ModelCatalog::Find(
       ShortQuote(name, 100), Names()));
 }
 
+inference::RepositoryIndexResponse ModelCatalog::Index() const {
+  inference::RepositoryIndexResponse index;
+  for (const InferModel& model : models_) {
+    auto* entry = index.add_models();
+    entry->set_name(model.name);
+    entry->set_version(kModelVersion);
+    entry->set_state("READY");
+  }
+  return index;
+}
+
+inference::ServerMetadataResponse ServerMetadataOf() {
+  inference::ServerMetadataResponse m;
+  m.set_name("ptoserve");
+  m.set_version(kVersion);
+  m.add_extensions("binary_tensor_data");
+  m.add_extensions("parameters");
+  return m;
+}
+
 inference::ModelMetadataResponse ModelCatalog::Metadata(
     const InferModel& model) const {
   inference::ModelMetadataResponse out;
@@ -122,7 +143,8 @@ inference::ModelMetadataResponse ModelCatalog::Metadata(
     t->set_datatype(std::find(model.datatypes.begin(), model.datatypes.end(),
                               "INT32") != model.datatypes.end()
                         ? "INT32"
-                        : model.datatypes.empty() ? "" : model.datatypes[0]);
+                    : model.datatypes.empty() ? ""
+                                              : model.datatypes[0]);
     t->add_shape(-1);
     t->add_shape(-1);
   };
@@ -140,7 +162,8 @@ inference::ModelMetadataResponse ModelCatalog::Metadata(
     properties["outputs"] = "the job's outputs, or those asked for";
     return out;
   }
-  properties["parameters"] = "target, valid_rows, valid_cols, timeout, priority";
+  properties["parameters"] =
+      "target, valid_rows, valid_cols, timeout, priority";
   tensor(out.mutable_inputs(), "src0");
   if (model.op->sources == 2) tensor(out.mutable_inputs(), "src1");
   tensor(out.mutable_outputs(), "dst");
@@ -148,10 +171,9 @@ inference::ModelMetadataResponse ModelCatalog::Metadata(
     tensor(out.mutable_outputs(), "tmp");
     properties["tmp"] = absl::StrCat(
         "on ",
-        absl::StrJoin(model.tmp_targets, ",",
-                      [](std::string* s, v1::Target t) {
-                        s->append(TargetText(t));
-                      }),
+        absl::StrJoin(
+            model.tmp_targets, ",",
+            [](std::string* s, v1::Target t) { s->append(TargetText(t)); }),
         ", when asked for");
   }
   return out;

@@ -49,12 +49,18 @@ class ModelCatalog {
   const std::vector<v1::Target>& targets() const { return targets_; }
 
   inference::ModelMetadataResponse Metadata(const InferModel& model) const;
+  // Every model, READY (they are while the server is).
+  inference::RepositoryIndexResponse Index() const;
 
  private:
   std::vector<InferModel> models_;  // by name
   std::vector<v1::Target> targets_;
   v1::Target default_target_;
 };
+
+// What the server answers to ServerMetadata (and GET /v2): its name,
+// version and the protocol's extensions it serves.
+inference::ServerMetadataResponse ServerMetadataOf();
 
 // The protocol's datatype of a ptoserve element type ("INT16"), or "" for
 // one it has none of; and back (DTYPE_UNSPECIFIED for none of ours).

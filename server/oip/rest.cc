@@ -51,15 +51,15 @@ absl::Status ParameterOf(absl::string_view where, absl::string_view name,
       return absl::OkStatus();
     }
     default:
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "%sparameter %s must be a bool, a number or a string", where,
-          ShortQuote(name, 100)));
+      return absl::InvalidArgumentError(
+          absl::StrFormat("%sparameter %s must be a bool, a number or a string",
+                          where, ShortQuote(name, 100)));
   }
 }
 
 // The numbers of `list`, nested or flat, in order.
-absl::Status Flatten(const ListValue& list, absl::string_view input,
-                     int depth, std::vector<double>* out) {
+absl::Status Flatten(const ListValue& list, absl::string_view input, int depth,
+                     std::vector<double>* out) {
   for (const Value& v : list.values()) {
     if (v.kind_case() == Value::kNumberValue) {
       out->push_back(v.number_value());
@@ -79,9 +79,10 @@ absl::Status Flatten(const ListValue& list, absl::string_view input,
 }
 
 // JSON numbers as the protocol's typed contents of `datatype`.
-absl::Status ContentsOf(const std::vector<double>& values,
-                        const inference::ModelInferRequest::InferInputTensor& input,
-                        inference::InferTensorContents* contents) {
+absl::Status ContentsOf(
+    const std::vector<double>& values,
+    const inference::ModelInferRequest::InferInputTensor& input,
+    inference::InferTensorContents* contents) {
   const bool is_signed = input.datatype() == "INT8" ||
                          input.datatype() == "INT16" ||
                          input.datatype() == "INT32";
@@ -115,10 +116,9 @@ absl::Status RestInferRequest(absl::string_view body, size_t json_bytes,
   const auto parsed = google::protobuf::util::JsonStringToMessage(
       google::protobuf::StringPiece(json.data(), json.size()), &rest, options);
   if (!parsed.ok()) {
-    return absl::InvalidArgumentError(
-        ReadableJsonError("the inference request", json,
-                          std::string(parsed.message()),
-                          *inference::rest::InferRequest::descriptor()));
+    return absl::InvalidArgumentError(ReadableJsonError(
+        "the inference request", json, std::string(parsed.message()),
+        *inference::rest::InferRequest::descriptor()));
   }
   request->set_model_name(std::string(model));
   request->set_model_version(std::string(version));
@@ -144,7 +144,8 @@ absl::Status RestInferRequest(absl::string_view body, size_t json_bytes,
       if (absl::Status s = Flatten(in.data(), in.name(), 0, &values); !s.ok()) {
         return s;
       }
-      if (absl::Status s = ContentsOf(values, *input, input->mutable_contents());
+      if (absl::Status s =
+              ContentsOf(values, *input, input->mutable_contents());
           !s.ok()) {
         return s;
       }
@@ -185,15 +186,15 @@ absl::Status RestInferRequest(absl::string_view body, size_t json_bytes,
       std::string bytes;
       const int n = std::max(c.int_contents_size(), c.uint_contents_size());
       for (int e = 0; e < n; ++e) {
-        const uint64_t v =
-            c.int_contents_size() > 0 ? uint64_t(int64_t(c.int_contents(e)))
-                                      : uint64_t(c.uint_contents(e));
+        const uint64_t v = c.int_contents_size() > 0
+                               ? uint64_t(int64_t(c.int_contents(e)))
+                               : uint64_t(c.uint_contents(e));
         for (size_t b = 0; b < width; ++b) bytes.push_back(char(v >> (8 * b)));
       }
       if (width == 0) {
-        return absl::InvalidArgumentError(absl::StrFormat(
-            "input %s: datatype %s is not one a tile has", input->name(),
-            ShortQuote(input->datatype())));
+        return absl::InvalidArgumentError(
+            absl::StrFormat("input %s: datatype %s is not one a tile has",
+                            input->name(), ShortQuote(input->datatype())));
       }
       input->clear_contents();
       request->add_raw_input_contents(std::move(bytes));
@@ -203,9 +204,9 @@ absl::Status RestInferRequest(absl::string_view body, size_t json_bytes,
     auto* output = request->add_outputs();
     output->set_name(out.name());
     for (const auto& [name, v] : out.parameters()) {
-      if (absl::Status s = ParameterOf(absl::StrCat("output ", out.name(), ": "),
-                                       name, v,
-                                       &(*output->mutable_parameters())[name]);
+      if (absl::Status s =
+              ParameterOf(absl::StrCat("output ", out.name(), ": "), name, v,
+                          &(*output->mutable_parameters())[name]);
           !s.ok()) {
         return s;
       }
@@ -309,8 +310,7 @@ absl::StatusOr<WireShape> RestInferProtocol::Scan(
   // Per input its object, its parameters' and its data's rows; per output
   // its own and its parameters'.
   const JsonBounds bounds{8 + 4 * limits.max_tiles_per_job, 8};
-  if (absl::Status s = ScanJson(body.text().substr(0, json), bounds);
-      !s.ok()) {
+  if (absl::Status s = ScanJson(body.text().substr(0, json), bounds); !s.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat("the inference request: ", s.message()));
   }

@@ -26,27 +26,37 @@ JobStream::JobStream(StreamWire* wire, uint32_t window, StreamJobs jobs)
 // One message on its way to a job: what Intake::Decode reads from until
 // it is parsed.
 struct JobStream::Incoming {
-  Incoming(grpc::ByteBuffer* message, uint64_t number)
-      : body(message), what(absl::StrCat("stream message ", number)) {}
+  Incoming(grpc::ByteBuffer* message, uint64_t number,
+           std::unique_ptr<JobProtocol> protocol)
+      : body(message),
+        what(absl::StrCat("stream message ", number)),
+        number(number),
+        protocol(std::move(protocol)) {}
   GrpcBody body;  // let go once parsed
   const std::string what;
+  const uint64_t number;
+  // The codec's protocol for this message (null: ptoserve.v1's Job).
+  const std::unique_ptr<JobProtocol> protocol;
   v1::Job job;
 };
 
 void JobStream::Take(grpc::ByteBuffer* message, uint64_t number) {
   Expect(1);
-  auto incoming = std::make_shared<Incoming>(message, number);
-  absl::StatusOr<WireShape> shape =
-      jobs_.intake->Scan(incoming->body, incoming->what);
+  auto incoming = std::make_shared<Incoming>(
+      message, number,
+      jobs_.codec != nullptr ? jobs_.codec->ForMessage() : nullptr);
+  absl::StatusOr<WireShape> shape = jobs_.intake->Scan(
+      incoming->body, incoming->what, incoming->protocol.get());
   if (!shape.ok()) {
     // Its id is unknown: the result carries none, and the stream goes on.
-    PushError("", shape.status());
+    PushError(*incoming, "", shape.status());
     return;
   }
   // Until decoded, the stream does not finish.
   BeginWork();
-  const DecodeRequest decode{&incoming->body, incoming->what, &jobs_.call,
-                             &incoming->job, *shape};
+  const DecodeRequest decode{&incoming->body, incoming->what,
+                             &jobs_.call,     &incoming->job,
+                             *shape,          incoming->protocol.get()};
   jobs_.intake->Decode(
       decode, [this, incoming,
                id = shape->id](Decoded decoded) ABSL_NO_THREAD_SAFETY_ANALYSIS {
@@ -62,19 +72,20 @@ void JobStream::Take(grpc::ByteBuffer* message, uint64_t number) {
                   ? absl::StatusOr<std::shared_ptr<v1::Job>>(
                         std::shared_ptr<v1::Job>(incoming, &incoming->job))
                   : decoded.status,
-              decoded.request_bytes, id, decoded.here);
+              decoded.request_bytes, id, decoded.here, incoming);
         if (!decoded.here) Resume();
       });
 }
 
 void JobStream::Admit(absl::StatusOr<std::shared_ptr<v1::Job>> job,
                       uint64_t request_bytes, const std::string& id,
-                      bool run_here) {
+                      bool run_here,
+                      const std::shared_ptr<const Incoming>& message) {
   if (!job.ok()) {
-    PushError(id, job.status());
+    PushError(*message, id, job.status());
     return;
   }
-  Waiting waiting{*std::move(job), request_bytes};
+  Waiting waiting{*std::move(job), request_bytes, message};
   // Behind the jobs already waiting for room (a job decoded off gRPC's
   // threads can finish decoding while others wait): none is dropped, and
   // they start in the order they came.
@@ -98,23 +109,31 @@ bool JobStream::StartJob(Waiting waiting, bool run_here) {
   request.call = &jobs_.call;
   request.run_here = run_here;
   request.may_wait = in_flight > 0;
-  request.done = [this, id, job = waiting.job](absl::StatusOr<v1::JobResult*> r,
-                                               MemoryBudget::Hold hold) {
+  request.done = [this, id, job = waiting.job, message = waiting.message](
+                     absl::StatusOr<v1::JobResult*> r,
+                     MemoryBudget::Hold hold) {
     // Serialized before taking mu_: a large result does not hold up this
     // stream's events or its other jobs' completions.
-    v1::JobResult failed;
-    if (!r.ok()) ToErrorResult(id, r.status(), &failed);
-    grpc::ByteBuffer bytes = Encoded(r.ok() ? **r : failed);
+    grpc::ByteBuffer bytes;
+    if (jobs_.codec != nullptr) {
+      bytes =
+          Encoded(*message, r.ok() ? absl::StatusOr<const v1::JobResult*>(*r)
+                                   : r.status());
+    } else {
+      v1::JobResult failed;
+      if (!r.ok()) ToErrorResult(id, r.status(), &failed);
+      bytes = Encoded(r.ok() ? **r : failed);
+    }
     Holds holds;
     holds.push_back(std::move(hold));
     if (dispatching == this) {
       // Run to completion inside Dispatch below, whose caller holds mu_.
       mu_.AssertHeld();
-      Push(std::move(bytes), std::move(holds), 1);
+      Deliver(*message, std::move(bytes), std::move(holds));
       return;
     }
     MutexLock lock(&mu_);
-    Push(std::move(bytes), std::move(holds), 1);
+    Deliver(*message, std::move(bytes), std::move(holds));
   };
   const void* const outer = dispatching;
   dispatching = this;
@@ -126,7 +145,7 @@ bool JobStream::StartJob(Waiting waiting, bool run_here) {
     waiting_.push_front(std::move(waiting));
     return false;
   }
-  PushError(id, dispatched.status);
+  PushError(*waiting.message, id, dispatched.status);
   return true;
 }
 
@@ -142,13 +161,60 @@ void JobStream::Room() {
 uint64_t JobStream::DropWaiting() {
   const uint64_t dropped = waiting_.size();
   waiting_.clear();
+  // The dropped jobs will have no answers: those that waited for theirs
+  // go now, and later ones as they come.
+  unordered_ = true;
+  for (auto& [number, answer] : early_) {
+    Push(std::move(answer.first), std::move(answer.second), 1);
+  }
+  early_.clear();
   return dropped;
 }
 
-void JobStream::PushError(const std::string& id, const absl::Status& status) {
+void JobStream::PushError(const Incoming& message, const std::string& id,
+                          const absl::Status& status) {
+  if (jobs_.codec != nullptr) {
+    Deliver(message, Encoded(message, status), {});
+    return;
+  }
   v1::JobResult result;
   ToErrorResult(id, status, &result);
   Push(Encoded(result), {}, 1);
+}
+
+void JobStream::Deliver(const Incoming& message, grpc::ByteBuffer bytes,
+                        Holds holds) {
+  if (jobs_.codec == nullptr || unordered_) {
+    Push(std::move(bytes), std::move(holds), 1);
+    return;
+  }
+  early_.emplace(message.number,
+                 std::make_pair(std::move(bytes), std::move(holds)));
+  for (auto first = early_.begin();
+       first != early_.end() && first->first == next_; first = early_.begin()) {
+    Push(std::move(first->second.first), std::move(first->second.second), 1);
+    early_.erase(first);
+    ++next_;
+  }
+}
+
+grpc::ByteBuffer JobStream::Encoded(
+    const Incoming& message,
+    const absl::StatusOr<const v1::JobResult*>& result) const {
+  const uint64_t max_bytes = jobs_.intake->limits().max_message_bytes;
+  grpc::ByteBuffer bytes;
+  absl::Status encoded;
+  try {
+    encoded = jobs_.codec->Encode(*message.protocol, result, max_bytes, &bytes);
+  } catch (const std::bad_alloc&) {
+    encoded = absl::ResourceExhaustedError(
+        "the server ran out of memory serializing this job's result");
+  }
+  // Its error in the protocol's form: small, whatever the limit.
+  if (!encoded.ok()) {
+    (void)jobs_.codec->Encode(*message.protocol, encoded, max_bytes, &bytes);
+  }
+  return bytes;
 }
 
 grpc::ByteBuffer JobStream::Encoded(const v1::JobResult& result) const {

@@ -67,4 +67,19 @@ void StreamReactor::Finish(const grpc::Status& status) {
   Reactor::Finish(status);
 }
 
+RefusedStream::RefusedStream(const GrpcMetrics::Method* calls,
+                             grpc::CallbackServerContext* context,
+                             const grpc::Status& status)
+    : count_(calls, context) {
+  count_.Answered(status.error_code(), status.error_message());
+  TsanReleasing(this);
+  Finish(status);
+}
+
+void RefusedStream::OnDone() {
+  TsanAcquired(this);
+  count_.Ended();
+  delete this;
+}
+
 }  // namespace ptoserve

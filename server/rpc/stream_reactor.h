@@ -49,6 +49,20 @@ class StreamReactor final
   grpc::ByteBuffer* reading_ = nullptr;  // the read in progress's message
 };
 
+// A stream refused at the start: ends the call at once with `status`,
+// reading nothing; counted in `calls` (null: not here). Deletes itself.
+class RefusedStream final
+    : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
+ public:
+  RefusedStream(const GrpcMetrics::Method* calls,
+                grpc::CallbackServerContext* context,
+                const grpc::Status& status);
+  void OnDone() override;
+
+ private:
+  CallCount count_;
+};
+
 }  // namespace ptoserve
 
 #endif  // PTOSERVE_SERVER_RPC_STREAM_REACTOR_H_

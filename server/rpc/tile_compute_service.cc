@@ -18,28 +18,6 @@ namespace ptoserve {
 
 namespace {
 
-// A stream refused at the start: ends the call at once, reading nothing.
-class RefusedStream final
-    : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
- public:
-  RefusedStream(const GrpcMetrics::Method* calls,
-                grpc::CallbackServerContext* context,
-                const grpc::Status& status)
-      : count_(calls, context) {
-    count_.Answered(status.error_code(), status.error_message());
-    TsanReleasing(this);
-    Finish(status);
-  }
-  void OnDone() override {
-    TsanAcquired(this);
-    count_.Ended();
-    delete this;
-  }
-
- private:
-  CallCount count_;
-};
-
 absl::Time CallDeadline(const grpc::CallbackServerContext& context) {
   const auto deadline = context.deadline();
   if (deadline == std::chrono::system_clock::time_point::max()) {

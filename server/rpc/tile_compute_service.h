@@ -71,17 +71,19 @@ class TileComputeService final
 
   // The watch that cancels calls whose client reads no answer.
   const StallWatch& stalls() const { return stalls_; }
+  StallWatch* mutable_stalls() { return &stalls_; }
 
- private:
   // What the dispatcher needs to know of `context`'s call: its deadline,
   // whether it was cancelled, its caller's user, and its client's share of
-  // the memory budget (its bearer token's, or else its connection's).
+  // the memory budget (its bearer token's, or else its connection's). The
+  // one answer for every gRPC service's jobs (the inference service's too).
   CallInfo CallOf(grpc::CallbackServerContext* context) const;
   // OK, or why `context`'s caller may not call (UNAUTHENTICATED).
   absl::Status Authorize(const grpc::CallbackServerContext& context) const {
     return auth_ == nullptr ? absl::OkStatus() : auth_->Check(context);
   }
 
+ private:
   const Intake* const intake_;
   MemoryBudget* const budget_;
   const TokenAuthenticator* const auth_;

@@ -167,6 +167,9 @@ absl::StatusOr<RunningServer> StartGrpcServer(
   }
   SetTransportLimits(options, wiring, builder);
   for (grpc::Service* service : services) builder.RegisterService(service);
+  if (wiring.unserved != nullptr) {
+    builder.RegisterCallbackGenericService(wiring.unserved);
+  }
   if (wiring.interceptor != nullptr) {
     std::vector<
         std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>

@@ -60,6 +60,9 @@ struct GrpcWiring {
   bool tls = false;  // whether `credentials` are TLS
   // Sees every call (null: none); must outlive the server.
   grpc::experimental::ServerInterceptorFactoryInterface* interceptor = nullptr;
+  // Answers the methods no service serves (null: gRPC's own bare
+  // UNIMPLEMENTED); must outlive the server.
+  grpc::CallbackGenericService* unserved = nullptr;
 };
 
 struct RunningServer {
