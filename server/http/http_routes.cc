@@ -16,14 +16,13 @@
 #include "common/setting_names.h"
 #include "core/quote.h"
 #include "server/http/http_api.h"
+#include "server/http/inference_routes.h"
 #include "server/http/playground_page.h"
 #include "server/httpd/route_table.h"
 #include "server/identity/client_address.h"
 #include "server/identity/socket_owner.h"
 #include "server/intake/request_body.h"
 #include "server/log/log.h"
-#include "server/oip/infer.h"
-#include "server/oip/rest.h"
 
 namespace ptoserve {
 
@@ -194,68 +193,19 @@ void Refuse(HttpExchange* exchange, HttpApi::Call* call,
 // binary after it (Inference-Header-Content-Length says where they start).
 HttpResponse InferAnswer(const HttpApi::Call& call,
                          const v1::JobResult& result) {
-  inference::ModelInferResponse response;
-  InferResponseOf(result, call.infer->envelope(), &response);
-  size_t json_bytes = 0;
-  std::string body =
-      RestInferResponse(response, call.infer->envelope(), &json_bytes);
-  if (json_bytes == body.size()) return Answer(200, std::move(body));
-  HttpResponse answer =
-      Answer(200, std::move(body), "application/octet-stream");
-  answer.headers.push_back(
-      {"Inference-Header-Content-Length", absl::StrCat(json_bytes)});
-  return answer;
+  InferBody answer = InferAnswerBody(*call.infer, result);
+  if (!answer.binary()) return Answer(200, std::move(answer.body));
+  HttpResponse r =
+      Answer(200, std::move(answer.body), "application/octet-stream");
+  r.headers.push_back(
+      {"Inference-Header-Content-Length", absl::StrCat(answer.json_bytes)});
+  return r;
 }
 
 // gRPC's name for a peer ("ipv4:127.0.0.1:40112"), of the socket's far end.
 std::string PeerOf(int fd) {
   std::string name = PeerName(fd);
   return name.empty() ? "an unknown peer" : name;
-}
-
-}  // namespace
-
-namespace {
-
-// An inference's body may come as JSON, binary, with no type (as
-// tritonclient sends it) or as curl -d's form type, but not as text/plain
-// or multipart/form-data, which only a form of some page would send. (A
-// page of another site is refused by its Origin whatever its type.)
-absl::Status CheckInferContentType(HttpExchange* exchange) {
-  const std::string type =
-      absl::AsciiStrToLower(exchange->header("Content-Type"));
-  for (const char* simple : {"text/plain", "multipart/form-data"}) {
-    if (absl::StartsWith(type, simple)) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "an inference request is sent as application/json, "
-          "application/octet-stream or with no Content-Type, not %s",
-          ShortQuote(type, 100)));
-    }
-  }
-  return absl::OkStatus();
-}
-
-// The JSON's length that Inference-Header-Content-Length gives (0: none
-// given, the body is all JSON), within --max_json_kb.
-absl::StatusOr<uint64_t> InferJsonBytes(HttpExchange* exchange,
-                                        const ServiceLimits& limits) {
-  const absl::string_view value =
-      exchange->header("Inference-Header-Content-Length");
-  if (value.empty()) return 0;
-  uint64_t json = 0;
-  if (!absl::SimpleAtoi(value, &json) || json == 0) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "Inference-Header-Content-Length %s is not the JSON's length in "
-        "bytes",
-        ShortQuote(value)));
-  }
-  if (json > limits.max_json_bytes) {
-    return absl::ResourceExhaustedError(absl::StrFormat(
-        "Inference-Header-Content-Length is %u, over the %u bytes of JSON "
-        "a request may have (%s)",
-        json, limits.max_json_bytes, SettingName(Setting::kMaxJsonBytes)));
-  }
-  return json;
 }
 
 }  // namespace
@@ -305,7 +255,9 @@ absl::Status HttpApi::Admit(HttpExchange* exchange, Call* call) const {
         "application/json\"");
   }
   if (call->route == kInfer) {
-    if (absl::Status typed = CheckInferContentType(exchange); !typed.ok()) {
+    if (absl::Status typed =
+            CheckInferContentType(exchange->header("Content-Type"));
+        !typed.ok()) {
       return typed;
     }
   }
@@ -320,7 +272,8 @@ absl::Status HttpApi::Admit(HttpExchange* exchange, Call* call) const {
   const ServiceLimits& limits = parts_.intake->limits();
   uint64_t most = std::min(limits.max_json_bytes, limits.max_message_bytes);
   if (call->route == kInfer) {
-    absl::StatusOr<uint64_t> json = InferJsonBytes(exchange, limits);
+    absl::StatusOr<uint64_t> json = InferJsonBytes(
+        exchange->header("Inference-Header-Content-Length"), limits);
     if (!json.ok()) return json.status();
     // Binary tensor data after the JSON: within a message's limit.
     const bool header = *json != 0;
@@ -408,40 +361,29 @@ void HttpApi::OnHead(const std::shared_ptr<HttpExchange>& exchange) {
 }
 
 void HttpApi::AnswerMetadata(HttpExchange* exchange, Call* call) const {
+  absl::StatusOr<std::string> answer;
   switch (call->route) {
     case kServerMetadata:
-      return exchange->Respond(
-          Answer(200, RestServerMetadata(ServerMetadataOf())));
+      answer = RestServerMetadata(ServerMetadataOf());
+      break;
     case kModelMetadata:
-    case kModelReady: {
-      absl::StatusOr<const InferModel*> model =
-          parts_.models->Find(call->model, call->version);
-      if (!model.ok()) return Refuse(exchange, call, model.status());
-      if (call->route == kModelMetadata) {
-        return exchange->Respond(
-            Answer(200, RestModelMetadata(parts_.models->Metadata(**model))));
-      }
-      if (!parts_.ready()) {
-        return Refuse(exchange, call,
-                      absl::UnavailableError(absl::StrFormat(
-                          "model %s is not ready: the server is shutting down",
-                          (*model)->name)),
-                      400);
-      }
-      return exchange->Respond(Answer(200, ""));
-    }
+    case kModelReady:
+      answer = ModelAnswer(*parts_.models, call->model, call->version,
+                           call->route == kModelMetadata, parts_.ready());
+      break;
     case kNotServed:
-      return Refuse(
-          exchange, call,
-          absl::UnimplementedError(absl::StrFormat(
-              "%s %s is not served by ptoserve, whose Open Inference "
-              "Protocol serves GET /v2, GET /v2/models/{model}[/ready], POST "
-              "/v2/models/{model}/infer and POST /v2/repository/index "
-              "(docs/INFERENCE.md)",
-              exchange->method(), ShortQuote(exchange->path(), 200))));
+      answer = NotServed(exchange->method(), exchange->path());
+      break;
     default:
       return;  // a body first (infer, the repository index)
   }
+  if (!answer.ok()) {
+    // A model not ready is 400, as the protocol's readiness answers it.
+    return Refuse(
+        exchange, call, answer.status(),
+        answer.status().code() == absl::StatusCode::kUnavailable ? 400 : 0);
+  }
+  exchange->Respond(Answer(200, *std::move(answer)));
 }
 
 void HttpApi::OnBody(const std::shared_ptr<HttpExchange>& exchange,

@@ -106,6 +106,114 @@ absl::Status ContentsOf(
 
 }  // namespace
 
+namespace {
+
+// The JSON's inputs into `request`: each one's data as typed contents, or
+// its binary_data_size bytes of `*binary` (taken from its front) as raw
+// contents. Says whether any was binary, and any JSON.
+absl::Status ReadInputs(const inference::rest::InferRequest& rest,
+                        absl::string_view* binary,
+                        inference::ModelInferRequest* request, bool* any_binary,
+                        bool* any_data) {
+  for (const auto& in : rest.inputs()) {
+    auto* input = request->add_inputs();
+    input->set_name(in.name());
+    input->set_datatype(in.datatype());
+    for (int64_t d : in.shape()) input->add_shape(d);
+    const auto size = in.parameters().find("binary_data_size");
+    if (size == in.parameters().end()) {
+      *any_data = true;
+      std::vector<double> values;
+      if (absl::Status s = Flatten(in.data(), in.name(), 0, &values); !s.ok()) {
+        return s;
+      }
+      if (absl::Status s =
+              ContentsOf(values, *input, input->mutable_contents());
+          !s.ok()) {
+        return s;
+      }
+      continue;
+    }
+    *any_binary = true;
+    const double n = size->second.number_value();
+    if (size->second.kind_case() != Value::kNumberValue || n < 0 ||
+        n != std::trunc(n) || n > double(binary->size())) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "input %s: binary_data_size must be a byte count within the %u "
+          "bytes after the JSON",
+          in.name(), binary->size()));
+    }
+    request->add_raw_input_contents(std::string(binary->substr(0, size_t(n))));
+    binary->remove_prefix(size_t(n));
+  }
+  if (!binary->empty()) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%u bytes follow the JSON that no input's binary_data_size claims",
+        binary->size()));
+  }
+  return absl::OkStatus();
+}
+
+// The gRPC form has raw contents for every input or for none: with some
+// binary, the JSON inputs' elements become raw bytes too.
+absl::Status AllRaw(inference::ModelInferRequest* request) {
+  int raw = 0;
+  auto binary_contents = std::move(*request->mutable_raw_input_contents());
+  request->clear_raw_input_contents();
+  for (int i = 0; i < request->inputs_size(); ++i) {
+    auto* input = request->mutable_inputs(i);
+    if (!input->has_contents()) {
+      request->add_raw_input_contents(std::move(binary_contents[raw++]));
+      continue;
+    }
+    const size_t width = WireElementBytes(DTypeOfDatatype(input->datatype()));
+    if (width == 0) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("input %s: datatype %s is not one a tile has",
+                          input->name(), ShortQuote(input->datatype())));
+    }
+    const auto& c = input->contents();
+    std::string bytes;
+    const int n = std::max(c.int_contents_size(), c.uint_contents_size());
+    for (int e = 0; e < n; ++e) {
+      const uint64_t v = c.int_contents_size() > 0
+                             ? uint64_t(int64_t(c.int_contents(e)))
+                             : uint64_t(c.uint_contents(e));
+      for (size_t b = 0; b < width; ++b) bytes.push_back(char(v >> (8 * b)));
+    }
+    input->clear_contents();
+    request->add_raw_input_contents(std::move(bytes));
+  }
+  return absl::OkStatus();
+}
+
+// The request's parameters and its outputs' into the gRPC form's.
+absl::Status ReadParametersAndOutputs(const inference::rest::InferRequest& rest,
+                                      inference::ModelInferRequest* request) {
+  for (const auto& [name, v] : rest.parameters()) {
+    if (absl::Status s =
+            ParameterOf("", name, v, &(*request->mutable_parameters())[name]);
+        !s.ok()) {
+      return s;
+    }
+  }
+  for (const auto& out : rest.outputs()) {
+    auto* output = request->add_outputs();
+    output->set_name(out.name());
+    for (const auto& [name, v] : out.parameters()) {
+      if (absl::Status s =
+              ParameterOf(absl::StrCat("output ", out.name(), ": "), name, v,
+                          &(*output->mutable_parameters())[name]);
+          !s.ok()) {
+        return s;
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::Status RestInferRequest(absl::string_view body, size_t json_bytes,
                               absl::string_view model,
                               absl::string_view version,
@@ -123,96 +231,17 @@ absl::Status RestInferRequest(absl::string_view body, size_t json_bytes,
   request->set_model_name(std::string(model));
   request->set_model_version(std::string(version));
   request->set_id(rest.id());
-  for (const auto& [name, v] : rest.parameters()) {
-    if (absl::Status s =
-            ParameterOf("", name, v, &(*request->mutable_parameters())[name]);
-        !s.ok()) {
-      return s;
-    }
-  }
   absl::string_view binary = body.substr(json.size());
   bool any_binary = false, any_data = false;
-  for (const auto& in : rest.inputs()) {
-    auto* input = request->add_inputs();
-    input->set_name(in.name());
-    input->set_datatype(in.datatype());
-    for (int64_t d : in.shape()) input->add_shape(d);
-    const auto size = in.parameters().find("binary_data_size");
-    if (size == in.parameters().end()) {
-      any_data = true;
-      std::vector<double> values;
-      if (absl::Status s = Flatten(in.data(), in.name(), 0, &values); !s.ok()) {
-        return s;
-      }
-      if (absl::Status s =
-              ContentsOf(values, *input, input->mutable_contents());
-          !s.ok()) {
-        return s;
-      }
-      continue;
-    }
-    any_binary = true;
-    const double n = size->second.number_value();
-    if (size->second.kind_case() != Value::kNumberValue || n < 0 ||
-        n != std::trunc(n) || n > double(binary.size())) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "input %s: binary_data_size must be a byte count within the %u "
-          "bytes after the JSON",
-          in.name(), binary.size()));
-    }
-    request->add_raw_input_contents(std::string(binary.substr(0, size_t(n))));
-    binary.remove_prefix(size_t(n));
-  }
-  if (!binary.empty()) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "%u bytes follow the JSON that no input's binary_data_size claims",
-        binary.size()));
+  if (absl::Status s =
+          ReadInputs(rest, &binary, request, &any_binary, &any_data);
+      !s.ok()) {
+    return s;
   }
   if (any_binary && any_data) {
-    // The gRPC form has raw contents for every input or none: the JSON
-    // inputs' elements become raw bytes too.
-    int raw = 0;
-    auto binary_contents = std::move(*request->mutable_raw_input_contents());
-    request->clear_raw_input_contents();
-    for (int i = 0; i < request->inputs_size(); ++i) {
-      auto* input = request->mutable_inputs(i);
-      if (!input->has_contents()) {
-        request->add_raw_input_contents(std::move(binary_contents[raw++]));
-        continue;
-      }
-      const v1::DType dtype = DTypeOfDatatype(input->datatype());
-      const size_t width = WireElementBytes(dtype);
-      const auto& c = input->contents();
-      std::string bytes;
-      const int n = std::max(c.int_contents_size(), c.uint_contents_size());
-      for (int e = 0; e < n; ++e) {
-        const uint64_t v = c.int_contents_size() > 0
-                               ? uint64_t(int64_t(c.int_contents(e)))
-                               : uint64_t(c.uint_contents(e));
-        for (size_t b = 0; b < width; ++b) bytes.push_back(char(v >> (8 * b)));
-      }
-      if (width == 0) {
-        return absl::InvalidArgumentError(
-            absl::StrFormat("input %s: datatype %s is not one a tile has",
-                            input->name(), ShortQuote(input->datatype())));
-      }
-      input->clear_contents();
-      request->add_raw_input_contents(std::move(bytes));
-    }
+    if (absl::Status s = AllRaw(request); !s.ok()) return s;
   }
-  for (const auto& out : rest.outputs()) {
-    auto* output = request->add_outputs();
-    output->set_name(out.name());
-    for (const auto& [name, v] : out.parameters()) {
-      if (absl::Status s =
-              ParameterOf(absl::StrCat("output ", out.name(), ": "), name, v,
-                          &(*output->mutable_parameters())[name]);
-          !s.ok()) {
-        return s;
-      }
-    }
-  }
-  return absl::OkStatus();
+  return ReadParametersAndOutputs(rest, request);
 }
 
 std::string RestInferResponse(const inference::ModelInferResponse& response,
