@@ -63,23 +63,26 @@ const RouteTable& Routes() {
       {kReady, "GET", "/v2/health/ready"},
       {kServerMetadata, "GET", "/v2"},
       {kModelMetadata, "GET", "/v2/models/{model}"},
-      {kModelMetadata, "GET", "/v2/models/{model}/versions/{version}"},
+      {kModelMetadata, "GET", "/v2/models/{model}/versions/{version}", false},
       {kModelReady, "GET", "/v2/models/{model}/ready"},
-      {kModelReady, "GET", "/v2/models/{model}/versions/{version}/ready"},
+      {kModelReady, "GET", "/v2/models/{model}/versions/{version}/ready",
+       false},
       {kInfer, "POST", "/v2/models/{model}/infer"},
-      {kInfer, "POST", "/v2/models/{model}/versions/{version}/infer"},
+      {kInfer, "POST", "/v2/models/{model}/versions/{version}/infer", false},
       {kRepositoryIndex, "POST", "/v2/repository/index"},
-      {kNotServed, "GET", "/v2/models/{model}/config"},
-      {kNotServed, "GET", "/v2/models/{model}/stats"},
-      {kNotServed, "GET", "/v2/models/stats"},
-      {kNotServed, "POST", "/v2/repository/models/{model}/load"},
-      {kNotServed, "POST", "/v2/repository/models/{model}/unload"},
-      {kNotServed, "GET", "/v2/systemsharedmemory/status"},
-      {kNotServed, "POST", "/v2/systemsharedmemory/region/{region}/register"},
-      {kNotServed, "GET", "/v2/cudasharedmemory/status"},
-      {kNotServed, "POST", "/v2/cudasharedmemory/region/{region}/register"},
-      {kNotServed, "GET", "/v2/trace/setting"},
-      {kNotServed, "GET", "/v2/logging"},
+      {kNotServed, "GET", "/v2/models/{model}/config", false},
+      {kNotServed, "GET", "/v2/models/{model}/stats", false},
+      {kNotServed, "GET", "/v2/models/stats", false},
+      {kNotServed, "POST", "/v2/repository/models/{model}/load", false},
+      {kNotServed, "POST", "/v2/repository/models/{model}/unload", false},
+      {kNotServed, "GET", "/v2/systemsharedmemory/status", false},
+      {kNotServed, "POST", "/v2/systemsharedmemory/region/{region}/register",
+       false},
+      {kNotServed, "GET", "/v2/cudasharedmemory/status", false},
+      {kNotServed, "POST", "/v2/cudasharedmemory/region/{region}/register",
+       false},
+      {kNotServed, "GET", "/v2/trace/setting", false},
+      {kNotServed, "GET", "/v2/logging", false},
   });
   return *routes;
 }
@@ -194,7 +197,7 @@ void Refuse(HttpExchange* exchange, HttpApi::Call* call,
 HttpResponse InferAnswer(const HttpApi::Call& call,
                          const v1::JobResult& result) {
   InferBody answer = InferAnswerBody(*call.infer, result);
-  if (!answer.binary()) return Answer(200, std::move(answer.body));
+  if (!answer.binary()) return Answer(200, std::move(answer.body) + "\n");
   HttpResponse r =
       Answer(200, std::move(answer.body), "application/octet-stream");
   r.headers.push_back(
@@ -383,7 +386,8 @@ void HttpApi::AnswerMetadata(HttpExchange* exchange, Call* call) const {
         exchange, call, answer.status(),
         answer.status().code() == absl::StatusCode::kUnavailable ? 400 : 0);
   }
-  exchange->Respond(Answer(200, *std::move(answer)));
+  exchange->Respond(
+      Answer(200, answer->empty() ? "" : *std::move(answer) + "\n"));
 }
 
 void HttpApi::OnBody(const std::shared_ptr<HttpExchange>& exchange,
@@ -416,7 +420,8 @@ void HttpApi::OnComplete(const std::shared_ptr<HttpExchange>& exchange) {
     Execute(exchange, call);
   }
   if (call->route == kRepositoryIndex && exchange->status() == 0) {
-    exchange->Respond(Answer(200, RestRepositoryIndex(parts_.models->Index())));
+    exchange->Respond(
+        Answer(200, RestRepositoryIndex(parts_.models->Index()) + "\n"));
   }
 }
 

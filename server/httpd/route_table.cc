@@ -77,6 +77,7 @@ const HttpRoute* RouteTable::Named(absl::string_view path) const {
 std::string RouteTable::Listing() const {
   std::string listing;
   for (const HttpRoute& route : routes_) {
+    if (!route.listed) continue;
     absl::StrAppend(&listing, listing.empty() ? "" : ", ", route.method, " ",
                     route.pattern);
   }

@@ -22,6 +22,9 @@ struct HttpRoute {
   int id;
   const char* method;   // "GET" (which takes HEAD too), "POST"
   const char* pattern;  // "/v1/health", "/v2/models/{model}/ready"
+  // Whether a 404's list names it (a variant of a listed route, or a path
+  // answered only to say it is not served, need not be).
+  bool listed = true;
 };
 
 // The parameters a pattern's braces matched, by name, views into the path.
@@ -53,7 +56,8 @@ class RouteTable {
   // The row whose pattern matches `path`, whatever its method (the first),
   // or null: what names a request in metrics and logs.
   const HttpRoute* Named(absl::string_view path) const;
-  // Every route, "GET /, POST /v1/jobs:execute, ...", for a 404's message.
+  // Every listed route, "GET /, POST /v1/jobs:execute, ...", for a 404's
+  // message.
   std::string Listing() const;
 
  private:
