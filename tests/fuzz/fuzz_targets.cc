@@ -11,6 +11,7 @@ absl::Span<const FuzzTarget> Targets() {
       {"job_fuzzer", &RunJob},
       {"asm_fuzzer", &RunAssembly},
       {"diff_fuzzer", &RunDifferential},
+      {"infer_fuzzer", &RunInfer},
   };
   return kTargets;
 }

@@ -57,12 +57,19 @@ absl::Status RunAssembly(absl::string_view text);
 // written only where the target computes through it.
 absl::Status RunDifferential(absl::string_view bytes);
 
+// An Open Inference Protocol request: a serialized ModelInferRequest (or,
+// when it starts with '{', a REST body: JSON, a NUL, binary data) through
+// the wire scan, the parse and its conversion to a job (server/oip). What
+// the scan lets through must be within its bounds, and a job made from a
+// request must have a tile per input whose bytes are its shape's.
+absl::Status RunInfer(absl::string_view bytes);
+
 struct FuzzTarget {
   const char* name;  // the fuzzer binary and its corpus directory
   absl::Status (*run)(absl::string_view input);
 };
 
-// job_fuzzer, asm_fuzzer, diff_fuzzer.
+// job_fuzzer, asm_fuzzer, diff_fuzzer, infer_fuzzer.
 absl::Span<const FuzzTarget> Targets();
 
 // For LLVMFuzzerTestOneInput: runs `run` on the input and aborts, printing

@@ -40,6 +40,7 @@ TEST_F(PtoctlReflectionTest, ListsTheServicesAndTheirMethods) {
             "grpc.health.v1.Health\n"
             "grpc.reflection.v1.ServerReflection\n"
             "grpc.reflection.v1alpha.ServerReflection\n"
+            "inference.GRPCInferenceService\n"
             "ptoserve.v1.SharedMemory\n"
             "ptoserve.v1.TileCompute\n");
   r = Ptoctl("list ptoserve.v1.TileCompute");

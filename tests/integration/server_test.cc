@@ -486,7 +486,8 @@ TEST_F(ServerTest, ReflectionListsTheServices) {
   EXPECT_EQ(list.names,
             (std::set<std::string>{
                 "ptoserve.v1.TileCompute", "ptoserve.v1.SharedMemory",
-                "grpc.health.v1.Health", "grpc.reflection.v1.ServerReflection",
+                "inference.GRPCInferenceService", "grpc.health.v1.Health",
+                "grpc.reflection.v1.ServerReflection",
                 "grpc.reflection.v1alpha.ServerReflection"}));
 }
 
@@ -496,7 +497,7 @@ TEST_F(ServerTest, ReflectionListsTheServices) {
 TEST_F(ServerTest, ReflectionDescribesEveryListedServiceInBothVersions) {
   const std::set<std::string> names =
       test::ListServices<test::ReflectionV1Alpha>(client_->channel()).names;
-  EXPECT_EQ(names.size(), 5u);
+  EXPECT_EQ(names.size(), 6u);
   EXPECT_EQ(test::ListServices<test::ReflectionV1>(client_->channel()).names,
             names);
   for (const std::string& name : names) {

@@ -16,7 +16,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "server/rpc/grpc_body.h"
 #include "server/jobs/engine_runner.h"
 #include "server/metrics/metrics.h"
 #include "tests/server/hold_pool.h"
@@ -184,7 +186,8 @@ int32_t First(const v1::JobResult& r) {
 
 class JobStreamTest : public ::testing::TestWithParam<Path> {
  protected:
-  void Open(uint64_t budget_bytes, uint32_t window, CallInfo call = {}) {
+  void Open(uint64_t budget_bytes, uint32_t window, CallInfo call = {},
+            const StreamCodec* codec = nullptr) {
     budget_.emplace(budget_bytes);
     ServiceLimits limits;
     limits.max_message_bytes = 64 << 20;
@@ -194,7 +197,7 @@ class JobStreamTest : public ::testing::TestWithParam<Path> {
     intake_.emplace(&*dispatcher_, &metrics_, &*budget_, &decoders_);
     share_ = budget_->ShareOf("the test");
     call.share = share_;
-    stream_.emplace(&wire_, window, StreamJobs{&*intake_, call});
+    stream_.emplace(&wire_, window, StreamJobs{&*intake_, call, codec});
     stream_->Start();
   }
   std::shared_ptr<Signal> HoldDecoder() { return HoldPool(&decoders_); }
@@ -298,6 +301,88 @@ TEST_P(JobStreamTest, JobsOverTheBudgetWaitTheirTurn) {
 // parsed on the decoders, not on the thread that read it, its bytes held
 // against the client's share while it waits; a caller gone, or past its
 // deadline, meanwhile has it never run.
+// Another protocol's stream (as ModelStreamInfer's): v1 Jobs parsed
+// through a JobProtocol that keeps each message's id, answered by the
+// codec as JobResults carrying that id and the first element, or the error.
+class IdProtocol final : public JobProtocol {
+ public:
+  absl::StatusOr<WireShape> Scan(const RequestBody&,
+                                 const EngineLimits&) const override {
+    WireShape shape;
+    shape.instructions = 1;
+    return shape;
+  }
+  absl::Status Parse(const RequestBody& body, absl::string_view what,
+                     v1::Job* job) const override {
+    bool parsed = false;
+    (void)body.Read([&](google::protobuf::io::ZeroCopyInputStream* in) {
+      parsed = job->ParseFromZeroCopyStream(in);
+    });
+    if (!parsed) return absl::InvalidArgumentError(absl::StrCat(what, " bad"));
+    id_ = job->id();
+    return absl::OkStatus();
+  }
+  mutable std::string id_;
+};
+
+class IdCodec final : public StreamCodec {
+ public:
+  std::unique_ptr<JobProtocol> ForMessage() const override {
+    return std::make_unique<IdProtocol>();
+  }
+  absl::Status Encode(const JobProtocol& message,
+                      const absl::StatusOr<const v1::JobResult*>& result,
+                      uint64_t max_bytes,
+                      grpc::ByteBuffer* bytes) const override {
+    v1::JobResult answer;
+    answer.set_id(static_cast<const IdProtocol&>(message).id_);
+    if (result.ok()) {
+      *answer.mutable_tiles() = (*result)->tiles();
+    } else {
+      answer.mutable_status()->set_code(v1::INVALID_ARGUMENT);
+      answer.mutable_status()->set_message(
+          std::string(result.status().message()));
+    }
+    return EncodeReply(answer, max_bytes, bytes);
+  }
+};
+
+TEST_P(JobStreamTest, WithACodecAnswersGoInTheOrderTheMessagesCame) {
+  const IdCodec codec;
+  Open(/*budget_bytes=*/256 << 20, /*window=*/16, {}, &codec);
+  std::shared_ptr<Signal> release = HoldDecoder();
+  // Heavy first (decoded on the held decoder), then light ones that run
+  // (or queue) at once, and a broken one: none may overtake the first.
+  wire_.Send(&*stream_, HeavyTand("heavy"));
+  wire_.Send(&*stream_, Tand("light", 0x0ff0, 0x3c3c));
+  wire_.Send(&*stream_, "\xff\xff not a job");
+  wire_.Send(&*stream_, Tand("last", 6, 3));
+  wire_.Send(&*stream_, std::nullopt);
+  Run();
+  EXPECT_FALSE(wire_.writing()) << "an answer overtook the first message's";
+  release->Notify();
+  std::vector<v1::JobResult> results;
+  while (results.size() < 4) {
+    ASSERT_TRUE(
+        WaitUntil([&] { return scheduler_.queued() > 0 || wire_.writing(); }));
+    Run();
+    if (wire_.writing()) results.push_back(wire_.Receive(&*stream_));
+  }
+  ASSERT_EQ(results[0].id(), "heavy");
+  EXPECT_EQ(First(results[0]), 0);
+  ASSERT_EQ(results[1].id(), "light");
+  EXPECT_EQ(First(results[1]), 0x0ff0 & 0x3c3c);
+  EXPECT_EQ(results[2].status().code(), v1::INVALID_ARGUMENT);
+  EXPECT_THAT(results[2].status().message(),
+              ::testing::HasSubstr("stream message 3"));
+  ASSERT_EQ(results[3].id(), "last");
+  EXPECT_EQ(First(results[3]), 6 & 3);
+  ASSERT_TRUE(WaitUntil([&] { return wire_.finished().has_value(); }));
+  EXPECT_TRUE(wire_.finished()->ok());
+  EXPECT_TRUE(WaitUntil([&] { return budget_->held() == 0; }));
+  stream_->Done();
+}
+
 TEST_P(JobStreamTest, AHeavyMessageIsDecodedOffTheReadingThread) {
   Open(/*budget_bytes=*/256 << 20, /*window=*/16);
   std::shared_ptr<Signal> release = HoldDecoder();
