@@ -30,8 +30,7 @@ const ModelCatalog& Catalog() {
 absl::Status CheckJob(const inference::ModelInferRequest& request,
                       const v1::Job& job, bool program) {
   if (!program && job.tiles_size() > request.inputs_size()) {
-    return absl::InternalError(absl::StrCat(job.tiles_size(),
-                                            " tiles from ",
+    return absl::InternalError(absl::StrCat(job.tiles_size(), " tiles from ",
                                             request.inputs_size(), " inputs"));
   }
   for (const auto& input : request.inputs()) {

@@ -18,9 +18,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
-#include "server/rpc/grpc_body.h"
 #include "server/jobs/engine_runner.h"
 #include "server/metrics/metrics.h"
+#include "server/rpc/grpc_body.h"
 #include "tests/server/hold_pool.h"
 #include "tests/server/signal.h"
 

@@ -86,10 +86,9 @@ TEST_F(OipTest, ARequestIsItsModelsJobAndItsAnswerMatchesAScalarLoop) {
     EXPECT_EQ(response.parameters().at("target").string_param(), "host");
     EXPECT_THAT(response.parameters().at("events").string_param(),
                 HasSubstr(absl::StrCat("instruction 0 ",
-                                       std::string(model) == "tand" ? "TAND"
-                                       : std::string(model) == "txor"
-                                           ? "TXOR"
-                                           : "TOR",
+                                       std::string(model) == "tand"   ? "TAND"
+                                       : std::string(model) == "txor" ? "TXOR"
+                                                                      : "TOR",
                                        " on host")));
     ASSERT_EQ(response.outputs_size(), 1);
     EXPECT_EQ(response.outputs(0).name(), "dst");
@@ -113,7 +112,8 @@ TEST_F(OipTest, TypedContentsAreCheckedForTheirDatatypesRange) {
   r.clear_raw_input_contents();
   for (auto& input : *r.mutable_inputs()) {
     input.set_datatype("INT8");
-    for (int v : {1, -2, 127, -128}) input.mutable_contents()->add_int_contents(v);
+    for (int v : {1, -2, 127, -128})
+      input.mutable_contents()->add_int_contents(v);
   }
   v1::Job job;
   InferEnvelope envelope;
@@ -187,6 +187,8 @@ TEST_F(OipTest, RestJsonIsPricedAgainstTheCallersShareWhileItIsParsed) {
   Pipeline::Execute(&o, BodyFormat::kJson, body, "the body", &protocol);
   ASSERT_TRUE(o.done.WaitForNotificationWithTimeout(absl::Seconds(30)));
   EXPECT_EQ(o.status.code(), absl::StatusCode::kResourceExhausted) << o.status;
+  EXPECT_THAT(o.status.message(), HasSubstr("memory"));
+  o.body.reset();  // the door's, until its request ends
   EXPECT_TRUE(WaitUntil([&] { return budget_.held() == 0; }));
 }
 
@@ -198,8 +200,7 @@ TEST_F(OipTest, RestBinaryAndJsonInputsMakeOneRequest) {
       R"("outputs": [{"name": "dst", "parameters": {"binary_data": true}}]})";
   const std::string body = json + std::string("\x0f\xff\x0f\x03", 4);
   inference::ModelInferRequest request;
-  ASSERT_TRUE(
-      RestInferRequest(body, json.size(), "tand", "1", &request).ok());
+  ASSERT_TRUE(RestInferRequest(body, json.size(), "tand", "1", &request).ok());
   ASSERT_EQ(request.raw_input_contents_size(), 2);
   EXPECT_EQ(request.raw_input_contents(0), std::string("\x0f\xff\x0f\x03", 4));
   EXPECT_EQ(request.raw_input_contents(1), std::string("\xff\x0f\x00\x01", 4));
@@ -216,8 +217,8 @@ TEST_F(OipTest, RestBinaryAndJsonInputsMakeOneRequest) {
               HasSubstr("2 bytes follow the JSON that no input's "
                         "binary_data_size claims"));
   request.Clear();
-  const absl::Status short_tail = RestInferRequest(
-      json + "\x01", json.size(), "tand", "", &request);
+  const absl::Status short_tail =
+      RestInferRequest(json + "\x01", json.size(), "tand", "", &request);
   EXPECT_THAT(short_tail.message(),
               HasSubstr("binary_data_size must be a byte count within the 1 "
                         "bytes after the JSON"));
@@ -230,12 +231,10 @@ TEST_F(OipTest, MistakesAreNamedInTheRequestsWords) {
     const char* words;
   };
   const std::vector<Case> cases = {
-      {[](auto* r) { r->set_model_name("tmul"); },
-       absl::StatusCode::kNotFound,
+      {[](auto* r) { r->set_model_name("tmul"); }, absl::StatusCode::kNotFound,
        "no model \"tmul\" on this server; its models are job, tand, tnot, "
        "tor, txor"},
-      {[](auto* r) { r->set_model_version("2"); },
-       absl::StatusCode::kNotFound,
+      {[](auto* r) { r->set_model_version("2"); }, absl::StatusCode::kNotFound,
        "model \"tand\" has no version \"2\": its one version is \"1\""},
       {[](auto* r) { r->mutable_inputs(1)->set_name("b"); },
        absl::StatusCode::kInvalidArgument,
