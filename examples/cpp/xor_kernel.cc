@@ -7,6 +7,7 @@
 //   bazel run -c opt //examples/cpp:xor_kernel -- xor_kernel.json [TRACE]
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <pto/common/constants.hpp>
 #include <pto/pto-inst.hpp>
 #include <string>
@@ -38,6 +39,17 @@ AICORE void XorKernel(__gm__ T __out__* out, __gm__ T __in__* x,
   TSTORE(out_matrix, out_tile);
 }
 
+// `path` as the user meant it: under `bazel run` (which runs the program
+// from its runfiles) a relative path is the directory the command was
+// typed in, which Bazel names in BUILD_WORKING_DIRECTORY.
+std::string UserPath(const char* path) {
+  const char* typed_in = std::getenv("BUILD_WORKING_DIRECTORY");
+  if (path[0] == '/' || typed_in == nullptr || typed_in[0] == '\0') {
+    return path;
+  }
+  return std::string(typed_in) + "/" + path;
+}
+
 int main(int argc, char** argv) {
   if (argc != 2 && argc != 3) {
     std::fprintf(stderr, "usage: xor_kernel JOB.json [TRACE.json]\n");
@@ -56,13 +68,13 @@ int main(int argc, char** argv) {
   std::printf("xor_kernel on %s: out = x ^ y, %d of %d elements wrong\n",
               Rules::kName, wrong, kRows * kCols);
   std::string error;
-  if (!recording.WriteJob(argv[1], &error)) {
+  if (!recording.WriteJob(UserPath(argv[1]).c_str(), &error)) {
     std::fprintf(stderr, "xor_kernel: %s\n", error.c_str());
     return 1;
   }
   std::printf("xor_kernel: wrote %s\n", argv[1]);
   if (argc == 3) {
-    if (!WriteKernelTrace(argv[2], &error)) {
+    if (!WriteKernelTrace(UserPath(argv[2]).c_str(), &error)) {
       std::fprintf(stderr, "xor_kernel: %s\n", error.c_str());
       return 1;
     }

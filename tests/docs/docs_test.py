@@ -27,8 +27,11 @@ Substitutions in what runs (the docs use ptoserve's default addresses):
   commands without a server (ptoctl's default is 127.0.0.1:50051) reach
   this one; a command that names one (`--server=...`, or the address as
   its first argument, grpcurl's way) runs as written.
-- REWRITES below: commands of the docs that run a Bazel target, run as the
-  file the target runs.
+- REWRITES below: commands of the docs that run a Bazel target, run as
+  `bazel run` runs them: the file the target runs, from a directory of its
+  own (bazel run's runfiles), with BUILD_WORKING_DIRECTORY the directory
+  the command was typed in. Only the program is replaced, never its
+  arguments: a command that works here works as the page shows it.
 
 Normalisation, applied to what the docs show and to what ran alike, of
 timings and ids only:
@@ -122,17 +125,19 @@ EXEMPTIONS = {
         "where the modules come from",
 }
 
-# Commands that run a Bazel target, as the file that target runs (no Bazel
-# inside a test): (the start of the command, what runs instead).
+# Commands that run a Bazel target, as bazel run runs it (no Bazel inside a
+# test): (the start of the command, the program it runs). The program runs
+# from a directory of its own (bazel_run_dir), as bazel run's from its runfiles, with
+# BUILD_WORKING_DIRECTORY the directory the command ran in.
 REWRITES = [
     ("bazel run //client/python:example -- ",
-     "/usr/bin/python3 client/python/example.py "),
+     "/usr/bin/python3 \"$PWD/client/python/example.py\""),
     ("bazel run -c opt //examples/cpp:first_request -- ",
-     os.path.abspath("examples/cpp/first_request") + " "),
+     os.path.abspath("examples/cpp/first_request")),
     ("bazel run -c opt //client:shared_memory_example -- ",
-     os.path.abspath("client/shared_memory_example") + " "),
+     os.path.abspath("client/shared_memory_example")),
     ("bazel run -c opt //examples/cpp:xor_kernel -- ",
-     os.path.abspath("examples/cpp/xor_kernel") + " "),
+     os.path.abspath("examples/cpp/xor_kernel")),
 ]
 
 ERROR_WITH_CODE = re.compile(r"^ptoctl: [A-Z][A-Z_]+: ")
@@ -276,6 +281,12 @@ class DocsTest(unittest.TestCase):
         cls.http = found["http"]
         cls.root = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
         cls.addClassCleanup(shutil.rmtree, cls.root, ignore_errors=True)
+        # Where a `bazel run` program runs (its runfiles, for Bazel): a
+        # file it writes to a relative path lands there, not where the
+        # next command of the page looks for it.
+        cls.bazel_run_dir = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+        cls.addClassCleanup(shutil.rmtree, cls.bazel_run_dir,
+                            ignore_errors=True)
         cls.scratch_root()
 
     @classmethod
@@ -317,9 +328,11 @@ class DocsTest(unittest.TestCase):
     def substituted(self, code):
         code = code.replace(DOC_HTTP, self.http)
         code = code.replace(DOC_ADDRESS, self.address)
-        for start, instead in REWRITES:
+        for start, program in REWRITES:
             if code.startswith(start):
-                code = instead + code[len(start):]
+                code = (f"env -C {self.bazel_run_dir} "
+                        f"BUILD_WORKING_DIRECTORY=\"$PWD\" {program} " +
+                        code[len(start):])
         return code
 
     def printed(self, text):

@@ -12,6 +12,7 @@ import json
 import os
 import sys
 import tempfile
+import threading
 import unittest
 
 import grpc
@@ -326,6 +327,50 @@ class InferencePromisesTest(unittest.TestCase):
                     "GET", "/v2/health/ready")[0], 200)
                 bare.close()
                 held.close()
+            finally:
+                stop_server(server)
+
+    def test_one_clients_flood_leaves_anothers_share_alone(self):
+        # Two tokens, two clients. One floods the HTTP door with requests
+        # that together pass its 4 MiB share (each alone within a job's
+        # 4 MiB): it may be refused, never answered wrong. The other's
+        # small gRPC inferences, meanwhile, are all answered, and right.
+        with tempfile.NamedTemporaryFile("w", suffix=".tokens") as f:
+            f.write("alpha\nbeta\n")
+            f.flush()
+            server, address, url = start(
+                f"--auth_token_file={f.name}", "--memory_budget_mb=16",
+                "--max_client_memory_mb=4", "--max_job_mb=4",
+                "--max_message_mb=4")
+            try:
+                big = np.arange(256 * 512, dtype=np.int32).reshape(256, 512)
+                flood_codes = []
+
+                def flood():
+                    client = HttpClient(url, "alpha")
+                    for _ in range(8):
+                        try:
+                            r = client.infer("txor", {"src0": big, "src1": big})
+                            self.assertFalse(r.outputs["dst"].any())
+                            flood_codes.append(200)
+                        except InferError as e:
+                            flood_codes.append(e.status)
+
+                threads = [threading.Thread(target=flood) for _ in range(4)]
+                for t in threads:
+                    t.start()
+                victim = GrpcClient(address, "beta")
+                a, b = operands("UINT32", 11)
+                for _ in range(20):
+                    np.testing.assert_array_equal(
+                        victim.infer("tand", {"src0": a, "src1": b})
+                        .outputs["dst"], a & b)
+                for t in threads:
+                    t.join(timeout=120)
+                    self.assertFalse(t.is_alive())
+                self.assertEqual(len(flood_codes), 32)
+                self.assertTrue(set(flood_codes) <= {200, 429}, flood_codes)
+                victim.close()
             finally:
                 stop_server(server)
 
