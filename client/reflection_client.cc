@@ -336,11 +336,28 @@ absl::StatusOr<std::string> ReflectionClient::Call(
     return absl::DataLossError(
         absl::StrCat("the reply is not a ", method.output_type()->full_name()));
   }
-  google::protobuf::util::JsonPrintOptions options;
+  return PrettyJson(*reply);
+}
+
+std::string PrettyJson(const google::protobuf::Message& message,
+                       google::protobuf::util::JsonPrintOptions options) {
   options.add_whitespace = true;
-  std::string json;
-  (void)google::protobuf::util::MessageToJsonString(*reply, &json, options);
-  return json;
+  std::string out;
+  (void)google::protobuf::util::MessageToJsonString(message, &out, options);
+  // protobuf indents by one space a level, grpcurl by two. A string's
+  // newlines are escaped, so a line starts with its indentation alone.
+  std::string indented;
+  indented.reserve(out.size() * 5 / 4);
+  bool line_start = true;
+  for (char c : out) {
+    indented += c;
+    if (line_start && c == ' ') {
+      indented += ' ';
+      continue;
+    }
+    line_start = c == '\n';
+  }
+  return indented;
 }
 
 }  // namespace ptoserve

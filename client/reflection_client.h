@@ -13,6 +13,7 @@
 #include "absl/status/statusor.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/dynamic_message.h"
+#include "google/protobuf/util/json_util.h"
 #include "grpcpp/channel.h"
 #include "grpcpp/client_context.h"
 
@@ -64,6 +65,12 @@ class ReflectionClient {
   google::protobuf::DynamicMessageFactory factory_{&pool_};
   bool v1alpha_ = false;  // the server has no grpc.reflection.v1
 };
+
+// `message` as proto3 JSON (with `options`), indented two spaces a level
+// and ending in a newline, as grpcurl prints: what `ptoctl call` and
+// ptoctl's --json print.
+std::string PrettyJson(const google::protobuf::Message& message,
+                       google::protobuf::util::JsonPrintOptions options = {});
 
 }  // namespace ptoserve
 

@@ -217,7 +217,8 @@ void HandleHelpAndVersion(int argc, char** argv, absl::string_view program,
     if (arg == "--help" || arg == "-h" || arg == "--helpshort") {
       std::cout << usage << "\nFlags:\n"
                 << FlagsHelp(flag_file)
-                << "\n--helpfull lists every flag, Abseil's and gRPC's too.\n";
+                << "\n--helpfull lists them in Abseil's format, with its "
+                   "flag-file flags (--flagfile, --fromenv, ...).\n";
       std::exit(0);
     }
   }

@@ -18,6 +18,7 @@
 #include "absl/time/time.h"
 #include "client/ptoctl/flags.h"
 #include "client/ptoctl/tiles.h"
+#include "client/reflection_client.h"
 #include "proto/words.h"
 
 namespace ptoserve {
@@ -48,10 +49,10 @@ std::string ToJson(const google::protobuf::Message& message, bool pretty) {
   google::protobuf::util::JsonPrintOptions options;
   options.add_whitespace = pretty;
   options.always_print_primitive_fields = true;
+  if (pretty) return PrettyJson(message, options);
   std::string out;
   (void)google::protobuf::util::MessageToJsonString(message, &out, options);
-  if (!pretty) out += "\n";
-  return out;
+  return out + "\n";
 }
 
 int Fail(const absl::Status& status) {

@@ -140,11 +140,11 @@ TEST_F(PtoctlReflectionTest, DescribesEverySymbolKindWithItsComments) {
 TEST_F(PtoctlReflectionTest, CallsAnyUnaryMethodWithJson) {
   CommandResult r = Ptoctl("call grpc.health.v1.Health/Check");
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_EQ(r.output, "{\n \"status\": \"SERVING\"\n}\n");
+  EXPECT_EQ(r.output, "{\n  \"status\": \"SERVING\"\n}\n");
   r = Ptoctl(
       "call grpc.health.v1.Health/Check "
       "-d '{\"service\": \"ptoserve.v1.SharedMemory\"}'");
-  EXPECT_EQ(r.output, "{\n \"status\": \"SERVING\"\n}\n");
+  EXPECT_EQ(r.output, "{\n  \"status\": \"SERVING\"\n}\n");
   r = Ptoctl("call ptoserve.v1.SharedMemory/List");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(r.output, "{}\n");
