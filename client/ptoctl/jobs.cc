@@ -12,6 +12,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "client/ptoctl/print.h"
+#include "proto/json_errors.h"
 
 namespace ptoserve {
 namespace ptoctl {
@@ -37,10 +38,10 @@ std::string LineColumn(absl::string_view text, size_t offset, int first_line) {
 // Protobuf's JSON parser reports a syntax error as "what\nSNIPPET\n   ^",
 // the snippet being up to 20 bytes either side of the error, and a schema
 // error as "field: what" or "(field): invalid value \"X\" ...". Returns
-// "line:column: what", finding the place from the snippet, or from the
-// first quoted name or value of the message that appears in `text`.
-std::string LocateJsonError(absl::string_view text, absl::string_view error,
-                            int first_line) {
+// "line:column", found from the snippet, or from the first quoted name or
+// value of the message that appears in `text`; "" when neither is there.
+std::string JsonErrorPlace(absl::string_view text, absl::string_view error,
+                           int first_line) {
   std::vector<absl::string_view> lines = absl::StrSplit(error, '\n');
   const absl::string_view what = lines[0];
   if (lines.size() >= 3 && absl::EndsWith(lines.back(), "^")) {
@@ -48,9 +49,9 @@ std::string LocateJsonError(absl::string_view text, absl::string_view error,
     const std::string snippet =
         absl::StrJoin(lines.begin() + 1, lines.end() - 1, "\n");
     if (size_t at = text.find(snippet); at != absl::string_view::npos) {
-      return absl::StrCat(LineColumn(text, at + caret, first_line), ": ", what);
+      return LineColumn(text, at + caret, first_line);
     }
-    return std::string(what);
+    return "";
   }
   // A quoted value ("TARGET_HOSTX"), else the field the message starts with.
   std::vector<std::string> candidates;
@@ -63,6 +64,10 @@ std::string LocateJsonError(absl::string_view text, absl::string_view error,
   if (size_t colon = what.find(':'); colon != absl::string_view::npos) {
     absl::string_view field = absl::StripPrefix(what.substr(0, colon), "(");
     field = absl::StripSuffix(field, ")");
+    // "(tiles[0].value) value": the name after the path.
+    if (size_t space = field.rfind(' '); space != absl::string_view::npos) {
+      field = field.substr(space + 1);
+    }
     if (size_t dot = field.rfind('.'); dot != absl::string_view::npos) {
       field = field.substr(dot + 1);
     }
@@ -70,10 +75,10 @@ std::string LocateJsonError(absl::string_view text, absl::string_view error,
   }
   for (const std::string& c : candidates) {
     if (size_t at = text.find(c); at != absl::string_view::npos) {
-      return absl::StrCat(LineColumn(text, at, first_line), ": ", what);
+      return LineColumn(text, at, first_line);
     }
   }
-  return std::string(what);
+  return "";
 }
 
 }  // namespace
@@ -88,10 +93,12 @@ absl::StatusOr<v1::Job> ParseJsonJob(absl::string_view text,
   auto parsed = google::protobuf::util::JsonStringToMessage(
       google::protobuf::StringPiece(text.data(), text.size()), &job);
   if (!parsed.ok()) {
+    // Where (line:column), then what, in the words the server's doors use.
+    const std::string raw = parsed.message().as_string();
+    const std::string place = JsonErrorPlace(text, raw, first_line);
     return absl::InvalidArgumentError(absl::StrCat(
-        where, ":",
-        LocateJsonError(text, parsed.message().as_string(), first_line),
-        " (not a ptoserve.v1.Job in proto3 JSON)"));
+        where, place.empty() ? "" : ":", place, ": ",
+        ReadableJsonError("the file", text, raw, *v1::Job::descriptor())));
   }
   return job;
 }

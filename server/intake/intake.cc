@@ -11,8 +11,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/status_macros.h"
+#include "proto/json_errors.h"
 #include "proto/wire.h"
-#include "server/intake/json_errors.h"
 #include "server/intake/json_scan.h"
 
 namespace ptoserve {

@@ -14,9 +14,9 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "core/quote.h"
+#include "proto/json_errors.h"
 #include "proto/wire.h"
 #include "proto/words.h"
-#include "server/intake/json_errors.h"
 #include "server/intake/json_scan.h"
 #include "server/oip/parameters.h"
 

@@ -11,8 +11,8 @@
 #include "absl/strings/str_join.h"
 #include "core/quote.h"
 #include "inference/rest.pb.h"
+#include "proto/json_errors.h"
 #include "proto/wire.h"
-#include "server/intake/json_errors.h"
 #include "server/intake/json_scan.h"
 
 namespace ptoserve {

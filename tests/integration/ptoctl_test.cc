@@ -448,25 +448,29 @@ TEST_F(PtoctlTest, JsonErrorsNameLineAndColumn) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(
       r.output,
-      HasSubstr("syntax.json:3:11: Expected : between key:value pair."));
+      HasSubstr("syntax.json:3:11: the file is not a ptoserve.v1.Job in "
+                "JSON: Expected : between key:value pair"));
   const std::string field = WriteTempFile(
       "field.json", "{\n  \"target\": \"TARGET_A5\",\n  \"tilez\": {}\n}\n");
   r = Ptoctl("run " + field);
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_THAT(r.output, HasSubstr("field.json:3:3: tilez: Cannot find field."));
+  EXPECT_THAT(r.output, HasSubstr("field.json:3:3: a job has no field "
+                                  "\"tilez\"; its fields are id, target"));
   const std::string value =
       WriteTempFile("value.json", "{\n  \"target\": \"TARGET_A6\"\n}\n");
   r = Ptoctl("run " + value);
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(
       r.output,
-      HasSubstr("value.json:2:13: (target): invalid value \"TARGET_A6\""));
+      HasSubstr("value.json:2:13: target: \"TARGET_A6\" is not one of "
+                "TARGET_HOST, TARGET_A2A3, TARGET_A5"));
   // A stream's line numbers are the file's.
   const std::string jobs = WriteTempFile("jobs.jsonl", "{}\n\n{\"id\" 1}\n");
   r = Ptoctl("stream " + jobs);
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.output,
-              HasSubstr("jobs.jsonl:3:7: Expected : between key:value pair."));
+              HasSubstr("jobs.jsonl:3:7: the file is not a ptoserve.v1.Job in "
+                        "JSON: Expected : between key:value pair"));
 }
 
 TEST_F(PtoctlTest, TargetFlagAppliesToJobsThatNameNone) {

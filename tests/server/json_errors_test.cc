@@ -1,6 +1,6 @@
 // protobuf's JSON parse errors for a job, in its sender's words: each case
 // parses a body with protobuf and checks what the sender is told.
-#include "server/intake/json_errors.h"
+#include "proto/json_errors.h"
 
 #include <google/protobuf/util/json_util.h>
 #include <gtest/gtest.h>

@@ -2,8 +2,8 @@
 // name and the field ("tiles[\"a\"].dtype", not "(tiles[0].value.dtype)"),
 // what a value should have been, an enum's valid values, "the body is
 // empty", never a type URL.
-#ifndef PTOSERVE_SERVER_INTAKE_JSON_ERRORS_H_
-#define PTOSERVE_SERVER_INTAKE_JSON_ERRORS_H_
+#ifndef PTOSERVE_PROTO_JSON_ERRORS_H_
+#define PTOSERVE_PROTO_JSON_ERRORS_H_
 
 #include <google/protobuf/descriptor.h>
 
@@ -27,4 +27,4 @@ std::string KeyAt(absl::string_view body, absl::string_view field,
 
 }  // namespace ptoserve
 
-#endif  // PTOSERVE_SERVER_INTAKE_JSON_ERRORS_H_
+#endif  // PTOSERVE_PROTO_JSON_ERRORS_H_

@@ -1,4 +1,4 @@
-#include "server/intake/json_errors.h"
+#include "proto/json_errors.h"
 
 #include <optional>
 #include <regex>
