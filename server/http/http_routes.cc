@@ -15,6 +15,7 @@
 #include "absl/strings/str_format.h"
 #include "common/setting_names.h"
 #include "core/quote.h"
+#include "server/http/grpc_timeout.h"
 #include "server/http/http_api.h"
 #include "server/http/inference_routes.h"
 #include "server/http/playground_page.h"
@@ -115,38 +116,6 @@ std::string ToJson(const google::protobuf::Message& message) {
   // Cannot fail for the server's own messages.
   (void)google::protobuf::util::MessageToJsonString(message, &out, options);
   return out;
-}
-
-// The deadline a caller asks for in a grpc-timeout header, as gRPC-Web
-// clients and Envoy's gRPC-JSON transcoder send it: 1 to 8 digits and a
-// unit, H, M, S, m (milliseconds), u or n.
-absl::StatusOr<absl::Duration> GrpcTimeout(absl::string_view value) {
-  const auto bad = [&] {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "grpc-timeout %s is not a timeout: 1 to 8 digits and a unit, H, M, "
-        "S, m, u or n (e.g. 500m, 2S)",
-        ShortQuote(value)));
-  };
-  int64_t n = 0;
-  if (value.size() < 2 || value.size() > 9 ||
-      !absl::SimpleAtoi(value.substr(0, value.size() - 1), &n) || n < 0) {
-    return bad();
-  }
-  switch (value.back()) {
-    case 'H':
-      return absl::Hours(n);
-    case 'M':
-      return absl::Minutes(n);
-    case 'S':
-      return absl::Seconds(n);
-    case 'm':
-      return absl::Milliseconds(n);
-    case 'u':
-      return absl::Microseconds(n);
-    case 'n':
-      return absl::Nanoseconds(n);
-  }
-  return bad();
 }
 
 }  // namespace
