@@ -177,9 +177,22 @@ std::string Expected(absl::string_view type) {
         google::protobuf::DescriptorPool::generated_pool()->FindEnumTypeByName(
             std::string(type));
     if (e != nullptr) {
+      // Each value once, by its short name where it has one ("int16"
+      // for DTYPE_INT16, which is taken too).
       std::vector<std::string> names;
       for (int i = 0; i < e->value_count(); ++i) {
-        if (e->value(i)->number() != 0) names.push_back(e->value(i)->name());
+        const auto* v = e->value(i);
+        if (v->number() == 0 || e->FindValueByNumber(v->number()) != v) {
+          continue;
+        }
+        std::string name = v->name();
+        for (int j = 0; j < e->value_count(); ++j) {
+          const auto* alias = e->value(j);
+          if (alias->number() == v->number() && alias != v) {
+            name = alias->name();
+          }
+        }
+        names.push_back(name);
       }
       return absl::StrCat("one of ", absl::StrJoin(names, ", "));
     }

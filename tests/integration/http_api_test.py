@@ -229,18 +229,35 @@ class HttpApiTest(unittest.TestCase):
         self.assertError(self.execute(shared), 400, "FAILED_PRECONDITION",
                          "gRPC only")
 
+    def test_enums_in_the_words_ptoctl_uses(self):
+        # "int16", "a2a3", "txor" as ptoctl, Python and the playground say
+        # them; the answer in the canonical names.
+        short = {
+            "target": "a2a3",
+            "tiles": {n: {"dtype": "int16", "rows": 1, "cols": 16, "fill": v}
+                      for n, v in (("a", 12), ("b", 10))},
+            "instructions": [{"opcode": "txor", "dst": "c", "src0": "a",
+                              "src1": "b", "tmp": "t"}],
+            "outputs": ["c"]}
+        status, _, answer = self.execute(short)
+        self.assertEqual(status, 200, answer)
+        self.assertEqual(answer["target"], "TARGET_A2A3")
+        self.assertEqual(answer["tiles"]["c"]["dtype"], "DTYPE_INT16")
+        self.assertEqual(answer["events"][0]["opcode"], "OPCODE_TXOR")
+        data = base64.b64decode(answer["tiles"]["c"]["data"])
+        self.assertEqual(list(memoryview(data).cast("h")), [12 ^ 10] * 16)
+
     def test_errors_speak_of_the_job_as_it_was_written(self):
         # The tile by its name, the field, an enum's valid values; never a
         # type URL.
         wrong = json.loads(json.dumps(TXOR_A2A3))
-        wrong["tiles"]["b"]["dtype"] = "int16"
+        wrong["tiles"]["b"]["dtype"] = "i16"
         status, _, answer = self.execute(wrong)
         self.assertEqual(status, 400)
         self.assertEqual(answer["message"],
-                         'tiles["b"].dtype: "int16" is not one of DTYPE_INT8, '
-                         "DTYPE_UINT8, DTYPE_INT16, DTYPE_UINT16, DTYPE_INT32, "
-                         "DTYPE_UINT32, DTYPE_FLOAT16, DTYPE_BFLOAT16, "
-                         "DTYPE_FLOAT32")
+                         'tiles["b"].dtype: "i16" is not one of int8, uint8, '
+                         "int16, uint16, int32, uint32, float16, bfloat16, "
+                         "float32")
         self.assertError(self.execute(b"", {"Content-Type": "application/json"}),
                          400, "INVALID_ARGUMENT",
                          "the body is empty")

@@ -22,10 +22,10 @@ std::string Told(const std::string& body) {
 }
 
 TEST(JsonErrorsTest, NamesTheTileAndTheFieldAndWhatWouldDo) {
-  EXPECT_EQ(Told(R"({"tiles": {"a": {"dtype": "int16"}}})"),
-            "tiles[\"a\"].dtype: \"int16\" is not one of DTYPE_INT8, "
-            "DTYPE_UINT8, DTYPE_INT16, DTYPE_UINT16, DTYPE_INT32, "
-            "DTYPE_UINT32, DTYPE_FLOAT16, DTYPE_BFLOAT16, DTYPE_FLOAT32");
+  // An enum's values by their short names, which JSON takes too.
+  EXPECT_EQ(Told(R"({"tiles": {"a": {"dtype": "i16"}}})"),
+            "tiles[\"a\"].dtype: \"i16\" is not one of int8, uint8, int16, "
+            "uint16, int32, uint32, float16, bfloat16, float32");
   // The second tile, by its name, not its place.
   EXPECT_EQ(Told(R"({"tiles": {"x": {"rows": 1}, "b": {"rows": -1}}})"),
             "tiles[\"b\"].rows: -1 is not a whole number from 0 to "
@@ -36,11 +36,13 @@ TEST(JsonErrorsTest, NamesTheTileAndTheFieldAndWhatWouldDo) {
             "tiles[\"a\"].shared.offset: true is not a whole number from 0 "
             "to 18446744073709551615");
   EXPECT_EQ(Told(R"({"instructions": [{}, {"opcode": "TAND"}]})"),
-            "instructions[1].opcode: \"TAND\" is not one of OPCODE_TAND, "
-            "OPCODE_TXOR, OPCODE_TOR, OPCODE_TNOT");
-  EXPECT_EQ(Told(R"({"target": "a5"})"),
-            "target: \"a5\" is not one of TARGET_HOST, TARGET_A2A3, "
-            "TARGET_A5");
+            "instructions[1].opcode: \"TAND\" is not one of tand, txor, tor, "
+            "tnot");
+  EXPECT_EQ(Told(R"({"target": "a6"})"),
+            "target: \"a6\" is not one of host, a2a3, a5");
+  // An enum without short names says its own.
+  EXPECT_EQ(Told(R"({"mode": "auto"})"),
+            "mode: \"auto\" is not one of MODE_MANUAL");
   EXPECT_EQ(Told(R"({"timeout": "2"})"),
             "timeout is not a duration: seconds ending in s, e.g. \"2.5s\"");
   EXPECT_EQ(Told(R"({"instructions": [{"dst": 5}]})"),

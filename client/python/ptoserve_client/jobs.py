@@ -28,7 +28,7 @@ def _enum_value(enum, prefix: str, name: str, what: str) -> int:
         return enum.Value(prefix + name.upper())
     except ValueError:
         names = [n[len(prefix):].lower() for n in enum.keys()
-                 if n != prefix + "UNSPECIFIED"]
+                 if n.startswith(prefix) and n != prefix + "UNSPECIFIED"]
         raise ValueError(f"{what} {name!r} is not one of "
                          f"{', '.join(names)}") from None
 
