@@ -2,6 +2,8 @@
 
 #include <limits>
 
+#include "absl/strings/match.h"
+
 namespace ptoserve {
 
 size_t ElementBytes(DType dtype) {
@@ -121,7 +123,8 @@ absl::string_view TargetName(Target target) {
 
 std::optional<Target> TargetFromName(absl::string_view name) {
   for (Target target : kEveryTarget) {
-    if (TargetName(target) == name) return target;
+    // "A2A3" as ptoctl's --target and the Python client take it.
+    if (absl::EqualsIgnoreCase(TargetName(target), name)) return target;
   }
   return std::nullopt;
 }

@@ -30,7 +30,8 @@ absl::string_view LocationName(Location location);
 
 // "host", "a2a3", "a5".
 absl::string_view TargetName(Target target);
-// The target TargetName names `name`, or nullopt.
+// The target TargetName names `name` (in any case: "A2A3" too), or
+// nullopt.
 std::optional<Target> TargetFromName(absl::string_view name);
 // "host, a2a3, a5".
 std::string TargetNames();

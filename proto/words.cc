@@ -47,10 +47,14 @@ std::string EventText(const v1::EventRecord& e) {
     absl::StrAppend(&text, ", waited on ", absl::StrJoin(e.waited_on(), ", "));
   }
   text += "\n";
+  const auto count = [](uint32_t n, const char* noun) {
+    return absl::StrCat(n, " ", noun, n == 1 ? "" : "s");
+  };
   for (const v1::MicroOp& op : e.trace()) {
-    absl::StrAppendFormat(
-        &text, "       %-5s %s <- %s  (%u repeats, %u elements)\n", op.op(),
-        op.dst(), absl::StrJoin(op.srcs(), ", "), op.repeats(), op.elements());
+    absl::StrAppendFormat(&text, "       %-5s %s <- %s  (%s, %s)\n", op.op(),
+                          op.dst(), absl::StrJoin(op.srcs(), ", "),
+                          count(op.repeats(), "repeat"),
+                          count(op.elements(), "element"));
   }
   for (const std::string& note : e.notes()) {
     absl::StrAppend(&text, "       note: ", note, "\n");

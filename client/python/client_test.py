@@ -1585,5 +1585,40 @@ class SecureServerTest(unittest.TestCase):
             self.client(private_key=None)
 
 
+class EventTextTest(unittest.TestCase):
+    """The client's event lines are ptoctl's (proto/words.h's EventText)."""
+
+    def test_durations_as_abseil_writes_them(self):
+        from ptoserve_client import duration_text
+        for ns, text in ((0, "0"), (941, "941ns"), (12474, "12.474us"),
+                         (10500, "10.5us"), (1500000, "1.5ms"),
+                         (2 * 10**9, "2s"), (1000, "1us")):
+            self.assertEqual(duration_text(ns), text)
+
+    def test_an_event_reads_as_ptoctl_prints_it(self):
+        from ptoserve.v1 import job_pb2
+        from ptoserve_client import event_text
+        e = job_pb2.EventRecord(id="e0", instruction_index=0,
+                                opcode=job_pb2.OPCODE_TXOR,
+                                target=job_pb2.TARGET_A2A3,
+                                pipe=job_pb2.PIPE_V, batch_id=7, batch_size=2)
+        e.enqueue_time.FromNanoseconds(1000)
+        e.start_time.FromNanoseconds(13474)
+        e.end_time.FromNanoseconds(13474 + 941)
+        e.waited_on.append("e9")
+        e.trace.add(op="vor", dst="tmp", srcs=["src0", "src1"], repeats=1,
+                    elements=16)
+        e.trace.add(op="vand", dst="dst", srcs=["dst", "tmp"], repeats=2,
+                    elements=1)
+        e.notes.append("a note")
+        self.assertEqual(
+            event_text(e),
+            "  e0   instruction 0 TXOR on a2a3, PIPE_V, batch 7 (size 2), "
+            "queued 12.474us, ran 941ns, waited on e9\n"
+            "       vor   tmp <- src0, src1  (1 repeat, 16 elements)\n"
+            "       vand  dst <- dst, tmp  (2 repeats, 1 element)\n"
+            "       note: a note\n")
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

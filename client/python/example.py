@@ -8,8 +8,7 @@ import sys
 
 import numpy as np
 
-from ptoserve.v1.job_pb2 import Opcode
-from ptoserve_client import Client, PtoserveError
+from ptoserve_client import Client, PtoserveError, event_text
 
 
 def print_result(title, result):
@@ -18,16 +17,7 @@ def print_result(title, result):
           f"on {result.target}")
     print(dst)
     for event in result.events:
-        print(f"  {event.id}  instruction {event.instruction_index} "
-              f"{Opcode.Name(event.opcode)[len('OPCODE_'):]}, "
-              f"batch {event.batch_id} (size {event.batch_size}), "
-              f"queued {event.queue_time.ToNanoseconds() / 1000}us, "
-              f"ran {event.execution_time.ToNanoseconds() / 1000}us")
-        for op in event.trace:
-            print(f"      {op.op:5} {op.dst} <- {', '.join(op.srcs)}  "
-                  f"({op.repeats} repeats, {op.elements} elements)")
-        for note in event.notes:
-            print(f"      note: {note}")
+        print(event_text(event), end="")
 
 
 def main(argv):

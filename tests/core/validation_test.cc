@@ -47,6 +47,16 @@ class ValidationTest : public ::testing::Test {
   Engine engine_{EngineOptions{}};
 };
 
+// A target by its name in any case ("A2A3", as ptoctl and the Python
+// client take it, so --default_target does too); nothing else.
+TEST(TargetNamesTest, AnyCaseNamesTheTarget) {
+  EXPECT_EQ(TargetFromName("a2a3"), Target::kA2A3);
+  EXPECT_EQ(TargetFromName("A2A3"), Target::kA2A3);
+  EXPECT_EQ(TargetFromName("Host"), Target::kHost);
+  EXPECT_EQ(TargetFromName("a6"), std::nullopt);
+  EXPECT_EQ(TargetFromName(""), std::nullopt);
+}
+
 TEST_F(ValidationTest, FloatElementTypesAreRejectedWithTheSupportedList) {
   for (DType dtype : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
     for (Target target : kAllTargets) {

@@ -18,6 +18,7 @@ host, tiles may live in shared memory instead of travelling as bytes:
 from ptoserve_client.client import Client
 from ptoserve_client.dtypes import as_tile_array, tile_dtype
 from ptoserve_client.errors import PtoserveError
+from ptoserve_client.events import duration_text, event_text
 from ptoserve_client.jobs import assembly_job, binary_job, make_job
 from ptoserve_client.results import Result, ServerMetadata
 from ptoserve_client.shared import SharedRegion, shared_slice
@@ -29,6 +30,7 @@ from ptoserve_client.tiles import (MAX_TILE_BYTES, decode_tile,
 __version__ = "0.1.0"
 
 __all__ = ["Client", "MAX_TILE_BYTES", "PtoserveError", "Result",
+           "duration_text", "event_text",
            "ServerMetadata", "SharedRegion", "as_tile_array", "assembly_job",
            "binary_job", "decode_tile", "encode_operands", "encode_tile",
            "make_job", "shared_slice", "tile_dtype"]
