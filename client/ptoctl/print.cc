@@ -63,7 +63,13 @@ int Fail(const absl::Status& status) {
     std::cout << ToJson(error, true);
   } else {
     std::cerr << "ptoctl: " << absl::StatusCodeToString(status.code()) << ": "
-              << status.message() << "\n";
+              << status.message();
+    // The server's hint names gRPC's metadata; ptoctl's own ways to send it.
+    if (status.code() == absl::StatusCode::kUnauthenticated) {
+      std::cerr << " (ptoctl sends a token with --token_file=FILE or "
+                   "$PTOSERVE_TOKEN)";
+    }
+    std::cerr << "\n";
   }
   return 1;
 }

@@ -119,6 +119,8 @@ TEST(SecurityTest, BearerTokens) {
                  " tand --dtype=int8 --shape=1x2 --src0=3 --src1=6");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.output, HasSubstr("UNAUTHENTICATED"));
+  // The hint names ptoctl's own ways to send one.
+  EXPECT_THAT(r.output, HasSubstr("ptoctl sends a token with --token_file"));
 }
 
 TEST(SecurityTest, ReflectionFollowsItsFlag) {
