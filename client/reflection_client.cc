@@ -145,11 +145,36 @@ absl::StatusOr<std::vector<std::string>> ReflectionClient::FilesContaining(
     return FromGrpc(answer.status, "server reflection");
   }
   if (!answer.error.empty() || answer.files.empty()) {
-    return absl::NotFoundError(
-        absl::StrCat("the server knows no symbol ", symbol,
-                     answer.error.empty() ? "" : ": ", answer.error));
+    return absl::NotFoundError(absl::StrCat(
+        "the server knows no symbol ", symbol, answer.error.empty() ? "" : ": ",
+        answer.error, DidYouMean(symbol)));
   }
   return answer.files;
+}
+
+std::string ReflectionClient::DidYouMean(const std::string& symbol) {
+  // The name in a package of one of the services ("Tile" in ptoserve.v1).
+  absl::StatusOr<std::vector<std::string>> services = ListServices();
+  if (!services.ok()) return "";
+  std::vector<std::string> tried;
+  for (const std::string& service : *services) {
+    const size_t dot = service.rfind('.');
+    if (dot == std::string::npos) continue;
+    const std::string candidate =
+        absl::StrCat(service.substr(0, dot + 1), symbol);
+    if (std::find(tried.begin(), tried.end(), candidate) != tried.end()) {
+      continue;
+    }
+    tried.push_back(candidate);
+    const Answer answer =
+        Ask(channel_, configure_, &v1alpha_, [&candidate](auto* request) {
+          request->set_file_containing_symbol(candidate);
+        });
+    if (answer.status.ok() && answer.error.empty() && !answer.files.empty()) {
+      return absl::StrCat(" (did you mean ", candidate, "?)");
+    }
+  }
+  return "";
 }
 
 absl::Status ReflectionClient::Load(const std::string& symbol) {

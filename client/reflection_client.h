@@ -50,6 +50,9 @@ class ReflectionClient {
   // Asks the server one reflection question (v1, else v1alpha).
   absl::StatusOr<std::vector<std::string>> FilesContaining(
       const std::string& symbol);
+  // " (did you mean ptoserve.v1.Tile?)" for "Tile", the name in the
+  // package of a listed service that the server knows; "" for none.
+  std::string DidYouMean(const std::string& symbol);
   // The unary method `method_name` names (SERVICE/METHOD), loaded;
   // INVALID_ARGUMENT saying what it is instead.
   absl::StatusOr<const google::protobuf::MethodDescriptor*> UnaryMethod(

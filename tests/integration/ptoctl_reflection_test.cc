@@ -17,6 +17,7 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 class PtoctlReflectionTest : public ::testing::Test {
  protected:
@@ -184,6 +185,14 @@ TEST_F(PtoctlReflectionTest, ErrorsSayWhatIsWrong) {
   r = Ptoctl("describe no.such.Thing");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.output, HasSubstr("NOT_FOUND"));
+  EXPECT_THAT(r.output, Not(HasSubstr("did you mean")));
+  // A name without its package: the one a listed service's package has.
+  r = Ptoctl("describe Tile");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.output, HasSubstr("(did you mean ptoserve.v1.Tile?)"));
+  r = Ptoctl("describe ModelInferRequest");
+  EXPECT_THAT(r.output,
+              HasSubstr("(did you mean inference.ModelInferRequest?)"));
   r = Ptoctl(
       "call ptoserve.v1.TileCompute/Execute -d '{\"instructions\": []}'");
   EXPECT_EQ(r.exit_code, 1);
