@@ -29,12 +29,6 @@ using google::protobuf::io::CodedInputStream;
 using Parameters =
     google::protobuf::Map<std::string, inference::InferParameter>;
 
-std::string TargetList(const std::vector<v1::Target>& targets) {
-  return absl::StrJoin(targets, ", ", [](std::string* s, v1::Target t) {
-    s->append(TargetText(t));
-  });
-}
-
 // Packs `values` into `dtype`'s little-endian bytes, each checked to fit.
 template <typename Value>
 absl::Status PackValues(const google::protobuf::RepeatedField<Value>& values,
@@ -258,9 +252,8 @@ absl::Status ReadProgram(const RequestParameters& params, v1::Job* job) {
 }
 
 // The instruction model's one instruction on src0 (and src1).
-absl::Status ReadOperands(const InferModel& model,
-                          const inference::ModelInferRequest& request,
-                          v1::Target target, v1::Job* job) {
+absl::Status ReadOperands(const InferModel& model, v1::Target target,
+                          v1::Job* job) {
   const bool two = model.op->sources == 2;
   const char* const wanted = two ? "src0 and src1" : "src0";
   for (const char* operand : {"src0", "src1"}) {
@@ -280,7 +273,6 @@ absl::Status ReadOperands(const InferModel& model,
       model.tmp_targets.end()) {
     inst->set_tmp("tmp");
   }
-  (void)request;
   return absl::OkStatus();
 }
 
@@ -336,8 +328,7 @@ absl::Status JobOfInferRequest(const ModelCatalog& catalog,
                                 ? job->target()
                                 : catalog.default_target();
   if (model.op != nullptr) {
-    if (absl::Status read = ReadOperands(model, request, target, job);
-        !read.ok()) {
+    if (absl::Status read = ReadOperands(model, target, job); !read.ok()) {
       return read;
     }
   }

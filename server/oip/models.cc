@@ -109,6 +109,13 @@ absl::StatusOr<const InferModel*> ModelCatalog::Find(
       ShortQuote(name, 100), Names()));
 }
 
+std::string TargetList(const std::vector<v1::Target>& targets,
+                       absl::string_view separator) {
+  return absl::StrJoin(targets, separator, [](std::string* s, v1::Target t) {
+    s->append(TargetText(t));
+  });
+}
+
 inference::RepositoryIndexResponse ModelCatalog::Index() const {
   inference::RepositoryIndexResponse index;
   for (const InferModel& model : models_) {
@@ -150,9 +157,7 @@ inference::ModelMetadataResponse ModelCatalog::Metadata(
   };
   auto& properties = *out.mutable_properties();
   properties["datatypes"] = absl::StrJoin(model.datatypes, ",");
-  properties["targets"] = absl::StrJoin(
-      model.targets, ",",
-      [](std::string* s, v1::Target t) { s->append(TargetText(t)); });
+  properties["targets"] = TargetList(model.targets, ",");
   properties["default_target"] = TargetText(default_target_);
   if (model.op == nullptr) {
     properties["parameters"] =
@@ -169,12 +174,8 @@ inference::ModelMetadataResponse ModelCatalog::Metadata(
   tensor(out.mutable_outputs(), "dst");
   if (!model.tmp_targets.empty()) {
     tensor(out.mutable_outputs(), "tmp");
-    properties["tmp"] = absl::StrCat(
-        "on ",
-        absl::StrJoin(
-            model.tmp_targets, ",",
-            [](std::string* s, v1::Target t) { s->append(TargetText(t)); }),
-        ", when asked for");
+    properties["tmp"] = absl::StrCat("on ", TargetList(model.tmp_targets, ","),
+                                     ", when asked for");
   }
   return out;
 }

@@ -62,6 +62,10 @@ class ModelCatalog {
 // version and the protocol's extensions it serves.
 inference::ServerMetadataResponse ServerMetadataOf();
 
+// "host, a2a3, a5": targets in their words, joined by `separator`.
+std::string TargetList(const std::vector<v1::Target>& targets,
+                       absl::string_view separator = ", ");
+
 // The protocol's datatype of a ptoserve element type ("INT16"), or "" for
 // one it has none of; and back (DTYPE_UNSPECIFIED for none of ours).
 std::string DatatypeOf(v1::DType dtype);

@@ -13,12 +13,6 @@ namespace ptoserve {
 
 namespace {
 
-std::string TargetList(const std::vector<v1::Target>& targets) {
-  return absl::StrJoin(targets, ", ", [](std::string* s, v1::Target t) {
-    s->append(TargetText(t));
-  });
-}
-
 // What a parameter holds, for a message that says what it should.
 std::string KindOf(const inference::InferParameter& p) {
   switch (p.parameter_choice_case()) {
@@ -47,11 +41,11 @@ absl::StatusOr<int64_t> IntParameter(absl::string_view name,
       v = p.int64_param();
       break;
     case inference::InferParameter::kUint64Param:
-      integer = p.uint64_param() <= uint64_t(high);
-      v = integer ? int64_t(p.uint64_param()) : high;
-      if (!integer)
+      if (p.uint64_param() > uint64_t(high)) {
         return absl::InvalidArgumentError(absl::StrFormat(
             "parameter %s is %u, over %d", name, p.uint64_param(), high));
+      }
+      v = int64_t(p.uint64_param());
       break;
     case inference::InferParameter::kDoubleParam:
       integer = p.double_param() == double(int64_t(p.double_param()));
