@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
+#include "common/full_for_now.h"
 #include "common/setting_names.h"
 
 namespace ptoserve {
@@ -61,7 +62,7 @@ absl::StatusOr<MemoryBudget::Hold> MemoryBudget::Reserve(
   uint64_t seen = 0;
   if (share != nullptr && !TryAdd(&share->held_, bytes, share->limit_, &seen)) {
     refused_share_.fetch_add(1, std::memory_order_relaxed);
-    return absl::ResourceExhaustedError(absl::StrFormat(
+    return FullForNowError(absl::StrFormat(
         "this client's share of the server's memory budget is full: this "
         "job needs %u bytes and %u of the %u a client may hold (%s) are "
         "held by its calls in flight; read their results, or retry later",
@@ -72,7 +73,7 @@ absl::StatusOr<MemoryBudget::Hold> MemoryBudget::Reserve(
       share->held_.fetch_sub(bytes, std::memory_order_relaxed);
     }
     refused_full_.fetch_add(1, std::memory_order_relaxed);
-    return absl::ResourceExhaustedError(absl::StrFormat(
+    return FullForNowError(absl::StrFormat(
         "the server's memory budget is full: this job needs %u bytes and "
         "%u of %u (%s) are held by jobs in flight and registered "
         "shared-memory regions; retry later",

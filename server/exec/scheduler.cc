@@ -6,6 +6,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/str_format.h"
+#include "common/full_for_now.h"
 #include "common/setting_names.h"
 #include "core/status_macros.h"
 
@@ -136,7 +137,7 @@ absl::Status Scheduler::AddJob(std::unique_ptr<JobState> state) {
         n, options_.queue_capacity, SettingName(Setting::kQueueCapacity)));
   }
   if (queued_ + n > options_.queue_capacity) {
-    return absl::ResourceExhaustedError(absl::StrFormat(
+    return FullForNowError(absl::StrFormat(
         "the queue is full: %u instructions wait and this job has %u, over "
         "the capacity of %u; retry later",
         queued_, n, options_.queue_capacity));

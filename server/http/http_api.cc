@@ -6,6 +6,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "common/full_for_now.h"
 #include "common/json_quote.h"
 #include "common/setting_names.h"
 
@@ -25,6 +26,13 @@ absl::StatusOr<std::string> ReadPem(Setting setting, const std::string& path) {
 }
 
 }  // namespace
+
+int HttpStatusOf(const absl::Status& status) {
+  // Over a limit of its own: trying again cannot help (413); full for
+  // now: it may, later (429).
+  if (absl::IsResourceExhausted(status) && !IsFullForNow(status)) return 413;
+  return HttpStatusOf(status.code());
+}
 
 int HttpStatusOf(absl::StatusCode code) {
   switch (code) {

@@ -110,6 +110,10 @@ class HttpApi final : public HttpHandler {
 // The HTTP status for a gRPC status code, as Google's API design guide
 // maps them (INVALID_ARGUMENT 400, UNAUTHENTICATED 401, ..., CANCELLED 499).
 int HttpStatusOf(absl::StatusCode code);
+// As above, and RESOURCE_EXHAUSTED for a request over a limit of its own
+// (a tile, a body, a job) 413, where full for now (the budget, the queue:
+// common/full_for_now.h) stays 429.
+int HttpStatusOf(const absl::Status& status);
 
 // {"code": "NAME", "message": "..."}, the message escaped for JSON.
 std::string ErrorJson(const absl::Status& status);

@@ -107,7 +107,7 @@ HttpResponse Answer(int status, std::string body,
 }
 
 HttpResponse Error(const absl::Status& status) {
-  return Answer(HttpStatusOf(status.code()), ErrorJson(status) + "\n");
+  return Answer(HttpStatusOf(status), ErrorJson(status) + "\n");
 }
 
 std::string ToJson(const google::protobuf::Message& message) {
@@ -154,7 +154,7 @@ namespace {
 void Refuse(HttpExchange* exchange, HttpApi::Call* call,
             const absl::Status& status, int http_status = 0) {
   call->error = std::string(status.message());
-  HttpResponse answer = call->oip ? Answer(HttpStatusOf(status.code()),
+  HttpResponse answer = call->oip ? Answer(HttpStatusOf(status),
                                            RestError(status.message()) + "\n")
                                   : Error(status);
   if (http_status != 0) answer.status = http_status;

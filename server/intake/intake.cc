@@ -10,6 +10,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/full_for_now.h"
 #include "core/status_macros.h"
 #include "proto/json_errors.h"
 #include "proto/wire.h"
@@ -160,7 +161,7 @@ absl::Status Intake::Parse(const RequestBody& body, const CallInfo& call,
                            google::protobuf::Message* message) const {
   const auto out_of_memory = [&] {
     CountRefused(absl::StatusCode::kResourceExhausted);
-    return absl::ResourceExhaustedError(absl::StrFormat(
+    return FullForNowError(absl::StrFormat(
         "%s (%u bytes): the server ran out of memory decoding it", what,
         body.size()));
   };
@@ -242,13 +243,13 @@ absl::Status Intake::Offload(const CallInfo& call, uint64_t bytes,
           absl::StrCat(what, ": the server is shutting down"));
       break;
     case TaskPool::Posted::kClientFull:
-      refused = absl::ResourceExhaustedError(absl::StrFormat(
+      refused = FullForNowError(absl::StrFormat(
           "%s: this client has %d large requests waiting to be decoded, the "
           "most one client may; retry once they are",
           what, kDecodesPerClient));
       break;
     case TaskPool::Posted::kFull:
-      refused = absl::ResourceExhaustedError(
+      refused = FullForNowError(
           absl::StrCat(what,
                        ": the server is busy decoding other large "
                        "requests; retry later"));

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "absl/strings/str_format.h"
+#include "common/full_for_now.h"
 #include "common/protobuf_arena.h"
 #include "common/setting_names.h"
 #include "core/status_macros.h"
@@ -136,7 +137,7 @@ Dispatched Dispatcher::Dispatch(JobRequest request) {
   } catch (const std::bad_alloc&) {
     // Whatever Submit made is gone with the exception; the job never
     // reached the scheduler.
-    dispatched.status = absl::ResourceExhaustedError(
+    dispatched.status = FullForNowError(
         "the server ran out of memory preparing this job; retry later");
   }
   if (dispatched.status.ok()) return dispatched;
@@ -361,7 +362,7 @@ void Dispatcher::Finish(
     // can unregister and have the mapping and its budget back at once.
     answer->regions.reset();
   } catch (const std::bad_alloc&) {
-    result = absl::ResourceExhaustedError(
+    result = FullForNowError(
         "the server ran out of memory building this job's result");
   }
   metrics_->JobAnswered(answer->record, result.ok() ? absl::StatusCode::kOk

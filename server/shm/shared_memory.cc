@@ -14,6 +14,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/full_for_now.h"
 #include "common/mutex.h"
 #include "common/setting_names.h"
 #include "core/quote.h"
@@ -412,7 +413,7 @@ absl::StatusOr<v1::Region> SharedMemoryRegistry::Register(
   PTO_RETURN_IF_ERROR(CheckRoom(request.name(), caller));
   absl::StatusOr<MemoryBudget::Hold> hold = budget_->Reserve(size);
   if (!hold.ok()) {
-    return absl::ResourceExhaustedError(absl::StrFormat(
+    return FullForNowError(absl::StrFormat(
         "region %s of %u bytes does not fit in the memory budget: %u of %u "
         "bytes are held now (%s); mapped regions count against it",
         ShortQuote(request.name()), size, budget_->held(), budget_->limit(),

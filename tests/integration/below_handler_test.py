@@ -523,7 +523,7 @@ class DecoderTurnsTest(unittest.TestCase):
             answer = http.client.HTTPResponse(s)
             answer.begin()
             message = json.loads(answer.read())["message"]
-        self.assertEqual(answer.status, 429)
+        self.assertEqual(answer.status, 413)
         self.assertIn("the body is 2097152 bytes, over the limit of 1048576 "
                       "(--max_json_kb: a larger job goes as protobuf, over "
                       "gRPC)", message)

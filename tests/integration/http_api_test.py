@@ -228,6 +228,13 @@ class HttpApiTest(unittest.TestCase):
                                 "cols": 16, "shared": {"region": "r"}}
         self.assertError(self.execute(shared), 400, "FAILED_PRECONDITION",
                          "gRPC only")
+        # A tile over the limit per tile: 413, for trying again cannot
+        # help (429 is for a server full for now: BudgetTest).
+        huge = json.loads(json.dumps(TXOR_A2A3))
+        huge["tiles"]["b"] = {"dtype": "int32", "rows": 4096, "cols": 4096,
+                              "fill": 1}
+        self.assertError(self.execute(huge), 413, "RESOURCE_EXHAUSTED",
+                         'tile "b"', "over the limit of 16777216 bytes")
 
     def test_enums_in_the_words_ptoctl_uses(self):
         # "int16", "a2a3", "txor" as ptoctl, Python and the playground say
@@ -311,7 +318,7 @@ class HttpApiTest(unittest.TestCase):
                 b"Content-Type: application/json\r\n"
                 b"Content-Length: 100000000000\r\n\r\n")
         answer = raw(self.url, head)
-        self.assertIn(b" 429 ", answer.split(b"\r\n")[0])
+        self.assertIn(b" 413 ", answer.split(b"\r\n")[0])
         self.assertIn(b"over the limit of 1048576", answer)
         self.assertHealthy()
 
@@ -336,7 +343,7 @@ class HttpApiTest(unittest.TestCase):
         # 1.5 MiB in 64-byte chunks against the 1 MiB limit: read to its
         # end (the overflow is within what is read to answer) and refused.
         answer = raw(self.url, head + chunk * (3 << 13) + b"0\r\n\r\n")
-        self.assertIn(b" 429 ", answer.split(b"\r\n")[0])
+        self.assertIn(b" 413 ", answer.split(b"\r\n")[0])
         self.assertIn(b"over the limit of 1048576 bytes", answer)
         # 4 MiB: closed unanswered once 1 MiB past the limit.
         name = ('ptoserve_http_requests_total{route="/v1/jobs:execute",'

@@ -401,7 +401,7 @@ class InferencePromisesTest(unittest.TestCase):
             big = np.zeros((1024, 512), dtype=np.int32)  # 2 MiB a tensor
             with self.assertRaises(InferError) as e:
                 HttpClient(url).infer("tand", {"src0": big, "src1": big})
-            self.assertIn(e.exception.status, (413, 429))
+            self.assertEqual(e.exception.status, 413)
             client = GrpcClient(address)
             with self.assertRaises(InferError) as e:
                 client.infer("tand", {"src0": big, "src1": big})

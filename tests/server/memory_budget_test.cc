@@ -8,6 +8,8 @@
 #include <thread>
 #include <vector>
 
+#include "common/full_for_now.h"
+
 namespace ptoserve {
 namespace {
 
@@ -74,6 +76,8 @@ TEST(MemoryBudgetTest, AClientHoldsAtMostItsShare) {
                         "is full: this job needs 11 bytes and 30 of the 40 a "
                         "client may hold (limits.client_memory_bytes)"));
   EXPECT_EQ(budget.refused_share(), 1u);
+  // Full for now, not over a limit of the request's own (HTTP 429).
+  EXPECT_TRUE(IsFullForNow(a2.status()));
   // The refusal took nothing from the client or the budget.
   EXPECT_EQ(a->held(), 30u);
   EXPECT_EQ(budget.held(), 30u);
@@ -87,6 +91,8 @@ TEST(MemoryBudgetTest, AClientHoldsAtMostItsShare) {
   EXPECT_EQ(c1.status().code(), absl::StatusCode::kResourceExhausted);
   EXPECT_THAT(std::string(c1.status().message()),
               HasSubstr("the server's memory budget is full"));
+  EXPECT_TRUE(IsFullForNow(c1.status()));
+  EXPECT_FALSE(IsFullForNow(absl::ResourceExhaustedError("over a limit")));
   EXPECT_EQ(budget.refused_full(), 1u);
   EXPECT_EQ(c->held(), 0u);  // rolled back
   EXPECT_EQ(budget.largest_share_held(), 40u);
