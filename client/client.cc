@@ -1,5 +1,7 @@
 #include "client/client.h"
 
+#include <cinttypes>
+#include <cstdio>
 #include <thread>
 
 #include "absl/strings/match.h"
@@ -11,6 +13,19 @@ namespace ptoserve {
 namespace {
 
 absl::Status FromGrpc(const grpc::Status& status) {
+  // gRPC refuses to send a request over the message limit in its own words
+  // ("Sent message larger than max (A vs. B)"); said as the server says a
+  // limit, and as the Python client says it.
+  uint64_t size = 0, limit = 0;
+  if (status.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED &&
+      std::sscanf(status.error_message().c_str(),
+                  "Sent message larger than max (%" SCNu64 " vs. %" SCNu64 ")",
+                  &size, &limit) == 2) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "the request is ", size, " bytes, more than a message may be (", limit,
+        "): send tiles this large through shared memory, as "
+        "fill, or in parts"));
+  }
   return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
                       status.error_message());
 }

@@ -300,6 +300,19 @@ class ClientTest(unittest.TestCase):
         self.assertTrue(caught.exception.details.startswith("1:15: "),
                         caught.exception.details)
 
+    def test_a_request_over_the_message_limit_is_said_as_a_limit(self):
+        # The same words as ptoctl's (ptoctl_test), not gRPC's.
+        big = np.zeros((4096, 4096), dtype=np.int32)
+        with self.assertRaises(PtoserveError) as caught:
+            self.client.tand(big, 1)
+        self.assertEqual(caught.exception.code,
+                         grpc.StatusCode.RESOURCE_EXHAUSTED)
+        self.assertRegex(
+            caught.exception.details,
+            r"^the request is \d+ bytes, more than a message may be "
+            r"\(67108864\): send tiles this large through shared memory, "
+            r"as fill, or in parts$")
+
     def test_errors_are_grpc_rpc_errors(self):
         # What a grpcio or tritonclient user catches, and asks as they do.
         a = np.zeros((16, 8), dtype=np.int16)
@@ -1559,6 +1572,10 @@ class SecureServerTest(unittest.TestCase):
                 plain.health()
             self.assertEqual(raised.exception.code,
                              grpc.StatusCode.UNAVAILABLE)
+            # Which argument may be missing, as ptoctl names its flags.
+            self.assertIn("(the server closed the connection: does it want "
+                          "TLS? tls=True, root_certificates=)",
+                          raised.exception.details)
         self.assertEqual(
             self.tand_code(self.client(root_certificates=self.pem(
                 "other-ca.crt"))), grpc.StatusCode.UNAVAILABLE)

@@ -31,7 +31,7 @@ from ptoserve.v1 import job_pb2, service_pb2
 from ptoserve_client.base import (_UNREGISTERED, ClientBase, _not_live,
                                   health_name)
 from ptoserve_client.dtypes import DTypeLike, Operand
-from ptoserve_client.errors import PtoserveError, _error
+from ptoserve_client.errors import PtoserveError
 from ptoserve_client.jobs import Step, Target, assembly_job, make_job
 from ptoserve_client.results import Result, ServerMetadata
 from ptoserve_client.shared import SharedRegion
@@ -74,7 +74,7 @@ class Client(ClientBase):
             return await method(request, timeout=self._deadline(timeout),
                                 metadata=self._metadata)
         except grpc.RpcError as error:
-            raise _error(error) from None
+            raise self._error(error) from None
 
     # --- Shared memory ------------------------------------------------------
 
@@ -198,7 +198,7 @@ class Client(ClientBase):
             async for result in call:
                 yield result
         except grpc.RpcError as error:
-            raise _error(error) from None
+            raise self._error(error) from None
         finally:
             call.cancel()  # no-op once finished; stops an abandoned stream
 
@@ -215,7 +215,7 @@ class Client(ClientBase):
             async for answer in call:
                 yield list(answer.results)
         except grpc.RpcError as error:
-            raise _error(error) from None
+            raise self._error(error) from None
         finally:
             call.cancel()  # no-op once finished; stops an abandoned stream
 

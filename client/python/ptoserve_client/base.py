@@ -15,7 +15,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from ptoserve.v1 import job_pb2, service_pb2, service_pb2_grpc
 from ptoserve_client.channels import open_channel
 from ptoserve_client.dtypes import DTypeLike, Operand
-from ptoserve_client.errors import PtoserveError
+from ptoserve_client.errors import PtoserveError, _error
 from ptoserve_client.jobs import Target, binary_job
 from ptoserve_client.results import Result
 from ptoserve_client.shared import SharedRegion
@@ -112,11 +112,28 @@ class ClientBase:
             certificate_chain=certificate_chain, private_key=private_key)
         self._metadata = ((("authorization", f"Bearer {token}"),)
                           if token else None)
+        # What a connection the server closes while it is made most likely
+        # means, in this client's arguments (ptoctl says it in its flags).
+        if not (tls or root_certificates or certificate_chain):
+            self._closed_hint = (
+                " (the server closed the connection: does it want TLS? "
+                "tls=True, root_certificates=)")
+        elif certificate_chain is None:
+            self._closed_hint = (
+                " (does the server want a client certificate? "
+                "certificate_chain=, private_key=)")
+        else:
+            self._closed_hint = (
+                " (does the server trust this client certificate?)")
         self._stub = service_pb2_grpc.TileComputeStub(self._channel)
         self._shared = service_pb2_grpc.SharedMemoryStub(self._channel)
         self._health = health_pb2_grpc.HealthStub(self._channel)
         self._timeout = timeout
         self._book = _RegionBook()
+
+    def _error(self, error: grpc.RpcError) -> PtoserveError:
+        """A failed call as this client raises it."""
+        return _error(error, self._closed_hint)
 
     def _deadline(self, timeout: float | None) -> float:
         return self._timeout if timeout is None else timeout

@@ -23,7 +23,7 @@ from ptoserve_client.base import (_UNREGISTERED, ClientBase, T,
                                   _not_live, health_name)
 from ptoserve_client.channels import channel_target
 from ptoserve_client.dtypes import DTypeLike, Operand
-from ptoserve_client.errors import PtoserveError, _error
+from ptoserve_client.errors import PtoserveError
 from ptoserve_client.jobs import Step, Target, assembly_job, make_job
 from ptoserve_client.results import Result, ServerMetadata
 from ptoserve_client.shared import SharedRegion
@@ -77,7 +77,7 @@ class Client(ClientBase):
             return method(request, timeout=self._deadline(timeout),
                           metadata=self._metadata)
         except grpc.RpcError as error:
-            raise _error(error) from None
+            raise self._error(error) from None
 
     def _future(self, method, request, timeout: float | None,
                 convert: Callable[[Any], T]) -> "concurrent.futures.Future[T]":
@@ -92,7 +92,7 @@ class Client(ClientBase):
             try:
                 value = convert(call.result())
             except grpc.RpcError as error:
-                outcome = (future.set_exception, _error(error))
+                outcome = (future.set_exception, self._error(error))
             except Exception as error:  # a decoding error, as the sync call
                 outcome = (future.set_exception, error)
             else:
@@ -327,7 +327,7 @@ class Client(ClientBase):
             yield from self._stub.ExecuteStream(iter(jobs), timeout=timeout,
                                                 metadata=self._metadata)
         except grpc.RpcError as error:
-            raise _error(error) from None
+            raise self._error(error) from None
 
     def execute_batches(self, batches: Iterable[Sequence[job_pb2.Job]],
                         timeout: float | None = None
@@ -351,7 +351,7 @@ class Client(ClientBase):
                     requests, timeout=timeout, metadata=self._metadata):
                 yield list(answer.results)
         except grpc.RpcError as error:
-            raise _error(error) from None
+            raise self._error(error) from None
 
     def capabilities(self, *, timeout: float | None = None
                      ) -> service_pb2.Capabilities:

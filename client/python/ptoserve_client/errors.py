@@ -1,6 +1,8 @@
 """PtoserveError: how every failed call reaches the caller, whether gRPC
 failed it or the server answered a stream's job with an error status."""
 
+import re
+
 import grpc
 
 # gRPC status codes by number, for JobStatus.code.
@@ -58,8 +60,25 @@ class PtoserveError(grpc.RpcError):
         self.details = _Details(details)
 
 
-def _error(error: grpc.RpcError) -> PtoserveError:
-    return PtoserveError(error.code(), error.details())
+# gRPC's own refusal to send a request over the message limit.
+_TOO_LARGE = re.compile(r"^Sent message larger than max \((\d+) vs\. (\d+)\)$")
+
+
+def _error(error: grpc.RpcError, closed_hint: str = "") -> PtoserveError:
+    """`error` in this client's words; `closed_hint` follows gRPC's
+    "Socket closed" (a server that closed the connection while it was
+    being made), saying which of the client's arguments may be wrong."""
+    details = error.details() or ""
+    if (error.code() == grpc.StatusCode.UNAVAILABLE and closed_hint and
+            details.endswith("Socket closed")):
+        details += closed_hint
+    too_large = _TOO_LARGE.match(details)
+    if error.code() == grpc.StatusCode.RESOURCE_EXHAUSTED and too_large:
+        # Said as the server says a limit, and as the C++ client says it.
+        details = (f"the request is {too_large.group(1)} bytes, more than a "
+                   f"message may be ({too_large.group(2)}): send tiles this "
+                   "large through shared memory, as fill, or in parts")
+    return PtoserveError(error.code(), details)
 
 
 def _status_error(code: int, message: str) -> PtoserveError:
