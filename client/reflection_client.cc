@@ -334,7 +334,7 @@ absl::StatusOr<std::string> ReflectionClient::CallBytes(
   return bytes;
 }
 
-absl::StatusOr<std::string> ReflectionClient::Call(
+absl::StatusOr<ReflectionClient::PreparedCall> ReflectionClient::Prepare(
     const std::string& method_name, const std::string& request_json) {
   absl::StatusOr<const google::protobuf::MethodDescriptor*> found =
       UnaryMethod(method_name);
@@ -349,9 +349,15 @@ absl::StatusOr<std::string> ReflectionClient::Call(
         absl::StrCat("the request is not a ", method.input_type()->full_name(),
                      " in JSON: ", std::string(parsed.message())));
   }
-  std::string request_bytes;
-  request->SerializeToString(&request_bytes);
-  grpc::Slice slice(request_bytes);
+  PreparedCall call;
+  call.method = &method;
+  request->SerializeToString(&call.request);
+  return call;
+}
+
+absl::StatusOr<std::string> ReflectionClient::Invoke(const PreparedCall& call) {
+  const google::protobuf::MethodDescriptor& method = *call.method;
+  grpc::Slice slice(call.request);
   absl::StatusOr<std::string> bytes =
       CallBytes(method, grpc::ByteBuffer(&slice, 1));
   if (!bytes.ok()) return bytes.status();
@@ -362,6 +368,13 @@ absl::StatusOr<std::string> ReflectionClient::Call(
         absl::StrCat("the reply is not a ", method.output_type()->full_name()));
   }
   return PrettyJson(*reply);
+}
+
+absl::StatusOr<std::string> ReflectionClient::Call(
+    const std::string& method_name, const std::string& request_json) {
+  absl::StatusOr<PreparedCall> call = Prepare(method_name, request_json);
+  if (!call.ok()) return call.status();
+  return Invoke(*call);
 }
 
 std::string PrettyJson(const google::protobuf::Message& message,

@@ -37,10 +37,22 @@ class ReflectionClient {
   // .proto syntax with its comments.
   absl::StatusOr<std::string> Describe(const std::string& symbol);
 
-  // Calls the unary method `method` ("pkg.Service/Method" or
-  // "pkg.Service.Method") with `request_json`; its response in proto3 JSON.
-  // INVALID_ARGUMENT for JSON that is not the request message, or a
-  // streaming method.
+  // A call made ready: the method, loaded, and the request's bytes.
+  struct PreparedCall {
+    const google::protobuf::MethodDescriptor* method = nullptr;
+    std::string request;
+  };
+  // The unary method `method` ("pkg.Service/Method" or
+  // "pkg.Service.Method") and `request_json` as its request message. The
+  // caller's mistakes are INVALID_ARGUMENT (JSON that is not the request
+  // message, a streaming method, a method the service lacks) or NOT_FOUND
+  // (a service the server does not know); the server's own answers to the
+  // reflection questions keep their codes.
+  absl::StatusOr<PreparedCall> Prepare(const std::string& method,
+                                       const std::string& request_json);
+  // Calls a prepared method; its response in proto3 JSON.
+  absl::StatusOr<std::string> Invoke(const PreparedCall& call);
+  // Prepare, then Invoke.
   absl::StatusOr<std::string> Call(const std::string& method,
                                    const std::string& request_json);
 

@@ -5,6 +5,7 @@
 #include <iostream>
 #include <vector>
 
+#include "absl/container/btree_map.h"
 #include "absl/flags/commandlineflag.h"
 #include "absl/flags/reflection.h"
 #include "absl/strings/match.h"
@@ -34,21 +35,50 @@ std::string Wrap(absl::string_view text, size_t indent, size_t width) {
   return out;
 }
 
+// "  --name=DEFAULT" and the flag's help below it.
+std::string OneFlagHelp(const absl::CommandLineFlag& flag) {
+  std::string value = flag.DefaultValue();
+  if (value.empty()) value = "\"\"";
+  return HelpEntry(absl::StrCat("--", flag.Name(), "=", value), flag.Help());
+}
+
 }  // namespace
 
-std::string FlagsHelp(absl::string_view flag_file) {
-  std::vector<const absl::CommandLineFlag*> flags;
+std::string HelpEntry(absl::string_view head, absl::string_view help) {
+  return absl::StrCat("  ", head, "\n", Wrap(help, 6, 80));
+}
+
+std::string FlagHelp(absl::string_view name) {
+  const absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
+  return flag == nullptr ? "" : OneFlagHelp(*flag);
+}
+
+std::string FlagsHelp(absl::string_view flag_file,
+                      const std::vector<FlagGroup>& groups,
+                      absl::string_view rest_title) {
+  absl::btree_map<std::string, const absl::CommandLineFlag*> flags;
   for (const auto& [name, flag] : absl::GetAllFlags()) {
-    if (absl::EndsWith(flag->Filename(), flag_file)) flags.push_back(flag);
+    if (absl::EndsWith(flag->Filename(), flag_file)) {
+      flags.emplace(std::string(name), flag);
+    }
   }
-  std::sort(flags.begin(), flags.end(),
-            [](const auto* a, const auto* b) { return a->Name() < b->Name(); });
   std::string out;
-  for (const absl::CommandLineFlag* flag : flags) {
-    std::string value = flag->DefaultValue();
-    if (value.empty()) value = "\"\"";
-    absl::StrAppend(&out, "  --", flag->Name(), "=", value, "\n",
-                    Wrap(flag->Help(), 6, 80));
+  for (const FlagGroup& group : groups) {
+    absl::StrAppend(&out, out.empty() ? "" : "\n", group.title, ":\n");
+    for (const std::string& name : group.flags) {
+      auto it = flags.find(name);
+      if (it == flags.end()) continue;  // listed in an earlier group
+      absl::StrAppend(&out, OneFlagHelp(*it->second));
+      flags.erase(it);
+    }
+  }
+  if (flags.empty()) return out;
+  if (!groups.empty()) {
+    if (rest_title.empty()) return out;
+    absl::StrAppend(&out, "\n", rest_title, ":\n");
+  }
+  for (const auto& [name, flag] : flags) {
+    absl::StrAppend(&out, OneFlagHelp(*flag));
   }
   return out;
 }
@@ -205,8 +235,8 @@ void CheckFlagsOrExit(int argc, char** argv, absl::string_view program,
 }
 
 void HandleHelpAndVersion(int argc, char** argv, absl::string_view program,
-                          absl::string_view usage,
-                          absl::string_view flag_file) {
+                          absl::string_view usage, absl::string_view flag_file,
+                          const std::vector<FlagGroup>& groups) {
   for (int i = 1; i < argc; ++i) {
     const absl::string_view arg = argv[i];
     if (arg == "--") return;
@@ -215,8 +245,8 @@ void HandleHelpAndVersion(int argc, char** argv, absl::string_view program,
       std::exit(0);
     }
     if (arg == "--help" || arg == "-h" || arg == "--helpshort") {
-      std::cout << usage << "\nFlags:\n"
-                << FlagsHelp(flag_file)
+      std::cout << usage << (groups.empty() ? "\nFlags:\n" : "\n")
+                << FlagsHelp(flag_file, groups)
                 << "\n--helpfull lists them in Abseil's format, with its "
                    "flag-file flags (--flagfile, --fromenv, ...).\n";
       std::exit(0);

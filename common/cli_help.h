@@ -14,16 +14,34 @@
 
 namespace ptoserve {
 
+// Flags listed together in --help under a title, in the order given.
+struct FlagGroup {
+  std::string title;
+  std::vector<std::string> flags;  // names, without "--"
+};
+
 // Every flag defined in a source file whose path ends in `flag_file` (e.g.
-// "server/main.cc"), sorted by name: "  --name=DEFAULT" and its help,
-// indented and wrapped at 80 columns.
-std::string FlagsHelp(absl::string_view flag_file);
+// "server/flags.cc"): "  --name=DEFAULT" and its help, indented and
+// wrapped at 80 columns. With `groups`, each group's under its title
+// first, then those of no group, sorted, under `rest_title` (none when it
+// is empty); without, all of them sorted by name.
+std::string FlagsHelp(absl::string_view flag_file,
+                      const std::vector<FlagGroup>& groups = {},
+                      absl::string_view rest_title = "Other flags");
+
+// One entry of a flag list: "  HEAD" and `help` below it, indented and
+// wrapped at 80 columns (for what is not an Abseil flag: ptoctl's --tile).
+std::string HelpEntry(absl::string_view head, absl::string_view help);
+// The entry of the flag `name`: "  --name=DEFAULT" and its help; empty if
+// no such flag is defined.
+std::string FlagHelp(absl::string_view name);
 
 // If argv holds --help (or -h, or --helpshort) or --version, prints
-// `usage` and FlagsHelp(flag_file), or "<program> <version>", to stdout and
-// exits 0. Otherwise returns.
+// `usage` and FlagsHelp(flag_file, groups), or "<program> <version>", to
+// stdout and exits 0. Otherwise returns.
 void HandleHelpAndVersion(int argc, char** argv, absl::string_view program,
-                          absl::string_view usage, absl::string_view flag_file);
+                          absl::string_view usage, absl::string_view flag_file,
+                          const std::vector<FlagGroup>& groups = {});
 
 // The name among `names` nearest to `typed` (at most 2 edits away, or one
 // that starts with it), or "" if none is near: for "did you mean".

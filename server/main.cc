@@ -23,6 +23,43 @@
 namespace ptoserve {
 namespace {
 
+// --help's order: the flags most people set, then the rest under the
+// titles of docs/FLAGS.md's sections (docs_test holds the two to one
+// another).
+std::vector<FlagGroup> HelpGroups() {
+  return {
+      {"Flags most people set",
+       {"address", "http_address", "metrics_address", "default_target",
+        "workers", "memory_budget_mb", "auth_token_file", "tls_cert", "tls_key",
+        "log_format"}},
+      {"Where it serves", {"host_buffer_kb", "reflection"}},
+      {"What one job may be",
+       {"max_message_mb", "max_json_kb", "max_tile_mb", "max_tiles_per_job",
+        "max_instructions_per_job", "max_waits_per_instruction",
+        "max_assembly_kb", "max_job_mb", "max_job_time"}},
+      {"Memory, and what one client may hold",
+       {"max_client_memory_mb", "grpc_memory_mb", "stall_timeout"}},
+      {"Scheduling",
+       {"max_batch_size", "max_batch_kb", "max_queue_delay_us",
+        "queue_capacity", "priority_levels", "priority_aging_ms",
+        "stream_window", "max_jobs_per_batch"}},
+      {"Shared memory",
+       {"shared_memory", "shared_memory_prefix", "max_shared_regions",
+        "max_shared_regions_per_user", "shared_region_grace"}},
+      {"gRPC connections",
+       {"http2_window_kb", "handshake_timeout", "max_connection_idle",
+        "max_connections_per_client", "max_connections"}},
+      {"The HTTP/JSON API",
+       {"http_threads", "http_max_connections",
+        "http_max_connections_per_client", "http_idle_timeout",
+        "http_head_timeout", "http_min_body_rate_kb", "http_allowed_hosts"}},
+      {"TLS and tokens",
+       {"tls_client_ca", "tls_client_names", "trusted_proxies"}},
+      {"Logs", {"log_level", "log_rate"}},
+      {"Shutdown", {"shutdown_delay", "lame_duck", "shutdown_grace"}},
+  };
+}
+
 // Exit status 2 for flags that cannot work, 1 for an address that cannot be
 // listened on, 0 after a clean shutdown.
 int Run() {
@@ -84,7 +121,7 @@ int main(int argc, char** argv) {
   ptoserve::KeepLargeBlocksInHeap();
   ptoserve::HandleHelpAndVersion(argc, argv, "ptoserve",
                                  absl::StrCat("ptoserve: ", usage),
-                                 ptoserve::kFlagsFile);
+                                 ptoserve::kFlagsFile, ptoserve::HelpGroups());
   absl::SetProgramUsageMessage(usage);
   ptoserve::CheckFlagsOrExit(argc, argv, "ptoserve", {ptoserve::kFlagsFile});
   absl::ParseCommandLine(argc, argv);

@@ -8,6 +8,7 @@
 #include "absl/flags/flag.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -36,6 +37,22 @@ std::string Mnemonics(bool (*pick)(const OpInfo&)) {
     if (pick(op)) names.push_back(op.mnemonic);
   }
   return absl::StrJoin(names, ", ");
+}
+
+// The server's refusal of a program at a position ("1:15: %b is ..."),
+// with the file's name before it as a compiler writes it.
+absl::Status InFile(absl::string_view where, const v1::Job& job,
+                    const absl::Status& status) {
+  int line = 0, column = 0;
+  const std::vector<absl::string_view> parts =
+      absl::StrSplit(status.message(), absl::MaxSplits(':', 2));
+  if (job.assembly().empty() || parts.size() < 3 ||
+      !absl::SimpleAtoi(parts[0], &line) ||
+      !absl::SimpleAtoi(parts[1], &column)) {
+    return status;
+  }
+  return absl::Status(status.code(),
+                      absl::StrCat(where, ":", status.message()));
 }
 
 }  // namespace
@@ -111,7 +128,7 @@ int Instruction(const OpInfo& op) {
 int RunJob(const std::string& path, const std::vector<std::string>& tiles,
            bool ub_map) {
   absl::StatusOr<std::string> text = ReadInput(path);
-  if (!text.ok()) return UsageError(text.status().message());
+  if (!text.ok()) return InputError(text.status().message());
   absl::StatusOr<v1::Target> target = ParseTarget(absl::GetFlag(FLAGS_target));
   if (!target.ok()) return UsageError(target.status().message());
   const std::string where = InputName(path);
@@ -121,9 +138,15 @@ int RunJob(const std::string& path, const std::vector<std::string>& tiles,
       return UsageError("--tile is for assembly programs, not JSON jobs");
     }
     absl::StatusOr<v1::Job> parsed = ParseJsonJob(*text, where);
-    if (!parsed.ok()) return UsageError(parsed.status().message());
+    if (!parsed.ok()) return InputError(parsed.status().message());
     job = std::move(*parsed);
   } else {
+    // The program's syntax is checked here, where the file has a name;
+    // what it means (tiles, targets) the server checks.
+    if (absl::StatusOr<pasm::Program> program = pasm::Parse(*text);
+        !program.ok()) {
+      return InputError(absl::StrCat(where, ":", program.status().message()));
+    }
     job.set_assembly(*text);
     for (const std::string& spec : tiles) {
       if (absl::Status added = AddTileSpec(spec, &job); !added.ok()) {
@@ -138,11 +161,11 @@ int RunJob(const std::string& path, const std::vector<std::string>& tiles,
   std::unique_ptr<Client> client = Connect(&code);
   if (client == nullptr) return code;
   absl::StatusOr<v1::JobResult> result = client->Execute(job);
-  if (!result.ok()) return Fail(result.status());
+  if (!result.ok()) return Fail(InFile(where, job, result.status()));
   if (const std::string trace = absl::GetFlag(FLAGS_trace); !trace.empty()) {
     if (absl::Status s = WriteFile("trace", trace, ChromeTrace(*result));
         !s.ok()) {
-      return Fail(s);
+      return LocalError(s.message());
     }
   }
   std::vector<std::string> order(job.outputs().begin(), job.outputs().end());
@@ -162,11 +185,11 @@ int RunJob(const std::string& path, const std::vector<std::string>& tiles,
 
 int Format(const std::string& path) {
   absl::StatusOr<std::string> text = ReadInput(path);
-  if (!text.ok()) return UsageError(text.status().message());
+  if (!text.ok()) return InputError(text.status().message());
   absl::StatusOr<pasm::Program> program = pasm::Parse(*text);
   if (!program.ok()) {
-    std::cerr << InputName(path) << ":" << program.status().message() << "\n";
-    return 1;
+    return InputError(
+        absl::StrCat(InputName(path), ":", program.status().message()));
   }
   std::cout << pasm::Print(*program);
   return 0;
@@ -175,7 +198,7 @@ int Format(const std::string& path) {
 int StreamJobs(const std::string& path) {
   if (!absl::GetFlag(FLAGS_out).empty()) return OutIsForInstructionsAndRun();
   absl::StatusOr<std::string> text = ReadInput(path);
-  if (!text.ok()) return UsageError(text.status().message());
+  if (!text.ok()) return InputError(text.status().message());
   absl::StatusOr<v1::Target> target = ParseTarget(absl::GetFlag(FLAGS_target));
   if (!target.ok()) return UsageError(target.status().message());
   const std::string where = InputName(path);
@@ -185,7 +208,7 @@ int StreamJobs(const std::string& path) {
     ++number;
     if (absl::StripAsciiWhitespace(line).empty()) continue;
     absl::StatusOr<v1::Job> job = ParseJsonJob(line, where, number);
-    if (!job.ok()) return UsageError(job.status().message());
+    if (!job.ok()) return InputError(job.status().message());
     if (job->id().empty()) job->set_id(absl::StrCat(number));
     if (absl::Status s =
             ApplyTarget(*target, absl::StrCat(where, ":", number), &*job);

@@ -1,5 +1,6 @@
 #include "client/ptoctl/print.h"
 
+#include <google/protobuf/struct.pb.h>
 #include <google/protobuf/util/json_util.h>
 #include <sys/stat.h>
 
@@ -74,20 +75,40 @@ int Fail(const absl::Status& status) {
   return 1;
 }
 
-void PrintUsageError(absl::string_view message, bool json) {
+namespace {
+
+// ptoctl's own error: {"error": "..."} with `json`, else "ptoctl: ..." and
+// `hint` on stderr.
+void PrintOwnError(absl::string_view message, bool json,
+                   absl::string_view hint) {
   if (json) {
-    v1::JobStatus error;
-    error.set_code(v1::INVALID_ARGUMENT);
-    error.set_message(std::string(message));
+    google::protobuf::Struct error;
+    (*error.mutable_fields())["error"].set_string_value(std::string(message));
     std::cout << ToJson(error, true);
   } else {
-    std::cerr << "ptoctl: " << message << "\n(see ptoctl --help)\n";
+    std::cerr << "ptoctl: " << message << "\n" << hint;
   }
+}
+
+}  // namespace
+
+void PrintUsageError(absl::string_view message, bool json) {
+  PrintOwnError(message, json, "(see ptoctl --help)\n");
 }
 
 int UsageError(absl::string_view message) {
   PrintUsageError(message, JsonOutput());
   return 2;
+}
+
+int InputError(absl::string_view message) {
+  PrintOwnError(message, JsonOutput(), "");
+  return 2;
+}
+
+int LocalError(absl::string_view message) {
+  PrintOwnError(message, JsonOutput(), "");
+  return 1;
 }
 
 void PrintTile(const std::string& name, const v1::Tile& tile) {
@@ -142,25 +163,25 @@ int PrintResult(const v1::JobResult& result,
     if (!single.empty()) {
       auto it = result.tiles().find(single);
       if (it == result.tiles().end()) {
-        return Fail(absl::InternalError("no " + single));
+        return LocalError("the result has no tile " + single);
       }
       absl::StatusOr<std::string> bytes = RawBytes(it->second);
-      if (!bytes.ok()) return Fail(bytes.status());
+      if (!bytes.ok()) return LocalError(bytes.status().message());
       if (absl::Status s = WriteFile("out", out, *bytes); !s.ok()) {
-        return Fail(s);
+        return LocalError(s.message());
       }
     } else {
       if (mkdir(out.c_str(), 0777) != 0 && errno != EEXIST) {
-        return Fail(absl::InvalidArgumentError(absl::StrCat(
-            "--out: cannot make directory ", out, ": ", std::strerror(errno))));
+        return LocalError(absl::StrCat("--out: cannot make directory ", out,
+                                       ": ", std::strerror(errno)));
       }
       for (const auto& [name, tile] : result.tiles()) {
         absl::StatusOr<std::string> bytes = RawBytes(tile);
-        if (!bytes.ok()) return Fail(bytes.status());
+        if (!bytes.ok()) return LocalError(bytes.status().message());
         if (absl::Status s =
                 WriteFile("out", absl::StrCat(out, "/", name, ".bin"), *bytes);
             !s.ok()) {
-          return Fail(s);
+          return LocalError(s.message());
         }
       }
     }

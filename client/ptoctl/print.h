@@ -26,11 +26,21 @@ std::string ToJson(const google::protobuf::Message& message, bool pretty);
 // {"code": "CODE", "message": "..."} on stdout. Returns 1, the exit status.
 int Fail(const absl::Status& status);
 
-// "ptoctl: message" and a pointer to --help on stderr. Returns 2, the exit
-// status of a usage error.
+// ptoctl's own errors carry no gRPC code: "ptoctl: message" on stderr, or
+// with --json {"error": "message"} on stdout; the exit status tells them
+// apart from a server's.
+//
+// A mistake on the command line: the message and a pointer to --help.
+// Returns 2, the exit status of a usage error.
 int UsageError(absl::string_view message);
-// A usage error as UsageError prints it: with `json`, as a JobStatus
-// (INVALID_ARGUMENT) on stdout, else with the --help hint on stderr.
+// A mistake in a file or input ptoctl reads ("job.json:3:12: ..."), which
+// names it: a usage error without the pointer to --help. Returns 2.
+int InputError(absl::string_view message);
+// What ptoctl itself failed to do once the server answered (a file it
+// cannot write). Returns 1.
+int LocalError(absl::string_view message);
+// A usage error as UsageError prints it: with `json`, as {"error": ...} on
+// stdout, else with the --help hint on stderr.
 void PrintUsageError(absl::string_view message, bool json);
 
 // Enum values as printed: proto/words.h.

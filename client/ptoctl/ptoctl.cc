@@ -9,7 +9,8 @@
 // As grpcurl: the address may come first, -plaintext is taken, -d is the
 // request, -H 'NAME: VALUE' a header, and SERVICE/METHOD alone a call.
 //
-// See `ptoctl --help` and docs/CLI.md for the flags of each command.
+// See `ptoctl --help`, `ptoctl help COMMAND` and docs/CLI.md for the flags
+// of each command.
 #include <grpc/support/log.h>
 
 #include <cstdlib>
@@ -24,6 +25,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "client/ptoctl/commands.h"
 #include "client/ptoctl/connect.h"
 #include "client/ptoctl/flags.h"
 #include "client/ptoctl/job_commands.h"
@@ -36,59 +38,6 @@
 namespace ptoserve {
 namespace ptoctl {
 namespace {
-
-constexpr char kUsage[] =
-    "ptoctl: the command-line client of ptoserve.\n"
-    "\n"
-    "Usage: ptoctl [--server=HOST:PORT | HOST:PORT] [--json] COMMAND [flags]\n"
-    "  capabilities     targets, element types, limits and version\n"
-    "  health           the gRPC health status (exit 0 when SERVING)\n"
-    "  regions          the shared-memory regions registered\n"
-    "  unregister NAME  unregisters a shared-memory region (e.g. one\n"
-    "                   registered to outlive its connection)\n"
-    "  tand, txor       --dtype=int16 --shape=16x16 [--valid=RxC] --src0=V\n"
-    "                   --src1=V [--tmp=V] [--target=a2a3] [--out=FILE]\n"
-    "                   [--shm]: tiles through shared memory\n"
-    "                   V: one value for all elements, values one per\n"
-    "                   element (1,2,0xff), or @FILE of raw bytes\n"
-    "  tor, tnot        as tand, on the host target only (beyond the\n"
-    "                   seeds); tnot takes --src0 alone: dst = ~src0\n"
-    "  run FILE         send a job: proto3 JSON (FILE.json, or text that\n"
-    "                   starts with '{'), or a PTO assembly program with its\n"
-    "                   input tiles:\n"
-    "                   --tile NAME=DTYPE:RxC[:valid=RxC][:V] (repeatable)\n"
-    "                   [--trace=OUT.json]: also write the events as a\n"
-    "                   Chrome trace (Perfetto, chrome://tracing)\n"
-    "                   [--ub-map]: then print the unified buffer's layout\n"
-    "  fmt FILE         print a program in canonical AS level 2 form (no\n"
-    "                   server)\n"
-    "  stream FILE      send one JSON job per line over one stream; results\n"
-    "                   print as jobs finish (a job without an id gets its\n"
-    "                   line number)\n"
-    "  list [SERVICE]   the services the server lists, or SERVICE's methods\n"
-    "                   (through server reflection, as grpcurl list)\n"
-    "  describe SYMBOL  a service, method, message, field or enum with its\n"
-    "                   comments (as grpcurl describe)\n"
-    "  [call] SERVICE/METHOD -d JSON|@FILE|-\n"
-    "                   call any unary method the server lists, the request\n"
-    "                   and response in proto3 JSON (as grpcurl -d)\n"
-    "FILE may be - for standard input. The token may also come from\n"
-    "$PTOSERVE_TOKEN. A server error exits 1, a usage error 2.\n"
-    "As grpcurl: `ptoctl -plaintext 127.0.0.1:50051 list`, the address\n"
-    "first; -plaintext (ptoctl's default); -d for call's request;\n"
-    "-H 'NAME: VALUE' a header sent with every call (repeatable;\n"
-    "'authorization: Bearer TOKEN' is the token); SERVICE/METHOD alone\n"
-    "calls it.\n"
-    "\n"
-    "  --tile=NAME=DTYPE:RxC[:valid=RxC][:V]\n"
-    "      run with assembly: an input tile of the program; V as for --src0\n"
-    "      (without V the tile starts zero-filled). Repeat for each tile.\n"
-    "\n"
-    "  --ub-map\n"
-    "      run: after the result, where each instruction's operands lay in\n"
-    "      the target's unified buffer ([0x1000, 0x1400)) and a table of the\n"
-    "      tiles by address; one line instead when the events carry no\n"
-    "      operands (a host job in auto mode has no buffer model).\n";
 
 // Whether `arg`, where a command is expected, is a server's address as
 // grpcurl takes it first (HOST:PORT, or a gRPC name): commands hold no ':'.
@@ -193,12 +142,7 @@ int Main(std::vector<char*> args, const std::vector<std::string>& tiles,
   if (command == "health") return Health();
   if (command == "regions") return Regions();
   if (op != nullptr) return Instruction(*op);
-  // The instructions' commands from their table: a new row is a command.
-  std::vector<std::string> commands = {
-      "capabilities", "health", "regions", "unregister", "run",
-      "fmt",          "stream", "list",    "describe",   "call"};
-  for (const OpInfo& row : kOps) commands.emplace_back(row.mnemonic);
-  const std::string near = NearestName(command, commands);
+  const std::string near = NearestName(command, CommandNames());
   return UsageError(absl::StrCat(
       "unknown command: ", command,
       near.empty() ? "" : absl::StrCat("; did you mean ", near, "?")));
@@ -213,7 +157,9 @@ int main(int argc, char** argv) {
   if (std::getenv("GRPC_VERBOSITY") == nullptr) {
     gpr_set_log_function([](gpr_log_func_args*) {});
   }
-  ptoserve::HandleHelpAndVersion(argc, argv, "ptoctl", ptoserve::ptoctl::kUsage,
+  ptoserve::ptoctl::HandleHelp(argc, argv);
+  ptoserve::HandleHelpAndVersion(argc, argv, "ptoctl",
+                                 ptoserve::ptoctl::Usage(),
                                  "client/ptoctl/flags.cc");
   absl::SetProgramUsageMessage("the command-line client of ptoserve");
   // --tile may repeat, which Abseil flags do not allow, and --ub-map has a

@@ -67,7 +67,16 @@ int CallMethod(const std::string& method) {
     request = *std::move(text);
   }
   return WithReflection([&](ReflectionClient& reflection) {
-    absl::StatusOr<std::string> reply = reflection.Call(method, request);
+    absl::StatusOr<ReflectionClient::PreparedCall> call =
+        reflection.Prepare(method, request);
+    // A method the server lacks, or a request not its message: the
+    // command line's mistake, though reflection found it.
+    if (!call.ok() && (absl::IsInvalidArgument(call.status()) ||
+                       absl::IsNotFound(call.status()))) {
+      return UsageError(call.status().message());
+    }
+    if (!call.ok()) return Fail(call.status());
+    absl::StatusOr<std::string> reply = reflection.Invoke(*call);
     if (!reply.ok()) return Fail(reply.status());
     std::cout << *reply;
     return 0;

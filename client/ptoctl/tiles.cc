@@ -67,12 +67,13 @@ absl::StatusOr<std::pair<uint32_t, uint32_t>> ParseShape(
   return std::make_pair(rows, cols);
 }
 
-absl::StatusOr<v1::DType> ParseDType(const std::string& name) {
+absl::StatusOr<v1::DType> ParseDType(const std::string& name,
+                                     absl::string_view where) {
   v1::DType dtype = v1::DTYPE_UNSPECIFIED;
   if (!v1::DType_Parse("DTYPE_" + absl::AsciiStrToUpper(name), &dtype) ||
       dtype == v1::DTYPE_UNSPECIFIED) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "--dtype=", name,
+        where, name,
         " is not an element type (int8, uint8, int16, uint16, int32, uint32)"));
   }
   return dtype;
@@ -131,7 +132,9 @@ absl::Status AddTileSpec(const std::string& spec, v1::Job* job) {
     return absl::InvalidArgumentError(
         absl::StrCat("--tile ", spec, ": expected DTYPE:RxC after the name"));
   }
-  PTO_ASSIGN_OR_RETURN(v1::DType dtype, ParseDType(fields[0]));
+  PTO_ASSIGN_OR_RETURN(
+      v1::DType dtype,
+      ParseDType(fields[0], absl::StrCat("--tile ", spec, ": ")));
   PTO_ASSIGN_OR_RETURN(auto shape, ParseShape("tile " + name, fields[1]));
   v1::Tile& tile = (*job->mutable_tiles())[name];
   tile.set_dtype(dtype);

@@ -19,8 +19,10 @@ namespace ptoctl {
 absl::StatusOr<std::pair<uint32_t, uint32_t>> ParseShape(
     const std::string& flag, const std::string& text);
 
-// "int16" as DTYPE_INT16; for --dtype, and the types of --tile.
-absl::StatusOr<v1::DType> ParseDType(const std::string& name);
+// "int16" as DTYPE_INT16; for --dtype, and the types of --tile. A
+// refusal starts with `where` ("--dtype=", "--tile b=i16:8x8: ").
+absl::StatusOr<v1::DType> ParseDType(const std::string& name,
+                                     absl::string_view where = "--dtype=");
 
 // --target: "host" as TARGET_HOST; "" as TARGET_UNSPECIFIED, the server's.
 absl::StatusOr<v1::Target> ParseTarget(const std::string& name);

@@ -142,6 +142,8 @@ REWRITES = [
 
 ERROR_WITH_CODE = re.compile(r"^ptoctl: [A-Z][A-Z_]+: ")
 STREAM_ERROR = re.compile(r"^job \S+: (?!OK$)[A-Z][A-Z_]+: ")
+# What ptoctl failed to do itself once the server answered: exit 1.
+LOCAL_FAILURE = re.compile(r"^ptoctl: --[a-z_]+: cannot (write|make) ")
 
 
 class Example:
@@ -258,7 +260,8 @@ def expected_exit(example):
     if example.kind == "python":
         return 0
     for line in example.shown:
-        if ERROR_WITH_CODE.match(line) or STREAM_ERROR.match(line):
+        if (ERROR_WITH_CODE.match(line) or STREAM_ERROR.match(line) or
+                LOCAL_FAILURE.match(line)):
             return 1
     for line in example.shown:
         if line.startswith("ptoctl: "):
@@ -421,6 +424,20 @@ def help_flags(binary):
                                  done.stdout + done.stderr, re.M)))
 
 
+def flags_md_sections(text):
+    """FLAGS.md's "## Title" -> the flags its table's rows name first."""
+    sections = {}
+    title = None
+    for line in text.split("\n"):
+        if line.startswith("## "):
+            title = line[3:].strip()
+        elif title and line.startswith("| `--"):
+            cell = line.split("|")[1]
+            sections.setdefault(title, set()).update(
+                re.findall(r"`--([a-z0-9_]+)`", cell))
+    return sections
+
+
 def headings(text):
     """The titles of a Markdown text's headings, outside code fences."""
     titles = set()
@@ -447,6 +464,34 @@ class DocsAgreeWithTheBinariesTest(unittest.TestCase):
 
     def test_every_ptoctl_flag_is_in_cli_md(self):
         self.check_flags(PTOCTL, "docs/CLI.md")
+
+    def test_ptoserve_help_groups_are_flags_md_sections(self):
+        """--help lists the flags most people set first, then the rest
+        under FLAGS.md's section titles, each under its own section's."""
+        done = subprocess.run([PTOSERVE, "--help"], capture_output=True,
+                              text=True, timeout=COMMAND_TIMEOUT_S)
+        groups = []
+        for line in done.stdout.split("\n"):
+            title = re.match(r"^([A-Za-z][^:]*):$", line)
+            flag = re.match(r"^  --([a-z0-9_]+)=", line)
+            if title:
+                groups.append((title.group(1), set()))
+            elif flag and groups:
+                groups[-1][1].add(flag.group(1))
+        self.assertGreater(len(groups), 5, done.stdout)
+        self.assertEqual(groups[0][0], "Flags most people set")
+        first = groups[0][1]
+        with open(os.path.join(CHECKED, "docs/FLAGS.md"),
+                  encoding="utf-8") as f:
+            sections = flags_md_sections(f.read())
+        for title, flags in groups[1:]:
+            self.assertIn(title, sections, "a --help group FLAGS.md lacks")
+            self.assertEqual(flags, sections[title] - first,
+                             f"--help's {title!r} and FLAGS.md's differ")
+        shown = {title for title, _ in groups}
+        left = [t for t, flags in sections.items()
+                if flags - first and t not in shown]
+        self.assertEqual(left, [], "FLAGS.md sections --help lacks")
 
     def check_flags(self, binary, doc):
         flags = help_flags(binary)

@@ -209,7 +209,7 @@ TEST(PtoctlFmtTest, PrintsTheCanonicalFormAndNamesErrors) {
 
   std::ofstream(dir + "/bad.pto") << "%c = tand %a %b : !pto.tile<...>\n";
   r = RunCommand("client/ptoctl/ptoctl fmt " + dir + "/bad.pto");
-  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.exit_code, 2);  // a mistake in the file: a usage error
   EXPECT_THAT(
       r.output,
       HasSubstr("bad.pto:1:14: expected ',' after operand %a, found '%b'"));

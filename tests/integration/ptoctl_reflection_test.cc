@@ -172,14 +172,17 @@ TEST_F(PtoctlReflectionTest, CallsAnyUnaryMethodWithJson) {
 }
 
 TEST_F(PtoctlReflectionTest, ErrorsSayWhatIsWrong) {
+  // What the command line asks that the server's methods cannot take is a
+  // usage error (exit 2, no gRPC code), though reflection found it out.
   CommandResult r = Ptoctl("call ptoserve.v1.TileCompute/ExecuteStream");
-  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.output, HasSubstr("ExecuteStream streams"));
+  EXPECT_THAT(r.output, Not(HasSubstr("INVALID_ARGUMENT")));
   r = Ptoctl("call ptoserve.v1.TileCompute/Nothing");
-  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.output, HasSubstr("has no method Nothing (it has Execute, "));
   r = Ptoctl("call grpc.health.v1.Health/Check -d '{\"bogus\": 1}'");
-  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.output,
               HasSubstr("not a grpc.health.v1.HealthCheckRequest in JSON"));
   r = Ptoctl("describe no.such.Thing");

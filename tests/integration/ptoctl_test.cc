@@ -1,11 +1,13 @@
 // End to end through the ptoctl binary against a real server.
 #include <fcntl.h>
 #include <gmock/gmock.h>
+#include <google/protobuf/struct.pb.h>
 #include <google/protobuf/util/json_util.h>
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -23,6 +25,7 @@
 namespace ptoserve {
 namespace {
 
+using ::testing::ContainsRegex;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::MatchesRegex;
@@ -316,15 +319,17 @@ TEST_F(PtoctlTest, MistypedFlagsAndCommandsSuggestTheNearestName) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.output, HasSubstr("unknown flag --zzzzzz"));
   EXPECT_THAT(r.output, Not(HasSubstr("did you mean")));
-  // Under --json a usage error is JSON on stdout, as a failed call's is.
+  // Under --json a usage error is JSON on stdout, as a failed call's is,
+  // with no gRPC code: ptoctl's own mistakes are not the server's.
   r = RunCommand("client/ptoctl/ptoctl --json tand --dtyp=int16 2>/dev/null");
   EXPECT_EQ(r.exit_code, 2);
-  v1::JobStatus usage;
+  google::protobuf::Struct usage;
   ASSERT_TRUE(
       google::protobuf::util::JsonStringToMessage(r.output, &usage).ok())
       << r.output;
-  EXPECT_EQ(usage.code(), v1::INVALID_ARGUMENT);
-  EXPECT_EQ(usage.message(), "unknown flag --dtyp; did you mean --dtype?");
+  EXPECT_EQ(usage.fields().size(), 1u) << r.output;
+  EXPECT_EQ(usage.fields().at("error").string_value(),
+            "unknown flag --dtyp; did you mean --dtype?");
   r = RunCommand("client/ptoctl/ptoctl --json tnad 2>/dev/null");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.output,
@@ -347,6 +352,64 @@ TEST_F(PtoctlTest, UsageErrorsExitTwo) {
   CommandResult r = Ptoctl("tand --dtype=int8 --shape=1x2 --src0=1,x --src1=1");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.output, HasSubstr("--src0: \"x\" is not an integer"));
+}
+
+// ptoctl's own mistakes and failures carry no gRPC code; a file's
+// mistakes name the file; the server's refusals keep their codes.
+TEST_F(PtoctlTest, OwnMistakesAreUsageErrorsAndNameTheirFile) {
+  const std::string broken = WriteTempFile("broken.pto", "TAND c, a, b\n");
+  for (const std::string command :
+       {"run " + broken + " --tile a=int8:1x2", "fmt " + broken}) {
+    CommandResult r = Ptoctl(command);
+    EXPECT_EQ(r.exit_code, 2) << command;
+    EXPECT_THAT(r.output,
+                HasSubstr("ptoctl: " + broken + ":1:1: expected a statement"));
+    EXPECT_THAT(r.output, Not(HasSubstr("INVALID_ARGUMENT")));
+    EXPECT_THAT(r.output, Not(HasSubstr("--help")));
+  }
+  // What the program means the server checks; its position names the file.
+  const std::string unknown =
+      WriteTempFile("unknown.pto", "%c = tand %a, %b : !pto.tile<...>\n");
+  CommandResult r = Ptoctl("run " + unknown + " --tile a=int8:1x2:1,2");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.output, HasSubstr("ptoctl: INVALID_ARGUMENT: " + unknown +
+                                  ":1:15: %b is neither"));
+  r = Ptoctl("run " + unknown + " --tile a=int8:1x2 --tile b=i8:1x2");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.output, HasSubstr("--tile b=i8:1x2: i8 is not an element "
+                                  "type (int8, uint8, int16"));
+  EXPECT_THAT(r.output, Not(HasSubstr("--dtype")));
+  r = Ptoctl("call grpc.health.v1.Health/Watch");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.output, HasSubstr("ptoctl: grpc.health.v1.Health.Watch "
+                                  "streams; call takes unary methods"));
+  EXPECT_THAT(r.output, Not(HasSubstr("INVALID_ARGUMENT")));
+  r = Ptoctl("call ptoserve.v1.TileCompute/Nope");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.output, HasSubstr("has no method Nope (it has Execute"));
+  r = Ptoctl("--json run " + TempPath("missing.json") + " 2>/dev/null");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.output, HasSubstr("\"error\": \"cannot read "));
+  EXPECT_THAT(r.output, Not(HasSubstr("\"code\"")));
+}
+
+// A request over the message limit: the same words as the Python client's
+// (client_test), not gRPC's.
+TEST_F(PtoctlTest, ARequestOverTheMessageLimitIsSaidAsALimit) {
+  const std::string raw = TempPath("64MiB.bin");
+  {
+    std::ofstream file(raw, std::ios::binary);
+    file << std::string(size_t{64} << 20, '\0');
+  }
+  CommandResult r =
+      Ptoctl("tand --dtype=int32 --shape=4096x4096 --src1=1 --src0=@" + raw);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.output,
+              ContainsRegex("ptoctl: RESOURCE_EXHAUSTED: the request is "
+                            "[0-9]+ bytes, more than a message may be "
+                            "\\(67108864\\): send tiles this large through "
+                            "shared memory, as fill, or in parts"));
+  EXPECT_THAT(r.output, Not(HasSubstr("Sent message")));
 }
 
 TEST_F(PtoctlTest, HealthAndCapabilities) {
@@ -614,8 +677,9 @@ TEST_F(PtoctlTest, TraceThatCannotBeWrittenFails) {
   const std::string trace = TempPath("no/such/dir/trace.json");
   CommandResult r = Ptoctl("run " + job + " --trace=" + trace);
   EXPECT_EQ(r.exit_code, 1) << r.output;
-  EXPECT_THAT(r.output, HasSubstr("--trace: cannot write " + trace +
+  EXPECT_THAT(r.output, HasSubstr("ptoctl: --trace: cannot write " + trace +
                                   ": No such file or directory"));
+  EXPECT_THAT(r.output, Not(HasSubstr("INVALID_ARGUMENT")));
   // For run only.
   r = Ptoctl("health --trace=" + TempPath("health.json"));
   EXPECT_EQ(r.exit_code, 2);
@@ -682,9 +746,39 @@ TEST(PtoctlHelpTest, HelpListsEveryFlagAndExitsZero) {
   r = RunCommand("client/ptoctl/ptoctl --version");
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_EQ(r.output, "ptoctl 0.1.0\n");
+  // One command's help: its usage and its flags, not every command's.
+  for (const char* command :
+       {"client/ptoctl/ptoctl tand --help", "client/ptoctl/ptoctl help txor"}) {
+    r = RunCommand(command);
+    EXPECT_EQ(r.exit_code, 0) << command;
+    EXPECT_THAT(r.output, HasSubstr("--dtype=int32")) << command;
+    EXPECT_THAT(r.output, HasSubstr("--src1=")) << command;
+    EXPECT_THAT(r.output, Not(HasSubstr("--tile="))) << command;
+    EXPECT_THAT(r.output, Not(HasSubstr("--service="))) << command;
+    EXPECT_LT(std::count(r.output.begin(), r.output.end(), '\n'), 60);
+  }
+  r = RunCommand("client/ptoctl/ptoctl help run");
+  EXPECT_EQ(r.exit_code, 0);
+  for (const char* flag :
+       {"--tile=NAME=DTYPE", "--ub-map", "--trace=", "--target=", "--out="}) {
+    EXPECT_THAT(r.output, HasSubstr(flag));
+  }
+  EXPECT_THAT(r.output, Not(HasSubstr("--dtype=")));
+  r = RunCommand("client/ptoctl/ptoctl help call");
+  EXPECT_THAT(r.output, HasSubstr("  --d="));
+  r = RunCommand("client/ptoctl/ptoctl --help");
+  EXPECT_THAT(r.output, HasSubstr("  -H 'NAME: VALUE'\n"));
+  r = RunCommand("client/ptoctl/ptoctl help tnad");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.output, HasSubstr("help: no command tnad; the commands are"));
   r = RunCommand("server/ptoserve --help");
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_THAT(r.output, Not(HasSubstr("No flags matched")));
+  // The flags most people set first; the rest by group (docs_test holds
+  // the groups to docs/FLAGS.md's sections).
+  EXPECT_THAT(r.output, HasSubstr("\nFlags most people set:\n"
+                                  "  --address=127.0.0.1:50051\n"));
+  EXPECT_LT(r.output.find("--auth_token_file="), r.output.find("Scheduling:"));
   for (const char* flag :
        {"--address=127.0.0.1:50051", "--max_tile_mb=", "--workers=",
         "--auth_token_file=", "--metrics_address="}) {
