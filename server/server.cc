@@ -336,6 +336,9 @@ absl::Status Server::Parts::StartHttp(const ServerOptions& options) {
     http_parts.auth = token_auth();
     http_parts.ready = [this] { return Serving(); };
     http_parts.models = models.get();
+    if (metrics_endpoint != nullptr) {
+      http_parts.metrics_url = metrics_endpoint->url();
+    }
     absl::StatusOr<std::unique_ptr<HttpApi>> started =
         HttpApi::Start(daemon, options.tls, http_parts);
     if (!started.ok()) return started.status();

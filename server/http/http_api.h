@@ -57,6 +57,9 @@ struct HttpApiParts {
   std::function<bool()> ready;
   // The Open Inference Protocol's models (the /v2 routes).
   const ModelCatalog* models = nullptr;
+  // Where the metrics are served ("http://127.0.0.1:9464/metrics"; empty:
+  // nowhere), for a /metrics asked here.
+  std::string metrics_url;
 };
 
 class HttpApi final : public HttpHandler {

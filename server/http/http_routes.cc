@@ -175,6 +175,25 @@ HttpResponse InferAnswer(const HttpApi::Call& call,
 }
 
 // gRPC's name for a peer ("ipv4:127.0.0.1:40112"), of the socket's far end.
+// The 404's words: the paths served here; for /metrics, where it is.
+std::string NoSuchPath(absl::string_view path, absl::string_view metrics_url) {
+  if (path == "/metrics") {
+    return metrics_url.empty()
+               ? absl::StrFormat(
+                     "no such path: \"/metrics\": the metrics "
+                     "are off (%s is empty)",
+                     SettingName(Setting::kMetricsAddress))
+               : absl::StrFormat(
+                     "no such path: \"/metrics\": the metrics "
+                     "are served at %s (%s), not on this port",
+                     metrics_url, SettingName(Setting::kMetricsAddress));
+  }
+  return absl::StrFormat(
+      "no such path: %s (this server's: %s; GET / is the "
+      "playground)",
+      ShortQuote(path, 200), Routes().Listing());
+}
+
 std::string PeerOf(int fd) {
   std::string name = PeerName(fd);
   return name.empty() ? "an unknown peer" : name;
@@ -283,11 +302,9 @@ void HttpApi::OnHead(const std::shared_ptr<HttpExchange>& exchange) {
         421);
   }
   if (match.route == nullptr && match.allow.empty()) {
-    return Refuse(exchange.get(), call.get(),
-                  absl::NotFoundError(absl::StrFormat(
-                      "no such path: %s (this server's: %s; GET / is the "
-                      "playground)",
-                      ShortQuote(exchange->path(), 200), Routes().Listing())));
+    return Refuse(
+        exchange.get(), call.get(),
+        absl::NotFoundError(NoSuchPath(exchange->path(), parts_.metrics_url)));
   }
   if (match.route == nullptr) {
     const absl::Status wrong = absl::UnimplementedError(absl::StrFormat(

@@ -207,6 +207,12 @@ class HttpApiTest(unittest.TestCase):
         answer = call(self.url, "GET", "/v1/nothing")
         self.assertEqual(answer[0], 404)
         self.assertEqual(json.loads(answer[2])["code"], "NOT_FOUND")
+        # /metrics asked here says where it is.
+        status, _, body = call(self.url, "GET", "/metrics")
+        self.assertEqual(status, 404)
+        self.assertIn(f"the metrics are served at {self.metrics} "
+                      "(--metrics_address), not on this port",
+                      json.loads(body)["message"])
         status, head, body = call(self.url, "GET", "/v1/jobs:execute")
         self.assertEqual((status, head["Allow"]), (405, "POST"))
         self.assertIn("use POST", json.loads(body)["message"])
