@@ -14,6 +14,7 @@
 #include "google/protobuf/util/json_util.h"
 #include "grpc/reflection/v1/reflection.grpc.pb.h"
 #include "grpc/reflection/v1alpha/reflection.grpc.pb.h"
+#include "proto/json_errors.h"
 
 namespace ptoserve {
 
@@ -342,8 +343,8 @@ absl::StatusOr<ReflectionClient::PreparedCall> ReflectionClient::Prepare(
   const google::protobuf::MethodDescriptor& method = **found;
   std::unique_ptr<google::protobuf::Message> request(
       factory_.GetPrototype(method.input_type())->New());
-  const auto parsed =
-      google::protobuf::util::JsonStringToMessage(request_json, request.get());
+  const auto parsed = google::protobuf::util::JsonStringToMessage(
+      request_json, request.get(), JobJsonParseOptions());
   if (!parsed.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat("the request is not a ", method.input_type()->full_name(),

@@ -189,7 +189,8 @@ std::string Expected(absl::string_view type) {
         for (int j = 0; j < e->value_count(); ++j) {
           const auto* alias = e->value(j);
           if (alias->number() == v->number() && alias != v) {
-            name = alias->name();
+            name = alias->name();  // the first alias: the lower-case one
+            break;
           }
         }
         names.push_back(name);
@@ -236,6 +237,13 @@ std::string KeyAt(absl::string_view body, absl::string_view field,
     if (!r.Skip()) return "";
   } while (r.Eat(','));
   return "";
+}
+
+google::protobuf::util::JsonParseOptions JobJsonParseOptions() {
+  google::protobuf::util::JsonParseOptions options;
+  options.ignore_unknown_fields = false;
+  options.case_insensitive_enum_parsing = true;
+  return options;
 }
 
 std::string ReadableJsonError(absl::string_view what, absl::string_view body,

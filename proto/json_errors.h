@@ -6,12 +6,18 @@
 #define PTOSERVE_PROTO_JSON_ERRORS_H_
 
 #include <google/protobuf/descriptor.h>
+#include <google/protobuf/util/json_util.h>
 
 #include <string>
 
 #include "absl/strings/string_view.h"
 
 namespace ptoserve {
+
+// How every door parses a job's JSON: unknown fields refused; an enum by
+// any of its names in any case ("int16", "INT16", "Int16" for DTYPE_INT16,
+// through the schema's aliases).
+google::protobuf::util::JsonParseOptions JobJsonParseOptions();
 
 // What is wrong with `body` (called `what`: "the body"), given protobuf's
 // `message` for it as a `type` (ptoserve.v1.Job) in proto3 JSON. Messages

@@ -91,7 +91,8 @@ absl::StatusOr<v1::Job> ParseJsonJob(absl::string_view text,
                                      absl::string_view where, int first_line) {
   v1::Job job;
   auto parsed = google::protobuf::util::JsonStringToMessage(
-      google::protobuf::StringPiece(text.data(), text.size()), &job);
+      google::protobuf::StringPiece(text.data(), text.size()), &job,
+      JobJsonParseOptions());
   if (!parsed.ok()) {
     // Where (line:column), then what, in the words the server's doors use.
     const std::string raw = parsed.message().as_string();

@@ -172,8 +172,8 @@ absl::Status Intake::Parse(const RequestBody& body, const CallInfo& call,
       CountRefused(parsing.status().code());
       return parsing.status();
     }
-    google::protobuf::util::JsonParseOptions options;
-    options.ignore_unknown_fields = false;
+    const google::protobuf::util::JsonParseOptions options =
+        JobJsonParseOptions();
     std::string why;
     try {
       const auto parsed = google::protobuf::util::JsonStringToMessage(

@@ -231,11 +231,10 @@ absl::Status ReadProgram(const RequestParameters& params, v1::Job* job) {
     return absl::InvalidArgumentError(
         absl::StrCat("parameter job: ", scanned.message()));
   }
-  google::protobuf::util::JsonParseOptions options;
   const auto parsed = google::protobuf::util::JsonStringToMessage(
       google::protobuf::StringPiece(params.job_json.data(),
                                     params.job_json.size()),
-      job, options);
+      job, JobJsonParseOptions());
   if (!parsed.ok()) {
     return absl::InvalidArgumentError(ReadableJsonError(
         "parameter job", params.job_json, std::string(parsed.message()),

@@ -259,6 +259,19 @@ class HttpApiTest(unittest.TestCase):
         self.assertEqual(answer["events"][0]["opcode"], "OPCODE_TXOR")
         data = base64.b64decode(answer["tiles"]["c"]["data"])
         self.assertEqual(list(memoryview(data).cast("h")), [12 ^ 10] * 16)
+        # In any case: "TXOR" as the events say it, "Int16", "A2A3",
+        # "Target_A2A3".
+        for target, dtype, opcode in (("A2A3", "INT16", "TXOR"),
+                                      ("Target_A2A3", "Int16", "tXor")):
+            mixed = json.loads(json.dumps(short))
+            mixed["target"] = target
+            for tile in mixed["tiles"].values():
+                tile["dtype"] = dtype
+            mixed["instructions"][0]["opcode"] = opcode
+            status, _, answer = self.execute(mixed)
+            self.assertEqual(status, 200, answer)
+            self.assertEqual(answer["target"], "TARGET_A2A3")
+            self.assertEqual(answer["tiles"]["c"]["dtype"], "DTYPE_INT16")
 
     def test_errors_speak_of_the_job_as_it_was_written(self):
         # The tile by its name, the field, an enum's valid values; never a

@@ -314,12 +314,13 @@ TEST(OpTableTest, WireValuesMatchTheProto) {
     const int number = wire->value(i)->number();
     if (number == v1::OPCODE_UNSPECIFIED) continue;
     ASSERT_NE(FindOpByWireValue(number), nullptr) << wire->value(i)->name();
-    // Each opcode by its OPCODE_ name and its mnemonic (the alias JSON
-    // takes: "tand").
+    // Each opcode by its OPCODE_ name and its mnemonic, in lower and
+    // upper case (the aliases JSON takes: "tand", "TAND").
     const OpInfo& op = *FindOpByWireValue(number);
-    EXPECT_THAT(wire->value(i)->name(),
-                ::testing::AnyOf(absl::StrCat("OPCODE_", op.name),
-                                 std::string(op.mnemonic)));
+    EXPECT_THAT(
+        wire->value(i)->name(),
+        ::testing::AnyOf(absl::StrCat("OPCODE_", op.name),
+                         std::string(op.mnemonic), std::string(op.name)));
   }
 }
 

@@ -12,13 +12,35 @@
 namespace ptoserve {
 namespace {
 
-// What the sender of `body` is told.
+// What the sender of `body` is told, parsed as every door parses a job.
 std::string Told(const std::string& body) {
   v1::Job job;
-  const auto parsed = google::protobuf::util::JsonStringToMessage(body, &job);
+  const auto parsed = google::protobuf::util::JsonStringToMessage(
+      body, &job, JobJsonParseOptions());
   EXPECT_FALSE(parsed.ok()) << body;
   return ReadableJsonError("the body", body, std::string(parsed.message()),
                            *v1::Job::descriptor());
+}
+
+TEST(JsonErrorsTest, EnumsInAnyCaseByAnyOfTheirNames) {
+  for (const char* body :
+       {R"({"target": "TARGET_A2A3", "tiles": {"a": {"dtype": "DTYPE_INT16"}},
+            "instructions": [{"opcode": "OPCODE_TXOR"}]})",
+        R"({"target": "a2a3", "tiles": {"a": {"dtype": "int16"}},
+            "instructions": [{"opcode": "txor"}]})",
+        R"({"target": "A2A3", "tiles": {"a": {"dtype": "INT16"}},
+            "instructions": [{"opcode": "TXOR"}]})",
+        R"({"target": "Target_a2a3", "tiles": {"a": {"dtype": "Int16"}},
+            "instructions": [{"opcode": "tXor"}]})"}) {
+    v1::Job job;
+    ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(
+                    body, &job, JobJsonParseOptions())
+                    .ok())
+        << body;
+    EXPECT_EQ(job.target(), v1::TARGET_A2A3) << body;
+    EXPECT_EQ(job.tiles().at("a").dtype(), v1::DTYPE_INT16) << body;
+    EXPECT_EQ(job.instructions(0).opcode(), v1::OPCODE_TXOR) << body;
+  }
 }
 
 TEST(JsonErrorsTest, NamesTheTileAndTheFieldAndWhatWouldDo) {
@@ -35,8 +57,8 @@ TEST(JsonErrorsTest, NamesTheTileAndTheFieldAndWhatWouldDo) {
   EXPECT_EQ(Told(R"({"tiles": {"a": {"shared": {"offset": true}}}})"),
             "tiles[\"a\"].shared.offset: true is not a whole number from 0 "
             "to 18446744073709551615");
-  EXPECT_EQ(Told(R"({"instructions": [{}, {"opcode": "TAND"}]})"),
-            "instructions[1].opcode: \"TAND\" is not one of tand, txor, tor, "
+  EXPECT_EQ(Told(R"({"instructions": [{}, {"opcode": "TEND"}]})"),
+            "instructions[1].opcode: \"TEND\" is not one of tand, txor, tor, "
             "tnot");
   EXPECT_EQ(Told(R"({"target": "a6"})"),
             "target: \"a6\" is not one of host, a2a3, a5");
