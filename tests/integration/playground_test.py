@@ -22,13 +22,17 @@ the page's own geometry:
     across cards);
   - the URL fragment restores a job on a fresh load and sends nothing
     until Run; a large result is named, not drawn; Ctrl+Enter runs;
-  - no script error on the page all along."""
+  - no script error on the page all along.
+
+How the results read (playground_reading.py) runs here too, in a browser
+of its own."""
 
 import json
 import os
 import unittest
 
 from playground_browser import OVERFLOW, PlaygroundCase, png_pixels_vary
+import playground_reading
 
 
 class PlaygroundTest(PlaygroundCase):
@@ -353,6 +357,12 @@ class PlaygroundTest(PlaygroundCase):
         self.browser.wait("document.querySelectorAll('#results "
                           "section.result[data-target=host]').length === 1",
                           "a run from Ctrl+Enter")
+
+
+def load_tests(loader, tests, pattern):
+    """This file's tests, then how the results read."""
+    tests.addTests(loader.loadTestsFromModule(playground_reading))
+    return tests
 
 
 if __name__ == "__main__":
