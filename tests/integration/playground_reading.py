@@ -3,7 +3,11 @@ playground_test runs these beside its own):
 
   1. the grids of a card share one column width, so that element (i, j)
      of src0, src1 and dst stand at one x: at 1400 and 800 px, in decimal
-     and hex."""
+     and hex;
+  2. the valid-region and padding swatches are filled as the cells they
+     name, not empty boxes."""
+
+import json
 
 from playground_browser import PlaygroundCase
 
@@ -41,3 +45,25 @@ class ReadingTest(PlaygroundCase):
         finally:
             self.set_value("format", "dec")
             self.width(1400)
+
+    def test_2_the_legend_swatches_are_filled_as_the_cells(self):
+        self.asm_example("txor")
+        tiles = json.loads(self.js("document.getElementById('tiles').value"))
+        for tile in tiles.values():
+            tile["valid_cols"] = 12
+        self.set_value("tiles", json.dumps(tiles, indent=1))
+        self.run_page("host")
+        colours = self.js(
+            "(() => { const card = document.querySelector('#results "
+            "section.result'); const bg = s => getComputedStyle("
+            "card.querySelector(s)).backgroundColor; return {valid: bg("
+            "'.legend .swatch.valid'), padding: bg('.legend "
+            ".swatch.padding'), cell: bg('table.tile td.cell'), pad: "
+            "bg('table.tile td.pad')}; })()")
+        self.assertEqual(colours["valid"], colours["cell"], colours)
+        self.assertEqual(colours["padding"], colours["pad"], colours)
+        self.assertNotEqual(colours["valid"], colours["padding"], colours)
+        for swatch in ("valid", "padding"):
+            self.assertNotIn(colours[swatch],
+                             ("rgba(0, 0, 0, 0)", "rgb(255, 255, 255)"),
+                             swatch)
