@@ -5,7 +5,9 @@ playground_test runs these beside its own):
      of src0, src1 and dst stand at one x: at 1400 and 800 px, in decimal
      and hex;
   2. the valid-region and padding swatches are filled as the cells they
-     name, not empty boxes."""
+     name, not empty boxes;
+  3. the events table: each cell one line at 1400 and 800 px, text columns
+     left and numbers right, each heading as its column."""
 
 import json
 
@@ -18,6 +20,34 @@ GRID_COLUMNS = """
   [card.dataset.target, [...card.querySelectorAll('table.tile')].map(t =>
     [t.dataset.tile, [...t.rows[0].cells].map(td => {
       const r = td.getBoundingClientRect(); return [r.left, r.width]; })])])
+"""
+
+# The events tables: each cell's text (each step of the steps' column) that
+# takes more than one line, and per column its heading, the heading's
+# alignment and its cells'.
+EVENTS_TABLE = """
+(() => {
+  const lines = node => {
+    const range = document.createRange();
+    range.selectNodeContents(node);
+    return new Set([...range.getClientRects()].filter(r => r.width > 0)
+      .map(r => Math.round(r.top))).size;
+  };
+  const out = {wrapped: [], columns: []};
+  for (const t of document.querySelectorAll('#results table.events')) {
+    const [head, ...rows] = t.rows;
+    [...head.cells].forEach((th, j) => out.columns.push([th.textContent,
+      getComputedStyle(th).textAlign,
+      [...new Set(rows.map(r => getComputedStyle(r.cells[j]).textAlign))]]));
+    for (const r of rows) for (const td of r.cells) {
+      const steps = td.querySelectorAll('li');
+      for (const text of steps.length ? steps : [td]) {
+        if (lines(text) !== 1) out.wrapped.push(text.textContent);
+      }
+    }
+  }
+  return out;
+})()
 """
 
 
@@ -67,3 +97,20 @@ class ReadingTest(PlaygroundCase):
             self.assertNotIn(colours[swatch],
                              ("rgba(0, 0, 0, 0)", "rgb(255, 255, 255)"),
                              swatch)
+
+    def test_3_each_events_cell_is_one_line_aligned_as_its_heading(self):
+        try:
+            for px in (1400, 800):
+                self.width(px)
+                self.asm_example("txor")
+                self.run_page("all", count=3)
+                table = self.js(EVENTS_TABLE)
+                self.assertEqual(table["wrapped"], [], f"{px} px")
+                self.assertEqual(len(table["columns"]), 3 * 5)
+                for heading, align, cells in table["columns"]:
+                    want = ("right" if heading in ("queued", "ran")
+                            else "left")
+                    self.assertEqual((align, cells), (want, [want]),
+                                     f"{px} px: {heading}")
+        finally:
+            self.width(1400)
