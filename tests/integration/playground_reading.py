@@ -7,7 +7,8 @@ playground_test runs these beside its own):
   2. the valid-region and padding swatches are filled as the cells they
      name, not empty boxes;
   3. the events table: each cell one line at 1400 and 800 px, text columns
-     left and numbers right, each heading as its column."""
+     left and numbers right, each heading as its column;
+  4. the buffer legend lists the tiles in the order the bars show them."""
 
 import json
 
@@ -48,6 +49,22 @@ EVENTS_TABLE = """
   }
   return out;
 })()
+"""
+
+# The order the bars of a card's buffer picture show its tiles in: rows
+# down, in a row by address (x), then lane (y); each tile once.
+BAR_ORDER = """
+(scope => {
+  const order = [];
+  for (const row of document.querySelectorAll(scope + ' svg.ubmap g.ubrow')) {
+    const bars = [...row.querySelectorAll('g.ubtile')].map(g => {
+      const r = g.querySelector('rect').getBoundingClientRect();
+      return [Math.round(r.left * 10), Math.round(r.top * 10), g.dataset.tile];
+    }).sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+    for (const [, , tile] of bars) if (!order.includes(tile)) order.push(tile);
+  }
+  return order;
+})
 """
 
 
@@ -114,3 +131,19 @@ class ReadingTest(PlaygroundCase):
                                      f"{px} px: {heading}")
         finally:
             self.width(1400)
+
+    def test_4_the_buffer_legend_lists_tiles_as_the_bars_show_them(self):
+        self.asm_example("txor")
+        self.run_page("a2a3")
+        scope = "#results .result[data-target=a2a3]"
+        legend = "[...document.querySelectorAll('{} .ub-key')]" \
+            ".map(k => k.dataset.tile)"
+        bars = self.js(f"({BAR_ORDER})('{scope}')")
+        self.assertEqual(sorted(bars), ["dst", "dst.tmp", "src0", "src1"])
+        self.assertEqual(self.js(legend.format(scope)), bars)
+        self.js("document.getElementById('ex-alias').click()")
+        self.run_page()
+        scope = "#results .result[data-target=a5]"
+        bars = self.js(f"({BAR_ORDER})('{scope}')")
+        self.assertEqual(sorted(bars), ["a", "b", "c", "d"])
+        self.assertEqual(self.js(legend.format(scope)), bars)
