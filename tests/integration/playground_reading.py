@@ -8,9 +8,12 @@ playground_test runs these beside its own):
      name, not empty boxes;
   3. the events table: each cell one line at 1400 and 800 px, text columns
      left and numbers right, each heading as its column;
-  4. the buffer legend lists the tiles in the order the bars show them."""
+  4. the buffer legend lists the tiles in the order the bars show them;
+  5. a refusal says its code once and its position once, in a card as
+     tall as what it says."""
 
 import json
+import re
 
 from playground_browser import PlaygroundCase
 
@@ -69,6 +72,19 @@ BAR_ORDER = """
 
 
 class ReadingTest(PlaygroundCase):
+    def narrow_txor_tiles(self):
+        """The seed's TXOR with 8-column int16 tiles: 16-byte rows, which
+        a2a3 and a5 refuse; the tiles' text."""
+        self.asm_example("txor")
+        tiles = json.loads(self.js("document.getElementById('tiles').value"))
+        for tile in tiles.values():
+            tile["cols"] = 8
+            if "values" in tile:
+                tile["values"] = tile["values"][:16]
+        text = json.dumps(tiles, indent=1)
+        self.set_value("tiles", text)
+        return text
+
     def test_1_the_grids_of_a_card_share_their_columns(self):
         try:
             for px in (1400, 800):
@@ -147,3 +163,34 @@ class ReadingTest(PlaygroundCase):
         bars = self.js(f"({BAR_ORDER})('{scope}')")
         self.assertEqual(sorted(bars), ["a", "b", "c", "d"])
         self.assertEqual(self.js(legend.format(scope)), bars)
+
+    def test_5_a_refusal_is_said_once_in_a_card_of_its_size(self):
+        self.narrow_txor_tiles()
+        self.run_page("all", count=3)
+        cards = self.js(
+            "Object.fromEntries([...document.querySelectorAll('#results "
+            "section.result')].map(c => [c.dataset.target, [c.textContent, "
+            "c.getBoundingClientRect().height]]))")
+        for target in ("a2a3", "a5"):
+            text, height = cards[target]
+            self.assertEqual(text.count("INVALID_ARGUMENT"), 1, text)
+            self.assertEqual(len(re.findall(r"\d+:\d+: ", text)), 1, text)
+            self.assertLess(height, 0.4 * cards["host"][1], target)
+        # A mistake in the program, refused alike by every target: marked
+        # once, in the program, its place said once.
+        self.asm_example("txor")
+        program = self.js("document.getElementById('program').value")
+        self.set_value("program", program.replace("%src0,", "%src0", 1))
+        self.run_page("all", count=3)
+        marks = self.js("[...document.querySelectorAll('.marks .message')]"
+                        ".map(m => [m.parentElement.id, m.textContent])")
+        self.assertEqual(len(marks), 1, marks)
+        box, message = marks[0]
+        self.assertEqual(box, "program-marks")
+        self.assertRegex(message, r"^line 2, column \d+: expected ','")
+        self.assertNotRegex(message, r"\d+:\d+: ")
+        self.assertFalse(self.js(
+            "document.getElementById('tiles').classList.contains('bad')"))
+        for text in self.js("[...document.querySelectorAll('#results "
+                            "section.result')].map(c => c.textContent)"):
+            self.assertEqual(text.count("INVALID_ARGUMENT"), 1, text)
