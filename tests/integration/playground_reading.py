@@ -10,7 +10,9 @@ playground_test runs these beside its own):
      left and numbers right, each heading as its column;
   4. the buffer legend lists the tiles in the order the bars show them;
   5. a refusal says its code once and its position once, in a card as
-     tall as what it says."""
+     tall as what it says;
+  6. an error about a tile's row width or shape marks the tiles, at that
+     tile; an error about the program marks the program."""
 
 import json
 import re
@@ -72,6 +74,13 @@ BAR_ORDER = """
 
 
 class ReadingTest(PlaygroundCase):
+    def json_job(self, job):
+        if self.js("document.querySelector('input[name=mode]:checked')"
+                   ".value") != "json":
+            self.js("document.querySelector('input[name=mode][value=json]')"
+                    ".click()")
+        self.set_value("program", json.dumps(job, indent=1))
+
     def narrow_txor_tiles(self):
         """The seed's TXOR with 8-column int16 tiles: 16-byte rows, which
         a2a3 and a5 refuse; the tiles' text."""
@@ -194,3 +203,43 @@ class ReadingTest(PlaygroundCase):
         for text in self.js("[...document.querySelectorAll('#results "
                             "section.result')].map(c => c.textContent)"):
             self.assertEqual(text.count("INVALID_ARGUMENT"), 1, text)
+
+    def test_6_a_tile_shape_error_marks_the_tile_not_the_program(self):
+        # a2a3's row width: dst "dst" (the server's, shaped like src0) has
+        # 16-byte rows; the fix is src0's cols.
+        text = self.narrow_txor_tiles()
+        self.run_page("a2a3")
+        self.browser.wait("!!document.querySelector('#tiles-marks .line.bad')",
+                          "the tiles box marked")
+        message = self.js(
+            "document.querySelector('#tiles-marks .message').textContent")
+        self.assertIn('dst "dst" rows are 16 bytes', message)
+        self.assertIn('shaped like src0 "src0"', message)
+        self.assertNotRegex(message, r"\d+:\d+: ")
+        line = int(self.js(
+            "document.querySelector('#tiles-marks .line.bad').dataset.line"))
+        src0 = text.index('"src0"')
+        self.assertEqual(line, text[:text.index('"cols"', src0)].count("\n")
+                         + 1)
+        self.assertFalse(self.js(
+            "document.getElementById('program').classList.contains('bad')"))
+        self.assertEqual(self.js(
+            "document.querySelectorAll('#program-marks *').length"), 0)
+        # A JSON job: the tile the message names, at the field to fix.
+        job = {"target": "TARGET_A2A3", "tiles": {
+            "a": {"dtype": "DTYPE_INT16", "rows": 2, "cols": 16, "fill": 5},
+            "b": {"dtype": "DTYPE_INT16", "rows": 2, "cols": 16, "fill": 3,
+                  "valid_cols": 8}},
+            "instructions": [{"opcode": "OPCODE_TAND", "dst": "c",
+                              "src0": "a", "src1": "b"}]}
+        self.json_job(job)
+        self.run_page("job")
+        message = self.browser.wait(
+            "document.querySelector('#program-marks .message')?.textContent",
+            "the job marked")
+        self.assertIn("src1 valid shape 2x8 differs", message)
+        text = self.js("document.getElementById('program').value")
+        line = int(self.js(
+            "document.querySelector('#program-marks .line.bad').dataset.line"))
+        self.assertEqual(line, text[:text.index('"valid_cols"')].count("\n")
+                         + 1)
