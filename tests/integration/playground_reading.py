@@ -12,7 +12,8 @@ playground_test runs these beside its own):
   5. a refusal says its code once and its position once, in a card as
      tall as what it says;
   6. an error about a tile's row width or shape marks the tiles, at that
-     tile; an error about the program marks the program."""
+     tile; an error about the program marks the program;
+  7. the hint before a run says what is true of the editor."""
 
 import json
 import re
@@ -243,3 +244,23 @@ class ReadingTest(PlaygroundCase):
             "document.querySelector('#program-marks .line.bad').dataset.line"))
         self.assertEqual(line, text[:text.index('"valid_cols"')].count("\n")
                          + 1)
+
+    def test_7_the_hint_says_what_is_true_of_the_editor(self):
+        self.browser.navigate("about:blank")
+        self.browser.wait("location.href === 'about:blank'", "a blank page")
+        self.browser.navigate(self.url + "/")
+        hint = self.browser.wait(
+            "document.readyState === 'complete' && "
+            "document.getElementById('hint')?.textContent", "the hint")
+        self.assertNotEqual(self.js(
+            "document.getElementById('program').value.trim()"), "")
+        self.assertNotIn("Pick an example", hint)
+        self.assertIn("Run (Ctrl+Enter)", hint)
+        self.js("(() => { const p = document.getElementById('program');"
+                " p.value = ''; p.dispatchEvent(new Event('input')); })()")
+        self.assertEqual(self.js(
+            "document.getElementById('hint').textContent"),
+            "Pick an example and run it.")
+        self.js("document.getElementById('ex-tand').click()")
+        self.assertIn("Run (Ctrl+Enter)", self.js(
+            "document.getElementById('hint').textContent"))
