@@ -13,7 +13,9 @@ playground_test runs these beside its own):
      tall as what it says;
   6. an error about a tile's row width or shape marks the tiles, at that
      tile; an error about the program marks the program;
-  7. the hint before a run says what is true of the editor."""
+  7. the hint before a run says what is true of the editor;
+  8. a tile bound onto another's bytes (examples/alias.json) shows those
+     bytes, and says so."""
 
 import json
 import re
@@ -264,3 +266,21 @@ class ReadingTest(PlaygroundCase):
         self.js("document.getElementById('ex-tand').click()")
         self.assertIn("Run (Ctrl+Enter)", self.js(
             "document.getElementById('hint').textContent"))
+
+    def test_8_a_tile_bound_onto_another_shows_its_bytes(self):
+        self.js("document.getElementById('ex-alias').click()")
+        for fmt in ("dec", "hex"):
+            self.set_value("format", fmt)
+            self.run_page()
+            scope = "#results .result[data-target=a5]"
+            a = self.cells(scope, "input", "a")
+            self.assertEqual(a, ["5" if fmt == "dec" else "0x00000005"]
+                             * 256)
+            self.assertEqual(self.cells(scope, "input", "c"), a, fmt)
+        self.set_value("format", "dec")
+        caption = self.js(f"document.querySelector('{scope} table.tile.input"
+                          "[data-tile=c] caption').textContent")
+        self.assertIn("c input, bound onto a's bytes", caption)
+        self.assertIn("input, as sent", self.js(
+            f"document.querySelector('{scope} table.tile.input[data-tile=a] "
+            "caption').textContent"))
