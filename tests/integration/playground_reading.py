@@ -15,10 +15,14 @@ playground_test runs these beside its own):
      tile; an error about the program marks the program;
   7. the hint before a run says what is true of the editor;
   8. a tile bound onto another's bytes (examples/alias.json) shows those
-     bytes, and says so."""
+     bytes, and says so;
+  9. a wait between two instructions is drawn on the timeline, on its
+     scale, where the record puts it, and labelled."""
 
+import calendar
 import json
 import re
+import time
 
 from playground_browser import PlaygroundCase
 
@@ -74,6 +78,27 @@ BAR_ORDER = """
   return order;
 })
 """
+
+# A two-instruction job on host whose second waits on the first's event.
+WAITING_JOB = {
+    "target": "TARGET_HOST",
+    "tiles": {"a": {"dtype": "DTYPE_INT16", "rows": 2, "cols": 16,
+                    "fill": 5},
+              "b": {"dtype": "DTYPE_INT16", "rows": 2, "cols": 16,
+                    "fill": 3}},
+    "instructions": [{"opcode": "OPCODE_TAND", "dst": "c", "src0": "a",
+                      "src1": "b"},
+                     {"opcode": "OPCODE_TXOR", "dst": "d", "src0": "c",
+                      "src1": "b", "wait_events": ["e0"]}],
+    "outputs": ["d"]}
+
+
+def stamp_ns(stamp):
+    """An RFC 3339 time in UTC ("...T15:18:15.532615420Z") as integer
+    nanoseconds since the epoch."""
+    whole, _, fraction = stamp.rstrip("Z").partition(".")
+    seconds = calendar.timegm(time.strptime(whole, "%Y-%m-%dT%H:%M:%S"))
+    return seconds * 10**9 + int((fraction + "000000000")[:9])
 
 
 class ReadingTest(PlaygroundCase):
@@ -284,3 +309,32 @@ class ReadingTest(PlaygroundCase):
         self.assertIn("input, as sent", self.js(
             f"document.querySelector('{scope} table.tile.input[data-tile=a] "
             "caption').textContent"))
+
+    def test_9_a_wait_is_drawn_on_the_timeline_scale(self):
+        self.json_job(WAITING_JOB)
+        self.run_page("job")
+        e0, e1 = self.js("lastRuns[0].body.events")
+        self.assertEqual(e1["waitedOn"], ["e0"])
+        wait_us = (stamp_ns(e1["startTime"]) - stamp_ns(e0["endTime"])) / 1e3
+        self.assertGreater(wait_us, 0)
+        drawn = self.js(
+            "(() => { const s = document.querySelector('#results "
+            "svg.timeline'); const g = s.querySelector('g.wait'); if (!g) "
+            "return null; const box = e => e.getBoundingClientRect(); const "
+            "r = g.querySelector('rect'); return {scale: +s.dataset.usPerPx,"
+            " us: +r.dataset.us, left: box(r).left, width: box(r).width, "
+            "after: g.dataset.after, label: g.querySelector('text')"
+            ".textContent, ran: [...s.querySelectorAll('rect.ran')].map(b =>"
+            " box(b).right)}; })()")
+        print(f"wait: {wait_us:.3f} us, drawn {drawn}")
+        self.assertIsNotNone(drawn, "no wait drawn")
+        self.assertEqual(drawn["after"], "e0")
+        self.assertAlmostEqual(drawn["us"], wait_us, delta=1e-3)
+        self.assertAlmostEqual(drawn["width"], wait_us / drawn["scale"],
+                               delta=1.0)
+        # From e0's end.
+        self.assertAlmostEqual(drawn["left"], drawn["ran"][0], delta=1.0)
+        self.assertTrue(drawn["label"].startswith("wait "), drawn["label"])
+        self.assertIn("waiting", self.js(
+            "document.querySelector('#results .timeline-box .legend')"
+            ".textContent"))
