@@ -17,7 +17,10 @@ playground_test runs these beside its own):
   8. a tile bound onto another's bytes (examples/alias.json) shows those
      bytes, and says so;
   9. a wait between two instructions is drawn on the timeline, on its
-     scale, where the record puts it, and labelled."""
+     scale, where the record puts it, and labelled;
+ 10. a job's JSON is read as the server reads it: trailing commas, and
+     enum names in any case ("A2A3", "Int16", "TXOR"), run and draw as
+     the canonical names do."""
 
 import calendar
 import json
@@ -338,3 +341,24 @@ class ReadingTest(PlaygroundCase):
         self.assertIn("waiting", self.js(
             "document.querySelector('#results .timeline-box .legend')"
             ".textContent"))
+
+    def test_10_json_is_read_as_the_server_reads_it(self):
+        text = ('{"target": "A2A3",\n'
+                ' "tiles": {"a": {"dtype": "Int16", "rows": 1, "cols": 16,'
+                ' "fill": 12,},\n'
+                '           "b": {"dtype": "int16", "rows": 1, "cols": 16,'
+                ' "values": [' + ", ".join(["10"] * 16) + ',],},},\n'
+                ' "instructions": [{"opcode": "TXOR", "dst": "c",'
+                ' "src0": "a", "src1": "b", "tmp": "t",},],\n'
+                ' "outputs": ["c",],}\n')
+        self.json_job({})
+        self.set_value("program", text)
+        self.run_page(target="job")
+        scope = "#results .result[data-target=a2a3]"
+        self.assertEqual(self.js(f"document.querySelectorAll('{scope}')"
+                                 ".length"), 1, "the job's own target")
+        self.assertEqual(self.cells(scope, "input", "a"), ["12"] * 16)
+        self.assertEqual(self.cells(scope, "input", "b"), ["10"] * 16)
+        self.assertEqual(self.cells(scope, "output", "c"), [str(12 ^ 10)] * 16)
+        self.assertEqual(self.js("document.getElementById('error')"
+                                 ".textContent"), "")
