@@ -34,13 +34,13 @@ def read_count(path):
     return struct.unpack("<Q", data)[0] if len(data) == 8 else 0
 
 
-def ptobench(address, seconds, concurrency, shape, warmup, check):
+def ptobench(address, seconds, concurrency, shape, warmup, check, wire):
     out = subprocess.run(
         ["taskset", "-c", "1", os.path.join(BIN, "bench/ptobench"),
          f"--server={address}", "--mode=unary", f"--shape={shape}",
          f"--concurrency={concurrency}", f"--duration={seconds}s",
          f"--warmup={warmup}s", "--format=csv", "--csv_header=false",
-         f"--check={str(check).lower()}"],
+         f"--check={str(check).lower()}", f"--wire={wire}"],
         capture_output=True, text=True, check=False)
     fields = out.stdout.strip().split(",")
     if out.returncode != 0 or len(fields) < 13:
@@ -48,7 +48,7 @@ def ptobench(address, seconds, concurrency, shape, warmup, check):
     return float(fields[6]) * seconds  # requests/s over the window
 
 
-def measure(name, command, port, args, check):
+def measure(name, command, port, args, check, wire):
     address = f"127.0.0.1:{port}"
     rows = []
     with tempfile.NamedTemporaryFile(prefix="alloc_count.") as counter:
@@ -62,10 +62,10 @@ def measure(name, command, port, args, check):
             time.sleep(1)
             for concurrency in args.concurrency.split(","):
                 ptobench(address, 1, concurrency, args.shape, 0,
-                         check)  # warm up
+                         check, wire)  # warm up
                 before = read_count(counter.name)
                 calls = ptobench(address, args.seconds, concurrency,
-                                 args.shape, 0, check)
+                                 args.shape, 0, check, wire)
                 after = read_count(counter.name)
                 rows.append((name, concurrency, calls,
                              (after - before) / max(calls, 1)))
@@ -76,15 +76,22 @@ def measure(name, command, port, args, check):
 
 
 def servers_to_measure(builds, plain):
-    """(name, command, check) of each ptoserve build in `builds`
-    (NAME=PATH,...) and, with `plain`, the plain TAND server and echo."""
-    servers = [(name, [path, "--metrics_address=", "--http_address="], True)
+    """(name, command, check, wire) of each ptoserve build in `builds`
+    (NAME=PATH,...) and, with `plain`, the plain servers: the flat-message
+    TAND server and echo (the ceiling: bench/flat_server, ptobench
+    --wire=flat), the plain TAND server and echo (ptoserve's Job)."""
+    servers = [(name, [path, "--metrics_address=", "--http_address="], True,
+                "job")
                for name, path in (b.split("=", 1) for b in builds.split(","))]
     if plain:
-        # The echo's answers are src0, not the TAND: not checked.
-        servers += [("plain TAND server",
-                     [f"{BIN}/bench/plain_tand_server"], True),
-                    ("plain echo", [f"{BIN}/bench/plain_echo_server"], False)]
+        # The echoes' answers are src0, not the TAND: not checked.
+        servers += [
+            ("flat TAND server", [f"{BIN}/bench/flat_server"], True, "flat"),
+            ("flat echo", [f"{BIN}/bench/flat_server", "--echo"], False,
+             "flat"),
+            ("plain TAND server", [f"{BIN}/bench/plain_tand_server"], True,
+             "job"),
+            ("plain echo", [f"{BIN}/bench/plain_echo_server"], False, "job")]
     return servers
 
 
@@ -102,9 +109,9 @@ def main():
     print("| server | concurrency | calls measured | heap allocations per call |")
     print("|---|---|---|---|")
     port = 47100
-    for name, command, check in servers:
+    for name, command, check, wire in servers:
         port += 1
-        for row in measure(name, command, port, args, check):
+        for row in measure(name, command, port, args, check, wire):
             print(f"| {row[0]} | {row[1]} | {row[2]:.0f} | {row[3]:.1f} |")
 
 

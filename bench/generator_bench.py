@@ -158,9 +158,11 @@ def main():
     parser.add_argument("--generator", action="append", required=True,
                         help="NAME=PATH[,flag...]")
     parser.add_argument("--servers", default="plain,echo,ptoserve",
-                        help="of plain, tand (the plain server computing "
-                        "TAND), echo, ptoserve, python (the peer: "
-                        "bench/python_peer_server.py)")
+                        help="of flat (the simplest server computing TAND on "
+                        "the simplest message: the ceiling), flat_echo, plain "
+                        "(echo on ptoserve's Job), tand (the plain server "
+                        "computing TAND on the Job), echo, ptoserve, python "
+                        "(the peer: bench/python_peer_server.py)")
     parser.add_argument("--concurrency", default="1,8,32")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--seconds", type=float, default=4)
@@ -185,6 +187,11 @@ def main():
     args = parser.parse_args()
 
     known = {
+        # The ceiling: the simplest message a TAND needs, computed (flat)
+        # or echoed (flat_echo); ptobench speaks it with --wire=flat.
+        "flat": ([f"{args.bin}/bench/flat_server"], 50186, "true"),
+        "flat_echo": ([f"{args.bin}/bench/flat_server", "--echo"], 50187,
+                      "false"),
         "plain": ([f"{args.bin}/bench/plain_echo_server"], 50181, "false"),
         "tand": ([f"{args.bin}/bench/plain_tand_server"], 50185, "true"),
         "echo": ([f"{args.bin}/bench/echo_server"], 50182, "false"),
@@ -218,6 +225,8 @@ def main():
                 for s, g in pairs:
                     path, extra = generators[g]
                     _, port, check = known[s]
+                    if s.startswith("flat"):
+                        extra = extra + ["--wire=flat"]
                     r = run(path, extra, port, procs[s].pid, args.seconds,
                             args.warmup, check, c, args.cpu == "window")
                     results.setdefault((c, s, g), []).append(r)

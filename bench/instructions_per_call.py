@@ -31,13 +31,14 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.path.join(ROOT, "bazel-bin")
 
 
-def ptobench(address, seconds, concurrency, args, warmup, check):
+def ptobench(address, seconds, concurrency, args, warmup, check, wire):
     out = subprocess.run(
         [os.path.join(BIN, "bench/ptobench"), f"--server={address}",
          "--mode=unary", f"--shape={args.shape}", f"--target={args.target}",
          f"--opcode={args.opcode}", f"--concurrency={concurrency}",
          f"--duration={seconds}s", f"--warmup={warmup}s", "--format=csv",
-         "--csv_header=false", f"--check={str(check).lower()}"],
+         "--csv_header=false", f"--check={str(check).lower()}",
+         f"--wire={wire}"],
         capture_output=True, text=True, check=False)
     fields = out.stdout.strip().split(",")
     if out.returncode != 0 or len(fields) < 13:
@@ -54,7 +55,7 @@ def total_instructions(dump):
     sys.exit(f"{dump}: no totals")
 
 
-def measure(name, command, port, args, check):
+def measure(name, command, port, args, check, wire):
     address = f"127.0.0.1:{port}"
     rows = []
     with tempfile.TemporaryDirectory(prefix="callgrind.") as out:
@@ -71,7 +72,7 @@ def measure(name, command, port, args, check):
                      f"--server={address}", "--mode=unary",
                      "--concurrency=1", "--duration=0.2s", "--warmup=0s",
                      "--format=csv", "--csv_header=false",
-                     f"--check={str(check).lower()}"],
+                     f"--check={str(check).lower()}", f"--wire={wire}"],
                     capture_output=True, text=True, check=False)
                 if probe.returncode == 0:
                     break
@@ -79,10 +80,11 @@ def measure(name, command, port, args, check):
                     sys.exit(f"{name} did not start under callgrind")
                 time.sleep(0.5)
             for c in args.concurrency.split(","):
-                ptobench(address, 2, int(c), args, 0, check)  # warm-up
+                ptobench(address, 2, int(c), args, 0, check, wire)  # warm-up
                 subprocess.run(["callgrind_control", "-z", str(server.pid)],
                                capture_output=True, check=True)
-                calls = ptobench(address, args.seconds, int(c), args, 0, check)
+                calls = ptobench(address, args.seconds, int(c), args, 0, check,
+                                 wire)
                 for f in glob.glob(f"{out}/cg.*"):
                     os.remove(f)
                 subprocess.run(["callgrind_control", "-d", str(server.pid)],
@@ -100,8 +102,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument(
         "--servers", default=f"ptoserve={BIN}/server/ptoserve",
-        help="NAME=PATH,... of ptoserve builds; the plain TAND server and "
-        "the plain echo are always measured")
+        help="NAME=PATH,... of ptoserve builds; the plain servers (flat "
+        "and Job, TAND and echo) too unless --no-plain")
     parser.add_argument("--concurrency", default="1,8,32,128")
     parser.add_argument("--shape", default="16x16")
     parser.add_argument("--target", default="host",
@@ -118,9 +120,9 @@ def main():
           "instructions per call |")
     print("|---|---|---|---|---|")
     port = 47200
-    for name, command, check in servers:
+    for name, command, check, wire in servers:
         port += 1
-        for row in measure(name, command, port, args, check):
+        for row in measure(name, command, port, args, check, wire):
             print(f"| {row[0]} | {args.target} {args.opcode} {args.shape} | "
                   f"{row[1]} | {row[2]:.0f} | {row[3]:,.0f} |", flush=True)
 

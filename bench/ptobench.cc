@@ -67,6 +67,10 @@ ABSL_FLAG(std::string, server, "127.0.0.1:50051", "Server address.");
 ABSL_FLAG(std::string, mode, "unary",
           "unary (Execute), stream (ExecuteStream) or batch (ExecuteBatches: "
           "--batch jobs per message).");
+ABSL_FLAG(std::string, wire, "job",
+          "job: ptoserve.v1's Job (ptoserve, the plain servers); flat: the "
+          "simplest message a TAND needs (bench/flat/flat.proto, "
+          "bench/flat_server), unary mode only.");
 ABSL_FLAG(int, concurrency, 1,
           "Unary calls in flight, or streams (closed loop: a call starts when "
           "one finishes).");
@@ -135,6 +139,7 @@ namespace {
 Settings SettingsFromFlags() {
   Settings s;
   s.mode = absl::GetFlag(FLAGS_mode);
+  s.wire = absl::GetFlag(FLAGS_wire);
   s.threads = absl::GetFlag(FLAGS_threads);
   s.stream_depth = absl::GetFlag(FLAGS_stream_depth);
   s.batch = absl::GetFlag(FLAGS_batch);
@@ -187,6 +192,15 @@ std::string UsageError(const Settings& settings, double rate) {
   }
   if (format != "text" && format != "csv" && format != "json") {
     return "--format is text, csv or json";
+  }
+  if (settings.wire != "job" && settings.wire != "flat") {
+    return "--wire is job or flat";
+  }
+  if (settings.wire == "flat" &&
+      (mode != "unary" || settings.opcode != "tand" ||
+       absl::GetFlag(FLAGS_shm))) {
+    return "--wire=flat sends unary TANDs in the request (--mode=unary, "
+           "--opcode=tand, no --shm)";
   }
   if (rate < 0 || (rate > 0 && mode != "unary")) {
     return "--rate is a positive rate of unary calls";

@@ -14,6 +14,9 @@ namespace ptobench {
 // them), so that the rest of ptobench reads no flag.
 struct Settings {
   std::string mode;  // unary, stream or batch
+  // job (ptoserve.v1's Job and JobResult), or flat (bench/flat/flat.proto's
+  // FlatJob and FlatResult, for bench/flat_server: unary mode).
+  std::string wire;
   int threads = 0;
   int stream_depth = 0;
   int batch = 0;  // jobs per message in batch mode

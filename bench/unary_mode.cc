@@ -11,6 +11,7 @@ namespace ptobench {
 namespace {
 
 constexpr char kExecute[] = "/ptoserve.v1.TileCompute/Execute";
+constexpr char kFlatTand[] = "/ptoserve.bench.Flat/Tand";
 
 }  // namespace
 
@@ -84,6 +85,16 @@ std::string UnaryMode::Check(const grpc::Status& status,
     return ErrorKey(static_cast<absl::StatusCode>(status.error_code()),
                     status.error_message());
   }
+  if (run_.workload->flat) {
+    if (!grpc::SerializationTraits<bench::FlatResult>::Deserialize(
+             response, &flat_result_)
+             .ok()) {
+      return "unparseable result";
+    }
+    return !run_.check || flat_result_.dst() == run_.workload->expected
+               ? ""
+               : "wrong result";
+  }
   if (!grpc::SerializationTraits<v1::JobResult>::Deserialize(response, &result_)
            .ok()) {
     return "unparseable result";
@@ -99,9 +110,11 @@ void UnaryMode::StartCall(Call* call, absl::Time sent) {
   tally->max_in_flight =
       std::max(tally->max_in_flight, in_flight_.fetch_add(1) + 1);
   if (run_.workload->shm()) driver_.Arm(call->unit);
-  call->reader = driver_.Stub(call->channel)
-                     ->PrepareUnaryCall(call->context.get(), kExecute,
-                                        call->unit->request, driver_.cq());
+  call->reader =
+      driver_.Stub(call->channel)
+          ->PrepareUnaryCall(call->context.get(),
+                             run_.workload->flat ? kFlatTand : kExecute,
+                             call->unit->request, driver_.cq());
   call->reader->StartCall();
   call->reader->Finish(&call->response, &call->status, &call->done);
 }

@@ -16,6 +16,7 @@
 #include "absl/time/time.h"
 #include "bench/driver.h"
 #include "bench/workload.h"
+#include "flat/flat.pb.h"
 #include "ptoserve/v1/job.pb.h"
 
 namespace ptoserve {
@@ -73,7 +74,8 @@ class UnaryMode : public Mode {
 
   Driver& driver_;
   const Run& run_ = driver_.run();
-  v1::JobResult result_;  // parse target, reused
+  v1::JobResult result_;           // parse target, reused
+  bench::FlatResult flat_result_;  // --wire=flat's
   std::vector<std::unique_ptr<Call>> calls_;
   std::mutex mu_;  // at a rate: calls_ and free_
   std::vector<Call*> free_;

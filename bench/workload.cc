@@ -8,6 +8,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "flat/flat.pb.h"
 #include "proto/wire.h"
 
 namespace ptoserve {
@@ -58,8 +59,20 @@ absl::StatusOr<Workload> MakeWorkload(const Settings& settings) {
   inst->set_src1("src1");
   if (is_xor) inst->set_tmp("tmp");
   const std::string job_bytes = w.job.SerializeAsString();
-  grpc::Slice slice(job_bytes);
   Unit& unit = w.units.emplace_back();
+  if (settings.wire == "flat") {
+    w.flat = true;
+    bench::FlatJob flat;
+    flat.set_src0(a);
+    flat.set_src1(b);
+    flat.set_dtype(dtype);
+    flat.set_rows(rows);
+    flat.set_cols(cols);
+    grpc::Slice slice(flat.SerializeAsString());
+    unit.request = grpc::ByteBuffer(&slice, 1);
+    return w;
+  }
+  grpc::Slice slice(job_bytes);
   unit.request = grpc::ByteBuffer(&slice, 1);
   // Only batch mode sends the rest of a batch: at 4096x4096 (128 MiB jobs)
   // the default --batch's rest alone would be 4 GB.

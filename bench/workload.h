@@ -40,6 +40,7 @@ struct Unit {
 };
 
 struct Workload {
+  bool flat = false;  // --wire=flat: units carry FlatJobs
   v1::Job job;
   std::string expected;  // dst's data
   std::string poison;    // --shm: ~expected, written over a dst to check
