@@ -157,8 +157,10 @@ ABSL_FLAG(std::string, metrics_address, "127.0.0.1:9464",
           "Empty: no metrics endpoint.");
 ABSL_FLAG(std::string, http_address, "127.0.0.1:8000",
           "Where the HTTP/JSON API is served (POST /v1/jobs:execute, GET "
-          "/v1/capabilities, /v1/health), IP:PORT; empty: nowhere. Like "
-          "--metrics_address, on loopback unless given another address.");
+          "/v1/capabilities, /v1/health), with the playground (GET /) and the "
+          "Open Inference Protocol's REST routes (/v2/...), IP:PORT; empty: "
+          "nowhere. Like --metrics_address, on loopback unless given another "
+          "address.");
 ABSL_FLAG(From1To256, http_threads, 4,
           "Threads of the HTTP/JSON API: they poll its connections, parse "
           "bodies and run small jobs.");
