@@ -358,7 +358,7 @@ TEST_F(PtoctlTest, UsageErrorsExitTwo) {
 // mistakes name the file; the server's refusals keep their codes.
 TEST_F(PtoctlTest, OwnMistakesAreUsageErrorsAndNameTheirFile) {
   const std::string broken = WriteTempFile("broken.pto", "TAND c, a, b\n");
-  for (const std::string command :
+  for (const std::string& command :
        {"run " + broken + " --tile a=int8:1x2", "fmt " + broken}) {
     CommandResult r = Ptoctl(command);
     EXPECT_EQ(r.exit_code, 2) << command;
