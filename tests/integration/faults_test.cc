@@ -370,11 +370,15 @@ LameDuckProbes ProbeTheLameDuck(const std::string& address,
 }
 
 TEST(FaultsTest, SigtermUnderLoadAnswersEveryAcceptedCallAndExitsZero) {
-  // Jobs wait 100 ms for company (batches never fill), so SIGTERM finds
-  // many of them accepted and queued.
-  ServerProcess server({"--max_queue_delay_us=100000", "--max_batch_size=65536",
-                        "--lame_duck=1500ms", "--shutdown_grace=10s",
-                        "--stream_window=16"});
+  // Jobs wait 1 s for company (batches never fill), so SIGTERM finds many
+  // of them accepted and queued, even when this thread is kept off the
+  // processor for a while between seeing them and sending SIGTERM (at
+  // 100 ms, ThreadSanitizer's build once found none: every job seen
+  // queued had been answered, and each call in flight was still short of
+  // admission).
+  ServerProcess server({"--max_queue_delay_us=1000000",
+                        "--max_batch_size=65536", "--lame_duck=1500ms",
+                        "--shutdown_grace=10s", "--stream_window=16"});
   constexpr int kChannels = 8, kUnaryClients = 96, kStreamClients = 8;
   std::vector<std::shared_ptr<grpc::Channel>> channels;
   for (int i = 0; i < kChannels; ++i) {
