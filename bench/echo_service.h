@@ -7,6 +7,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include "bench/one_in_flight_stream.h"
 #include "ptoserve/v1/service.grpc.pb.h"
 
 namespace ptoserve {
@@ -33,35 +34,11 @@ class EchoService final : public v1::TileCompute::CallbackService {
 
   grpc::ServerBidiReactor<v1::Job, v1::JobResult>* ExecuteStream(
       grpc::CallbackServerContext*) override {
-    // Reads a job, writes its echo, reads the next: one in flight, the
-    // simplest correct reactor.
-    class Stream final
-        : public grpc::ServerBidiReactor<v1::Job, v1::JobResult> {
-     public:
-      Stream() { StartRead(&job_); }
-      void OnReadDone(bool ok) override {
-        if (!ok) {
-          Finish(grpc::Status::OK);
-          return;
-        }
-        result_.Clear();
-        Echo(job_, &result_);
-        StartWrite(&result_);
-      }
-      void OnWriteDone(bool ok) override {
-        if (!ok) {
-          Finish(grpc::Status::OK);
-          return;
-        }
-        StartRead(&job_);
-      }
-      void OnDone() override { delete this; }
-
-     private:
-      v1::Job job_;
-      v1::JobResult result_;
-    };
-    return new Stream();
+    return new OneInFlightStream<v1::Job, v1::JobResult>(
+        [](const v1::Job& job, v1::JobResult* result) {
+          Echo(job, result);
+          return grpc::Status::OK;
+        });
   }
 };
 

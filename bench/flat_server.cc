@@ -12,6 +12,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "bench/one_in_flight_stream.h"
 #include "bench/plain_server.h"
 #include "flat/flat.grpc.pb.h"
 
@@ -56,39 +57,11 @@ class FlatService final : public bench::Flat::CallbackService {
 
   grpc::ServerBidiReactor<bench::FlatJob, bench::FlatResult>* TandStream(
       grpc::CallbackServerContext*) override {
-    // Reads a job, writes its result, reads the next.
-    class Stream final
-        : public grpc::ServerBidiReactor<bench::FlatJob, bench::FlatResult> {
-     public:
-      explicit Stream(bool echo) : echo_(echo) { StartRead(&job_); }
-      void OnReadDone(bool ok) override {
-        if (!ok) {
-          Finish(grpc::Status::OK);
-          return;
-        }
-        result_.Clear();
-        const grpc::Status status = Compute(job_, &result_, echo_);
-        if (!status.ok()) {
-          Finish(status);
-          return;
-        }
-        StartWrite(&result_);
-      }
-      void OnWriteDone(bool ok) override {
-        if (!ok) {
-          Finish(grpc::Status::OK);
-          return;
-        }
-        StartRead(&job_);
-      }
-      void OnDone() override { delete this; }
-
-     private:
-      const bool echo_;
-      bench::FlatJob job_;
-      bench::FlatResult result_;
-    };
-    return new Stream(echo_);
+    const bool echo = echo_;
+    return new OneInFlightStream<bench::FlatJob, bench::FlatResult>(
+        [echo](const bench::FlatJob& job, bench::FlatResult* result) {
+          return Compute(job, result, echo);
+        });
   }
 
  private:
