@@ -353,6 +353,7 @@ ResultEncodings::ResultEncodings(const JobSpec& spec,
 }
 
 bool ResultEncodings::AsValues(absl::string_view name) const {
+  if (of_.empty()) return false;  // no tile came as values
   auto it = of_.find(name);
   return it != of_.end() && it->second == Encoding::kValues;
 }

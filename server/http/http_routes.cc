@@ -426,19 +426,19 @@ void HttpApi::Execute(const std::shared_ptr<HttpExchange>& exchange,
   request.result = &call->result;
   request.protocol = call->infer.get();
   request.done = [budget = parts_.budget, exchange, call](
-                     absl::StatusOr<v1::JobResult*> result,
-                     MemoryBudget::Hold hold) {
+                     absl::StatusOr<JobReply*> reply, MemoryBudget::Hold hold) {
     call->hold = std::move(hold);
-    if (!result.ok()) {
-      return Refuse(exchange.get(), call.get(), result.status());
+    if (!reply.ok()) {
+      return Refuse(exchange.get(), call.get(), reply.status());
     }
+    const v1::JobResult& result = *(*reply)->Message();
     // The JSON beside the result it is made from.
     absl::StatusOr<MemoryBudget::Hold> room = budget->Reserve(
-        (*result)->ByteSizeLong() * kJsonResultFactor, call->info.share);
+        result.ByteSizeLong() * kJsonResultFactor, call->info.share);
     if (!room.ok()) return Refuse(exchange.get(), call.get(), room.status());
     call->json_hold = *std::move(room);
-    exchange->Respond(call->infer != nullptr ? InferAnswer(*call, **result)
-                                             : Answer(200, ToJson(**result)));
+    exchange->Respond(call->infer != nullptr ? InferAnswer(*call, result)
+                                             : Answer(200, ToJson(result)));
   };
   // A light body is decoded, and a small job run, on this thread; the
   // others are answered from the thread that finishes them.

@@ -13,6 +13,7 @@
 #include "common/full_for_now.h"
 #include "core/status_macros.h"
 #include "proto/json_errors.h"
+#include "proto/small_job.h"
 #include "proto/wire.h"
 #include "server/intake/json_scan.h"
 
@@ -56,6 +57,12 @@ uint64_t DeclaredTileBytes(const v1::Job& job) {
     const uint64_t elements = uint64_t{tile.rows()} * tile.cols();
     bytes += elements * std::max<size_t>(1, WireElementBytes(tile.dtype()));
   }
+  return bytes;
+}
+
+uint64_t DeclaredTileBytes(const JobSpec& spec) {
+  uint64_t bytes = 0;
+  for (const TileInput& tile : spec.tiles) bytes += tile.desc.bytes();
   return bytes;
 }
 
@@ -260,6 +267,8 @@ absl::Status Intake::Offload(const CallInfo& call, uint64_t bytes,
 }
 
 void Intake::Execute(ExecuteRequest request) const {
+  if (ExecutedSmall(&request)) return;
+  if (request.job == nullptr) request.job = request.new_job();
   absl::StatusOr<WireShape> shape =
       Scan(*request.body, request.what, request.protocol);
   if (!shape.ok()) {
@@ -275,6 +284,26 @@ void Intake::Execute(ExecuteRequest request) const {
     }
     Dispatch(std::move(request), decoded);
   });
+}
+
+bool Intake::ExecutedSmall(ExecuteRequest* request) const {
+  RequestBody& body = *request->body;
+  if (request->protocol != nullptr || body.format() != BodyFormat::kProtobuf ||
+      body.size() > kSmallJobBytes) {
+    return false;
+  }
+  std::optional<SmallJob> small =
+      ReadSmallJob(body.Gather(), dispatcher_->job_limits());
+  // Tiles heavy to make are the decoders' work, as a parsed job's are.
+  if (!small || DeclaredTileBytes(small->spec) > kLightTileBytes) return false;
+  // The body stays: the job reads its tiles' bytes in place.
+  Decoded decoded;
+  decoded.request_bytes = body.size();
+  JobRequest job;
+  job.small = &*small;
+  PrepareDispatch(std::move(*request), decoded, &job);
+  dispatcher_->Dispatch(std::move(job));
+  return true;
 }
 
 Decoded Intake::ParseNow(const DecodeRequest& request) const {
@@ -309,15 +338,21 @@ Decoded Intake::ParseNow(const DecodeRequest& request) const {
 void Intake::Dispatch(ExecuteRequest request, const Decoded& decoded) const {
   JobRequest job;
   job.job = request.job;
-  job.request_bytes = decoded.request_bytes;
-  job.call = request.call;
+  PrepareDispatch(std::move(request), decoded, &job);
+  dispatcher_->Dispatch(std::move(job));
+}
+
+void Intake::PrepareDispatch(ExecuteRequest request, const Decoded& decoded,
+                             JobRequest* job) {
+  job->request_bytes = decoded.request_bytes;
+  job->call = request.call;
   // A small job runs to completion on the door's thread when the scheduler
   // is idle: no hand-off.
-  job.run_here = decoded.here;
-  job.result = request.result;
-  job.done = std::move(request.done);
-  job.answer_refusals = true;
-  dispatcher_->Dispatch(std::move(job));
+  job->run_here = decoded.here;
+  job->result = request.result;
+  job->reply_form = request.reply_form;
+  job->done = std::move(request.done);
+  job->answer_refusals = true;
 }
 
 }  // namespace ptoserve

@@ -55,10 +55,16 @@ struct ExecuteRequest {
   // string that outlives `done`.
   absl::string_view what;
   const CallInfo* call = nullptr;  // outlives `done`
-  v1::Job* job = nullptr;          // parsed into; outlives `done`
+  // Where the request is parsed into, if it is (a job the small-job path
+  // reads is not): `job`, or when null, the one `new_job` makes then.
+  // Outlives `done`.
+  v1::Job* job = nullptr;
+  std::function<v1::Job*()> new_job;
   // Where the result is built (null: the dispatcher's scratch); outlives
   // `done`.
   v1::JobResult* result = nullptr;
+  // The form `done` reads the reply in (JobRequest::reply_form).
+  JobReply::Form reply_form = JobReply::Form::kMessage;
   // Runs exactly once: with the result, or why there is none.
   JobDone done;
   // The request's protocol, when it is not ptoserve.v1's Job (protobuf or
@@ -150,8 +156,14 @@ class Intake {
 
   // The parse of Decode, on this thread; the body's bytes let go.
   Decoded ParseNow(const DecodeRequest& request) const;
+  // Steps 2 to 5 for a job the small-job path reads (proto/small_job.h),
+  // on this thread; false, and nothing done, for one it does not.
+  bool ExecutedSmall(ExecuteRequest* request) const;
   // Step 5.
   void Dispatch(ExecuteRequest request, const Decoded& decoded) const;
+  // `job` (its job already set) for the dispatcher, from `request`.
+  static void PrepareDispatch(ExecuteRequest request, const Decoded& decoded,
+                              JobRequest* job);
   // `scanned` named after `what` and the body's size, counted if refused.
   template <typename Shape>
   absl::StatusOr<Shape> Named(absl::StatusOr<Shape> scanned,

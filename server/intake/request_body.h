@@ -44,6 +44,10 @@ class RequestBody {
       const = 0;
   // Its bytes in one piece. kJson, kText.
   virtual absl::string_view text() const = 0;
+  // Its bytes in one piece, for a reader that keeps views of them (the
+  // small-job path): a door that holds them in pieces gathers them into
+  // one first. They stay until Discard.
+  virtual absl::string_view Gather() { return text(); }
   // Frees its bytes (and what they hold) once they are decoded.
   virtual void Discard() = 0;
 };

@@ -47,6 +47,20 @@ absl::Status RefuseSharedMemory(const v1::Job& job) {
   return absl::OkStatus();
 }
 
+// Decided once, here: what follows (the lowering, the binder, the
+// scheduler's batching key, the metrics) sees the target the job runs on.
+void DecideTarget(const Engine& engine, DecodedJob* decoded) {
+  decoded->spec.target = engine.options().TargetOf(decoded->spec.target);
+  decoded->target_name = TargetName(*decoded->spec.target);
+}
+
+void DecideEncodings(const Engine& engine, DecodedJob* decoded) {
+  const Backend& backend = engine.backends().Get(*decoded->spec.target);
+  decoded->encodings = ResultEncodings(
+      decoded->spec,
+      [&backend](Opcode opcode) { return backend.UsesTmp(opcode); });
+}
+
 }  // namespace
 
 absl::StatusOr<DecodedJob> DecodeJob(const v1::Job& job, const Engine& engine,
@@ -65,23 +79,25 @@ absl::StatusOr<DecodedJob> DecodeJob(const v1::Job& job, const Engine& engine,
   PTO_ASSIGN_OR_RETURN(
       decoded.spec,
       ToJobSpec(job, shared != nullptr ? &decoded.regions : nullptr));
-  // Decided once, here: what follows (the lowering, the binder, the
-  // scheduler's batching key, the metrics) sees the target the job runs on.
-  decoded.spec.target = engine.options().TargetOf(decoded.spec.target);
-  decoded.target_name = TargetName(*decoded.spec.target);
+  DecideTarget(engine, &decoded);
   if (!job.assembly().empty()) {
     PTO_ASSIGN_OR_RETURN(decoded.program, Assemble(job.assembly(), limits));
     PTO_ASSIGN_OR_RETURN(
         decoded.spec,
         pasm::Lower(*decoded.program, std::move(decoded.spec), engine));
   }
-  const Backend& backend = engine.backends().Get(*decoded.spec.target);
-  decoded.encodings = ResultEncodings(decoded.spec, [&backend](Opcode opcode) {
-    return backend.UsesTmp(opcode);
-  });
+  DecideEncodings(engine, &decoded);
   if (!job.output_regions().empty()) {
     decoded.encodings.SetPlaced(job.output_regions());
   }
+  return decoded;
+}
+
+DecodedJob DecodeSmallJob(JobSpec spec, const Engine& engine) {
+  DecodedJob decoded;
+  decoded.spec = std::move(spec);
+  DecideTarget(engine, &decoded);
+  DecideEncodings(engine, &decoded);
   return decoded;
 }
 

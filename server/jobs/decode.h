@@ -58,6 +58,11 @@ struct JobSource {
 absl::StatusOr<DecodedJob> DecodeJob(const v1::Job& job, const Engine& engine,
                                      JobSource source = {});
 
+// A job the small-job path read (proto/small_job.h), made ready as
+// DecodeJob makes one: its target decided, its result's encodings worked
+// out. It has no assembly and no shared memory, so nothing to refuse here.
+DecodedJob DecodeSmallJob(JobSpec spec, const Engine& engine);
+
 }  // namespace ptoserve
 
 #endif  // PTOSERVE_SERVER_JOBS_DECODE_H_

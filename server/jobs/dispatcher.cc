@@ -10,7 +10,6 @@
 
 #include "absl/strings/str_format.h"
 #include "common/full_for_now.h"
-#include "common/protobuf_arena.h"
 #include "common/setting_names.h"
 #include "core/status_macros.h"
 #include "proto/codec.h"
@@ -44,51 +43,19 @@ absl::string_view TargetLabel(const v1::Job& job, const EngineOptions& engine) {
   return target.ok() ? TargetName(*target) : "unknown";
 }
 
-// A protobuf arena for one job's result, whose first block is its thread's
-// and serves job after job: a small result is built, serialized and freed
-// with no heap allocation. The result dies with the arena; only one arena a
-// thread has the block at once (another, nested, starts on the heap).
-class ScratchArena {
- public:
-  ScratchArena() : arena_(std::in_place, Options(&owns_block_)) {}
-  ~ScratchArena() {
-    heap_.reset();
-    arena_.reset();  // before the block is another's
-    if (owns_block_) block_in_use_ = false;
+// The fields of `job` besides its tiles and instructions, as a small job
+// carries them.
+JobHeader HeaderOf(const v1::Job& job) {
+  JobHeader header;
+  header.id = job.id();
+  header.priority = job.priority();
+  header.has_timeout = job.has_timeout();
+  if (header.has_timeout) {
+    header.timeout_seconds = job.timeout().seconds();
+    header.timeout_nanos = job.timeout().nanos();
   }
-  ScratchArena(const ScratchArena&) = delete;
-  ScratchArena& operator=(const ScratchArena&) = delete;
-
-  v1::JobResult* NewResult() {
-    return NewMessage<v1::JobResult>(&*arena_, &heap_);
-  }
-
- private:
-  // Big enough for a 64x64 int32 tile and a few dozen events.
-  static constexpr size_t kBlockBytes = 32 << 10;
-
-  static google::protobuf::ArenaOptions Options(bool* owns_block) {
-    google::protobuf::ArenaOptions options;
-    *owns_block = !block_in_use_;
-    if (*owns_block) {
-      block_in_use_ = true;
-      options.initial_block = block_;
-      options.initial_block_size = kBlockBytes;
-    }
-    return options;
-  }
-
-  static thread_local bool block_in_use_;
-  alignas(std::max_align_t) static thread_local char block_[kBlockBytes];
-
-  bool owns_block_ = false;
-  std::optional<google::protobuf::Arena> arena_;
-  std::unique_ptr<google::protobuf::Message> heap_;  // without arenas
-};
-
-thread_local bool ScratchArena::block_in_use_ = false;
-alignas(std::max_align_t) thread_local char ScratchArena::block_
-    [ScratchArena::kBlockBytes];
+  return header;
+}
 
 }  // namespace
 
@@ -145,7 +112,11 @@ Dispatched Dispatcher::Dispatch(JobRequest request) {
   // A refused job never reaches its done, which counts the others.
   if (!dispatched.may_retry) {
     if (record.target.empty()) {
-      record.target = TargetLabel(*request.job, engine_->options());
+      // A small job is named once its target is decided, before anything
+      // can refuse it.
+      record.target = request.job != nullptr
+                          ? TargetLabel(*request.job, engine_->options())
+                          : "unknown";
     }
     metrics_->JobAnswered(record, dispatched.status.code());
     if (request.answer_refusals) {
@@ -168,26 +139,27 @@ struct Dispatcher::Answer {
   std::shared_ptr<const JobRegions> regions;
   JobDone done;
   v1::JobResult* result = nullptr;  // the caller's, or null
-  bool build_elsewhere = false;     // on the finishers
-  const void* client = nullptr;     // whose turn it takes there
+  JobReply::Form form = JobReply::Form::kMessage;
+  bool build_elsewhere = false;  // on the finishers
+  const void* client = nullptr;  // whose turn it takes there
 };
 
-absl::StatusOr<absl::Time> Dispatcher::Deadline(const v1::Job& job,
+absl::StatusOr<absl::Time> Dispatcher::Deadline(const JobHeader& job,
                                                 const CallInfo& call,
                                                 absl::Time arrival) const {
   // The scheduler's rule, checked here too: a job that runs to completion
   // never reaches it.
   const uint32_t levels = scheduler_->options().priority_levels;
-  if (job.priority() >= levels) {
+  if (job.priority >= levels) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "priority %u is out of range: this server has priority levels 0 to %u",
-        job.priority(), levels - 1));
+        job.priority, levels - 1));
   }
   // Every job has a deadline: its caller's, or the server's longest.
   absl::Time deadline = std::min(call.deadline, arrival + limits_.max_job_time);
-  if (job.has_timeout()) {
-    const absl::Duration timeout = absl::Seconds(job.timeout().seconds()) +
-                                   absl::Nanoseconds(job.timeout().nanos());
+  if (job.has_timeout) {
+    const absl::Duration timeout = absl::Seconds(job.timeout_seconds) +
+                                   absl::Nanoseconds(job.timeout_nanos);
     if (timeout <= absl::ZeroDuration()) {
       return absl::InvalidArgumentError(absl::StrFormat(
           "timeout %s is not positive", absl::FormatDuration(timeout)));
@@ -244,11 +216,18 @@ absl::Status Dispatcher::Admit(const JobCost& cost, const DecodedJob& decoded,
 
 absl::Status Dispatcher::Submit(JobRequest* request, JobRecord* record,
                                 bool* over_budget) {
-  const v1::Job& job = *request->job;
   const CallInfo& call = *request->call;
-  PTO_ASSIGN_OR_RETURN(DecodedJob decoded, DecodeJob(job, *engine_,
-                                                     {shared_, call.caller_uid,
-                                                      !call.shared_memory}));
+  JobHeader job;
+  DecodedJob decoded;
+  if (request->small != nullptr) {
+    job = request->small->header;
+    decoded = DecodeSmallJob(std::move(request->small->spec), *engine_);
+  } else {
+    job = HeaderOf(*request->job);
+    PTO_ASSIGN_OR_RETURN(
+        decoded, DecodeJob(*request->job, *engine_,
+                           {shared_, call.caller_uid, !call.shared_memory}));
+  }
   record->target = decoded.target_name;
   record->CountInstructions(decoded.spec.instructions);
   JobTicket ticket;
@@ -259,7 +238,7 @@ absl::Status Dispatcher::Submit(JobRequest* request, JobRecord* record,
       StillWanted(call, ticket.deadline, "while its job was decoded"));
   // On this stack while the job may still run here; moved to the heap only
   // if the scheduler takes it.
-  Answer here(job.id(), *record);
+  Answer here(std::string(job.id), *record);
   // What the job will hold, checked and reserved once its tiles are known
   // and before any of them is made.
   absl::StatusOr<std::unique_ptr<PreparedJob>> prepared =
@@ -275,9 +254,10 @@ absl::Status Dispatcher::Submit(JobRequest* request, JobRecord* record,
   here.encodings = std::move(decoded.encodings);
   here.done = std::move(request->done);
   here.result = request->result;
+  here.form = request->reply_form;
   here.client = call.share.get();
   if (request->run_here && RanHere(&here, &*prepared)) return absl::OkStatus();
-  return Enqueue(request, std::move(ticket), std::move(here),
+  return Enqueue(request, job.priority, std::move(ticket), std::move(here),
                  *std::move(prepared));
 }
 
@@ -301,13 +281,13 @@ bool Dispatcher::RanHere(Answer* answer,
   return false;
 }
 
-absl::Status Dispatcher::Enqueue(JobRequest* request, JobTicket ticket,
-                                 Answer answer,
+absl::Status Dispatcher::Enqueue(JobRequest* request, uint32_t priority,
+                                 JobTicket ticket, Answer answer,
                                  std::unique_ptr<PreparedJob> prepared) {
   const CallInfo& call = *request->call;
   ticket.job = std::move(prepared);
-  ticket.priority = static_cast<int>(std::min<uint32_t>(
-      request->job->priority(), std::numeric_limits<int>::max()));
+  ticket.priority = static_cast<int>(
+      std::min<uint32_t>(priority, std::numeric_limits<int>::max()));
   ticket.cancelled = call.cancelled;
   ticket.client = call.share;
   auto queued = std::make_shared<Answer>(std::move(answer));
@@ -340,15 +320,15 @@ void Dispatcher::Finish(
     answer->done(ran.status(), std::move(answer->hold));
     return;
   }
-  // Built where the caller asked, or on this thread's scratch arena.
-  std::optional<ScratchArena> scratch;
-  absl::StatusOr<v1::JobResult*> result = answer->result;
+  // Built in the form the door reads: where the caller asked, or on this
+  // thread's scratch arena, or as bytes.
+  std::optional<JobReply> reply;
+  absl::StatusOr<JobReply*> result;
   try {
-    if (answer->result == nullptr) result = scratch.emplace().NewResult();
-    v1::JobResult* built = *result;
     const absl::Time build_start = absl::Now();
-    built->set_id(answer->id);
-    ToJobResult(engine_->Finish(ran->get()), answer->encodings, built);
+    result = &reply.emplace(answer->id, engine_->Finish(ran->get()),
+                            answer->encodings, answer->result);
+    reply->Prepare(answer->form);
     answer->record.encode = absl::Now() - build_start;
     // A region cut short while the job ran: its bytes were not the
     // object's.

@@ -14,12 +14,14 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "core/engine.h"
+#include "proto/small_job.h"
 #include "ptoserve/v1/job.pb.h"
 #include "ptoserve/v1/service.pb.h"
 #include "server/exec/limits.h"
 #include "server/exec/memory_budget.h"
 #include "server/exec/scheduler.h"
 #include "server/exec/task_pool.h"
+#include "server/jobs/job_reply.h"
 #include "server/metrics/service_metrics.h"
 #include "server/shm/shared_memory.h"
 
@@ -51,16 +53,20 @@ absl::Status StillWanted(const CallInfo& call, absl::Time deadline,
                          absl::string_view step);
 
 // A job's result, and its share of the memory budget, to be held until the
-// reply is on its way. The result is the dispatcher's and lives only while
-// `done` runs (serialize it, or Swap what is wanted out of it), unless the
-// request named where to build it (JobRequest::result).
+// reply is on its way. The reply is the dispatcher's and lives only while
+// `done` runs (write its bytes, serialize its message, or Swap what is
+// wanted out of that), but a message built where the request named
+// (JobRequest::result).
 using JobDone =
-    std::function<void(absl::StatusOr<v1::JobResult*>, MemoryBudget::Hold)>;
+    std::function<void(absl::StatusOr<JobReply*>, MemoryBudget::Hold)>;
 
 // One job for Dispatch.
 struct JobRequest {
-  // Read in place until `done` runs: it must outlive that.
+  // The job, one of two ways, read in place until `done` runs: each must
+  // outlive that. A parsed message, or a job the small-job path read from
+  // its request's bytes (proto/small_job.h), whose spec Dispatch takes.
   const v1::Job* job = nullptr;
+  SmallJob* small = nullptr;
   uint64_t request_bytes = 0;  // its request on the wire
   // Outlives the Dispatch call (not the job).
   const CallInfo* call = nullptr;
@@ -76,6 +82,8 @@ struct JobRequest {
   // `done`, and nothing else may touch it until then); null: on the
   // dispatcher's scratch memory, reused from job to job.
   v1::JobResult* result = nullptr;
+  // The form `done` reads the reply in, made ready before it runs.
+  JobReply::Form reply_form = JobReply::Form::kMessage;
   JobDone done;
   // `done` also answers a job refused (with the refusal and no hold), but
   // one handed back with may_retry: it then runs exactly once whatever
@@ -134,7 +142,8 @@ class Dispatcher {
   // The job's deadline (its caller's, its own timeout, at most
   // --max_job_time from `arrival`), or why its priority or timeout is not
   // one this server takes.
-  absl::StatusOr<absl::Time> Deadline(const v1::Job& job, const CallInfo& call,
+  absl::StatusOr<absl::Time> Deadline(const JobHeader& job,
+                                      const CallInfo& call,
                                       absl::Time arrival) const;
   // Admission: the result within a message, the job within --max_job_mb,
   // its memory reserved against the budget and the client's share (held
@@ -146,8 +155,8 @@ class Dispatcher {
   // scheduler is idle and a slot for it is free; else false.
   bool RanHere(Answer* answer, std::unique_ptr<PreparedJob>* prepared);
   // Hands the job to the scheduler, its answer built where Admit said.
-  absl::Status Enqueue(JobRequest* request, JobTicket ticket, Answer answer,
-                       std::unique_ptr<PreparedJob> prepared);
+  absl::Status Enqueue(JobRequest* request, uint32_t priority, JobTicket ticket,
+                       Answer answer, std::unique_ptr<PreparedJob> prepared);
   // Builds the result of the job that `ran` (or passes on why it did not)
   // and hands it to `answer`'s done.
   void Finish(Answer* answer,

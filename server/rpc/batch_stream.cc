@@ -113,7 +113,7 @@ void BatchStream::StartJobs(const std::shared_ptr<Batch>& batch,
     request.run_here = run_here;
     // Built in its slot of the answer, which only this job writes.
     request.result = batch->answer->mutable_results(i);
-    request.done = [this, batch, i](absl::StatusOr<v1::JobResult*> r,
+    request.done = [this, batch, i](absl::StatusOr<JobReply*> r,
                                     MemoryBudget::Hold hold) {
       if (!r.ok()) {
         ToErrorResult(batch->jobs->jobs(i).id(), r.status(),

@@ -22,12 +22,26 @@ absl::Status GrpcBody::Read(
   return absl::OkStatus();
 }
 
-absl::Status EncodeReply(const google::protobuf::Message& message,
-                         uint64_t max_bytes, grpc::ByteBuffer* bytes) {
-  // Sized once (gRPC's serializer sizes the message twice, once itself and
-  // once in protobuf's stream writer), refused before a byte is written if
-  // too large, then written whole into one slice of exactly that size.
-  const size_t size = message.ByteSizeLong();
+absl::string_view GrpcBody::Gather() {
+  grpc::Slice slice;
+  if (!bytes_.TrySingleSlice(&slice).ok()) {
+    // In pieces (or none): copied into one slice, which replaces them.
+    if (!bytes_.DumpToSingleSlice(&slice).ok()) return {};
+    grpc::ByteBuffer whole(&slice, 1);
+    bytes_.Swap(&whole);
+  }
+  // The buffer keeps its own reference to the slice's bytes.
+  return absl::string_view(reinterpret_cast<const char*>(slice.begin()),
+                           slice.size());
+}
+
+namespace {
+
+// Encodes `size` bytes that `write` writes into `bytes`, as one slice;
+// RESOURCE_EXHAUSTED, and nothing written, when over `max_bytes`.
+template <typename Write>
+absl::Status EncodeOneSlice(size_t size, uint64_t max_bytes,
+                            grpc::ByteBuffer* bytes, const Write& write) {
   if (size > max_bytes) {
     bytes->Clear();
     return absl::ResourceExhaustedError(absl::StrFormat(
@@ -36,10 +50,30 @@ absl::Status EncodeReply(const google::protobuf::Message& message,
   }
   grpc::Slice slice(size);
   // The slice is new and this call's alone: its bytes are ours to write.
-  message.SerializeWithCachedSizesToArray(const_cast<uint8_t*>(slice.begin()));
+  write(const_cast<uint8_t*>(slice.begin()));
   grpc::ByteBuffer whole(&slice, 1);
   bytes->Swap(&whole);
   return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status EncodeReply(const google::protobuf::Message& message,
+                         uint64_t max_bytes, grpc::ByteBuffer* bytes) {
+  // Sized once (gRPC's serializer sizes the message twice, once itself and
+  // once in protobuf's stream writer), refused before a byte is written if
+  // too large, then written whole into one slice of exactly that size.
+  return EncodeOneSlice(message.ByteSizeLong(), max_bytes, bytes,
+                        [&message](uint8_t* out) {
+                          message.SerializeWithCachedSizesToArray(out);
+                        });
+}
+
+absl::Status EncodeReply(JobReply& reply, uint64_t max_bytes,
+                         grpc::ByteBuffer* bytes) {
+  const ResultWriter& writer = reply.Bytes();
+  return EncodeOneSlice(writer.size(), max_bytes, bytes,
+                        [&writer](uint8_t* out) { writer.Write(out); });
 }
 
 }  // namespace ptoserve

@@ -10,6 +10,7 @@
 
 #include "absl/status/status.h"
 #include "server/intake/request_body.h"
+#include "server/jobs/job_reply.h"
 
 namespace ptoserve {
 
@@ -28,6 +29,7 @@ class GrpcBody final : public RequestBody {
       absl::FunctionRef<void(google::protobuf::io::ZeroCopyInputStream*)> read)
       const override;
   absl::string_view text() const override { return {}; }
+  absl::string_view Gather() override;
   void Discard() override { bytes_.Clear(); }
 
  private:
@@ -39,6 +41,9 @@ class GrpcBody final : public RequestBody {
 // at most 1 GiB: within protobuf's 2 GiB).
 absl::Status EncodeReply(const google::protobuf::Message& message,
                          uint64_t max_bytes, grpc::ByteBuffer* bytes);
+// The same for a job's reply, written straight from its outcome.
+absl::Status EncodeReply(JobReply& reply, uint64_t max_bytes,
+                         grpc::ByteBuffer* bytes);
 
 }  // namespace ptoserve
 

@@ -164,14 +164,13 @@ grpc::ServerUnaryReactor* InferenceService::ModelInfer(
   execute.call = &call->info;
   execute.job = call->NewJob();
   execute.protocol = protocol.get();
-  execute.done = [this, call, response, protocol](
-                     absl::StatusOr<v1::JobResult*> r,
-                     MemoryBudget::Hold hold) {
+  execute.done = [this, call, response, protocol](absl::StatusOr<JobReply*> r,
+                                                  MemoryBudget::Hold hold) {
     call->hold = std::move(hold);
     absl::Status encoded = r.status();
     if (r.ok()) {
       inference::ModelInferResponse answer;
-      InferResponseOf(**r, protocol->envelope(), &answer);
+      InferResponseOf(*(*r)->Message(), protocol->envelope(), &answer);
       encoded =
           EncodeReply(answer, intake_->limits().max_message_bytes, response);
     }

@@ -110,19 +110,19 @@ bool JobStream::StartJob(Waiting waiting, bool run_here) {
   request.run_here = run_here;
   request.may_wait = in_flight > 0;
   request.done = [this, id, job = waiting.job, message = waiting.message](
-                     absl::StatusOr<v1::JobResult*> r,
-                     MemoryBudget::Hold hold) {
+                     absl::StatusOr<JobReply*> r, MemoryBudget::Hold hold) {
     // Serialized before taking mu_: a large result does not hold up this
     // stream's events or its other jobs' completions.
     grpc::ByteBuffer bytes;
     if (jobs_.codec != nullptr) {
       bytes =
-          Encoded(*message, r.ok() ? absl::StatusOr<const v1::JobResult*>(*r)
-                                   : r.status());
+          Encoded(*message,
+                  r.ok() ? absl::StatusOr<const v1::JobResult*>((*r)->Message())
+                         : r.status());
     } else {
       v1::JobResult failed;
       if (!r.ok()) ToErrorResult(id, r.status(), &failed);
-      bytes = Encoded(r.ok() ? **r : failed);
+      bytes = Encoded(r.ok() ? *(*r)->Message() : failed);
     }
     Holds holds;
     holds.push_back(std::move(hold));

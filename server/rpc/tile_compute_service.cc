@@ -84,8 +84,9 @@ grpc::ServerUnaryReactor* TileComputeService::Execute(
   execute.body = &call->body;
   execute.what = "the request";
   execute.call = &call->info;
-  execute.job = call->NewJob();
-  execute.done = [this, call, response](absl::StatusOr<v1::JobResult*> r,
+  execute.new_job = [call] { return call->NewJob(); };
+  execute.reply_form = JobReply::Form::kBytes;
+  execute.done = [this, call, response](absl::StatusOr<JobReply*> r,
                                         MemoryBudget::Hold hold) {
     call->hold = std::move(hold);
     absl::Status encoded =

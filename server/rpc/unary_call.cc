@@ -4,26 +4,22 @@
 
 namespace ptoserve {
 
-namespace {
-
-google::protobuf::ArenaOptions FirstBlock(char* block, size_t bytes) {
-  google::protobuf::ArenaOptions options;
-  options.initial_block = block;
-  options.initial_block_size = bytes;
-  return options;
-}
-
-}  // namespace
-
 UnaryCall::UnaryCall(const GrpcMetrics::Method* calls, StallWatch* stalls,
                      grpc::CallbackServerContext* context,
                      grpc::ByteBuffer* request)
     : body(request),
-      arena_(FirstBlock(first_block_, kFirstBlockBytes)),
       count_(calls, context),
       stalls_(stalls),
       context_(context) {
   count_.Received(body.size());
+}
+
+google::protobuf::ArenaOptions UnaryCall::FirstBlock(char* block,
+                                                     size_t bytes) {
+  google::protobuf::ArenaOptions options;
+  options.initial_block = block;
+  options.initial_block_size = bytes;
+  return options;
 }
 
 void UnaryCall::Answer(const grpc::Status& status, uint64_t reply_bytes) {

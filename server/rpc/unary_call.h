@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <optional>
 
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -47,7 +48,12 @@ class UnaryCall final : public grpc::ServerUnaryReactor {
   void SetClient(absl::string_view client) { count_.SetClient(client); }
 
   // An empty job to parse the request into: it lives as long as the call.
-  v1::Job* NewJob() { return NewMessage<v1::Job>(&arena_, &heap_job_); }
+  // The arena is made then: a job the small-job path reads needs none.
+  v1::Job* NewJob() {
+    return NewMessage<v1::Job>(
+        &arena_.emplace(FirstBlock(first_block_, kFirstBlockBytes)),
+        &heap_job_);
+  }
 
   // What the call holds while the job runs and its reply goes out.
   GrpcBody body;  // the request's bytes, until parsed
@@ -59,8 +65,10 @@ class UnaryCall final : public grpc::ServerUnaryReactor {
   // keeps on the heap) of a few tiles and instructions.
   static constexpr size_t kFirstBlockBytes = 2048;
 
+  static google::protobuf::ArenaOptions FirstBlock(char* block, size_t bytes);
+
   alignas(std::max_align_t) char first_block_[kFirstBlockBytes];
-  google::protobuf::Arena arena_;
+  std::optional<google::protobuf::Arena> arena_;
   std::unique_ptr<google::protobuf::Message> heap_job_;  // without arenas
   CallCount count_;
   StallWatch* const stalls_;

@@ -41,6 +41,7 @@
 #include "tests/core/reference.h"
 #include "tests/fuzz/fuzz_targets.h"
 #include "tests/fuzz/fuzz_util.h"
+#include "tests/server/small_job_checks.h"
 
 // The heap meter needs AddressSanitizer's allocator and its hooks
 // (sanitizer/allocator_interface.h, which clang has and gcc lacks); without
@@ -806,6 +807,12 @@ absl::Status RunJob(absl::string_view bytes) {
   const Engine& engine = SmallEngine();
   const SharedMemoryRegistry* shared = Shared().registry.get();
   RestoreShared();
+  // The small-job path reads what it covers as the path below does.
+  if (std::string differs = SmallJobDiffers(bytes, engine.options().limits);
+      !differs.empty()) {
+    return absl::InternalError(
+        absl::StrCat("the small-job path read the bytes otherwise: ", differs));
+  }
   FILE* const heap_log = HeapLog();
   HeapMeter meter;
   Admitted admitted;
@@ -944,9 +951,15 @@ absl::Status RunJob(absl::string_view bytes) {
   }
   meter.Resume();
 
-  // The reply, as Execute builds and serializes it.
+  // The reply as the gRPC door writes it, straight from the outcome, and
+  // as a message, which the other doors build.
+  meter.Pause();
+  const std::string written =
+      WrittenResult(job.id(), expected, decoded->encodings);
+  meter.Resume();
   meter.Step("result");
   v1::JobResult result;
+  result.set_id(job.id());
   ToJobResult(std::move(expected), decoded->encodings, &result);
   meter.Step("serialize");
   std::string wire;
@@ -956,6 +969,10 @@ absl::Status RunJob(absl::string_view bytes) {
   meter.Step("verify");
   meter.Pause();
   if (absl::Status ok = CheckResult(result); !ok.ok()) return ok;
+  if (written != DeterministicBytes(result)) {
+    return absl::InternalError(
+        "ResultWriter wrote other bytes than the JobResult serializes to");
+  }
   return done(CheckUnwrittenValues(job, decoded->spec, result));
 }
 

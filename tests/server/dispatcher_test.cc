@@ -71,10 +71,11 @@ class DispatcherTest : public ::testing::Test {
     request.job = &job;
     request.request_bytes = job.ByteSizeLong();
     request.call = &call;
-    request.done = [answer](absl::StatusOr<v1::JobResult*> r,
+    request.done = [answer](absl::StatusOr<JobReply*> r,
                             MemoryBudget::Hold hold) {
       if (r.ok()) {
-        answer->result = **r;  // the dispatcher's until done returns
+        answer->result =
+            *(*r)->Message();  // the dispatcher's until done returns
       } else {
         answer->result = r.status();
       }
@@ -110,10 +111,9 @@ class DispatcherTest : public ::testing::Test {
     request.request_bytes = job.ByteSizeLong();
     request.call = &call;
     request.run_here = true;
-    request.done = [answer](absl::StatusOr<v1::JobResult*> r,
-                            MemoryBudget::Hold) {
+    request.done = [answer](absl::StatusOr<JobReply*> r, MemoryBudget::Hold) {
       if (r.ok()) {
-        answer->result = **r;
+        answer->result = *(*r)->Message();
       } else {
         answer->result = r.status();
       }
@@ -270,13 +270,13 @@ TEST_F(DispatcherTest, AResultBuiltWithinAnothersDoneLeavesItIntact) {
   request.request_bytes = outer_job.ByteSizeLong();
   request.call = &call;
   request.run_here = true;
-  request.done = [&](absl::StatusOr<v1::JobResult*> r, MemoryBudget::Hold) {
+  request.done = [&](absl::StatusOr<JobReply*> r, MemoryBudget::Hold) {
     ASSERT_TRUE(r.ok()) << r.status();
-    outer_before = (*r)->SerializeAsString();
+    outer_before = (*r)->Message()->SerializeAsString();
     ASSERT_TRUE(Offer(&dispatcher, inner_job, call, &inner).ok());
     ASSERT_TRUE(inner.done.HasBeenNotified());
     inner_events = (*inner.result)->events_size();
-    outer_after = (*r)->SerializeAsString();
+    outer_after = (*r)->Message()->SerializeAsString();
   };
   ASSERT_TRUE(dispatcher.Dispatch(std::move(request)).status.ok());
   EXPECT_EQ(RanHere(), 2);

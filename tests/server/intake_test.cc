@@ -157,7 +157,7 @@ TEST_F(IntakeTest, AJobWithoutADeadlineHasTheServersLongest) {
   request.what = "the request";
   request.call = &o.call;
   request.job = &o.job;
-  request.done = [&o](absl::StatusOr<v1::JobResult*> r, MemoryBudget::Hold) {
+  request.done = [&o](absl::StatusOr<JobReply*> r, MemoryBudget::Hold) {
     o.status = r.status();
     o.done.Notify();
   };

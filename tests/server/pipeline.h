@@ -32,6 +32,7 @@ struct Outcome {
   std::thread::id thread;  // where its answer was given
   v1::Job job;
   v1::JobResult result;
+  std::string reply_bytes;  // the reply, when asked for as bytes
   CallInfo call;
   std::optional<IncomingBody> body;
 };
@@ -48,11 +49,13 @@ class Pipeline {
   ~Pipeline() { decoders_.Shutdown(); }
 
   // Hands `bytes` to the pipeline as a door would: as `format`, named
-  // `what` in errors, through `protocol` (null: v1's). The call is "a
-  // client"'s unless `o` already has a share.
+  // `what` in errors, through `protocol` (null: v1's), its reply read as
+  // `form` (bytes: into o->reply_bytes, as the gRPC door writes them). The
+  // call is "a client"'s unless `o` already has a share.
   void Execute(Outcome* o, BodyFormat format, const std::string& bytes,
                const char* what = "the request",
-               const JobProtocol* protocol = nullptr) {
+               const JobProtocol* protocol = nullptr,
+               JobReply::Form form = JobReply::Form::kMessage) {
     if (o->call.share == nullptr) o->call.share = budget_.ShareOf("a client");
     o->body.emplace(format, &budget_, o->call.share, 64 << 20);
     ASSERT_TRUE(o->body->Append(bytes, "--max_message_mb").ok());
@@ -63,7 +66,13 @@ class Pipeline {
     request.job = &o->job;
     request.result = &o->result;
     request.protocol = protocol;
-    request.done = [o](absl::StatusOr<v1::JobResult*> r, MemoryBudget::Hold) {
+    request.reply_form = form;
+    request.done = [o, form](absl::StatusOr<JobReply*> r, MemoryBudget::Hold) {
+      if (r.ok() && form == JobReply::Form::kBytes) {
+        const ResultWriter& writer = (*r)->Bytes();
+        o->reply_bytes.assign(writer.size(), '\0');
+        writer.Write(reinterpret_cast<uint8_t*>(o->reply_bytes.data()));
+      }
       o->status = r.status();
       o->thread = std::this_thread::get_id();
       o->done.Notify();

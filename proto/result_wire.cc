@@ -1,0 +1,243 @@
+#include "proto/result_wire.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "absl/container/inlined_vector.h"
+#include "core/tile_codec.h"
+#include "ptoserve/v1/job.pb.h"
+
+namespace ptoserve {
+
+namespace {
+
+constexpr int kVarint = 0;
+constexpr int kBytes = 2;
+
+// Protobuf's encoding, counted, then written: the same calls size a
+// message and then write it. The count records each nested message's
+// length in the order the messages start, and the writing reads them back
+// in that order, so that each is sized once. Fields follow proto3's rules:
+// a scalar or string at its default is left out, an element of a repeated
+// field and a message that is set are not.
+class WireOut {
+ public:
+  // Counts, recording the nested messages' lengths in `sizes`.
+  explicit WireOut(ResultWriter::Sizes* sizes) : sizes_(sizes) {}
+  // Writes to `at`, with the lengths a count recorded.
+  WireOut(uint8_t* at, const ResultWriter::Sizes& sizes)
+      : at_(at), written_sizes_(&sizes) {}
+
+  size_t count() const { return count_; }
+  bool counting() const { return at_ == nullptr; }
+
+  void Varint(uint64_t v) {
+    if (at_ == nullptr) {
+      count_ += VarintSize(v);
+      return;
+    }
+    while (v >= 0x80) {
+      *at_++ = static_cast<uint8_t>(v | 0x80);
+      v >>= 7;
+    }
+    *at_++ = static_cast<uint8_t>(v);
+  }
+  void Raw(const void* bytes, size_t n) {
+    if (at_ != nullptr && n > 0) {
+      std::memcpy(at_, bytes, n);
+      at_ += n;
+    }
+    count_ += n;
+  }
+  void Tag(int field, int wire) {
+    Varint((static_cast<uint64_t>(field) << 3) | wire);
+  }
+  // uint32, uint64 and int64 alike; an int32 or enum is sign-extended.
+  void Uint(int field, uint64_t v) {
+    if (v == 0) return;
+    Tag(field, kVarint);
+    Varint(v);
+  }
+  void Int32(int field, int32_t v) {
+    Uint(field, static_cast<uint64_t>(static_cast<int64_t>(v)));
+  }
+  void String(int field, absl::string_view s) {
+    if (!s.empty()) Element(field, s);
+  }
+  // An element of a repeated string, or a map's key: written when empty.
+  void Element(int field, absl::string_view s) {
+    Tag(field, kBytes);
+    Varint(s.size());
+    Raw(s.data(), s.size());
+  }
+  // A message field that is set: its length, then what `body` writes.
+  template <typename Body>
+  void Message(int field, const Body& body) {
+    if (at_ != nullptr) {
+      const uint32_t size = (*written_sizes_)[next_++];
+      Tag(field, kBytes);
+      Varint(size);
+      body(*this);
+      return;
+    }
+    const size_t slot = sizes_->size();
+    sizes_->push_back(0);
+    const size_t before = count_;
+    body(*this);
+    const size_t size = count_ - before;
+    (*sizes_)[slot] = static_cast<uint32_t>(size);
+    Tag(field, kBytes);
+    Varint(size);
+  }
+
+ private:
+  static size_t VarintSize(uint64_t v) {
+    // 1 byte per 7 bits, at least one.
+    return (64 - __builtin_clzll(v | 1) + 6) / 7;
+  }
+
+  uint8_t* at_ = nullptr;
+  size_t count_ = 0;
+  ResultWriter::Sizes* sizes_ = nullptr;
+  const ResultWriter::Sizes* written_sizes_ = nullptr;
+  size_t next_ = 0;
+};
+
+// google.protobuf.Timestamp and Duration alike, as SetTimestamp and
+// SetDuration split them.
+void Seconds(WireOut& out, int field, int64_t seconds, int32_t nanos) {
+  out.Message(field, [seconds, nanos](WireOut& o) {
+    o.Uint(1, static_cast<uint64_t>(seconds));
+    o.Int32(2, nanos);
+  });
+}
+
+void Seconds(WireOut& out, int field, int64_t nanos) {
+  Seconds(out, field, nanos / 1000000000,
+          static_cast<int32_t>(nanos % 1000000000));
+}
+
+// A time as SetTimestamp writes it. After the epoch (the engine's clock
+// reads no other) timespec's split is the same, and cheaper than
+// absl::ToUnixNanos, which divides 128 bits.
+void Timestamp(WireOut& out, int field, absl::Time t) {
+  const timespec ts = absl::ToTimespec(t);
+  if (ts.tv_sec < 0) return Seconds(out, field, absl::ToUnixNanos(t));
+  Seconds(out, field, ts.tv_sec, static_cast<int32_t>(ts.tv_nsec));
+}
+
+void Tile(WireOut& out, const OutputTile& tile,
+          const ResultEncodings& encodings) {
+  const TileDesc& d = tile.tile.desc();
+  out.Int32(1, ToProto(d.dtype));
+  out.Uint(2, d.rows);
+  out.Uint(3, d.cols);
+  out.Uint(4, d.valid_rows);
+  out.Uint(5, d.valid_cols);
+  out.Int32(6, d.layout == Layout::kRowMajor ? v1::LAYOUT_ROW_MAJOR
+                                             : v1::LAYOUT_COL_MAJOR);
+  out.Int32(7, static_cast<int32_t>(d.location));
+  if (d.address.has_value()) {
+    out.Tag(8, kVarint);
+    out.Varint(*d.address);
+  }
+  const v1::RegionSlice* placed =
+      tile.placed ? encodings.Placed(tile.name) : nullptr;
+  if (placed != nullptr) {
+    out.Message(12, [placed](WireOut& o) {
+      o.String(1, placed->region());
+      o.Uint(2, placed->offset());
+      o.Uint(3, placed->size());
+    });
+  } else if (encodings.AsValues(tile.name)) {
+    const size_t n = d.elements();
+    if (n == 0) return;
+    out.Tag(10, kBytes);
+    out.Varint(n * sizeof(double));
+    if (out.counting()) return out.Raw(nullptr, n * sizeof(double));
+    std::vector<double> values(n);
+    ToValues(tile.tile, absl::MakeSpan(values));
+    out.Raw(values.data(), n * sizeof(double));
+  } else {
+    out.String(
+        9, absl::string_view(reinterpret_cast<const char*>(tile.tile.data()),
+                             tile.tile.size_bytes()));
+  }
+}
+
+void EventRecord(WireOut& out, const Event& e) {
+  out.String(1, e.id);
+  out.Uint(2, e.index);
+  out.Int32(3, ToProto(e.opcode));
+  out.Int32(4, ToProto(e.target));
+  out.Int32(5, v1::PIPE_V);
+  for (const std::string& w : e.waited_on) out.Element(6, w);
+  Timestamp(out, 7, e.enqueue_time);
+  Timestamp(out, 8, e.start_time);
+  Timestamp(out, 9, e.end_time);
+  out.Uint(10, e.batch_id);
+  out.Uint(11, e.batch_size);
+  for (const MicroOp& op : e.trace.ops) {
+    out.Message(12, [&op](WireOut& o) {
+      o.String(1, op.op);
+      o.String(2, op.dst);
+      for (absl::string_view s : op.srcs) o.Element(3, s);
+      // As ToJobResult sets them: uint32 fields.
+      o.Uint(4, static_cast<uint32_t>(op.repeats));
+      o.Uint(5, static_cast<uint32_t>(op.elements));
+    });
+  }
+  for (const std::string& note : e.trace.notes) out.Element(13, note);
+  Seconds(out, 14, absl::ToInt64Nanoseconds(e.start_time - e.enqueue_time));
+  Seconds(out, 15, absl::ToInt64Nanoseconds(e.end_time - e.start_time));
+  for (const OperandPlacement& p : e.operands) {
+    out.Message(16, [&p](WireOut& o) {
+      o.String(1, p.role);
+      o.String(2, p.tile);
+      o.Uint(3, p.begin);
+      o.Uint(4, p.end);
+    });
+  }
+}
+
+void Result(WireOut& out, absl::string_view id, const JobOutcome& outcome,
+            const ResultEncodings& encodings) {
+  out.String(1, id);
+  out.Int32(2, ToProto(outcome.target));
+  // The tiles map, its entries in key order as deterministic
+  // serialization writes them; an entry carries its key and value always.
+  absl::InlinedVector<const OutputTile*, 4> tiles;
+  for (const OutputTile& tile : outcome.outputs) tiles.push_back(&tile);
+  std::sort(tiles.begin(), tiles.end(),
+            [](const OutputTile* a, const OutputTile* b) {
+              return a->name < b->name;
+            });
+  for (const OutputTile* tile : tiles) {
+    out.Message(3, [&](WireOut& entry) {
+      entry.Element(1, tile->name);
+      entry.Message(2, [&](WireOut& value) { Tile(value, *tile, encodings); });
+    });
+  }
+  for (const Event& e : outcome.events) {
+    out.Message(4, [&e](WireOut& o) { EventRecord(o, e); });
+  }
+}
+
+}  // namespace
+
+ResultWriter::ResultWriter(absl::string_view id, const JobOutcome& outcome,
+                           const ResultEncodings& encodings)
+    : id_(id), outcome_(outcome), encodings_(encodings) {
+  WireOut sized(&sizes_);
+  Result(sized, id_, outcome_, encodings_);
+  size_ = sized.count();
+}
+
+void ResultWriter::Write(uint8_t* out) const {
+  WireOut written(out, sizes_);
+  Result(written, id_, outcome_, encodings_);
+}
+
+}  // namespace ptoserve
