@@ -67,10 +67,12 @@ ABSL_FLAG(std::string, server, "127.0.0.1:50051", "Server address.");
 ABSL_FLAG(std::string, mode, "unary",
           "unary (Execute), stream (ExecuteStream) or batch (ExecuteBatches: "
           "--batch jobs per message).");
-ABSL_FLAG(std::string, wire, "job",
-          "job: ptoserve.v1's Job (ptoserve, the plain servers); flat: the "
-          "simplest message a TAND needs (bench/flat/flat.proto, "
-          "bench/flat_server), unary mode only.");
+ABSL_FLAG(
+    std::string, wire, "job",
+    "job: ptoserve.v1's Job (ptoserve, the plain servers); flat: the "
+    "simplest message a TAND needs (bench/flat/flat.proto, "
+    "bench/flat_server: Tand, or TandStream, which answers a message at a "
+    "time, in order), unary or stream mode.");
 ABSL_FLAG(int, concurrency, 1,
           "Unary calls in flight, or streams (closed loop: a call starts when "
           "one finishes).");
@@ -197,10 +199,10 @@ std::string UsageError(const Settings& settings, double rate) {
     return "--wire is job or flat";
   }
   if (settings.wire == "flat" &&
-      (mode != "unary" || settings.opcode != "tand" ||
+      (mode == "batch" || settings.opcode != "tand" ||
        absl::GetFlag(FLAGS_shm))) {
-    return "--wire=flat sends unary TANDs in the request (--mode=unary, "
-           "--opcode=tand, no --shm)";
+    return "--wire=flat sends TANDs in the request, a call or a stream "
+           "message each (--mode=unary or stream, --opcode=tand, no --shm)";
   }
   if (rate < 0 || (rate > 0 && mode != "unary")) {
     return "--rate is a positive rate of unary calls";

@@ -14,6 +14,7 @@ namespace {
 
 constexpr char kExecuteStream[] = "/ptoserve.v1.TileCompute/ExecuteStream";
 constexpr char kExecuteBatches[] = "/ptoserve.v1.TileCompute/ExecuteBatches";
+constexpr char kFlatTandStream[] = "/ptoserve.bench.Flat/TandStream";
 
 // `base` followed by a Job holding only `id`: protobuf merges concatenated
 // messages, so this is the job with that id, without serializing it again.
@@ -117,9 +118,12 @@ void StreamMode::StartStream(Stream* s) {
   s->context = driver_.NewContext();
   s->rw = driver_.Stub(s->channel)
               ->PrepareCall(s->context.get(),
-                            run_.batch > 0 ? kExecuteBatches : kExecuteStream,
+                            run_.batch > 0        ? kExecuteBatches
+                            : run_.workload->flat ? kFlatTandStream
+                                                  : kExecuteStream,
                             driver_.cq());
   s->sent_at.clear();
+  s->next_answered = s->next_id;
   s->free_units = s->units;
   s->writing = false;
   s->writes_done = false;
@@ -148,16 +152,37 @@ void StreamMode::MaybeWrite(Stream* s, absl::Time now) {
   const uint64_t id = s->next_id++;
   s->sent_at[id] = {now, unit};
   s->writing = true;
-  s->rw->Write(
-      run_.batch > 0 ? BatchWithId(*unit, id) : WithId(unit->request, id),
-      &s->written);
+  s->rw->Write(run_.batch > 0        ? BatchWithId(*unit, id)
+               : run_.workload->flat ? unit->request
+                                     : WithId(unit->request, id),
+               &s->written);
 }
 
 void StreamMode::Release(Stream* s, Unit* unit) {
   if (run_.workload->shm()) s->free_units.push_back(unit);
 }
 
+void StreamMode::OnFlatResult(Stream* s, absl::Time now) {
+  const bool parsed = grpc::SerializationTraits<bench::FlatResult>::Deserialize(
+                          &s->response, &flat_result_)
+                          .ok();
+  // Answered in order, one message at a time: the oldest sent.
+  auto it = s->sent_at.find(s->next_answered++);
+  if (it == s->sent_at.end()) {
+    if (now <= run_.end) ++driver_.tally()->errors["an answer never asked"];
+    return;
+  }
+  driver_.Record(it->second.at, now,
+                 !parsed ? "unparseable result"
+                 : !run_.check || flat_result_.dst() == run_.workload->expected
+                     ? ""
+                     : "wrong result");
+  Release(s, it->second.unit);
+  s->sent_at.erase(it);
+}
+
 void StreamMode::OnResult(Stream* s, absl::Time now) {
+  if (run_.workload->flat) return OnFlatResult(s, now);
   const bool parsed = grpc::SerializationTraits<v1::JobResult>::Deserialize(
                           &s->response, &result_)
                           .ok();

@@ -15,6 +15,7 @@
 #include "absl/time/time.h"
 #include "bench/driver.h"
 #include "bench/workload.h"
+#include "flat/flat.pb.h"
 #include "ptoserve/v1/job.pb.h"
 
 namespace ptoserve {
@@ -60,6 +61,8 @@ class StreamMode : public Mode {
     // --shm: the stream's units, and those not in flight.
     std::vector<Unit*> units, free_units;
     uint64_t next_id = 0;
+    // --wire=flat: the message whose answer comes next (they carry no id).
+    uint64_t next_answered = 0;
     bool writing = false;
     bool writes_done = false;
     bool live = false;  // started, not finished
@@ -75,6 +78,8 @@ class StreamMode : public Mode {
   // A JobResult read on `s`: its id names the job, which is checked and
   // counted.
   void OnResult(Stream* s, absl::Time now);
+  // --wire=flat's: a FlatResult, the answer to the oldest message sent.
+  void OnFlatResult(Stream* s, absl::Time now);
   // A JobResultBatch read on `s`: its first result's id names the message;
   // every result is checked and counted.
   void OnBatchAnswer(Stream* s, absl::Time now);
@@ -86,6 +91,7 @@ class StreamMode : public Mode {
   const Run& run_ = driver_.run();
   v1::JobResult result_;             // parse target, reused
   v1::JobResultBatch batch_result_;  // batch mode's parse target
+  bench::FlatResult flat_result_;    // --wire=flat's
   std::vector<std::unique_ptr<Stream>> streams_;
   int live_streams_ = 0;
   int pending_alarms_ = 0;

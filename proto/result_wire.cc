@@ -16,12 +16,14 @@ namespace {
 constexpr int kVarint = 0;
 constexpr int kBytes = 2;
 
-// Protobuf's encoding, counted, then written: the same calls size a
-// message and then write it. The count records each nested message's
-// length in the order the messages start, and the writing reads them back
-// in that order, so that each is sized once. Fields follow proto3's rules:
-// a scalar or string at its default is left out, an element of a repeated
-// field and a message that is set are not.
+// Protobuf's encoding, counted (kCount), then written: the same calls size
+// a message and then write it, each pass compiled on its own. The count
+// records each nested message's length in the order the messages start,
+// and the writing reads them back in that order, so that each is sized
+// once. Fields follow proto3's rules: a scalar or string at its default is
+// left out, an element of a repeated field and a message that is set are
+// not.
+template <bool kCount>
 class WireOut {
  public:
   // Counts, recording the nested messages' lengths in `sizes`.
@@ -31,25 +33,27 @@ class WireOut {
       : at_(at), written_sizes_(&sizes) {}
 
   size_t count() const { return count_; }
-  bool counting() const { return at_ == nullptr; }
+  static constexpr bool counting() { return kCount; }
 
   void Varint(uint64_t v) {
-    if (at_ == nullptr) {
-      count_ += VarintSize(v);
-      return;
+    if constexpr (kCount) {
+      // 1 byte per 7 bits, at least one.
+      count_ += (64 - __builtin_clzll(v | 1) + 6) / 7;
+    } else {
+      while (v >= 0x80) {
+        *at_++ = static_cast<uint8_t>(v | 0x80);
+        v >>= 7;
+      }
+      *at_++ = static_cast<uint8_t>(v);
     }
-    while (v >= 0x80) {
-      *at_++ = static_cast<uint8_t>(v | 0x80);
-      v >>= 7;
-    }
-    *at_++ = static_cast<uint8_t>(v);
   }
   void Raw(const void* bytes, size_t n) {
-    if (at_ != nullptr && n > 0) {
+    if constexpr (kCount) {
+      count_ += n;
+    } else if (n > 0) {
       std::memcpy(at_, bytes, n);
       at_ += n;
     }
-    count_ += n;
   }
   void Tag(int field, int wire) {
     Varint((static_cast<uint64_t>(field) << 3) | wire);
@@ -75,29 +79,24 @@ class WireOut {
   // A message field that is set: its length, then what `body` writes.
   template <typename Body>
   void Message(int field, const Body& body) {
-    if (at_ != nullptr) {
+    if constexpr (kCount) {
+      const size_t slot = sizes_->size();
+      sizes_->push_back(0);
+      const size_t before = count_;
+      body(*this);
+      const size_t size = count_ - before;
+      (*sizes_)[slot] = static_cast<uint32_t>(size);
+      Tag(field, kBytes);
+      Varint(size);
+    } else {
       const uint32_t size = (*written_sizes_)[next_++];
       Tag(field, kBytes);
       Varint(size);
       body(*this);
-      return;
     }
-    const size_t slot = sizes_->size();
-    sizes_->push_back(0);
-    const size_t before = count_;
-    body(*this);
-    const size_t size = count_ - before;
-    (*sizes_)[slot] = static_cast<uint32_t>(size);
-    Tag(field, kBytes);
-    Varint(size);
   }
 
  private:
-  static size_t VarintSize(uint64_t v) {
-    // 1 byte per 7 bits, at least one.
-    return (64 - __builtin_clzll(v | 1) + 6) / 7;
-  }
-
   uint8_t* at_ = nullptr;
   size_t count_ = 0;
   ResultWriter::Sizes* sizes_ = nullptr;
@@ -107,14 +106,16 @@ class WireOut {
 
 // google.protobuf.Timestamp and Duration alike, as SetTimestamp and
 // SetDuration split them.
-void Seconds(WireOut& out, int field, int64_t seconds, int32_t nanos) {
-  out.Message(field, [seconds, nanos](WireOut& o) {
+template <typename Out>
+void Seconds(Out& out, int field, int64_t seconds, int32_t nanos) {
+  out.Message(field, [seconds, nanos](auto& o) {
     o.Uint(1, static_cast<uint64_t>(seconds));
     o.Int32(2, nanos);
   });
 }
 
-void Seconds(WireOut& out, int field, int64_t nanos) {
+template <typename Out>
+void Seconds(Out& out, int field, int64_t nanos) {
   Seconds(out, field, nanos / 1000000000,
           static_cast<int32_t>(nanos % 1000000000));
 }
@@ -122,14 +123,15 @@ void Seconds(WireOut& out, int field, int64_t nanos) {
 // A time as SetTimestamp writes it. After the epoch (the engine's clock
 // reads no other) timespec's split is the same, and cheaper than
 // absl::ToUnixNanos, which divides 128 bits.
-void Timestamp(WireOut& out, int field, absl::Time t) {
+template <typename Out>
+void Timestamp(Out& out, int field, absl::Time t) {
   const timespec ts = absl::ToTimespec(t);
   if (ts.tv_sec < 0) return Seconds(out, field, absl::ToUnixNanos(t));
   Seconds(out, field, ts.tv_sec, static_cast<int32_t>(ts.tv_nsec));
 }
 
-void Tile(WireOut& out, const OutputTile& tile,
-          const ResultEncodings& encodings) {
+template <typename Out>
+void Tile(Out& out, const OutputTile& tile, const ResultEncodings& encodings) {
   const TileDesc& d = tile.tile.desc();
   out.Int32(1, ToProto(d.dtype));
   out.Uint(2, d.rows);
@@ -146,7 +148,7 @@ void Tile(WireOut& out, const OutputTile& tile,
   const v1::RegionSlice* placed =
       tile.placed ? encodings.Placed(tile.name) : nullptr;
   if (placed != nullptr) {
-    out.Message(12, [placed](WireOut& o) {
+    out.Message(12, [placed](auto& o) {
       o.String(1, placed->region());
       o.Uint(2, placed->offset());
       o.Uint(3, placed->size());
@@ -156,7 +158,7 @@ void Tile(WireOut& out, const OutputTile& tile,
     if (n == 0) return;
     out.Tag(10, kBytes);
     out.Varint(n * sizeof(double));
-    if (out.counting()) return out.Raw(nullptr, n * sizeof(double));
+    if (Out::counting()) return out.Raw(nullptr, n * sizeof(double));
     std::vector<double> values(n);
     ToValues(tile.tile, absl::MakeSpan(values));
     out.Raw(values.data(), n * sizeof(double));
@@ -167,7 +169,8 @@ void Tile(WireOut& out, const OutputTile& tile,
   }
 }
 
-void EventRecord(WireOut& out, const Event& e) {
+template <typename Out>
+void EventRecord(Out& out, const Event& e) {
   out.String(1, e.id);
   out.Uint(2, e.index);
   out.Int32(3, ToProto(e.opcode));
@@ -180,7 +183,7 @@ void EventRecord(WireOut& out, const Event& e) {
   out.Uint(10, e.batch_id);
   out.Uint(11, e.batch_size);
   for (const MicroOp& op : e.trace.ops) {
-    out.Message(12, [&op](WireOut& o) {
+    out.Message(12, [&op](auto& o) {
       o.String(1, op.op);
       o.String(2, op.dst);
       for (absl::string_view s : op.srcs) o.Element(3, s);
@@ -193,7 +196,7 @@ void EventRecord(WireOut& out, const Event& e) {
   Seconds(out, 14, absl::ToInt64Nanoseconds(e.start_time - e.enqueue_time));
   Seconds(out, 15, absl::ToInt64Nanoseconds(e.end_time - e.start_time));
   for (const OperandPlacement& p : e.operands) {
-    out.Message(16, [&p](WireOut& o) {
+    out.Message(16, [&p](auto& o) {
       o.String(1, p.role);
       o.String(2, p.tile);
       o.Uint(3, p.begin);
@@ -202,7 +205,8 @@ void EventRecord(WireOut& out, const Event& e) {
   }
 }
 
-void Result(WireOut& out, absl::string_view id, const JobOutcome& outcome,
+template <typename Out>
+void Result(Out& out, absl::string_view id, const JobOutcome& outcome,
             const ResultEncodings& encodings) {
   out.String(1, id);
   out.Int32(2, ToProto(outcome.target));
@@ -215,13 +219,13 @@ void Result(WireOut& out, absl::string_view id, const JobOutcome& outcome,
               return a->name < b->name;
             });
   for (const OutputTile* tile : tiles) {
-    out.Message(3, [&](WireOut& entry) {
+    out.Message(3, [&](auto& entry) {
       entry.Element(1, tile->name);
-      entry.Message(2, [&](WireOut& value) { Tile(value, *tile, encodings); });
+      entry.Message(2, [&](auto& value) { Tile(value, *tile, encodings); });
     });
   }
   for (const Event& e : outcome.events) {
-    out.Message(4, [&e](WireOut& o) { EventRecord(o, e); });
+    out.Message(4, [&e](auto& o) { EventRecord(o, e); });
   }
 }
 
@@ -230,13 +234,13 @@ void Result(WireOut& out, absl::string_view id, const JobOutcome& outcome,
 ResultWriter::ResultWriter(absl::string_view id, const JobOutcome& outcome,
                            const ResultEncodings& encodings)
     : id_(id), outcome_(outcome), encodings_(encodings) {
-  WireOut sized(&sizes_);
+  WireOut<true> sized(&sizes_);
   Result(sized, id_, outcome_, encodings_);
   size_ = sized.count();
 }
 
 void ResultWriter::Write(uint8_t* out) const {
-  WireOut written(out, sizes_);
+  WireOut<false> written(out, sizes_);
   Result(written, id_, outcome_, encodings_);
 }
 

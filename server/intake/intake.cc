@@ -286,16 +286,24 @@ void Intake::Execute(ExecuteRequest request) const {
   });
 }
 
-bool Intake::ExecutedSmall(ExecuteRequest* request) const {
-  RequestBody& body = *request->body;
-  if (request->protocol != nullptr || body.format() != BodyFormat::kProtobuf ||
-      body.size() > kSmallJobBytes) {
-    return false;
+std::optional<SmallJob> Intake::ReadSmall(RequestBody& body) const {
+  if (body.format() != BodyFormat::kProtobuf || body.size() > kSmallJobBytes) {
+    return std::nullopt;
   }
   std::optional<SmallJob> small =
       ReadSmallJob(body.Gather(), dispatcher_->job_limits());
   // Tiles heavy to make are the decoders' work, as a parsed job's are.
-  if (!small || DeclaredTileBytes(small->spec) > kLightTileBytes) return false;
+  if (small && DeclaredTileBytes(small->spec) > kLightTileBytes) {
+    return std::nullopt;
+  }
+  return small;
+}
+
+bool Intake::ExecutedSmall(ExecuteRequest* request) const {
+  RequestBody& body = *request->body;
+  if (request->protocol != nullptr) return false;
+  std::optional<SmallJob> small = ReadSmall(body);
+  if (!small) return false;
   // The body stays: the job reads its tiles' bytes in place.
   Decoded decoded;
   decoded.request_bytes = body.size();

@@ -30,10 +30,12 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <utility>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "proto/small_job.h"
 #include "proto/wire_scan.h"
 #include "ptoserve/v1/job.pb.h"
 #include "server/exec/memory_budget.h"
@@ -124,6 +126,11 @@ class Intake {
                                  const JobProtocol* protocol = nullptr) const;
   absl::StatusOr<BatchShape> ScanBatch(const RequestBody& body,
                                        absl::string_view what) const;
+  // Steps 2 and 3 for a job the small-job path covers (proto/small_job.h):
+  // the job `body` holds, read in place (the body must outlive it), when
+  // it is a protobuf Job that path reads and its tiles are light to make;
+  // else nullopt, and nothing counted: the generic path takes it.
+  std::optional<SmallJob> ReadSmall(RequestBody& body) const;
   // Counts a job refused before it was decoded.
   void CountRefused(absl::StatusCode code) const;
 

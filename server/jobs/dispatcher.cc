@@ -221,7 +221,10 @@ absl::Status Dispatcher::Submit(JobRequest* request, JobRecord* record,
   DecodedJob decoded;
   if (request->small != nullptr) {
     job = request->small->header;
-    decoded = DecodeSmallJob(std::move(request->small->spec), *engine_);
+    decoded =
+        DecodeSmallJob(request->may_wait ? JobSpec(request->small->spec)
+                                         : std::move(request->small->spec),
+                       *engine_);
   } else {
     job = HeaderOf(*request->job);
     PTO_ASSIGN_OR_RETURN(

@@ -64,7 +64,8 @@ using JobDone =
 struct JobRequest {
   // The job, one of two ways, read in place until `done` runs: each must
   // outlive that. A parsed message, or a job the small-job path read from
-  // its request's bytes (proto/small_job.h), whose spec Dispatch takes.
+  // its request's bytes (proto/small_job.h), whose spec Dispatch takes
+  // (copies, with may_wait: a job handed back is offered again).
   const v1::Job* job = nullptr;
   SmallJob* small = nullptr;
   uint64_t request_bytes = 0;  // its request on the wire

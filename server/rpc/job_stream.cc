@@ -38,6 +38,8 @@ struct JobStream::Incoming {
   // The codec's protocol for this message (null: ptoserve.v1's Job).
   const std::unique_ptr<JobProtocol> protocol;
   v1::Job job;
+  // The job, when the small-job path read it from `body` (kept then).
+  std::optional<SmallJob> small;
 };
 
 void JobStream::Take(grpc::ByteBuffer* message, uint64_t number) {
@@ -45,6 +47,15 @@ void JobStream::Take(grpc::ByteBuffer* message, uint64_t number) {
   auto incoming = std::make_shared<Incoming>(
       message, number,
       jobs_.codec != nullptr ? jobs_.codec->ForMessage() : nullptr);
+  if (jobs_.codec == nullptr) {
+    incoming->small = jobs_.intake->ReadSmall(incoming->body);
+    if (incoming->small) {
+      Admit(std::shared_ptr<v1::Job>(), incoming->body.size(),
+            std::string(incoming->small->header.id), /*run_here=*/true,
+            incoming);
+      return;
+    }
+  }
   absl::StatusOr<WireShape> shape = jobs_.intake->Scan(
       incoming->body, incoming->what, incoming->protocol.get());
   if (!shape.ok()) {
@@ -79,8 +90,7 @@ void JobStream::Take(grpc::ByteBuffer* message, uint64_t number) {
 
 void JobStream::Admit(absl::StatusOr<std::shared_ptr<v1::Job>> job,
                       uint64_t request_bytes, const std::string& id,
-                      bool run_here,
-                      const std::shared_ptr<const Incoming>& message) {
+                      bool run_here, const std::shared_ptr<Incoming>& message) {
   if (!job.ok()) {
     PushError(*message, id, job.status());
     return;
@@ -97,7 +107,9 @@ void JobStream::Admit(absl::StatusOr<std::shared_ptr<v1::Job>> job,
 }
 
 bool JobStream::StartJob(Waiting waiting, bool run_here) {
-  const std::string id = waiting.job->id();
+  const std::string id = waiting.job != nullptr
+                             ? waiting.job->id()
+                             : std::string(waiting.message->small->header.id);
   // Admitted or answered, not written yet: not decoding, not waiting, not
   // this one.
   const int64_t in_flight = static_cast<int64_t>(unanswered()) -
@@ -105,10 +117,12 @@ bool JobStream::StartJob(Waiting waiting, bool run_here) {
                             static_cast<int64_t>(waiting_.size()) - 1;
   JobRequest request;
   request.job = waiting.job.get();
+  if (request.job == nullptr) request.small = &*waiting.message->small;
   request.request_bytes = waiting.request_bytes;
   request.call = &jobs_.call;
   request.run_here = run_here;
   request.may_wait = in_flight > 0;
+  if (jobs_.codec == nullptr) request.reply_form = JobReply::Form::kBytes;
   request.done = [this, id, job = waiting.job, message = waiting.message](
                      absl::StatusOr<JobReply*> r, MemoryBudget::Hold hold) {
     // Serialized before taking mu_: a large result does not hold up this
@@ -120,9 +134,7 @@ bool JobStream::StartJob(Waiting waiting, bool run_here) {
                   r.ok() ? absl::StatusOr<const v1::JobResult*>((*r)->Message())
                          : r.status());
     } else {
-      v1::JobResult failed;
-      if (!r.ok()) ToErrorResult(id, r.status(), &failed);
-      bytes = Encoded(r.ok() ? *(*r)->Message() : failed);
+      bytes = r.ok() ? Encoded(**r, id) : EncodedError(id, r.status());
     }
     Holds holds;
     holds.push_back(std::move(hold));
@@ -228,13 +240,34 @@ grpc::ByteBuffer JobStream::Encoded(const v1::JobResult& result) const {
         "the server ran out of memory serializing this job's result");
   }
   if (encoded.ok()) return bytes;
+  return EncodedError(result.id(), encoded);
+}
+
+grpc::ByteBuffer JobStream::Encoded(JobReply& reply,
+                                    const std::string& id) const {
+  grpc::ByteBuffer bytes;
+  absl::Status encoded;
+  try {
+    encoded =
+        EncodeReply(reply, jobs_.intake->limits().max_message_bytes, &bytes);
+  } catch (const std::bad_alloc&) {
+    encoded = absl::ResourceExhaustedError(
+        "the server ran out of memory serializing this job's result");
+  }
+  if (encoded.ok()) return bytes;
+  return EncodedError(id, encoded);
+}
+
+grpc::ByteBuffer JobStream::EncodedError(const std::string& id,
+                                         const absl::Status& status) const {
   // The error in place of the result, with its id (at most 256 bytes,
   // kMaxNameBytes: it fits any message limit), else without it.
+  grpc::ByteBuffer bytes;
   v1::JobResult failed;
-  ToErrorResult(result.id(), encoded, &failed);
+  ToErrorResult(id, status, &failed);
   if (!EncodeReply(failed, jobs_.intake->limits().max_message_bytes, &bytes)
            .ok()) {
-    ToErrorResult("", encoded, &failed);
+    ToErrorResult("", status, &failed);
     (void)EncodeReply(failed, jobs_.intake->limits().max_message_bytes, &bytes);
   }
   return bytes;

@@ -27,9 +27,10 @@ class JobStream final : public StreamMachine {
   // A decoded job not yet admitted.
   struct Incoming;
   struct Waiting {
-    std::shared_ptr<const v1::Job> job;  // read in place until answered
+    // Read in place until answered; null: the message's small job.
+    std::shared_ptr<const v1::Job> job;
     uint64_t request_bytes;
-    std::shared_ptr<const Incoming> message;  // the job's, with its protocol
+    std::shared_ptr<Incoming> message;  // the job's, with its protocol
   };
 
   void Take(grpc::ByteBuffer* message, uint64_t number) override
@@ -40,13 +41,13 @@ class JobStream final : public StreamMachine {
   void Room() override ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   uint64_t DropWaiting() override ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  // A decoded job (or why it is not one: answered with `id`, the id read
-  // from its bytes) into the stream; `run_here` as JobRequest's: this
-  // thread may run it to completion, and push its answer, before Admit
-  // returns.
+  // A decoded job (null: the message's small job; or why it is not one:
+  // answered with `id`, the id read from its bytes) into the stream;
+  // `run_here` as JobRequest's: this thread may run it to completion, and
+  // push its answer, before Admit returns.
   void Admit(absl::StatusOr<std::shared_ptr<v1::Job>> job,
              uint64_t request_bytes, const std::string& id, bool run_here,
-             const std::shared_ptr<const Incoming>& message)
+             const std::shared_ptr<Incoming>& message)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Admits `waiting` (or answers it with its refusal) and returns true; or,
   // while the budget is full and the stream has other jobs in flight (whose
@@ -65,6 +66,11 @@ class JobStream final : public StreamMachine {
   // `result` serialized; one too large to send, or that memory does not
   // suffice to serialize, becomes its job's error.
   grpc::ByteBuffer Encoded(const v1::JobResult& result) const;
+  // The same for a job's reply, written as bytes.
+  grpc::ByteBuffer Encoded(JobReply& reply, const std::string& id) const;
+  // The error that takes the place of job `id`'s result.
+  grpc::ByteBuffer EncodedError(const std::string& id,
+                                const absl::Status& status) const;
   // The codec's answer to `message`: its result, or why there is none.
   grpc::ByteBuffer Encoded(
       const Incoming& message,
