@@ -244,10 +244,13 @@ absl::Status Dispatcher::Submit(JobRequest* request, JobRecord* record,
   Answer here(std::string(job.id), *record);
   // What the job will hold, checked and reserved once its tiles are known
   // and before any of them is made.
-  absl::StatusOr<std::unique_ptr<PreparedJob>> prepared =
-      engine_->Prepare(decoded.spec, [&](const JobCost& cost) {
-        return Admit(cost, decoded, request, &here, over_budget);
-      });
+  // Captured as one pointer, so that the Admission holds it in place
+  // rather than on the heap.
+  const auto admit = [&](const JobCost& cost) {
+    return Admit(cost, decoded, request, &here, over_budget);
+  };
+  absl::StatusOr<std::unique_ptr<PreparedJob>> prepared = engine_->Prepare(
+      decoded.spec, [&admit](const JobCost& cost) { return admit(cost); });
   if (!prepared.ok()) return decoded.Locate(prepared.status());
   here.record.decode = absl::Now() - record->arrival;
   if (!decoded.regions.empty()) {

@@ -86,13 +86,16 @@ grpc::ServerUnaryReactor* TileComputeService::Execute(
   execute.call = &call->info;
   execute.new_job = [call] { return call->NewJob(); };
   execute.reply_form = JobReply::Form::kBytes;
-  execute.done = [this, call, response](absl::StatusOr<JobReply*> r,
-                                        MemoryBudget::Hold hold) {
+  // Two pointers: the function holds them in place, not on the heap.
+  call->response = response;
+  execute.done = [this, call](absl::StatusOr<JobReply*> r,
+                              MemoryBudget::Hold hold) {
     call->hold = std::move(hold);
     absl::Status encoded =
-        r.ok() ? EncodeReply(**r, limits_.max_message_bytes, response)
+        r.ok() ? EncodeReply(**r, limits_.max_message_bytes, call->response)
                : r.status();
-    call->Answer(ToGrpcStatus(encoded), encoded.ok() ? response->Length() : 0);
+    call->Answer(ToGrpcStatus(encoded),
+                 encoded.ok() ? call->response->Length() : 0);
   };
   intake_->Execute(std::move(execute));
   return call;

@@ -56,7 +56,8 @@ class UnaryCall final : public grpc::ServerUnaryReactor {
   }
 
   // What the call holds while the job runs and its reply goes out.
-  GrpcBody body;  // the request's bytes, until parsed
+  GrpcBody body;                         // the request's bytes, until parsed
+  grpc::ByteBuffer* response = nullptr;  // gRPC's, for the reply
   CallInfo info;
   MemoryBudget::Hold hold;
 
