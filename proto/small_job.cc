@@ -27,6 +27,11 @@ class WireReader {
   bool done() const { return at_ == end_; }
 
   bool Varint(uint64_t* value) {
+    // Most of a job's varints (tags, lengths under 128, enums) are a byte.
+    if (at_ != end_ && *at_ < 0x80) {
+      *value = *at_++;
+      return true;
+    }
     uint64_t v = 0;
     for (int shift = 0; shift < 64 && at_ != end_; shift += 7) {
       const uint8_t byte = *at_++;
