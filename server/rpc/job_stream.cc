@@ -189,9 +189,7 @@ void JobStream::PushError(const Incoming& message, const std::string& id,
     Deliver(message, Encoded(message, status), {});
     return;
   }
-  v1::JobResult result;
-  ToErrorResult(id, status, &result);
-  Push(Encoded(result), {}, 1);
+  Push(EncodedError(id, status), {}, 1);
 }
 
 void JobStream::Deliver(const Incoming& message, grpc::ByteBuffer bytes,
@@ -227,20 +225,6 @@ grpc::ByteBuffer JobStream::Encoded(
     (void)jobs_.codec->Encode(*message.protocol, encoded, max_bytes, &bytes);
   }
   return bytes;
-}
-
-grpc::ByteBuffer JobStream::Encoded(const v1::JobResult& result) const {
-  grpc::ByteBuffer bytes;
-  absl::Status encoded;
-  try {
-    encoded =
-        EncodeReply(result, jobs_.intake->limits().max_message_bytes, &bytes);
-  } catch (const std::bad_alloc&) {
-    encoded = absl::ResourceExhaustedError(
-        "the server ran out of memory serializing this job's result");
-  }
-  if (encoded.ok()) return bytes;
-  return EncodedError(result.id(), encoded);
 }
 
 grpc::ByteBuffer JobStream::Encoded(JobReply& reply,

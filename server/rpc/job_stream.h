@@ -63,10 +63,8 @@ class JobStream final : public StreamMachine {
   // earlier message's is.
   void Deliver(const Incoming& message, grpc::ByteBuffer bytes, Holds holds)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // `result` serialized; one too large to send, or that memory does not
-  // suffice to serialize, becomes its job's error.
-  grpc::ByteBuffer Encoded(const v1::JobResult& result) const;
-  // The same for a job's reply, written as bytes.
+  // Job `id`'s reply written as bytes; one too large to send, or that
+  // memory does not suffice to write, becomes its job's error.
   grpc::ByteBuffer Encoded(JobReply& reply, const std::string& id) const;
   // The error that takes the place of job `id`'s result.
   grpc::ByteBuffer EncodedError(const std::string& id,

@@ -10,6 +10,7 @@
 #include "tests/core/reference.h"
 #include "tests/fuzz/fuzz_targets.h"
 #include "tests/fuzz/fuzz_util.h"
+#include "tests/server/small_job_checks.h"
 
 namespace ptoserve {
 namespace fuzz {

@@ -25,6 +25,7 @@
 #include "tests/fuzz/fuzz_targets.h"
 #include "tests/fuzz/fuzz_util.h"
 #include "tests/fuzz/job_mutator.h"
+#include "tests/server/small_job_checks.h"
 
 namespace ptoserve {
 namespace fuzz {
@@ -151,7 +152,7 @@ TEST(SeedsTest, MutatedJobSeedsRun) {
     if (!job.ParseFromString(bytes)) continue;
     for (int i = 0; i < 300; ++i) {
       MutateJob(&rng, &job);
-      std::string mutant = SerializeInKeyOrder(job);
+      std::string mutant = DeterministicBytes(job);
       if (mutant.size() > kMaxMutantBytes) {
         ASSERT_TRUE(job.ParseFromString(bytes));
         continue;

@@ -68,23 +68,6 @@ absl::Status SameEvent(const Event& a, const Event& b) {
   return absl::OkStatus();
 }
 
-std::string Describe(const Instruction& in) {
-  return absl::StrFormat(
-      "%s dst=%s src0=%s src1=%s tmp=%s record=%s wait=%s "
-      "notes=%s",
-      OpcodeName(in.opcode), in.dst, in.src0, in.src1, in.tmp, in.record_event,
-      absl::StrJoin(in.wait_events, ","), absl::StrJoin(in.notes, " | "));
-}
-
-std::string Describe(const TileInput& in) {
-  return absl::StrFormat(
-      "%s: %s, encoding %d, %u data bytes at %p, %u values "
-      "at %p",
-      in.name, Describe(in.desc), static_cast<int>(in.encoding), in.data.size(),
-      static_cast<const void*>(in.data.data()), in.values.size(),
-      static_cast<const void*>(in.values.data()));
-}
-
 }  // namespace
 
 const Engine& SmallEngine() {
@@ -169,53 +152,6 @@ absl::Status SameOutcome(const JobOutcome& expected, const JobOutcome& actual) {
     }
   }
   return absl::OkStatus();
-}
-
-absl::Status SameJobSpec(const JobSpec& expected, const JobSpec& actual) {
-  auto target = [](const JobSpec& s) -> std::string {
-    return s.target ? std::string(TargetName(*s.target)) : "default";
-  };
-  if (target(expected) != target(actual)) {
-    return Differ("target", target(expected), target(actual));
-  }
-  if (expected.mode != actual.mode) {
-    return Differ("mode", absl::StrCat(static_cast<int>(expected.mode)),
-                  absl::StrCat(static_cast<int>(actual.mode)));
-  }
-  if (expected.tiles.size() != actual.tiles.size()) {
-    return Differ("number of tiles", absl::StrCat(expected.tiles.size()),
-                  absl::StrCat(actual.tiles.size()));
-  }
-  for (size_t i = 0; i < expected.tiles.size(); ++i) {
-    const std::string a = Describe(expected.tiles[i]);
-    const std::string b = Describe(actual.tiles[i]);
-    if (a != b) return Differ(absl::StrCat("tile ", i), a, b);
-  }
-  if (expected.instructions.size() != actual.instructions.size()) {
-    return Differ("number of instructions",
-                  absl::StrCat(expected.instructions.size()),
-                  absl::StrCat(actual.instructions.size()));
-  }
-  for (size_t i = 0; i < expected.instructions.size(); ++i) {
-    const std::string a = Describe(expected.instructions[i]);
-    const std::string b = Describe(actual.instructions[i]);
-    if (a != b) return Differ(absl::StrCat("instruction ", i), a, b);
-  }
-  if (expected.outputs != actual.outputs) {
-    return Differ("outputs", absl::StrJoin(expected.outputs, ","),
-                  absl::StrJoin(actual.outputs, ","));
-  }
-  return absl::OkStatus();
-}
-
-std::string SerializeInKeyOrder(const v1::Job& job) {
-  std::string bytes;
-  google::protobuf::io::StringOutputStream stream(&bytes);
-  google::protobuf::io::CodedOutputStream coded(&stream);
-  coded.SetSerializationDeterministic(true);
-  job.SerializeToCodedStream(&coded);
-  coded.Trim();
-  return bytes;
 }
 
 }  // namespace fuzz

@@ -32,15 +32,6 @@ absl::Status RunReordered(const Engine& engine, PreparedJob* job);
 // else INTERNAL naming the first difference.
 absl::Status SameOutcome(const JobOutcome& expected, const JobOutcome& actual);
 
-// OK if both specs describe the same job; else INTERNAL naming the first
-// difference. Element bytes are compared by address: both must borrow the
-// same request.
-absl::Status SameJobSpec(const JobSpec& expected, const JobSpec& actual);
-
-// A job's bytes with its map entries in key order: the same job, the same
-// bytes, in every process (a protobuf map's order is seeded per process).
-std::string SerializeInKeyOrder(const v1::Job& job);
-
 }  // namespace fuzz
 }  // namespace ptoserve
 

@@ -17,6 +17,7 @@
 #include "server/jobs/decode.h"
 #include "tests/core/asm/seed_programs.h"
 #include "tests/fuzz/fuzz_util.h"
+#include "tests/server/small_job_checks.h"
 
 namespace ptoserve {
 namespace fuzz {
@@ -255,7 +256,7 @@ int Main(int argc, char** argv) {
       continue;
     }
     ok &= Write(root / "job_fuzzer" / ("seed_" + name + ".pb"),
-                SerializeInKeyOrder(job));
+                DeterministicBytes(job));
   }
   for (const auto& [name, text] : Programs()) {
     ok &= Write(root / "asm_fuzzer" / ("seed_" + name + ".pto"), text);

@@ -48,7 +48,9 @@ std::string TileDiff(const TileInput& a, const TileInput& b) {
       Field(at, "encoding", Str(static_cast<int>(a.encoding)),
             Str(static_cast<int>(b.encoding))),
       Field(at, "data", std::string(a.data), std::string(b.data)),
-      Field(at, "values", Str(a.values.size()), Str(b.values.size())),
+      Field(at, "values", Str(a.values.size()),
+            a.values == b.values ? Str(a.values.size())
+                                 : absl::StrCat(b.values.size(), ", others")),
       Field(at, "fill", Str(a.fill), Str(b.fill)));
 }
 
@@ -67,8 +69,7 @@ std::string InstructionDiff(size_t i, const Instruction& a,
             absl::StrJoin(b.notes, ",")));
 }
 
-}  // namespace
-
+// What differs between two specs, field by field; empty when nothing.
 std::string SpecDiff(const JobSpec& a, const JobSpec& b) {
   std::string diff = absl::StrCat(
       Field("", "target", a.target ? Str(static_cast<int>(*a.target)) : "unset",
@@ -90,6 +91,14 @@ std::string SpecDiff(const JobSpec& a, const JobSpec& b) {
                     InstructionDiff(i, a.instructions[i], b.instructions[i]));
   }
   return diff;
+}
+
+}  // namespace
+
+absl::Status SameJobSpec(const JobSpec& expected, const JobSpec& actual) {
+  const std::string diff = SpecDiff(expected, actual);
+  if (diff.empty()) return absl::OkStatus();
+  return absl::InternalError(absl::StrCat("the specs differ: ", diff));
 }
 
 std::string SmallJobDiffers(absl::string_view bytes,
@@ -134,13 +143,13 @@ std::string WrittenResult(absl::string_view id, const JobOutcome& outcome,
   return bytes;
 }
 
-std::string DeterministicBytes(const v1::JobResult& result) {
+std::string DeterministicBytes(const google::protobuf::MessageLite& message) {
   std::string bytes;
   {
     google::protobuf::io::StringOutputStream stream(&bytes);
     google::protobuf::io::CodedOutputStream out(&stream);
     out.SetSerializationDeterministic(true);
-    result.SerializeToCodedStream(&out);
+    message.SerializeToCodedStream(&out);
   }  // the stream gives back what it did not write
   return bytes;
 }

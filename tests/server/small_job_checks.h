@@ -7,6 +7,7 @@
 
 #include <string>
 
+#include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "core/job.h"
 #include "proto/codec.h"
@@ -21,15 +22,18 @@ namespace ptoserve {
 std::string SmallJobDiffers(absl::string_view bytes,
                             const EngineLimits& limits);
 
-// What differs between two specs, field by field; empty when nothing.
-std::string SpecDiff(const JobSpec& a, const JobSpec& b);
+// OK when two specs are the same job, field by field (tile elements by
+// their bytes); else the first field that differs, both ways.
+absl::Status SameJobSpec(const JobSpec& expected, const JobSpec& actual);
 
 // The reply ResultWriter writes for `outcome`.
 std::string WrittenResult(absl::string_view id, const JobOutcome& outcome,
                           const ResultEncodings& encodings);
 
-// `result` serialized deterministically (map entries in key order).
-std::string DeterministicBytes(const v1::JobResult& result);
+// `message` serialized deterministically (map entries in key order): the
+// same message, the same bytes, in every process (a protobuf map's order
+// is seeded per process).
+std::string DeterministicBytes(const google::protobuf::MessageLite& message);
 
 }  // namespace ptoserve
 
