@@ -374,6 +374,40 @@ uint64_t ResultBytes(const JobCost& cost, const ResultEncodings& encodings) {
   return bytes;
 }
 
+void ToEventRecord(const Event& e, v1::EventRecord* r) {
+  r->set_id(e.id);
+  r->set_instruction_index(e.index);
+  r->set_opcode(ToProto(e.opcode));
+  r->set_target(ToProto(e.target));
+  r->set_pipe(v1::PIPE_V);
+  for (const std::string& w : e.waited_on) r->add_waited_on(w);
+  // Set in place: a temporary and a copy each cost as much again.
+  SetTimestamp(e.enqueue_time, r->mutable_enqueue_time());
+  SetTimestamp(e.start_time, r->mutable_start_time());
+  SetTimestamp(e.end_time, r->mutable_end_time());
+  SetDuration(e.start_time - e.enqueue_time, r->mutable_queue_time());
+  SetDuration(e.end_time - e.start_time, r->mutable_execution_time());
+  r->set_batch_id(e.batch_id);
+  r->set_batch_size(e.batch_size);
+  for (const MicroOp& op : e.trace.ops) {
+    v1::MicroOp* m = r->add_trace();
+    m->set_op(op.op.data(), op.op.size());
+    m->set_dst(op.dst.data(), op.dst.size());
+    for (absl::string_view s : op.srcs) m->add_srcs(s.data(), s.size());
+    // A tile holds at most 2^32 elements, so both fit in 32 bits.
+    m->set_repeats(static_cast<uint32_t>(op.repeats));
+    m->set_elements(static_cast<uint32_t>(op.elements));
+  }
+  for (const std::string& note : e.trace.notes) r->add_notes(note);
+  for (const OperandPlacement& p : e.operands) {
+    v1::OperandRange* range = r->add_operands();
+    range->set_role(p.role.data(), p.role.size());
+    range->set_tile(p.tile);
+    range->set_begin(p.begin);
+    range->set_end(p.end);
+  }
+}
+
 void ToJobResult(JobOutcome outcome, const ResultEncodings& encodings,
                  v1::JobResult* out) {
   out->set_target(ToProto(outcome.target));
@@ -385,40 +419,7 @@ void ToJobResult(JobOutcome outcome, const ResultEncodings& encodings,
         tile.placed ? encodings.Placed(tile.name) : nullptr;
     ToProto(std::move(tile), as_values, placed, slot);
   }
-  for (const Event& e : outcome.events) {
-    v1::EventRecord* r = out->add_events();
-    r->set_id(e.id);
-    r->set_instruction_index(e.index);
-    r->set_opcode(ToProto(e.opcode));
-    r->set_target(ToProto(e.target));
-    r->set_pipe(v1::PIPE_V);
-    for (const std::string& w : e.waited_on) r->add_waited_on(w);
-    // Set in place: a temporary and a copy each cost as much again.
-    SetTimestamp(e.enqueue_time, r->mutable_enqueue_time());
-    SetTimestamp(e.start_time, r->mutable_start_time());
-    SetTimestamp(e.end_time, r->mutable_end_time());
-    SetDuration(e.start_time - e.enqueue_time, r->mutable_queue_time());
-    SetDuration(e.end_time - e.start_time, r->mutable_execution_time());
-    r->set_batch_id(e.batch_id);
-    r->set_batch_size(e.batch_size);
-    for (const MicroOp& op : e.trace.ops) {
-      v1::MicroOp* m = r->add_trace();
-      m->set_op(op.op.data(), op.op.size());
-      m->set_dst(op.dst.data(), op.dst.size());
-      for (absl::string_view s : op.srcs) m->add_srcs(s.data(), s.size());
-      // A tile holds at most 2^32 elements, so both fit in 32 bits.
-      m->set_repeats(static_cast<uint32_t>(op.repeats));
-      m->set_elements(static_cast<uint32_t>(op.elements));
-    }
-    for (const std::string& note : e.trace.notes) r->add_notes(note);
-    for (const OperandPlacement& p : e.operands) {
-      v1::OperandRange* range = r->add_operands();
-      range->set_role(p.role.data(), p.role.size());
-      range->set_tile(p.tile);
-      range->set_begin(p.begin);
-      range->set_end(p.end);
-    }
-  }
+  for (const Event& e : outcome.events) ToEventRecord(e, out->add_events());
 }
 
 }  // namespace ptoserve

@@ -98,6 +98,9 @@ class ResultEncodings {
 // result.
 uint64_t ResultBytes(const JobCost& cost, const ResultEncodings& encodings);
 
+// One event as the wire's record of it (a JobResult's events are these).
+void ToEventRecord(const Event& event, v1::EventRecord* out);
+
 // Fills `out` with the outcome's tiles (each as `encodings` says; data
 // moves rather than copies) and events.
 void ToJobResult(JobOutcome outcome, const ResultEncodings& encodings,

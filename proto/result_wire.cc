@@ -7,102 +7,12 @@
 
 #include "absl/container/inlined_vector.h"
 #include "core/tile_codec.h"
+#include "proto/wire_out.h"
 #include "ptoserve/v1/job.pb.h"
 
 namespace ptoserve {
 
 namespace {
-
-constexpr int kVarint = 0;
-constexpr int kBytes = 2;
-
-// Protobuf's encoding, counted (kCount), then written: the same calls size
-// a message and then write it, each pass compiled on its own. The count
-// records each nested message's length in the order the messages start,
-// and the writing reads them back in that order, so that each is sized
-// once. Fields follow proto3's rules: a scalar or string at its default is
-// left out, an element of a repeated field and a message that is set are
-// not.
-template <bool kCount>
-class WireOut {
- public:
-  // Counts, recording the nested messages' lengths in `sizes`.
-  explicit WireOut(ResultWriter::Sizes* sizes) : sizes_(sizes) {}
-  // Writes to `at`, with the lengths a count recorded.
-  WireOut(uint8_t* at, const ResultWriter::Sizes& sizes)
-      : at_(at), written_sizes_(&sizes) {}
-
-  size_t count() const { return count_; }
-  static constexpr bool counting() { return kCount; }
-
-  void Varint(uint64_t v) {
-    if constexpr (kCount) {
-      // 1 byte per 7 bits, at least one.
-      count_ += (64 - __builtin_clzll(v | 1) + 6) / 7;
-    } else {
-      while (v >= 0x80) {
-        *at_++ = static_cast<uint8_t>(v | 0x80);
-        v >>= 7;
-      }
-      *at_++ = static_cast<uint8_t>(v);
-    }
-  }
-  void Raw(const void* bytes, size_t n) {
-    if constexpr (kCount) {
-      count_ += n;
-    } else if (n > 0) {
-      std::memcpy(at_, bytes, n);
-      at_ += n;
-    }
-  }
-  void Tag(int field, int wire) {
-    Varint((static_cast<uint64_t>(field) << 3) | wire);
-  }
-  // uint32, uint64 and int64 alike; an int32 or enum is sign-extended.
-  void Uint(int field, uint64_t v) {
-    if (v == 0) return;
-    Tag(field, kVarint);
-    Varint(v);
-  }
-  void Int32(int field, int32_t v) {
-    Uint(field, static_cast<uint64_t>(static_cast<int64_t>(v)));
-  }
-  void String(int field, absl::string_view s) {
-    if (!s.empty()) Element(field, s);
-  }
-  // An element of a repeated string, or a map's key: written when empty.
-  void Element(int field, absl::string_view s) {
-    Tag(field, kBytes);
-    Varint(s.size());
-    Raw(s.data(), s.size());
-  }
-  // A message field that is set: its length, then what `body` writes.
-  template <typename Body>
-  void Message(int field, const Body& body) {
-    if constexpr (kCount) {
-      const size_t slot = sizes_->size();
-      sizes_->push_back(0);
-      const size_t before = count_;
-      body(*this);
-      const size_t size = count_ - before;
-      (*sizes_)[slot] = static_cast<uint32_t>(size);
-      Tag(field, kBytes);
-      Varint(size);
-    } else {
-      const uint32_t size = (*written_sizes_)[next_++];
-      Tag(field, kBytes);
-      Varint(size);
-      body(*this);
-    }
-  }
-
- private:
-  uint8_t* at_ = nullptr;
-  size_t count_ = 0;
-  ResultWriter::Sizes* sizes_ = nullptr;
-  const ResultWriter::Sizes* written_sizes_ = nullptr;
-  size_t next_ = 0;
-};
 
 // google.protobuf.Timestamp and Duration alike, as SetTimestamp and
 // SetDuration split them.
@@ -142,7 +52,7 @@ void Tile(Out& out, const OutputTile& tile, const ResultEncodings& encodings) {
                                              : v1::LAYOUT_COL_MAJOR);
   out.Int32(7, static_cast<int32_t>(d.location));
   if (d.address.has_value()) {
-    out.Tag(8, kVarint);
+    out.Tag(8, kWireVarint);
     out.Varint(*d.address);
   }
   const v1::RegionSlice* placed =
@@ -156,7 +66,7 @@ void Tile(Out& out, const OutputTile& tile, const ResultEncodings& encodings) {
   } else if (encodings.AsValues(tile.name)) {
     const size_t n = d.elements();
     if (n == 0) return;
-    out.Tag(10, kBytes);
+    out.Tag(10, kWireBytes);
     out.Varint(n * sizeof(double));
     if (Out::counting()) return out.Raw(nullptr, n * sizeof(double));
     std::vector<double> values(n);

@@ -13,13 +13,14 @@
 #include "absl/strings/string_view.h"
 #include "core/job.h"
 #include "proto/codec.h"
+#include "proto/wire_out.h"
 
 namespace ptoserve {
 
 class ResultWriter {
  public:
   // The lengths of the nested messages, in the order they start.
-  using Sizes = absl::InlinedVector<uint32_t, 16>;
+  using Sizes = WireSizes;
 
   // Sizes the result of a job with id `id`; everything must outlive the
   // writer.

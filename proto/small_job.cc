@@ -7,87 +7,18 @@
 
 #include "core/ops.h"
 #include "core/quote.h"
+#include "proto/wire_reader.h"
 
 namespace ptoserve {
 
 namespace {
-
-// Protobuf's wire types, as the fields a small job covers use them.
-constexpr int kVarint = 0;
-constexpr int kBytes = 2;
-
-// The bytes of one message, read front to back. Every read says whether it
-// found what it asked for; a small job declines at the first that did not.
-class WireReader {
- public:
-  explicit WireReader(absl::string_view bytes)
-      : at_(reinterpret_cast<const uint8_t*>(bytes.data())),
-        end_(at_ + bytes.size()) {}
-
-  bool done() const { return at_ == end_; }
-
-  bool Varint(uint64_t* value) {
-    // Most of a job's varints (tags, lengths under 128, enums) are a byte.
-    if (at_ != end_ && *at_ < 0x80) {
-      *value = *at_++;
-      return true;
-    }
-    uint64_t v = 0;
-    for (int shift = 0; shift < 64 && at_ != end_; shift += 7) {
-      const uint8_t byte = *at_++;
-      v |= uint64_t{byte & 0x7fu} << shift;
-      if (byte < 0x80) {
-        *value = v;
-        return true;
-      }
-    }
-    return false;
-  }
-
-  // A field's number and wire type; field 0 is no field.
-  bool Tag(uint32_t* field, int* wire) {
-    uint64_t tag = 0;
-    if (!Varint(&tag) || tag > UINT32_MAX || (tag >> 3) == 0) return false;
-    *field = static_cast<uint32_t>(tag >> 3);
-    *wire = static_cast<int>(tag & 7);
-    return true;
-  }
-
-  bool Bytes(absl::string_view* out) {
-    uint64_t length = 0;
-    if (!Varint(&length) || length > static_cast<uint64_t>(end_ - at_)) {
-      return false;
-    }
-    *out = absl::string_view(reinterpret_cast<const char*>(at_), length);
-    at_ += length;
-    return true;
-  }
-
-  // A field of `wire` type `expected`: a varint into `value`.
-  bool VarintField(int wire, uint64_t* value) {
-    return wire == kVarint && Varint(value);
-  }
-  bool BytesField(int wire, absl::string_view* out) {
-    return wire == kBytes && Bytes(out);
-  }
-
- private:
-  const uint8_t* at_;
-  const uint8_t* const end_;
-};
-
-bool Ascii(absl::string_view text) {
-  return std::none_of(text.begin(), text.end(), [](char c) {
-    return static_cast<unsigned char>(c) >= 0x80;
-  });
-}
 
 // A name as the small path takes it: ASCII (so valid UTF-8, as protobuf
 // requires of a string) and no longer than the wire scan allows.
 bool Name(WireReader* in, int wire, std::string* out) {
   absl::string_view name;
   if (!in->BytesField(wire, &name) || name.size() > kMaxNameBytes ||
-      !Ascii(name)) {
+      !WireAscii(name)) {
     return false;
   }
   out->assign(name.data(), name.size());
@@ -267,7 +198,7 @@ bool ReadJobField(WireReader* in, uint32_t field, int wire, const Caps& caps,
   switch (field) {
     case 1:  // id
       if (!in->BytesField(wire, &nested) || nested.size() > kMaxNameBytes ||
-          !Ascii(nested)) {
+          !WireAscii(nested)) {
         return false;
       }
       job->header.id = nested;
