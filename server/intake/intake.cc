@@ -286,12 +286,15 @@ void Intake::Execute(ExecuteRequest request) const {
   });
 }
 
-std::optional<SmallJob> Intake::ReadSmall(RequestBody& body) const {
+std::optional<SmallJob> Intake::ReadSmall(RequestBody& body,
+                                          const JobProtocol* protocol) const {
   if (body.format() != BodyFormat::kProtobuf || body.size() > kSmallJobBytes) {
     return std::nullopt;
   }
   std::optional<SmallJob> small =
-      ReadSmallJob(body.Gather(), dispatcher_->job_limits());
+      protocol != nullptr
+          ? protocol->ReadSmall(body.Gather())
+          : ReadSmallJob(body.Gather(), dispatcher_->job_limits());
   // Tiles heavy to make are the decoders' work, as a parsed job's are.
   if (small && DeclaredTileBytes(small->spec) > kLightTileBytes) {
     return std::nullopt;
@@ -301,15 +304,17 @@ std::optional<SmallJob> Intake::ReadSmall(RequestBody& body) const {
 
 bool Intake::ExecutedSmall(ExecuteRequest* request) const {
   RequestBody& body = *request->body;
-  if (request->protocol != nullptr) return false;
-  std::optional<SmallJob> small = ReadSmall(body);
+  std::optional<SmallJob> small = ReadSmall(body, request->protocol);
   if (!small) return false;
   // The body stays: the job reads its tiles' bytes in place.
   Decoded decoded;
   decoded.request_bytes = body.size();
   JobRequest job;
   job.small = &*small;
+  const bool protocols = request->protocol != nullptr;
   PrepareDispatch(std::move(*request), decoded, &job);
+  // A protocol answers its small jobs from their outcomes.
+  if (protocols) job.reply_form = JobReply::Form::kOutcome;
   dispatcher_->Dispatch(std::move(job));
   return true;
 }

@@ -65,7 +65,8 @@ struct ExecuteRequest {
   // Where the result is built (null: the dispatcher's scratch); outlives
   // `done`.
   v1::JobResult* result = nullptr;
-  // The form `done` reads the reply in (JobRequest::reply_form).
+  // The form `done` reads the reply in (JobRequest::reply_form); a job
+  // that `protocol`'s small path reads is answered in kOutcome's.
   JobReply::Form reply_form = JobReply::Form::kMessage;
   // Runs exactly once: with the result, or why there is none.
   JobDone done;
@@ -126,11 +127,13 @@ class Intake {
                                  const JobProtocol* protocol = nullptr) const;
   absl::StatusOr<BatchShape> ScanBatch(const RequestBody& body,
                                        absl::string_view what) const;
-  // Steps 2 and 3 for a job the small-job path covers (proto/small_job.h):
-  // the job `body` holds, read in place (the body must outlive it), when
-  // it is a protobuf Job that path reads and its tiles are light to make;
-  // else nullopt, and nothing counted: the generic path takes it.
-  std::optional<SmallJob> ReadSmall(RequestBody& body) const;
+  // Steps 2 and 3 for a job a small path covers (proto/small_job.h, or
+  // `protocol`'s own): the job `body` holds, read in place (the body must
+  // outlive it), when it is a protobuf request that path reads and its
+  // tiles are light to make; else nullopt, and nothing counted: the
+  // generic path takes it.
+  std::optional<SmallJob> ReadSmall(
+      RequestBody& body, const JobProtocol* protocol = nullptr) const;
   // Counts a job refused before it was decoded.
   void CountRefused(absl::StatusCode code) const;
 
@@ -163,8 +166,9 @@ class Intake {
 
   // The parse of Decode, on this thread; the body's bytes let go.
   Decoded ParseNow(const DecodeRequest& request) const;
-  // Steps 2 to 5 for a job the small-job path reads (proto/small_job.h),
-  // on this thread; false, and nothing done, for one it does not.
+  // Steps 2 to 5 for a job a small path reads (proto/small_job.h, the
+  // request's protocol's), on this thread; false, and nothing done, for one it
+  // does not.
   bool ExecutedSmall(ExecuteRequest* request) const;
   // Step 5.
   void Dispatch(ExecuteRequest request, const Decoded& decoded) const;

@@ -2,20 +2,25 @@
 // another protocol than ptoserve.v1 (the Open Inference Protocol, a
 // future REST shape) brings a JobProtocol: how its request's bytes are
 // checked before they are parsed, and how they are parsed into the Job
-// that runs. The door turns the JobResult into its protocol's answer in
-// its JobDone. Everything else (the bytes held against the client's share,
-// the parse here or on the decoders in the client's turn, the deadline and
-// the caller gone, admission, the scheduler) is the pipeline's, unchanged:
-// a new protocol is an adapter in a package of its own plus its door's
-// routes, with no change to intake, dispatcher or scheduler.
+// that runs; and, if it has one, its small path: how a request of the
+// common shape is read from its bytes straight into the engine's job. The
+// door turns the JobResult (a small request's, the job's outcome) into its
+// protocol's answer in its JobDone. Everything else (the bytes held against the
+// client's share, the parse here or on the decoders in the client's turn, the
+// deadline and the caller gone, admission, the scheduler) is the pipeline's,
+// unchanged: a new protocol is an adapter in a package of its own plus its
+// door's routes, with no change to intake, dispatcher or scheduler.
 // ptoserve.v1's Job (protobuf or proto3 JSON) is the pipeline's own
 // vocabulary and needs no adapter.
 #ifndef PTOSERVE_SERVER_INTAKE_PROTOCOL_H_
 #define PTOSERVE_SERVER_INTAKE_PROTOCOL_H_
 
+#include <optional>
+
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "core/job.h"
+#include "proto/small_job.h"
 #include "proto/wire_scan.h"
 #include "ptoserve/v1/job.pb.h"
 #include "server/intake/request_body.h"
@@ -40,6 +45,17 @@ class JobProtocol {
   // May run on the thread that read it or on a decoder: thread-safe.
   virtual absl::Status Parse(const RequestBody& body, absl::string_view what,
                              v1::Job* job) const = 0;
+
+  // The job `bytes` (a protobuf request, whole) encode, when the
+  // protocol's small path covers it, else nullopt and the generic path
+  // (Scan, Parse) takes it. A job so read refuses nothing that the generic
+  // path would not: the pipeline runs it as it would the parsed one, and
+  // its JobReply is in the kOutcome form, which the door writes its answer
+  // from. The job's views borrow `bytes`. On the thread that read the
+  // request.
+  virtual std::optional<SmallJob> ReadSmall(absl::string_view bytes) const {
+    return std::nullopt;
+  }
 };
 
 }  // namespace ptoserve

@@ -41,10 +41,15 @@ JobReply::JobReply(absl::string_view id, JobOutcome outcome,
       into_(into) {}
 
 void JobReply::Prepare(Form form) {
-  if (form == Form::kMessage) {
-    Message();
-  } else {
-    Bytes();
+  switch (form) {
+    case Form::kMessage:
+      Message();
+      break;
+    case Form::kBytes:
+      Bytes();
+      break;
+    case Form::kOutcome:
+      break;
   }
 }
 

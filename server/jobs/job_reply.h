@@ -49,8 +49,10 @@ class ScratchArena {
 class JobReply {
  public:
   // How the door reads it: the message (HTTP's JSON, the inference
-  // protocol's answers, a batch's) or the bytes (a gRPC Job's answer).
-  enum class Form { kMessage, kBytes };
+  // protocol's answers, a batch's), the bytes (a gRPC Job's answer), or
+  // the outcome, which the door writes its own answer from (a small
+  // inference request's).
+  enum class Form { kMessage, kBytes, kOutcome };
 
   // The reply to job `id` (a string that outlives the reply) from its
   // outcome, its tiles travelling as `encodings` says (which must outlive
@@ -60,7 +62,7 @@ class JobReply {
            const ResultEncodings& encodings, v1::JobResult* into);
 
   // Does the work of `form` now (the dispatcher times it as the job's
-  // output); may throw std::bad_alloc.
+  // output; kOutcome's is the door's); may throw std::bad_alloc.
   void Prepare(Form form);
 
   // The result as a message, built on first call; building it moves the
@@ -70,6 +72,9 @@ class JobReply {
   // that Message() serializes to deterministically.
   // REQUIRES: Message() has not been called.
   const ResultWriter& Bytes();
+  // What the job made.
+  // REQUIRES: Message() has not been called.
+  const JobOutcome& outcome() const { return outcome_; }
 
  private:
   const absl::string_view id_;

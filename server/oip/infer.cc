@@ -18,6 +18,7 @@
 #include "proto/wire.h"
 #include "proto/words.h"
 #include "server/intake/json_scan.h"
+#include "server/oip/infer_wire.h"
 #include "server/oip/parameters.h"
 
 namespace ptoserve {
@@ -407,6 +408,15 @@ absl::Status GrpcInferProtocol::Parse(const RequestBody& body,
         "is truncated or corrupt"));
   }
   return JobOfInferRequest(*catalog_, request, job, &envelope_);
+}
+
+std::optional<SmallJob> GrpcInferProtocol::ReadSmall(
+    absl::string_view bytes) const {
+  std::optional<SmallInfer> small = ReadSmallInfer(bytes, *catalog_);
+  if (!small) return std::nullopt;
+  envelope_ = std::move(small->envelope);
+  read_small_ = true;
+  return std::move(small->job);
 }
 
 }  // namespace ptoserve

@@ -11,6 +11,7 @@
 
 #include <google/protobuf/io/zero_copy_stream.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -70,13 +71,20 @@ class GrpcInferProtocol final : public JobProtocol {
                                  const EngineLimits& limits) const override;
   absl::Status Parse(const RequestBody& body, absl::string_view what,
                      v1::Job* job) const override;
+  // server/oip/infer_wire.h's small path.
+  std::optional<SmallJob> ReadSmall(absl::string_view bytes) const override;
 
-  // After Parse: the request's model, id and outputs.
+  // After Parse or ReadSmall: the request's model, id and outputs.
   const InferEnvelope& envelope() const { return envelope_; }
+  // Whether ReadSmall read the request: its answer is written from the
+  // job's outcome (InferResponseWriter), there being no result message.
+  bool read_small() const { return read_small_; }
 
  private:
   const ModelCatalog* const catalog_;
-  mutable InferEnvelope envelope_;  // Parse's; one request per object
+  // Parse's or ReadSmall's; one request per object.
+  mutable InferEnvelope envelope_;
+  mutable bool read_small_ = false;
 };
 
 }  // namespace ptoserve

@@ -35,13 +35,9 @@ absl::string_view GrpcBody::Gather() {
                            slice.size());
 }
 
-namespace {
-
-// Encodes `size` bytes that `write` writes into `bytes`, as one slice;
-// RESOURCE_EXHAUSTED, and nothing written, when over `max_bytes`.
-template <typename Write>
-absl::Status EncodeOneSlice(size_t size, uint64_t max_bytes,
-                            grpc::ByteBuffer* bytes, const Write& write) {
+absl::Status EncodeWritten(size_t size, uint64_t max_bytes,
+                           grpc::ByteBuffer* bytes,
+                           absl::FunctionRef<void(uint8_t*)> write) {
   if (size > max_bytes) {
     bytes->Clear();
     return absl::ResourceExhaustedError(absl::StrFormat(
@@ -56,24 +52,22 @@ absl::Status EncodeOneSlice(size_t size, uint64_t max_bytes,
   return absl::OkStatus();
 }
 
-}  // namespace
-
 absl::Status EncodeReply(const google::protobuf::Message& message,
                          uint64_t max_bytes, grpc::ByteBuffer* bytes) {
   // Sized once (gRPC's serializer sizes the message twice, once itself and
   // once in protobuf's stream writer), refused before a byte is written if
   // too large, then written whole into one slice of exactly that size.
-  return EncodeOneSlice(message.ByteSizeLong(), max_bytes, bytes,
-                        [&message](uint8_t* out) {
-                          message.SerializeWithCachedSizesToArray(out);
-                        });
+  return EncodeWritten(message.ByteSizeLong(), max_bytes, bytes,
+                       [&message](uint8_t* out) {
+                         message.SerializeWithCachedSizesToArray(out);
+                       });
 }
 
 absl::Status EncodeReply(JobReply& reply, uint64_t max_bytes,
                          grpc::ByteBuffer* bytes) {
   const ResultWriter& writer = reply.Bytes();
-  return EncodeOneSlice(writer.size(), max_bytes, bytes,
-                        [&writer](uint8_t* out) { writer.Write(out); });
+  return EncodeWritten(writer.size(), max_bytes, bytes,
+                       [&writer](uint8_t* out) { writer.Write(out); });
 }
 
 }  // namespace ptoserve

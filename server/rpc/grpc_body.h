@@ -8,6 +8,7 @@
 
 #include <cstdint>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "server/intake/request_body.h"
 #include "server/jobs/job_reply.h"
@@ -44,6 +45,11 @@ absl::Status EncodeReply(const google::protobuf::Message& message,
 // The same for a job's reply, written straight from its outcome.
 absl::Status EncodeReply(JobReply& reply, uint64_t max_bytes,
                          grpc::ByteBuffer* bytes);
+// The same for `size` bytes that `write` writes (a writer's, such as the
+// inference protocol's InferResponseWriter).
+absl::Status EncodeWritten(size_t size, uint64_t max_bytes,
+                           grpc::ByteBuffer* bytes,
+                           absl::FunctionRef<void(uint8_t*)> write);
 
 }  // namespace ptoserve
 

@@ -10,6 +10,7 @@
 #include "common/mutex.h"
 #include "core/quote.h"
 #include "server/oip/infer.h"
+#include "server/oip/infer_wire.h"
 #include "server/rpc/grpc_body.h"
 #include "server/rpc/job_stream.h"
 #include "server/rpc/status.h"
@@ -46,14 +47,22 @@ class InferenceService::Codec final : public StreamCodec {
   }
 
   absl::Status Encode(const JobProtocol& message,
-                      const absl::StatusOr<const v1::JobResult*>& result,
+                      const absl::StatusOr<JobReply*>& result,
                       uint64_t max_bytes,
                       grpc::ByteBuffer* bytes) const override {
-    const InferEnvelope& envelope =
-        static_cast<const GrpcInferProtocol&>(message).envelope();
+    const auto& protocol = static_cast<const GrpcInferProtocol&>(message);
+    const InferEnvelope& envelope = protocol.envelope();
+    if (result.ok() && protocol.read_small()) {
+      const InferResponseWriter writer(
+          envelope, (*result)->outcome(),
+          InferResponseWriter::Form::kStreamResponse);
+      return EncodeWritten(writer.size(), max_bytes, bytes,
+                           [&writer](uint8_t* out) { writer.Write(out); });
+    }
     inference::ModelStreamInferResponse answer;
     if (result.ok()) {
-      InferResponseOf(**result, envelope, answer.mutable_infer_response());
+      InferResponseOf(*(*result)->Message(), envelope,
+                      answer.mutable_infer_response());
     } else {
       answer.set_error_message(std::string(result.status().message()));
       answer.mutable_infer_response()->set_id(envelope.id);
@@ -162,17 +171,21 @@ grpc::ServerUnaryReactor* InferenceService::ModelInfer(
   execute.body = &call->body;
   execute.what = "the request";
   execute.call = &call->info;
-  execute.job = call->NewJob();
+  execute.new_job = [call] { return call->NewJob(); };
   execute.protocol = protocol.get();
   execute.done = [this, call, response, protocol](absl::StatusOr<JobReply*> r,
                                                   MemoryBudget::Hold hold) {
     call->hold = std::move(hold);
     absl::Status encoded = r.status();
-    if (r.ok()) {
+    const uint64_t max_bytes = intake_->limits().max_message_bytes;
+    if (r.ok() && protocol->read_small()) {
+      const InferResponseWriter writer(protocol->envelope(), (*r)->outcome());
+      encoded = EncodeWritten(writer.size(), max_bytes, response,
+                              [&writer](uint8_t* out) { writer.Write(out); });
+    } else if (r.ok()) {
       inference::ModelInferResponse answer;
       InferResponseOf(*(*r)->Message(), protocol->envelope(), &answer);
-      encoded =
-          EncodeReply(answer, intake_->limits().max_message_bytes, response);
+      encoded = EncodeReply(answer, max_bytes, response);
     }
     call->Answer(ToGrpcStatus(encoded), encoded.ok() ? response->Length() : 0);
   };

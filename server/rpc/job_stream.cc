@@ -47,14 +47,12 @@ void JobStream::Take(grpc::ByteBuffer* message, uint64_t number) {
   auto incoming = std::make_shared<Incoming>(
       message, number,
       jobs_.codec != nullptr ? jobs_.codec->ForMessage() : nullptr);
-  if (jobs_.codec == nullptr) {
-    incoming->small = jobs_.intake->ReadSmall(incoming->body);
-    if (incoming->small) {
-      Admit(std::shared_ptr<v1::Job>(), incoming->body.size(),
-            std::string(incoming->small->header.id), /*run_here=*/true,
-            incoming);
-      return;
-    }
+  incoming->small =
+      jobs_.intake->ReadSmall(incoming->body, incoming->protocol.get());
+  if (incoming->small) {
+    Admit(std::shared_ptr<v1::Job>(), incoming->body.size(),
+          std::string(incoming->small->header.id), /*run_here=*/true, incoming);
+    return;
   }
   absl::StatusOr<WireShape> shape = jobs_.intake->Scan(
       incoming->body, incoming->what, incoming->protocol.get());
@@ -122,17 +120,19 @@ bool JobStream::StartJob(Waiting waiting, bool run_here) {
   request.call = &jobs_.call;
   request.run_here = run_here;
   request.may_wait = in_flight > 0;
-  if (jobs_.codec == nullptr) request.reply_form = JobReply::Form::kBytes;
+  // A protocol answers its small jobs from their outcomes.
+  if (jobs_.codec == nullptr) {
+    request.reply_form = JobReply::Form::kBytes;
+  } else if (request.small != nullptr) {
+    request.reply_form = JobReply::Form::kOutcome;
+  }
   request.done = [this, id, job = waiting.job, message = waiting.message](
                      absl::StatusOr<JobReply*> r, MemoryBudget::Hold hold) {
     // Serialized before taking mu_: a large result does not hold up this
     // stream's events or its other jobs' completions.
     grpc::ByteBuffer bytes;
     if (jobs_.codec != nullptr) {
-      bytes =
-          Encoded(*message,
-                  r.ok() ? absl::StatusOr<const v1::JobResult*>((*r)->Message())
-                         : r.status());
+      bytes = Encoded(*message, r);
     } else {
       bytes = r.ok() ? Encoded(**r, id) : EncodedError(id, r.status());
     }
@@ -209,8 +209,7 @@ void JobStream::Deliver(const Incoming& message, grpc::ByteBuffer bytes,
 }
 
 grpc::ByteBuffer JobStream::Encoded(
-    const Incoming& message,
-    const absl::StatusOr<const v1::JobResult*>& result) const {
+    const Incoming& message, const absl::StatusOr<JobReply*>& result) const {
   const uint64_t max_bytes = jobs_.intake->limits().max_message_bytes;
   grpc::ByteBuffer bytes;
   absl::Status encoded;

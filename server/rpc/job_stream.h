@@ -69,10 +69,10 @@ class JobStream final : public StreamMachine {
   // The error that takes the place of job `id`'s result.
   grpc::ByteBuffer EncodedError(const std::string& id,
                                 const absl::Status& status) const;
-  // The codec's answer to `message`: its result, or why there is none.
-  grpc::ByteBuffer Encoded(
-      const Incoming& message,
-      const absl::StatusOr<const v1::JobResult*>& result) const;
+  // The codec's answer to `message`: its job's reply, or why there is
+  // none.
+  grpc::ByteBuffer Encoded(const Incoming& message,
+                           const absl::StatusOr<JobReply*>& result) const;
 
   const StreamJobs jobs_;
   // Decoded jobs the memory budget has no room for yet, in the order they

@@ -24,13 +24,15 @@ class StreamCodec {
   virtual ~StreamCodec() = default;
   // The protocol that scans and parses one message.
   virtual std::unique_ptr<JobProtocol> ForMessage() const = 0;
-  // The answer to the message `message` parsed (or tried to): its result,
-  // or why there is none; or why it cannot be made (RESOURCE_EXHAUSTED:
-  // over `max_bytes`), which the stream answers instead, as an error.
-  virtual absl::Status Encode(
-      const JobProtocol& message,
-      const absl::StatusOr<const v1::JobResult*>& result, uint64_t max_bytes,
-      grpc::ByteBuffer* bytes) const = 0;
+  // The answer to the message `message` parsed (or tried to): its job's
+  // reply (its JobResult, or, for a job its protocol's small path read,
+  // its outcome: JobReply::Form::kOutcome), or why there is none; or why
+  // it cannot be made (RESOURCE_EXHAUSTED: over `max_bytes`), which the
+  // stream answers instead, as an error.
+  virtual absl::Status Encode(const JobProtocol& message,
+                              const absl::StatusOr<JobReply*>& result,
+                              uint64_t max_bytes,
+                              grpc::ByteBuffer* bytes) const = 0;
 };
 
 struct StreamJobs {

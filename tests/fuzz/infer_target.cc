@@ -2,26 +2,66 @@
 // server does with one before it runs (server/oip).
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
+#include <optional>
+#include <string>
+#include <utility>
+
 #include "absl/strings/str_cat.h"
 #include "core/engine.h"
+#include "proto/codec.h"
 #include "proto/wire.h"
 #include "server/exec/scheduler.h"
 #include "server/jobs/capabilities.h"
+#include "server/jobs/decode.h"
 #include "server/oip/infer.h"
+#include "server/oip/infer_wire.h"
 #include "server/oip/models.h"
 #include "server/oip/rest.h"
 #include "tests/fuzz/fuzz_targets.h"
+#include "tests/server/small_infer_checks.h"
+#include "tests/server/small_job_checks.h"
 
 namespace ptoserve {
 namespace fuzz {
 
 namespace {
 
-const ModelCatalog& Catalog() {
+const Engine& TheEngine() {
   static const Engine* const engine = new Engine(EngineOptions{});
+  return *engine;
+}
+
+const ModelCatalog& Catalog() {
   static const ModelCatalog* const catalog = new ModelCatalog(CapabilitiesOf(
-      *engine, SchedulerOptions{}, ServiceLimits{}, SharedMemoryOptions{}));
+      TheEngine(), SchedulerOptions{}, ServiceLimits{}, SharedMemoryOptions{}));
   return *catalog;
+}
+
+// The small path (server/oip/infer_wire.h) held to the generic one: what
+// it reads, the generic path makes the same job of, and the response it
+// writes for the job's outcome is the bytes of InferResponseOf's message.
+absl::Status CheckSmallPath(absl::string_view bytes) {
+  if (std::string differs = SmallInferDiffers(bytes, Catalog());
+      !differs.empty()) {
+    return absl::InternalError(
+        absl::StrCat("the small path read the request otherwise: ", differs));
+  }
+  std::optional<SmallInfer> small = ReadSmallInfer(bytes, Catalog());
+  if (!small) return absl::OkStatus();
+  const DecodedJob decoded =
+      DecodeSmallJob(std::move(small->job.spec), TheEngine());
+  absl::StatusOr<JobOutcome> outcome = TheEngine().Execute(decoded.spec);
+  if (!outcome.ok()) return absl::OkStatus();  // the engine's refusal
+  const std::string written = WrittenInferResponse(small->envelope, *outcome);
+  v1::JobResult result;
+  ToJobResult(*std::move(outcome), decoded.encodings, &result);
+  inference::ModelInferResponse response;
+  InferResponseOf(result, small->envelope, &response);
+  if (written != DeterministicBytes(response)) {
+    return absl::InternalError(
+        "the written response differs from its message's bytes");
+  }
+  return absl::OkStatus();
 }
 
 // What a request made a job must be: every tile's bytes its shape's, and
@@ -75,6 +115,7 @@ absl::Status RunInfer(absl::string_view bytes) {
     }
     return absl::OkStatus();
   }
+  if (absl::Status small = CheckSmallPath(bytes); !small.ok()) return small;
   google::protobuf::io::ArrayInputStream in(bytes.data(),
                                             static_cast<int>(bytes.size()));
   if (!ScanInferRequest(&in, bytes.size(), EngineLimits{}).ok()) {

@@ -331,13 +331,13 @@ class IdCodec final : public StreamCodec {
     return std::make_unique<IdProtocol>();
   }
   absl::Status Encode(const JobProtocol& message,
-                      const absl::StatusOr<const v1::JobResult*>& result,
+                      const absl::StatusOr<JobReply*>& result,
                       uint64_t max_bytes,
                       grpc::ByteBuffer* bytes) const override {
     v1::JobResult answer;
     answer.set_id(static_cast<const IdProtocol&>(message).id_);
     if (result.ok()) {
-      *answer.mutable_tiles() = (*result)->tiles();
+      *answer.mutable_tiles() = (*result)->Message()->tiles();
     } else {
       answer.mutable_status()->set_code(v1::INVALID_ARGUMENT);
       answer.mutable_status()->set_message(

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -33,6 +34,9 @@ struct Outcome {
   v1::Job job;
   v1::JobResult result;
   std::string reply_bytes;  // the reply, when asked for as bytes
+  // Run with the reply before its message is built (a door that writes
+  // its answer from the job's outcome reads it here).
+  std::function<void(JobReply&)> before_message;
   CallInfo call;
   std::optional<IncomingBody> body;
 };
@@ -50,8 +54,9 @@ class Pipeline {
 
   // Hands `bytes` to the pipeline as a door would: as `format`, named
   // `what` in errors, through `protocol` (null: v1's), its reply read as
-  // `form` (bytes: into o->reply_bytes, as the gRPC door writes them). The
-  // call is "a client"'s unless `o` already has a share.
+  // `form` (bytes: into o->reply_bytes, as the gRPC door writes them;
+  // otherwise into o->result, after o->before_message). The call is "a
+  // client"'s unless `o` already has a share.
   void Execute(Outcome* o, BodyFormat format, const std::string& bytes,
                const char* what = "the request",
                const JobProtocol* protocol = nullptr,
@@ -72,6 +77,10 @@ class Pipeline {
         const ResultWriter& writer = (*r)->Bytes();
         o->reply_bytes.assign(writer.size(), '\0');
         writer.Write(reinterpret_cast<uint8_t*>(o->reply_bytes.data()));
+      } else if (r.ok()) {
+        // A protocol's small job comes as its outcome (JobReply::kOutcome).
+        if (o->before_message) o->before_message(**r);
+        (*r)->Message();
       }
       o->status = r.status();
       o->thread = std::this_thread::get_id();
