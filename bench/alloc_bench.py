@@ -75,14 +75,17 @@ def measure(name, command, port, args, check, wire):
     return rows
 
 
-def servers_to_measure(builds, plain):
+def servers_to_measure(builds, plain, wires="job"):
     """(name, command, check, wire) of each ptoserve build in `builds`
-    (NAME=PATH,...) and, with `plain`, the plain servers: the flat-message
-    TAND server and echo (the ceiling: bench/flat_server, ptobench
-    --wire=flat), the plain TAND server and echo (ptoserve's Job)."""
-    servers = [(name, [path, "--metrics_address=", "--http_address="], True,
-                "job")
-               for name, path in (b.split("=", 1) for b in builds.split(","))]
+    (NAME=PATH,...), once for each of `wires` (job: Execute; oip: the
+    inference protocol's ModelInfer, named "NAME oip"), and, with `plain`,
+    the plain servers: the flat-message TAND server and echo (the ceiling:
+    bench/flat_server, ptobench --wire=flat), the plain TAND server and echo
+    (ptoserve's Job)."""
+    servers = [(name if wire == "job" else f"{name} {wire}",
+                [path, "--metrics_address=", "--http_address="], True, wire)
+               for name, path in (b.split("=", 1) for b in builds.split(","))
+               for wire in wires.split(",")]
     if plain:
         # The echoes' answers are src0, not the TAND: not checked.
         servers += [

@@ -161,7 +161,8 @@ def main():
                         help="of flat (the simplest server computing TAND on "
                         "the simplest message: the ceiling), flat_echo, plain "
                         "(echo on ptoserve's Job), tand (the plain server "
-                        "computing TAND on the Job), echo, ptoserve, python "
+                        "computing TAND on the Job), echo, ptoserve, "
+                        "ptoserve_oip (ptoserve through ModelInfer), python "
                         "(the peer: bench/python_peer_server.py)")
     parser.add_argument("--concurrency", default="1,8,32")
     parser.add_argument("--rounds", type=int, default=3)
@@ -198,6 +199,12 @@ def main():
         "ptoserve": ([f"{args.bin}/server/ptoserve", "--metrics_address=", "--http_address="] +
                      [f for f in args.ptoserve_flags.split(",") if f],
                      50183, "true"),
+        # ptoserve through the inference protocol's ModelInfer (ptobench
+        # --wire=oip).
+        "ptoserve_oip": ([f"{args.bin}/server/ptoserve", "--metrics_address=",
+                          "--http_address="] +
+                         [f for f in args.ptoserve_flags.split(",") if f],
+                         50188, "true"),
         "python": (["/usr/bin/python3", "bench/python_peer_server.py"],
                    50184, "true"),
     }
@@ -227,6 +234,8 @@ def main():
                     _, port, check = known[s]
                     if s.startswith("flat"):
                         extra = extra + ["--wire=flat"]
+                    elif s.endswith("_oip"):
+                        extra = extra + ["--wire=oip"]
                     r = run(path, extra, port, procs[s].pid, args.seconds,
                             args.warmup, check, c, args.cpu == "window")
                     results.setdefault((c, s, g), []).append(r)

@@ -106,6 +106,9 @@ def main():
         "--servers", default=f"ptoserve={BIN}/server/ptoserve",
         help="NAME=PATH,... of ptoserve builds; the plain servers (flat "
         "and Job, TAND and echo) too unless --no-plain")
+    parser.add_argument("--wires", default="job",
+                        help="job,oip: each ptoserve build through Execute "
+                        "and the inference protocol's ModelInfer")
     parser.add_argument("--concurrency", default="1,8,32,128")
     parser.add_argument("--shape", default="16x16")
     parser.add_argument("--target", default="host",
@@ -121,7 +124,7 @@ def main():
                         "servers) are: an -c opt build's bazel-bin")
     args = parser.parse_args()
     BIN = alloc_bench.BIN = args.bin
-    servers = servers_to_measure(args.servers, args.plain)
+    servers = servers_to_measure(args.servers, args.plain, args.wires)
     print("| server | target | concurrency | calls measured | "
           "instructions per call |")
     print("|---|---|---|---|---|")

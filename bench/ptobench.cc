@@ -72,7 +72,9 @@ ABSL_FLAG(
     "job: ptoserve.v1's Job (ptoserve, the plain servers); flat: the "
     "simplest message a TAND needs (bench/flat/flat.proto, "
     "bench/flat_server: Tand, or TandStream, which answers a message at a "
-    "time, in order), unary or stream mode.");
+    "time, in order), unary or stream mode; oip: the Open Inference "
+    "Protocol's ModelInfer on model --opcode, inputs src0 and src1 as raw "
+    "contents (ptoserve), unary mode.");
 ABSL_FLAG(int, concurrency, 1,
           "Unary calls in flight, or streams (closed loop: a call starts when "
           "one finishes).");
@@ -195,8 +197,12 @@ std::string UsageError(const Settings& settings, double rate) {
   if (format != "text" && format != "csv" && format != "json") {
     return "--format is text, csv or json";
   }
-  if (settings.wire != "job" && settings.wire != "flat") {
-    return "--wire is job or flat";
+  if (settings.wire != "job" && settings.wire != "flat" &&
+      settings.wire != "oip") {
+    return "--wire is job, flat or oip";
+  }
+  if (settings.wire == "oip" && (mode != "unary" || absl::GetFlag(FLAGS_shm))) {
+    return "--wire=oip sends a ModelInfer call each (--mode=unary, no --shm)";
   }
   if (settings.wire == "flat" &&
       (mode == "batch" || settings.opcode != "tand" ||

@@ -118,9 +118,10 @@ void StreamMode::StartStream(Stream* s) {
   s->context = driver_.NewContext();
   s->rw = driver_.Stub(s->channel)
               ->PrepareCall(s->context.get(),
-                            run_.batch > 0        ? kExecuteBatches
-                            : run_.workload->flat ? kFlatTandStream
-                                                  : kExecuteStream,
+                            run_.batch > 0 ? kExecuteBatches
+                            : run_.workload->wire == Workload::Wire::kFlat
+                                ? kFlatTandStream
+                                : kExecuteStream,
                             driver_.cq());
   s->sent_at.clear();
   s->next_answered = s->next_id;
@@ -152,9 +153,10 @@ void StreamMode::MaybeWrite(Stream* s, absl::Time now) {
   const uint64_t id = s->next_id++;
   s->sent_at[id] = {now, unit};
   s->writing = true;
-  s->rw->Write(run_.batch > 0        ? BatchWithId(*unit, id)
-               : run_.workload->flat ? unit->request
-                                     : WithId(unit->request, id),
+  s->rw->Write(run_.batch > 0 ? BatchWithId(*unit, id)
+               : run_.workload->wire == Workload::Wire::kFlat
+                   ? unit->request
+                   : WithId(unit->request, id),
                &s->written);
 }
 
@@ -182,7 +184,7 @@ void StreamMode::OnFlatResult(Stream* s, absl::Time now) {
 }
 
 void StreamMode::OnResult(Stream* s, absl::Time now) {
-  if (run_.workload->flat) return OnFlatResult(s, now);
+  if (run_.workload->wire == Workload::Wire::kFlat) return OnFlatResult(s, now);
   const bool parsed = grpc::SerializationTraits<v1::JobResult>::Deserialize(
                           &s->response, &result_)
                           .ok();

@@ -12,6 +12,7 @@ namespace {
 
 constexpr char kExecute[] = "/ptoserve.v1.TileCompute/Execute";
 constexpr char kFlatTand[] = "/ptoserve.bench.Flat/Tand";
+constexpr char kModelInfer[] = "/inference.GRPCInferenceService/ModelInfer";
 
 }  // namespace
 
@@ -85,13 +86,25 @@ std::string UnaryMode::Check(const grpc::Status& status,
     return ErrorKey(static_cast<absl::StatusCode>(status.error_code()),
                     status.error_message());
   }
-  if (run_.workload->flat) {
+  if (run_.workload->wire == Workload::Wire::kFlat) {
     if (!grpc::SerializationTraits<bench::FlatResult>::Deserialize(
              response, &flat_result_)
              .ok()) {
       return "unparseable result";
     }
     return !run_.check || flat_result_.dst() == run_.workload->expected
+               ? ""
+               : "wrong result";
+  }
+  if (run_.workload->wire == Workload::Wire::kOip) {
+    if (!grpc::SerializationTraits<inference::ModelInferResponse>::Deserialize(
+             response, &infer_result_)
+             .ok()) {
+      return "unparseable result";
+    }
+    return !run_.check || (infer_result_.raw_output_contents_size() == 1 &&
+                           infer_result_.raw_output_contents(0) ==
+                               run_.workload->expected)
                ? ""
                : "wrong result";
   }
@@ -102,6 +115,18 @@ std::string UnaryMode::Check(const grpc::Status& status,
   return driver_.CheckResult(result_, unit, 0);
 }
 
+const char* UnaryMode::Method() const {
+  switch (run_.workload->wire) {
+    case Workload::Wire::kFlat:
+      return kFlatTand;
+    case Workload::Wire::kOip:
+      return kModelInfer;
+    case Workload::Wire::kJob:
+      break;
+  }
+  return kExecute;
+}
+
 void UnaryMode::StartCall(Call* call, absl::Time sent) {
   call->context = driver_.NewContext();
   call->sent = sent;
@@ -110,11 +135,9 @@ void UnaryMode::StartCall(Call* call, absl::Time sent) {
   tally->max_in_flight =
       std::max(tally->max_in_flight, in_flight_.fetch_add(1) + 1);
   if (run_.workload->shm()) driver_.Arm(call->unit);
-  call->reader =
-      driver_.Stub(call->channel)
-          ->PrepareUnaryCall(call->context.get(),
-                             run_.workload->flat ? kFlatTand : kExecute,
-                             call->unit->request, driver_.cq());
+  call->reader = driver_.Stub(call->channel)
+                     ->PrepareUnaryCall(call->context.get(), Method(),
+                                        call->unit->request, driver_.cq());
   call->reader->StartCall();
   call->reader->Finish(&call->response, &call->status, &call->done);
 }

@@ -17,6 +17,7 @@
 #include "bench/driver.h"
 #include "bench/workload.h"
 #include "flat/flat.pb.h"
+#include "inference/grpc_service.pb.h"
 #include "ptoserve/v1/job.pb.h"
 
 namespace ptoserve {
@@ -65,6 +66,8 @@ class UnaryMode : public Mode {
     Event done, retry;
   };
 
+  // The method --wire calls.
+  const char* Method() const;
   void StartCall(Call* call, absl::Time sent);
   void OnCallDone(Call* call);
   // Parses `response` into result_ (if the call succeeded) and returns
@@ -74,8 +77,9 @@ class UnaryMode : public Mode {
 
   Driver& driver_;
   const Run& run_ = driver_.run();
-  v1::JobResult result_;           // parse target, reused
-  bench::FlatResult flat_result_;  // --wire=flat's
+  v1::JobResult result_;                        // parse target, reused
+  bench::FlatResult flat_result_;               // --wire=flat's
+  inference::ModelInferResponse infer_result_;  // --wire=oip's
   std::vector<std::unique_ptr<Call>> calls_;
   std::mutex mu_;  // at a rate: calls_ and free_
   std::vector<Call*> free_;

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "flat/flat.pb.h"
+#include "inference/grpc_service.pb.h"
 #include "proto/wire.h"
 
 namespace ptoserve {
@@ -60,8 +61,24 @@ absl::StatusOr<Workload> MakeWorkload(const Settings& settings) {
   if (is_xor) inst->set_tmp("tmp");
   const std::string job_bytes = w.job.SerializeAsString();
   Unit& unit = w.units.emplace_back();
+  if (settings.wire == "oip") {
+    w.wire = Workload::Wire::kOip;
+    inference::ModelInferRequest infer;
+    infer.set_model_name(settings.opcode);
+    for (auto [name, data] : {std::pair{"src0", &a}, std::pair{"src1", &b}}) {
+      auto* input = infer.add_inputs();
+      input->set_name(name);
+      input->set_datatype(absl::AsciiStrToUpper(settings.dtype));
+      input->add_shape(rows);
+      input->add_shape(cols);
+      infer.add_raw_input_contents(*data);
+    }
+    grpc::Slice slice(infer.SerializeAsString());
+    unit.request = grpc::ByteBuffer(&slice, 1);
+    return w;
+  }
   if (settings.wire == "flat") {
-    w.flat = true;
+    w.wire = Workload::Wire::kFlat;
     bench::FlatJob flat;
     flat.set_src0(a);
     flat.set_src1(b);

@@ -40,7 +40,10 @@ struct Unit {
 };
 
 struct Workload {
-  bool flat = false;  // --wire=flat: units carry FlatJobs
+  // What units carry: Jobs, FlatJobs (--wire=flat) or the inference
+  // protocol's ModelInferRequests (--wire=oip).
+  enum class Wire { kJob, kFlat, kOip };
+  Wire wire = Wire::kJob;
   v1::Job job;
   std::string expected;  // dst's data
   std::string poison;    // --shm: ~expected, written over a dst to check
