@@ -142,8 +142,8 @@ bool ReadRequestField(WireReader* in, uint32_t field, int wire, Request* r) {
 }
 
 // Input `input` as its model's tile, when the generic path would take it
-// as it is: a datatype the model accepts, a shape of two sizes, each in
-// [1, 2^32), and `raw` exactly the tensor's bytes.
+// as it is: a datatype the model accepts, a shape of two sizes, each at
+// least 1, and `raw` exactly the tensor's bytes.
 bool InputTile(const InferModel& model, const Input& input,
                absl::string_view raw, TileInput* tile) {
   if (std::find(model.datatypes.begin(), model.datatypes.end(),
@@ -151,8 +151,10 @@ bool InputTile(const InferModel& model, const Input& input,
       input.dims != 2) {
     return false;
   }
+  // Each size at most the bytes (so the product below cannot wrap: a
+  // 2^31 x 2^31 INT32 tensor's bytes would be 0).
   for (const uint64_t size : input.shape) {
-    if (size < 1 || size > UINT32_MAX) return false;
+    if (size < 1 || size > raw.size()) return false;
   }
   const v1::DType dtype = DTypeOfDatatype(input.datatype);
   if (input.shape[0] * input.shape[1] * WireElementBytes(dtype) != raw.size()) {

@@ -260,6 +260,14 @@ TEST_F(InferWireTest, WhatItDoesNotCoverItDeclines) {
   add("a size of -1", [](auto& c) { c.mutable_inputs(0)->set_shape(1, -1); });
   add("a size over 2^32",
       [](auto& c) { c.mutable_inputs(0)->set_shape(1, int64_t{1} << 32); });
+  add("a shape whose bytes wrap 64 bits", [](auto& c) {
+    for (auto& in : *c.mutable_inputs()) {
+      in.set_datatype("INT32");
+      in.set_shape(0, int64_t{1} << 31);
+      in.set_shape(1, int64_t{1} << 31);
+    }
+    for (auto& raw : *c.mutable_raw_input_contents()) raw.clear();
+  });
   add("raw contents a byte short",
       [](auto& c) { c.mutable_raw_input_contents(0)->pop_back(); });
   add("raw contents for one input of two",
