@@ -2,7 +2,6 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "absl/time/time.h"
@@ -16,6 +15,12 @@ absl::Duration Between(const google::protobuf::Timestamp& a,
                        const google::protobuf::Timestamp& b) {
   return absl::Seconds(b.seconds() - a.seconds()) +
          absl::Nanoseconds(b.nanos() - a.nanos());
+}
+
+// `s`, then spaces up to `width` bytes (printf's "%-*s").
+void AppendPadded(absl::string_view s, size_t width, std::string* out) {
+  out->append(s.data(), s.size());
+  if (s.size() < width) out->append(width - s.size(), ' ');
 }
 
 }  // namespace
@@ -35,13 +40,16 @@ std::string OpcodeText(v1::Opcode opcode) {
 }
 
 std::string EventText(const v1::EventRecord& e) {
-  std::string text = absl::StrFormat(
-      "  %-4s instruction %u %s on %s, %s, batch %u (size %u), queued %s, "
-      "ran %s",
-      e.id(), e.instruction_index(), OpcodeText(e.opcode()),
-      TargetText(e.target()), v1::Pipe_Name(e.pipe()), e.batch_id(),
-      e.batch_size(),
-      absl::FormatDuration(Between(e.enqueue_time(), e.start_time())),
+  // Built with StrAppend: StrFormat's parsing costs as much again, and an
+  // inference protocol answer carries this text for every job.
+  std::string text = "  ";
+  AppendPadded(e.id(), 4, &text);
+  absl::StrAppend(
+      &text, " instruction ", e.instruction_index(), " ",
+      OpcodeText(e.opcode()), " on ", TargetText(e.target()), ", ",
+      v1::Pipe_Name(e.pipe()), ", batch ", e.batch_id(), " (size ",
+      e.batch_size(), "), queued ",
+      absl::FormatDuration(Between(e.enqueue_time(), e.start_time())), ", ran ",
       absl::FormatDuration(Between(e.start_time(), e.end_time())));
   if (e.waited_on_size() > 0) {
     absl::StrAppend(&text, ", waited on ", absl::StrJoin(e.waited_on(), ", "));
@@ -51,10 +59,12 @@ std::string EventText(const v1::EventRecord& e) {
     return absl::StrCat(n, " ", noun, n == 1 ? "" : "s");
   };
   for (const v1::MicroOp& op : e.trace()) {
-    absl::StrAppendFormat(&text, "       %-5s %s <- %s  (%s, %s)\n", op.op(),
-                          op.dst(), absl::StrJoin(op.srcs(), ", "),
-                          count(op.repeats(), "repeat"),
-                          count(op.elements(), "element"));
+    text += "       ";
+    AppendPadded(op.op(), 5, &text);
+    absl::StrAppend(&text, " ", op.dst(), " <- ",
+                    absl::StrJoin(op.srcs(), ", "), "  (",
+                    count(op.repeats(), "repeat"), ", ",
+                    count(op.elements(), "element"), ")\n");
   }
   for (const std::string& note : e.notes()) {
     absl::StrAppend(&text, "       note: ", note, "\n");

@@ -270,8 +270,11 @@ InferResponseWriter::InferResponseWriter(const InferEnvelope& envelope,
                 return a->name < b->name;
               });
   }
+  // The events' text is EventText's, the words of every door; each event
+  // goes through this thread's one record, whose parts are reused.
+  thread_local v1::EventRecord record;
   for (const Event& e : outcome_.events) {
-    v1::EventRecord record;
+    record.Clear();
     ToEventRecord(e, &record);
     events_ += EventText(record);
   }

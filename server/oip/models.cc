@@ -1,6 +1,7 @@
 #include "server/oip/models.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
@@ -13,32 +14,29 @@
 
 namespace ptoserve {
 
+namespace {
+
+// The protocol's datatype of each element type that has one.
+constexpr std::pair<v1::DType, absl::string_view> kDatatypes[] = {
+    {v1::DTYPE_INT8, "INT8"},    {v1::DTYPE_UINT8, "UINT8"},
+    {v1::DTYPE_INT16, "INT16"},  {v1::DTYPE_UINT16, "UINT16"},
+    {v1::DTYPE_INT32, "INT32"},  {v1::DTYPE_UINT32, "UINT32"},
+    {v1::DTYPE_FLOAT16, "FP16"}, {v1::DTYPE_BFLOAT16, "BF16"},
+    {v1::DTYPE_FLOAT32, "FP32"},
+};
+
+}  // namespace
+
 std::string DatatypeOf(v1::DType dtype) {
-  switch (dtype) {
-    case v1::DTYPE_INT8:
-    case v1::DTYPE_UINT8:
-    case v1::DTYPE_INT16:
-    case v1::DTYPE_UINT16:
-    case v1::DTYPE_INT32:
-    case v1::DTYPE_UINT32:
-      return std::string(absl::StripPrefix(v1::DType_Name(dtype), "DTYPE_"));
-    case v1::DTYPE_FLOAT16:
-      return "FP16";
-    case v1::DTYPE_BFLOAT16:
-      return "BF16";
-    case v1::DTYPE_FLOAT32:
-      return "FP32";
-    default:
-      return "";
+  for (const auto& [d, datatype] : kDatatypes) {
+    if (d == dtype) return std::string(datatype);
   }
+  return "";
 }
 
 v1::DType DTypeOfDatatype(absl::string_view datatype) {
-  for (int d = v1::DType_MIN; d <= v1::DType_MAX; ++d) {
-    if (!v1::DType_IsValid(d) || d == v1::DTYPE_UNSPECIFIED) continue;
-    if (DatatypeOf(static_cast<v1::DType>(d)) == datatype) {
-      return static_cast<v1::DType>(d);
-    }
+  for (const auto& [d, name] : kDatatypes) {
+    if (name == datatype) return d;
   }
   return v1::DTYPE_UNSPECIFIED;
 }

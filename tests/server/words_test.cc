@@ -41,6 +41,18 @@ TEST(WordsTest, AnEventReadsTheSameEverywhere) {
             "       vor   tmp <- src0, src1  (1 repeat, 16 elements)\n"
             "       vand  dst <- dst, tmp  (2 repeats, 1 element)\n"
             "       note: a note\n");
+  // Names past their columns' widths, counters at their largest.
+  e.set_id("step12");
+  e.set_instruction_index(~0u);
+  e.set_batch_id(~uint64_t{0});
+  e.clear_waited_on();
+  e.clear_notes();
+  e.mutable_trace()->DeleteSubrange(1, 1);
+  vor->set_op("vshift");
+  EXPECT_EQ(EventText(e),
+            "  step12 instruction 4294967295 TXOR on a2a3, PIPE_V, batch "
+            "18446744073709551615 (size 2), queued 12.474us, ran 941ns\n"
+            "       vshift tmp <- src0, src1  (1 repeat, 16 elements)\n");
   EXPECT_EQ(DTypeText(v1::DTYPE_INT16), "int16");
   EXPECT_EQ(TargetText(v1::TARGET_A2A3), "a2a3");
   EXPECT_EQ(OpcodeText(v1::OPCODE_TAND), "TAND");
