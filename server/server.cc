@@ -289,6 +289,11 @@ void Server::Parts::Measure() {
   own.stream = counted("ExecuteStream");
   own.batches = counted("ExecuteBatches");
   service->CountOwnCalls(own);
+  const std::string oip = inference::GRPCInferenceService::service_full_name();
+  inference->CountOwnCalls(
+      {grpc_metrics->CountedByHandler(absl::StrCat("/", oip, "/ModelInfer")),
+       grpc_metrics->CountedByHandler(
+           absl::StrCat("/", oip, "/ModelStreamInfer"))});
   AddProcessMetrics(&registry);
   registry.AddCallbackCounter(
       "ptoserve_log_lines_dropped_total",

@@ -158,7 +158,7 @@ grpc::ServerUnaryReactor* InferenceService::ModelInfer(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
     grpc::ByteBuffer* response) {
   // As TileCompute's Execute: the call takes the request's slices.
-  auto* call = new UnaryCall(nullptr, calls_->mutable_stalls(), context,
+  auto* call = new UnaryCall(counted_.infer, calls_->mutable_stalls(), context,
                              const_cast<grpc::ByteBuffer*>(request));
   if (absl::Status allowed = calls_->Authorize(*context); !allowed.ok()) {
     call->Answer(ToGrpcStatus(allowed));
@@ -196,9 +196,10 @@ grpc::ServerUnaryReactor* InferenceService::ModelInfer(
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>*
 InferenceService::ModelStreamInfer(grpc::CallbackServerContext* context) {
   if (absl::Status allowed = calls_->Authorize(*context); !allowed.ok()) {
-    return new RefusedStream(nullptr, context, ToGrpcStatus(allowed));
+    return new RefusedStream(counted_.stream, context, ToGrpcStatus(allowed));
   }
-  auto* reactor = new StreamReactor(nullptr, calls_->mutable_stalls(), context);
+  auto* reactor =
+      new StreamReactor(counted_.stream, calls_->mutable_stalls(), context);
   CallInfo call = calls_->CallOf(context);
   const std::shared_ptr<MemoryBudget::Share> share = call.share;
   reactor->Run(std::make_unique<JobStream>(

@@ -17,6 +17,7 @@
 
 #include "inference/grpc_service.grpc.pb.h"
 #include "server/intake/intake.h"
+#include "server/metrics/grpc_metrics.h"
 #include "server/oip/models.h"
 #include "server/rpc/stream_jobs.h"
 #include "server/rpc/tile_compute_service.h"
@@ -74,6 +75,17 @@ class InferenceService final : public inference_methods::Base {
   grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* ModelStreamInfer(
       grpc::CallbackServerContext* context) override;
 
+  // The series in which ModelInfer and ModelStreamInfer count their own
+  // calls, as TileCompute's job methods do (GrpcMetrics::CountedByHandler:
+  // the interceptor's hooks cost each message a trip through gRPC's
+  // completion queue); null: not counted here.
+  struct CountedCalls {
+    const GrpcMetrics::Method* infer = nullptr;
+    const GrpcMetrics::Method* stream = nullptr;
+  };
+  // Call before the server starts.
+  void CountOwnCalls(const CountedCalls& calls) { counted_ = calls; }
+
  private:
   class Codec;
 
@@ -82,6 +94,7 @@ class InferenceService final : public inference_methods::Base {
   const std::function<bool()> ready_;
   const ModelCatalog& catalog_;
   const std::unique_ptr<const StreamCodec> codec_;
+  CountedCalls counted_;
 };
 
 // Answers every method no service serves UNIMPLEMENTED, saying what is

@@ -17,6 +17,7 @@
 #include "client/client.h"
 #include "client/shared_region.h"
 #include "grpc/health/v1/health.grpc.pb.h"
+#include "inference/grpc_service.pb.h"
 #include "tests/integration/metrics_scrape.h"
 #include "tests/integration/server_process.h"
 #include "tests/integration/test_files.h"
@@ -317,6 +318,69 @@ TEST(MetricsTest, GrpcMethodCountersByCode) {
   for (const auto& [series, value] : after) {
     EXPECT_THAT(series, Not(HasSubstr("no.Such"))) << series;
   }
+}
+
+// The inference protocol's job methods count their own calls, as
+// TileCompute's do: the same series the interceptor would give, a small
+// request's (read in place) and a generic one's alike, refusals by code.
+TEST(MetricsTest, InferenceCallsAreCountedByTheirHandlers) {
+  ServerProcess server;
+  auto client = Client::Connect(server.address()).value();
+  grpc::GenericStub generic(client->channel());
+  inference::ModelInferRequest small;
+  small.set_model_name("tand");
+  for (const char* name : {"src0", "src1"}) {
+    auto* input = small.add_inputs();
+    input->set_name(name);
+    input->set_datatype("UINT8");
+    input->add_shape(1);
+    input->add_shape(4);
+    small.add_raw_input_contents(std::string("\x0f\xf0\xff\x00", 4));
+  }
+  inference::ModelInferRequest generic_request = small;  // a parameter
+  (*generic_request.mutable_parameters())["priority"].set_int64_param(1);
+  inference::ModelInferRequest missing = small;
+  missing.set_model_name("no_such_model");
+  const std::map<std::string, double> before = Scrape(server.metrics_url());
+  uint64_t received = 0, sent = 0;
+  for (const auto* request : {&small, &generic_request, &missing}) {
+    const std::string bytes = request->SerializeAsString();
+    received += bytes.size();
+    grpc::Slice slice(bytes);
+    grpc::ByteBuffer in(&slice, 1), out;
+    grpc::ClientContext context;
+    std::promise<grpc::Status> done;
+    generic.UnaryCall(&context, "/inference.GRPCInferenceService/ModelInfer",
+                      grpc::StubOptions(), &in, &out,
+                      [&](grpc::Status s) { done.set_value(s); });
+    const grpc::Status status = done.get_future().get();
+    if (request == &missing) {
+      ASSERT_EQ(status.error_code(), grpc::StatusCode::NOT_FOUND);
+      continue;
+    }
+    ASSERT_TRUE(status.ok()) << status.error_message();
+    sent += out.Length();
+  }
+  const std::map<std::string, double> after = Scrape(server.metrics_url());
+  auto delta = [&](const std::string& series) {
+    return Delta(before, after, series);
+  };
+  const std::string infer =
+      R"(grpc_type="unary",grpc_service="inference.GRPCInferenceService",grpc_method="ModelInfer")";
+  EXPECT_EQ(delta("grpc_server_started_total{" + infer + "}"), 3);
+  EXPECT_EQ(delta("grpc_server_handled_total{" + infer + ",grpc_code=\"OK\"}"),
+            2);
+  EXPECT_EQ(
+      delta("grpc_server_handled_total{" + infer + ",grpc_code=\"NOT_FOUND\"}"),
+      1);
+  EXPECT_EQ(delta("grpc_server_msg_received_total{" + infer + "}"), 3);
+  EXPECT_EQ(delta("grpc_server_msg_sent_total{" + infer + "}"), 2);
+  EXPECT_EQ(delta("grpc_server_msg_received_bytes_total{" + infer + "}"),
+            received);
+  EXPECT_EQ(delta("grpc_server_msg_sent_bytes_total{" + infer + "}"), sent);
+  EXPECT_EQ(delta("grpc_server_handling_seconds_count{" + infer +
+                  ",grpc_code=\"OK\"}"),
+            2);
 }
 
 // A stream refused for want of a token is counted as started and handled
