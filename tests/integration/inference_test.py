@@ -111,6 +111,36 @@ class InferenceTest(unittest.TestCase):
                                                 binary_outputs=binary)
                             self.check(r, model, a, b, target)
 
+    def test_requests_without_parameters_answer_as_those_with_them(self):
+        # Without parameters and with raw contents a request takes the
+        # small path (server/oip/infer_wire.h), read in place and answered
+        # from its outcome; with a target parameter, the generic one.
+        for model in OPS:
+            for n, datatype in enumerate(DATATYPES):
+                a, b = operands(datatype, n)
+                inputs = {"src0": a} if model == "tnot" else \
+                    {"src0": a, "src1": b}
+                with self.subTest(model=model, datatype=datatype):
+                    small = self.grpc.infer(model, inputs, id_=f"s{n}")
+                    generic = self.grpc.infer(
+                        model, inputs, id_=f"s{n}",
+                        parameters={"target": small.parameters["target"]})
+                    self.check(small, model, a, b, "host")
+                    self.assertEqual(small.id, generic.id)
+                    self.assertEqual(small.outputs.keys(),
+                                     generic.outputs.keys())
+                    np.testing.assert_array_equal(small.outputs["dst"],
+                                                  generic.outputs["dst"])
+        answers = self.grpc.stream([
+            GrpcClient.request("tand", {"src0": a, "src1": b}, id_="one"),
+            GrpcClient.request("tand", {"src0": a, "src1": b}, id_="two",
+                               parameters={"priority": 3})])
+        self.assertEqual([r.id for r in answers], ["one", "two"])
+        for r in answers:
+            np.testing.assert_array_equal(r.outputs["dst"], a & b)
+            self.assertIn("instruction 0 TAND on host",
+                          r.parameters["events"])
+
     def test_txor_on_a2a3_answers_its_tmp_when_asked(self):
         a, b = operands("INT16", 7)
         for client in (self.grpc, self.http):
