@@ -15,6 +15,46 @@
 namespace ptoserve {
 namespace ptobench {
 
+namespace {
+
+grpc::ByteBuffer OneSlice(const std::string& bytes) {
+  grpc::Slice slice(bytes);
+  return grpc::ByteBuffer(&slice, 1);
+}
+
+// --wire=oip's ModelInferRequest: model --opcode, src0 and src1 as raw
+// contents.
+grpc::ByteBuffer InferRequest(const Settings& settings, const std::string& a,
+                              const std::string& b, uint32_t rows,
+                              uint32_t cols) {
+  inference::ModelInferRequest infer;
+  infer.set_model_name(settings.opcode);
+  for (auto [name, data] : {std::pair{"src0", &a}, std::pair{"src1", &b}}) {
+    auto* input = infer.add_inputs();
+    input->set_name(name);
+    input->set_datatype(absl::AsciiStrToUpper(settings.dtype));
+    input->add_shape(rows);
+    input->add_shape(cols);
+    infer.add_raw_input_contents(*data);
+  }
+  return OneSlice(infer.SerializeAsString());
+}
+
+// --wire=flat's FlatJob.
+grpc::ByteBuffer FlatRequest(v1::DType dtype, const std::string& a,
+                             const std::string& b, uint32_t rows,
+                             uint32_t cols) {
+  bench::FlatJob flat;
+  flat.set_src0(a);
+  flat.set_src1(b);
+  flat.set_dtype(dtype);
+  flat.set_rows(rows);
+  flat.set_cols(cols);
+  return OneSlice(flat.SerializeAsString());
+}
+
+}  // namespace
+
 absl::StatusOr<Workload> MakeWorkload(const Settings& settings) {
   Workload w;
   v1::DType dtype;
@@ -63,34 +103,15 @@ absl::StatusOr<Workload> MakeWorkload(const Settings& settings) {
   Unit& unit = w.units.emplace_back();
   if (settings.wire == "oip") {
     w.wire = Workload::Wire::kOip;
-    inference::ModelInferRequest infer;
-    infer.set_model_name(settings.opcode);
-    for (auto [name, data] : {std::pair{"src0", &a}, std::pair{"src1", &b}}) {
-      auto* input = infer.add_inputs();
-      input->set_name(name);
-      input->set_datatype(absl::AsciiStrToUpper(settings.dtype));
-      input->add_shape(rows);
-      input->add_shape(cols);
-      infer.add_raw_input_contents(*data);
-    }
-    grpc::Slice slice(infer.SerializeAsString());
-    unit.request = grpc::ByteBuffer(&slice, 1);
+    unit.request = InferRequest(settings, a, b, rows, cols);
     return w;
   }
   if (settings.wire == "flat") {
     w.wire = Workload::Wire::kFlat;
-    bench::FlatJob flat;
-    flat.set_src0(a);
-    flat.set_src1(b);
-    flat.set_dtype(dtype);
-    flat.set_rows(rows);
-    flat.set_cols(cols);
-    grpc::Slice slice(flat.SerializeAsString());
-    unit.request = grpc::ByteBuffer(&slice, 1);
+    unit.request = FlatRequest(dtype, a, b, rows, cols);
     return w;
   }
-  grpc::Slice slice(job_bytes);
-  unit.request = grpc::ByteBuffer(&slice, 1);
+  unit.request = OneSlice(job_bytes);
   // Only batch mode sends the rest of a batch: at 4096x4096 (128 MiB jobs)
   // the default --batch's rest alone would be 4 GB.
   std::string rest;

@@ -160,6 +160,28 @@ TEST(PtobenchTest, SweepPrintsOneLinePerConcurrency) {
   EXPECT_GT(CsvRate(lines[1]), 0) << r.output;
 }
 
+// --wire=oip calls the inference protocol's ModelInfer, each answer's dst
+// checked, for TAND and TXOR; it is a unary mode without shared memory.
+TEST(PtobenchTest, OipWireCallsModelInferAndChecksTheAnswers) {
+  ServerProcess server;
+  for (const char* opcode : {"tand", "txor"}) {
+    CommandResult r = RunMeasured(
+        absl::StrCat("bench/ptobench --server=", server.address(),
+                     " --format=csv --csv_header=false --duration={duration}"
+                     " --warmup=0s --wire=oip --check=true --concurrency=2"
+                     " --opcode=",
+                     opcode));
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_GT(CsvRate(r.output), 0) << r.output;
+    EXPECT_EQ(CsvErrors(r.output), 0) << r.output;
+  }
+  CommandResult stream =
+      RunCommand("bench/ptobench --server=" + server.address() +
+                 " --wire=oip --mode=stream");
+  EXPECT_EQ(stream.exit_code, 2) << stream.output;
+  EXPECT_THAT(stream.output, HasSubstr("--wire=oip sends a ModelInfer call"));
+}
+
 // Batch mode sends --batch jobs per ExecuteBatches message, checks every
 // result, and counts tiles (jobs) apart from requests (messages).
 TEST(PtobenchTest, BatchModeCountsJobsAndMessages) {
