@@ -1,8 +1,10 @@
 #include "server/oip/infer_wire.h"
 
 #include <algorithm>
+#include <string>
 #include <utility>
 
+#include "absl/strings/ascii.h"
 #include "core/quote.h"
 #include "proto/codec.h"
 #include "proto/wire.h"
@@ -107,11 +109,55 @@ bool ReadOutput(absl::string_view bytes, absl::string_view* name) {
   return true;
 }
 
+// An InferParameter that holds a string (string_param, its oneof's one
+// field, once): its text.
+bool ReadStringParameter(absl::string_view bytes, absl::string_view* text) {
+  WireReader in(bytes);
+  bool set = false;
+  while (!in.done()) {
+    uint32_t field = 0;
+    int wire = 0;
+    if (!in.Tag(&field, &wire) || field != 3 || !Once(&in, wire, &set, text)) {
+      return false;
+    }
+  }
+  return set;
+}
+
+// A `parameters` map entry: the target, a string; any other parameter is
+// the generic path's.
+bool ReadParameter(absl::string_view bytes, bool* has_target,
+                   absl::string_view* target) {
+  WireReader in(bytes);
+  bool keyed = false, valued = false;
+  absl::string_view key, value;
+  while (!in.done()) {
+    uint32_t field = 0;
+    int wire = 0;
+    if (!in.Tag(&field, &wire)) return false;
+    if (field == 1) {
+      if (!Once(&in, wire, &keyed, &key)) return false;
+    } else if (field != 2 || valued || !in.BytesField(wire, &value)) {
+      return false;
+    } else {
+      valued = true;
+    }
+  }
+  // A map's key given twice is its last entry's to the parser.
+  if (key != "target" || !valued || *has_target ||
+      !ReadStringParameter(value, target)) {
+    return false;
+  }
+  *has_target = true;
+  return true;
+}
+
 // The request's fields as they came, before they are checked against the
 // model.
 struct Request {
-  absl::string_view model, version, id;
-  bool has_model = false, has_version = false, has_id = false;
+  absl::string_view model, version, id, target;
+  bool has_model = false, has_version = false, has_id = false,
+       has_target = false;
   absl::InlinedVector<Input, kMostTensors> inputs;
   absl::InlinedVector<absl::string_view, kMostTensors> outputs;
   absl::InlinedVector<absl::string_view, kMostTensors> raw;
@@ -136,9 +182,31 @@ bool ReadRequestField(WireReader* in, uint32_t field, int wire, Request* r) {
     case kFieldRawInputContents:
       return r->raw.size() < kMostTensors &&
              in->BytesField(wire, &r->raw.emplace_back());
-    default:  // parameters, or a field the schema lacks
+    case kFieldParameters:
+      return in->BytesField(wire, &nested) &&
+             ReadParameter(nested, &r->has_target, &r->target);
+    default:  // a field the schema lacks
       return false;
   }
+}
+
+// The target the request names (as ReadParameters reads it: one of the
+// server's, in any case), or the server's default; false for a name that
+// is not one of the server's.
+bool ReadTarget(const ModelCatalog& catalog, const Request& r,
+                v1::Target* target, JobSpec* spec) {
+  *target = catalog.default_target();
+  if (!r.has_target) return true;
+  const std::string lower = absl::AsciiStrToLower(r.target);
+  for (const v1::Target known : catalog.targets()) {
+    if (TargetText(known) != lower) continue;
+    absl::StatusOr<Target> engine = FromProto(known);
+    if (!engine.ok()) return false;
+    *target = known;
+    spec->target = *engine;
+    return true;
+  }
+  return false;
 }
 
 // Input `input` as its model's tile, when the generic path would take it
@@ -220,12 +288,13 @@ std::optional<SmallInfer> ReadSmallInfer(absl::string_view bytes,
   absl::StatusOr<const InferModel*> found = catalog.Find(r.model, r.version);
   if (!found.ok() || (*found)->op == nullptr) return std::nullopt;
   const InferModel& model = **found;
-  const v1::Target target = catalog.default_target();
+  SmallInfer small;
+  JobSpec& spec = small.job.spec;
+  v1::Target target;
+  if (!ReadTarget(catalog, r, &target, &spec)) return std::nullopt;
   const bool takes_tmp =
       std::find(model.tmp_targets.begin(), model.tmp_targets.end(), target) !=
       model.tmp_targets.end();
-  SmallInfer small;
-  JobSpec& spec = small.job.spec;
   spec.tiles.reserve(2);
   if (!ReadTiles(model, r, &spec) ||
       !ReadOutputs(model, r, takes_tmp, &spec, &small.envelope)) {

@@ -34,12 +34,13 @@ struct SmallInfer {
 // The request `bytes` encode as its model's job, when the small path
 // covers it, else nullopt. Covered: at most kSmallJobBytes; a model of
 // `catalog` that runs one instruction, at version "" or "1"; no
-// parameters, of the request, an input or an output; each input src0
+// parameters of an input or an output, and of the request's at most
+// `target`, a string naming one of the server's targets; each input src0
 // (and src1, for a two-source model) once, of a datatype the model
 // accepts, of shape [rows, cols] (each at least 1), its elements in
 // raw_input_contents (one entry per input, of exactly its shape's bytes)
-// and not in contents; outputs dst (and tmp, where the default target
-// takes one), each once; names and the id in ASCII of at most
+// and not in contents; outputs dst (and tmp, where the job's target takes
+// one), each once; names, the id and the target in ASCII of at most
 // kMaxNameBytes; each field that is not repeated at most once; no field
 // the schema lacks; and bytes that are well formed to the end. Reads
 // `bytes` once; they must outlive the job and any PreparedJob made of it.

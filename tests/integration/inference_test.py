@@ -111,10 +111,10 @@ class InferenceTest(unittest.TestCase):
                                                 binary_outputs=binary)
                             self.check(r, model, a, b, target)
 
-    def test_requests_without_parameters_answer_as_those_with_them(self):
-        # Without parameters and with raw contents a request takes the
-        # small path (server/oip/infer_wire.h), read in place and answered
-        # from its outcome; with a target parameter, the generic one.
+    def test_small_path_requests_answer_as_generic_ones(self):
+        # With raw contents and no parameters but the target, a request
+        # takes the small path (server/oip/infer_wire.h), read in place and
+        # answered from its outcome; with a priority too, the generic one.
         for model in OPS:
             for n, datatype in enumerate(DATATYPES):
                 a, b = operands(datatype, n)
@@ -122,10 +122,10 @@ class InferenceTest(unittest.TestCase):
                     {"src0": a, "src1": b}
                 with self.subTest(model=model, datatype=datatype):
                     small = self.grpc.infer(model, inputs, id_=f"s{n}")
-                    generic = self.grpc.infer(
-                        model, inputs, id_=f"s{n}",
-                        parameters={"target": small.parameters["target"]})
+                    generic = self.grpc.infer(model, inputs, id_=f"s{n}",
+                                              parameters={"priority": 0})
                     self.check(small, model, a, b, "host")
+                    self.check(generic, model, a, b, "host")
                     self.assertEqual(small.id, generic.id)
                     self.assertEqual(small.outputs.keys(),
                                      generic.outputs.keys())
