@@ -166,9 +166,8 @@ class Intake {
 
   // The parse of Decode, on this thread; the body's bytes let go.
   Decoded ParseNow(const DecodeRequest& request) const;
-  // Steps 2 to 5 for a job a small path reads (proto/small_job.h, the
-  // request's protocol's), on this thread; false, and nothing done, for one it
-  // does not.
+  // Steps 2 to 5 for a job a small path reads (proto/small_job.h, the request's
+  // protocol's), on this thread; false, and nothing done, for one it does not.
   bool ExecutedSmall(ExecuteRequest* request) const;
   // Step 5.
   void Dispatch(ExecuteRequest request, const Decoded& decoded) const;

@@ -1,17 +1,16 @@
 // The seam between a protocol and the request pipeline. A door that speaks
-// another protocol than ptoserve.v1 (the Open Inference Protocol, a
-// future REST shape) brings a JobProtocol: how its request's bytes are
-// checked before they are parsed, and how they are parsed into the Job
-// that runs; and, if it has one, its small path: how a request of the
-// common shape is read from its bytes straight into the engine's job. The
-// door turns the JobResult (a small request's, the job's outcome) into its
-// protocol's answer in its JobDone. Everything else (the bytes held against the
-// client's share, the parse here or on the decoders in the client's turn, the
-// deadline and the caller gone, admission, the scheduler) is the pipeline's,
-// unchanged: a new protocol is an adapter in a package of its own plus its
-// door's routes, with no change to intake, dispatcher or scheduler.
-// ptoserve.v1's Job (protobuf or proto3 JSON) is the pipeline's own
-// vocabulary and needs no adapter.
+// another protocol than ptoserve.v1 (the Open Inference Protocol, a future REST
+// shape) brings a JobProtocol: how its request's bytes are checked before they
+// are parsed, and how they are parsed into the Job that runs; and, if it has
+// one, its small path: how a request of the common shape is read from its bytes
+// straight into the engine's job. The door turns the JobResult (a small
+// request's, the job's outcome) into its protocol's answer in its JobDone.
+// Everything else (the bytes held against the client's share, the parse here or
+// on the decoders in the client's turn, the deadline and the caller gone,
+// admission, the scheduler) is the pipeline's, unchanged: a new protocol is an
+// adapter in a package of its own plus its door's routes, with no change to
+// intake, dispatcher or scheduler. ptoserve.v1's Job (protobuf or proto3 JSON)
+// is the pipeline's own vocabulary and needs no adapter.
 #ifndef PTOSERVE_SERVER_INTAKE_PROTOCOL_H_
 #define PTOSERVE_SERVER_INTAKE_PROTOCOL_H_
 
