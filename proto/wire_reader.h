@@ -46,7 +46,9 @@ class WireReader {
   // A field's number and wire type; field 0 is no field.
   bool Tag(uint32_t* field, int* wire) {
     uint64_t tag = 0;
-    if (!Varint(&tag) || tag > UINT32_MAX || (tag >> 3) == 0) return false;
+    if (!ShortVarint(&tag) || tag > UINT32_MAX || (tag >> 3) == 0) {
+      return false;
+    }
     *field = static_cast<uint32_t>(tag >> 3);
     *wire = static_cast<int>(tag & 7);
     return true;
@@ -54,7 +56,7 @@ class WireReader {
 
   bool Bytes(absl::string_view* out) {
     uint64_t length = 0;
-    if (!Varint(&length) || length > static_cast<uint64_t>(end_ - at_)) {
+    if (!ShortVarint(&length) || length > static_cast<uint64_t>(end_ - at_)) {
       return false;
     }
     *out = absl::string_view(reinterpret_cast<const char*>(at_), length);
@@ -71,6 +73,25 @@ class WireReader {
   }
 
  private:
+  // A tag or a length, which protobuf reads as at most 5 bytes (a value
+  // may take 10): padded longer, protobuf refuses the message.
+  bool ShortVarint(uint64_t* value) {
+    if (at_ != end_ && *at_ < 0x80) {
+      *value = *at_++;
+      return true;
+    }
+    uint64_t v = 0;
+    for (int shift = 0; shift < 35 && at_ != end_; shift += 7) {
+      const uint8_t byte = *at_++;
+      v |= uint64_t{byte & 0x7fu} << shift;
+      if (byte < 0x80) {
+        *value = v;
+        return true;
+      }
+    }
+    return false;
+  }
+
   const uint8_t* at_;
   const uint8_t* const end_;
 };

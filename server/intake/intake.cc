@@ -101,6 +101,10 @@ absl::StatusOr<WireShape> Intake::Scan(const RequestBody& body,
   const EngineLimits& limits = dispatcher_->job_limits();
   if (protocol != nullptr) {
     absl::StatusOr<WireShape> shape = protocol->Scan(body, limits);
+    // "is not a ...", of no subject: the request's, as ptoserve.v1's.
+    if (!shape.ok() && absl::StartsWith(shape.status().message(), "is not ")) {
+      return Named(std::move(shape), body, what);
+    }
     if (!shape.ok()) CountRefused(shape.status().code());
     return shape;
   }
@@ -291,11 +295,15 @@ std::optional<SmallJob> Intake::ReadSmall(RequestBody& body,
   if (body.format() != BodyFormat::kProtobuf || body.size() > kSmallJobBytes) {
     return std::nullopt;
   }
-  std::optional<SmallJob> small =
-      protocol != nullptr
-          ? protocol->ReadSmall(body.Gather())
-          : ReadSmallJob(body.Gather(), dispatcher_->job_limits());
-  // Tiles heavy to make are the decoders' work, as a parsed job's are.
+  const EngineLimits& limits = dispatcher_->job_limits();
+  if (protocol != nullptr) {
+    // Its tiles come whole within the request: light to make.
+    static_assert(kSmallJobBytes <= kLightTileBytes);
+    return protocol->ReadSmall(body.Gather(), limits);
+  }
+  std::optional<SmallJob> small = ReadSmallJob(body.Gather(), limits);
+  // Tiles heavy to make (declared, not sent) are the decoders' work, as a
+  // parsed job's are.
   if (small && DeclaredTileBytes(small->spec) > kLightTileBytes) {
     return std::nullopt;
   }

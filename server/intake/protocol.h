@@ -45,14 +45,17 @@ class JobProtocol {
   virtual absl::Status Parse(const RequestBody& body, absl::string_view what,
                              v1::Job* job) const = 0;
 
-  // The job `bytes` (a protobuf request, whole) encode, when the
-  // protocol's small path covers it, else nullopt and the generic path
-  // (Scan, Parse) takes it. A job so read refuses nothing that the generic
-  // path would not: the pipeline runs it as it would the parsed one, and
-  // its JobReply is in the kOutcome form, which the door writes its answer
-  // from. The job's views borrow `bytes`. On the thread that read the
-  // request.
-  virtual std::optional<SmallJob> ReadSmall(absl::string_view bytes) const {
+  // The job `bytes` (a protobuf request, whole, at most kSmallJobBytes)
+  // encode, when the protocol's small path covers it, else nullopt and the
+  // generic path (Scan, Parse) takes it. A job so read is the one that
+  // runs: it must be within what Scan would pass against `limits`, refuse
+  // nothing that the generic path would not, and send its tiles' elements
+  // whole (so that they are light to make). The pipeline runs it as it
+  // would the parsed one, and its JobReply is in the kOutcome form, which
+  // the door writes its answer from. The job's views borrow `bytes`. On the
+  // thread that read the request.
+  virtual std::optional<SmallJob> ReadSmall(absl::string_view bytes,
+                                            const EngineLimits& limits) const {
     return std::nullopt;
   }
 };

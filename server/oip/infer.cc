@@ -411,8 +411,8 @@ absl::Status GrpcInferProtocol::Parse(const RequestBody& body,
 }
 
 std::optional<SmallJob> GrpcInferProtocol::ReadSmall(
-    absl::string_view bytes) const {
-  std::optional<SmallInfer> small = ReadSmallInfer(bytes, *catalog_);
+    absl::string_view bytes, const EngineLimits& limits) const {
+  std::optional<SmallInfer> small = ReadSmallInfer(bytes, *catalog_, limits);
   if (!small) return std::nullopt;
   envelope_ = std::move(small->envelope);
   read_small_ = true;

@@ -72,7 +72,8 @@ class GrpcInferProtocol final : public JobProtocol {
   absl::Status Parse(const RequestBody& body, absl::string_view what,
                      v1::Job* job) const override;
   // server/oip/infer_wire.h's small path.
-  std::optional<SmallJob> ReadSmall(absl::string_view bytes) const override;
+  std::optional<SmallJob> ReadSmall(absl::string_view bytes,
+                                    const EngineLimits& limits) const override;
 
   // After Parse or ReadSmall: the request's model, id and outputs.
   const InferEnvelope& envelope() const { return envelope_; }

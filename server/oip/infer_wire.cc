@@ -274,7 +274,8 @@ bool ReadOutputs(const InferModel& model, const Request& r, bool takes_tmp,
 }  // namespace
 
 std::optional<SmallInfer> ReadSmallInfer(absl::string_view bytes,
-                                         const ModelCatalog& catalog) {
+                                         const ModelCatalog& catalog,
+                                         const EngineLimits& limits) {
   if (bytes.size() > kSmallJobBytes) return std::nullopt;
   Request r;
   WireReader in(bytes);
@@ -284,6 +285,12 @@ std::optional<SmallInfer> ReadSmallInfer(absl::string_view bytes,
     if (!in.Tag(&field, &wire) || !ReadRequestField(&in, field, wire, &r)) {
       return std::nullopt;
     }
+  }
+  // What the scan would refuse for the server's limits.
+  const size_t most = limits.max_tiles_per_job;
+  if (r.inputs.size() > most || r.outputs.size() > most ||
+      r.raw.size() > most) {
+    return std::nullopt;
   }
   absl::StatusOr<const InferModel*> found = catalog.Find(r.model, r.version);
   if (!found.ok() || (*found)->op == nullptr) return std::nullopt;

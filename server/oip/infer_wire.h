@@ -32,7 +32,9 @@ struct SmallInfer {
 };
 
 // The request `bytes` encode as its model's job, when the small path
-// covers it, else nullopt. Covered: at most kSmallJobBytes; a model of
+// covers it, else nullopt. Covered: at most kSmallJobBytes, and as many
+// inputs, outputs and raw contents as `limits` let ScanInferRequest pass;
+// a model of
 // `catalog` that runs one instruction, at version "" or "1"; no
 // parameters of an input or an output, and of the request's at most
 // `target`, a string naming one of the server's targets; each input src0
@@ -45,7 +47,8 @@ struct SmallInfer {
 // the schema lacks; and bytes that are well formed to the end. Reads
 // `bytes` once; they must outlive the job and any PreparedJob made of it.
 std::optional<SmallInfer> ReadSmallInfer(absl::string_view bytes,
-                                         const ModelCatalog& catalog);
+                                         const ModelCatalog& catalog,
+                                         const EngineLimits& limits);
 
 // The ModelInferResponse to the request `envelope` describes, written
 // from its job's outcome: the bytes that InferResponseOf's message of the

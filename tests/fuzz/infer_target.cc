@@ -46,7 +46,8 @@ absl::Status CheckSmallPath(absl::string_view bytes) {
     return absl::InternalError(
         absl::StrCat("the small path read the request otherwise: ", differs));
   }
-  std::optional<SmallInfer> small = ReadSmallInfer(bytes, Catalog());
+  std::optional<SmallInfer> small =
+      ReadSmallInfer(bytes, Catalog(), EngineLimits{});
   if (!small) return absl::OkStatus();
   const DecodedJob decoded =
       DecodeSmallJob(std::move(small->job.spec), TheEngine());

@@ -151,7 +151,8 @@ TEST_F(InferWireTest, RandomRequestsReadAsTheGenericPathMakesThem) {
   std::mt19937 rng(53);
   for (int i = 0; i < 500; ++i) {
     const std::string bytes = RandomRequest(catalog_, &rng).SerializeAsString();
-    ASSERT_TRUE(ReadSmallInfer(bytes, catalog_).has_value()) << i;
+    ASSERT_TRUE(ReadSmallInfer(bytes, catalog_, EngineLimits{}).has_value())
+        << i;
     EXPECT_EQ(SmallInferDiffers(bytes, catalog_), "") << i;
   }
 }
@@ -189,7 +190,8 @@ TEST_F(InferWireTest, CoveredFieldsAtTheirEdgesReadAsTheGenericPath) {
     }
   });
   for (const auto& [what, bytes] : cases) {
-    ASSERT_TRUE(ReadSmallInfer(bytes, catalog_).has_value()) << what;
+    ASSERT_TRUE(ReadSmallInfer(bytes, catalog_, EngineLimits{}).has_value())
+        << what;
     EXPECT_EQ(SmallInferDiffers(bytes, catalog_), "") << what;
   }
   // The shape one size at a time rather than packed, as protobuf reads it.
@@ -213,7 +215,7 @@ TEST_F(InferWireTest, CoveredFieldsAtTheirEdgesReadAsTheGenericPath) {
     }
     unpacked = inputs + packed;
   }
-  ASSERT_TRUE(ReadSmallInfer(unpacked, catalog_).has_value());
+  ASSERT_TRUE(ReadSmallInfer(unpacked, catalog_, EngineLimits{}).has_value());
   EXPECT_EQ(SmallInferDiffers(unpacked, catalog_), "");
 }
 
@@ -336,8 +338,79 @@ TEST_F(InferWireTest, WhatItDoesNotCoverItDeclines) {
         [](auto& c) { c.add_outputs()->set_name("tmp"); });
   }
   for (const auto& [what, bytes] : cases) {
-    EXPECT_FALSE(ReadSmallInfer(bytes, catalog_).has_value()) << what;
+    EXPECT_FALSE(ReadSmallInfer(bytes, catalog_, EngineLimits{}).has_value())
+        << what;
   }
+}
+
+// src0 & src1 for model tand: 2x4 INT32, nothing else.
+inference::ModelInferRequest Tand() {
+  inference::ModelInferRequest r;
+  r.set_model_name("tand");
+  for (const char* name : {"src0", "src1"}) {
+    auto* input = r.add_inputs();
+    input->set_name(name);
+    input->set_datatype("INT32");
+    input->add_shape(2);
+    input->add_shape(4);
+    r.add_raw_input_contents(std::string(32, name[3]));
+  }
+  return r;
+}
+
+TEST_F(InferWireTest, PaddedTagsAndLengthsReadAsProtobufReadsThem) {
+  // The model name's tag and length, then the first input's and its
+  // name's: at most 5 bytes each protobuf reads, so does the small path.
+  const std::string bytes = Tand().SerializeAsString();
+  ASSERT_EQ(bytes.substr(0, 6), std::string("\x0a\x04tand", 6));
+  ASSERT_EQ(bytes[6], '\x2a');  // the first input
+  for (const size_t at : {0, 1, 6, 7, 8, 9}) {
+    for (const int width : {2, 5, 6, 10}) {
+      std::string padded = PaddedVarint(bytes, at, width);
+      if (at > 7) padded[7] += width - 1;  // its message's length
+      inference::ModelInferRequest parsed;
+      EXPECT_EQ(
+          parsed.ParseFromArray(padded.data(), static_cast<int>(padded.size())),
+          width <= 5)
+          << "at " << at << ", " << width;
+      EXPECT_EQ(ReadSmallInfer(padded, catalog_, EngineLimits{}).has_value(),
+                width <= 5)
+          << "at " << at << ", " << width;
+      EXPECT_EQ(SmallInferDiffers(padded, catalog_), "")
+          << "at " << at << ", " << width;
+    }
+  }
+}
+
+TEST_F(InferWireTest, TheServersLimitsOnInputsAndOutputsHoldForBoth) {
+  // Over --max_tiles_per_job the scan refuses what the small path would
+  // read: it declines it, the scan's refusal stands.
+  EngineLimits one;
+  one.max_tiles_per_job = 1;
+  const std::string two_inputs = Tand().SerializeAsString();
+  EXPECT_FALSE(ReadSmallInfer(two_inputs, catalog_, one).has_value());
+  EXPECT_EQ(SmallInferDiffers(two_inputs, catalog_, one), "");
+  inference::ModelInferRequest tnot = Tand();
+  tnot.set_model_name("tnot");
+  tnot.mutable_inputs()->RemoveLast();
+  tnot.mutable_raw_input_contents()->RemoveLast();
+  tnot.add_outputs()->set_name("dst");
+  EXPECT_TRUE(ReadSmallInfer(tnot.SerializeAsString(), catalog_, one));
+  EXPECT_EQ(SmallInferDiffers(tnot.SerializeAsString(), catalog_, one), "");
+}
+
+TEST_F(InferWireTest, ARequestThatIsNotOneIsNamedAsTheRequest) {
+  std::string truncated = Tand().SerializeAsString();
+  truncated.pop_back();
+  const GrpcInferProtocol protocol(&catalog_);
+  Outcome o;
+  std::string written;
+  Run(truncated, protocol, &o, &written);
+  EXPECT_EQ(o.status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(o.status.message(),
+            absl::StrCat("the request (", truncated.size(),
+                         " bytes) is not an inference.ModelInferRequest: its "
+                         "protobuf encoding is truncated or corrupt"));
 }
 
 TEST_F(InferWireTest, MangledRequestsAreDeclinedOrReadAsTheGenericPath) {
@@ -359,7 +432,7 @@ TEST_F(InferWireTest, MangledRequestsAreDeclinedOrReadAsTheGenericPath) {
           break;
       }
     }
-    if (ReadSmallInfer(bytes, catalog_)) ++read;
+    if (ReadSmallInfer(bytes, catalog_, EngineLimits{})) ++read;
     ASSERT_EQ(SmallInferDiffers(bytes, catalog_), "") << "input " << i;
   }
   EXPECT_GT(read, 100);  // the mangling leaves many readable

@@ -23,13 +23,14 @@ std::string EnvelopeText(const InferEnvelope& e) {
 }  // namespace
 
 std::string SmallInferDiffers(absl::string_view bytes,
-                              const ModelCatalog& catalog) {
-  std::optional<SmallInfer> small = ReadSmallInfer(bytes, catalog);
+                              const ModelCatalog& catalog,
+                              const EngineLimits& limits) {
+  std::optional<SmallInfer> small = ReadSmallInfer(bytes, catalog, limits);
   if (!small) return "";
   google::protobuf::io::ArrayInputStream stream(bytes.data(),
                                                 static_cast<int>(bytes.size()));
   if (absl::Status scanned =
-          ScanInferRequest(&stream, bytes.size(), EngineLimits{}).status();
+          ScanInferRequest(&stream, bytes.size(), limits).status();
       !scanned.ok()) {
     return absl::StrCat("the small path read what ScanInferRequest refuses: ",
                         scanned.ToString());

@@ -15,11 +15,12 @@
 namespace ptoserve {
 
 // Empty when ReadSmallInfer declines `bytes`, or reads them as the generic
-// path does (ScanInferRequest passes them, protobuf parses them,
-// JobOfInferRequest makes a job of them and ToJobSpec an equal spec, with
+// path does (ScanInferRequest passes them within `limits`, protobuf parses
+// them, JobOfInferRequest makes a job of them and ToJobSpec an equal spec, with
 // the same id and envelope); otherwise what differs.
 std::string SmallInferDiffers(absl::string_view bytes,
-                              const ModelCatalog& catalog);
+                              const ModelCatalog& catalog,
+                              const EngineLimits& limits = EngineLimits{});
 
 // The response InferResponseWriter writes for `outcome`.
 std::string WrittenInferResponse(const InferEnvelope& envelope,

@@ -143,6 +143,17 @@ std::string WrittenResult(absl::string_view id, const JobOutcome& outcome,
   return bytes;
 }
 
+std::string PaddedVarint(absl::string_view bytes, size_t at, int width) {
+  const uint8_t value = static_cast<uint8_t>(bytes[at]);
+  std::string padded(bytes.substr(0, at));
+  padded.push_back(static_cast<char>(value | 0x80));
+  for (int i = 2; i < width; ++i) padded.push_back('\x80');
+  padded.push_back('\0');
+  const absl::string_view rest = bytes.substr(at + 1);
+  padded.append(rest.data(), rest.size());
+  return padded;
+}
+
 std::string DeterministicBytes(const google::protobuf::MessageLite& message) {
   std::string bytes;
   {

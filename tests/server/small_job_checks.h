@@ -30,6 +30,11 @@ absl::Status SameJobSpec(const JobSpec& expected, const JobSpec& actual);
 std::string WrittenResult(absl::string_view id, const JobOutcome& outcome,
                           const ResultEncodings& encodings);
 
+// `bytes` with the one-byte varint at `at` (a tag, a length) written in
+// `width` bytes instead, the same value padded with continuation bytes:
+// protobuf reads a tag or a length of at most 5 bytes.
+std::string PaddedVarint(absl::string_view bytes, size_t at, int width);
+
 // `message` serialized deterministically (map entries in key order): the
 // same message, the same bytes, in every process (a protobuf map's order
 // is seeded per process).

@@ -188,6 +188,28 @@ TEST(SmallJobTest, DeclinesWhatItDoesNotCover) {
   EXPECT_FALSE(ReadSmallJob(bytes, two_tiles).has_value());
 }
 
+TEST(SmallJobTest, PaddedTagsAndLengthsReadAsProtobufReadsThem) {
+  // The id's tag and length, then the first tile entry's and its name's:
+  // at most 5 bytes each protobuf reads, so does the small path.
+  const std::string bytes = Tand().SerializeAsString();
+  ASSERT_EQ(bytes.substr(0, 2), std::string("\x0a\x05", 2));  // id
+  ASSERT_EQ(bytes[7], '\x22');  // a tile entry, after the id's 7 bytes
+  for (const size_t at : {0, 1, 7, 8, 9, 10}) {
+    for (const int width : {2, 5, 6, 10}) {
+      std::string padded = PaddedVarint(bytes, at, width);
+      if (at > 8) padded[8] += width - 1;  // its message's length
+      v1::Job parsed;
+      const bool parses =
+          parsed.ParseFromArray(padded.data(), static_cast<int>(padded.size()));
+      EXPECT_EQ(parses, width <= 5) << "at " << at << ", " << width;
+      EXPECT_EQ(ReadSmallJob(padded, kLimits).has_value(), width <= 5)
+          << "at " << at << ", " << width;
+      EXPECT_EQ(SmallJobDiffers(padded, kLimits), "")
+          << "at " << at << ", " << width;
+    }
+  }
+}
+
 TEST(SmallJobTest, MangledBytesAreDeclinedOrReadAsTheGenericPathReadsThem) {
   std::mt19937 rng(7);
   for (int i = 0; i < 5000; ++i) {
