@@ -368,7 +368,7 @@ template <typename Out>
 void InferResponseWriter::Message(Out& out) const {
   if (form_ == Form::kResponse) return Response(out);
   // ModelStreamInferResponse: no error_message, the response as field 2.
-  out.Message(2, [this](auto& response) { Response(response); });
+  out.Message(2, [this](auto& response) { this->Response(response); });
 }
 
 template <typename Out>
