@@ -24,24 +24,8 @@ class WireReader {
 
   bool done() const { return at_ == end_; }
 
-  bool Varint(uint64_t* value) {
-    // Most varints of a small request (tags, lengths under 128, enums)
-    // are a byte.
-    if (at_ != end_ && *at_ < 0x80) {
-      *value = *at_++;
-      return true;
-    }
-    uint64_t v = 0;
-    for (int shift = 0; shift < 64 && at_ != end_; shift += 7) {
-      const uint8_t byte = *at_++;
-      v |= uint64_t{byte & 0x7fu} << shift;
-      if (byte < 0x80) {
-        *value = v;
-        return true;
-      }
-    }
-    return false;
-  }
+  // A value: at most 10 bytes.
+  bool Varint(uint64_t* value) { return VarintOf<10>(value); }
 
   // A field's number and wire type; field 0 is no field.
   bool Tag(uint32_t* field, int* wire) {
@@ -75,13 +59,19 @@ class WireReader {
  private:
   // A tag or a length, which protobuf reads as at most 5 bytes (a value
   // may take 10): padded longer, protobuf refuses the message.
-  bool ShortVarint(uint64_t* value) {
+  bool ShortVarint(uint64_t* value) { return VarintOf<5>(value); }
+
+  // A varint of at most kMaxBytes bytes.
+  template <int kMaxBytes>
+  bool VarintOf(uint64_t* value) {
+    // Most varints of a small request (tags, lengths under 128, enums)
+    // are a byte.
     if (at_ != end_ && *at_ < 0x80) {
       *value = *at_++;
       return true;
     }
     uint64_t v = 0;
-    for (int shift = 0; shift < 35 && at_ != end_; shift += 7) {
+    for (int shift = 0; shift < 7 * kMaxBytes && at_ != end_; shift += 7) {
       const uint8_t byte = *at_++;
       v |= uint64_t{byte & 0x7fu} << shift;
       if (byte < 0x80) {

@@ -94,34 +94,21 @@ bool ReadInput(absl::string_view bytes, Input* input) {
   return true;
 }
 
-// An InferRequestedOutputTensor's name; it has no parameters.
-bool ReadOutput(absl::string_view bytes, absl::string_view* name) {
+// A message of which only string field `number` is set, at most once:
+// that string, if set. An InferRequestedOutputTensor's name (it has no
+// parameters); an InferParameter's string_param (its oneof's one field).
+bool OnlyString(absl::string_view bytes, uint32_t number, bool* set,
+                absl::string_view* text) {
   WireReader in(bytes);
-  bool named = false;
   while (!in.done()) {
     uint32_t field = 0;
     int wire = 0;
-    if (!in.Tag(&field, &wire) || field != 1 ||
-        !Once(&in, wire, &named, name)) {
+    if (!in.Tag(&field, &wire) || field != number ||
+        !Once(&in, wire, set, text)) {
       return false;
     }
   }
   return true;
-}
-
-// An InferParameter that holds a string (string_param, its oneof's one
-// field, once): its text.
-bool ReadStringParameter(absl::string_view bytes, absl::string_view* text) {
-  WireReader in(bytes);
-  bool set = false;
-  while (!in.done()) {
-    uint32_t field = 0;
-    int wire = 0;
-    if (!in.Tag(&field, &wire) || field != 3 || !Once(&in, wire, &set, text)) {
-      return false;
-    }
-  }
-  return set;
 }
 
 // A `parameters` map entry: the target, a string; any other parameter is
@@ -144,8 +131,9 @@ bool ReadParameter(absl::string_view bytes, bool* has_target,
     }
   }
   // A map's key given twice is its last entry's to the parser.
+  bool set = false;
   if (key != "target" || !valued || *has_target ||
-      !ReadStringParameter(value, target)) {
+      !OnlyString(value, 3, &set, target) || !set) {
     return false;
   }
   *has_target = true;
@@ -175,10 +163,12 @@ bool ReadRequestField(WireReader* in, uint32_t field, int wire, Request* r) {
     case kFieldInputs:
       return r->inputs.size() < kMostTensors && in->BytesField(wire, &nested) &&
              ReadInput(nested, &r->inputs.emplace_back());
-    case kFieldOutputs:
+    case kFieldOutputs: {
+      bool named = false;  // a nameless output is "", not one of the model's
       return r->outputs.size() < kMostTensors &&
              in->BytesField(wire, &nested) &&
-             ReadOutput(nested, &r->outputs.emplace_back());
+             OnlyString(nested, 1, &named, &r->outputs.emplace_back());
+    }
     case kFieldRawInputContents:
       return r->raw.size() < kMostTensors &&
              in->BytesField(wire, &r->raw.emplace_back());
