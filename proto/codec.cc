@@ -10,6 +10,7 @@
 #include "common/setting_names.h"
 #include "core/ops.h"
 #include "core/status_macros.h"
+#include "proto/words.h"
 
 namespace ptoserve {
 
@@ -406,6 +407,31 @@ void ToEventRecord(const Event& e, v1::EventRecord* r) {
     range->set_begin(p.begin);
     range->set_end(p.end);
   }
+}
+
+void AppendEventText(const Event& e, std::string* out) {
+  // As the record: timestamps in whole nanoseconds, counters in 32 bits.
+  const auto between = [](absl::Time a, absl::Time b) {
+    return absl::Nanoseconds(absl::ToUnixNanos(b) - absl::ToUnixNanos(a));
+  };
+  EventHead head;
+  head.id = e.id;
+  head.index = e.index;
+  head.opcode = OpcodeName(e.opcode);
+  head.target = TargetName(e.target);
+  head.pipe = "PIPE_V";
+  head.batch_id = e.batch_id;
+  head.batch_size = e.batch_size;
+  head.queued = between(e.enqueue_time, e.start_time);
+  head.ran = between(e.start_time, e.end_time);
+  absl::InlinedVector<absl::string_view, 4> waited_on(e.waited_on.begin(),
+                                                      e.waited_on.end());
+  AppendEventHead(head, waited_on, out);
+  for (const MicroOp& op : e.trace.ops) {
+    AppendMicroOpLine(op.op, op.dst, op.srcs, static_cast<uint32_t>(op.repeats),
+                      static_cast<uint32_t>(op.elements), out);
+  }
+  for (const std::string& note : e.trace.notes) AppendNoteLine(note, out);
 }
 
 void ToJobResult(JobOutcome outcome, const ResultEncodings& encodings,

@@ -101,6 +101,10 @@ uint64_t ResultBytes(const JobCost& cost, const ResultEncodings& encodings);
 // One event as the wire's record of it (a JobResult's events are these).
 void ToEventRecord(const Event& event, v1::EventRecord* out);
 
+// Appends proto/words.h's EventText of ToEventRecord(event), without the
+// record: the small inference path's answers carry it for every job.
+void AppendEventText(const Event& event, std::string* out);
+
 // Fills `out` with the outcome's tiles (each as `encodings` says; data
 // moves rather than copies) and events.
 void ToJobResult(JobOutcome outcome, const ResultEncodings& encodings,

@@ -84,7 +84,8 @@ class InferResponseWriter {
   const Form form_;
   // The outputs answered, in order; the target and events as text.
   absl::InlinedVector<const OutputTile*, 2> outputs_;
-  std::string target_, events_;
+  absl::string_view target_;  // TargetText's word, as the engine names it
+  std::string events_;
   size_t size_ = 0;
   WireSizes sizes_;
 };

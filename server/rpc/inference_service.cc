@@ -34,6 +34,17 @@ grpc::ServerUnaryReactor* Answer(grpc::CallbackServerContext* context,
   return reactor;
 }
 
+// A ModelInfer call: the call and what reads its request, in one object.
+class InferCall final : public UnaryCall {
+ public:
+  InferCall(const GrpcMetrics::Method* calls, StallWatch* stalls,
+            grpc::CallbackServerContext* context, grpc::ByteBuffer* request,
+            const ModelCatalog* catalog)
+      : UnaryCall(calls, stalls, context, request), protocol(catalog) {}
+
+  GrpcInferProtocol protocol;
+};
+
 }  // namespace
 
 // ModelStreamInfer's messages: each a ModelInferRequest, each answered
@@ -158,36 +169,39 @@ grpc::ServerUnaryReactor* InferenceService::ModelInfer(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
     grpc::ByteBuffer* response) {
   // As TileCompute's Execute: the call takes the request's slices.
-  auto* call = new UnaryCall(counted_.infer, calls_->mutable_stalls(), context,
-                             const_cast<grpc::ByteBuffer*>(request));
+  auto* call = new InferCall(counted_.infer, calls_->mutable_stalls(), context,
+                             const_cast<grpc::ByteBuffer*>(request), &catalog_);
   if (absl::Status allowed = calls_->Authorize(*context); !allowed.ok()) {
     call->Answer(ToGrpcStatus(allowed));
     return call;
   }
   call->info = calls_->CallOf(context);
   call->SetClient(call->info.share->client());
-  auto protocol = std::make_shared<GrpcInferProtocol>(&catalog_);
+  call->response = response;
   ExecuteRequest execute;
   execute.body = &call->body;
   execute.what = "the request";
   execute.call = &call->info;
   execute.new_job = [call] { return call->NewJob(); };
-  execute.protocol = protocol.get();
-  execute.done = [this, call, response, protocol](absl::StatusOr<JobReply*> r,
-                                                  MemoryBudget::Hold hold) {
+  execute.protocol = &call->protocol;
+  // Two pointers: the function holds them in place, not on the heap.
+  execute.done = [this, call](absl::StatusOr<JobReply*> r,
+                              MemoryBudget::Hold hold) {
     call->hold = std::move(hold);
     absl::Status encoded = r.status();
     const uint64_t max_bytes = intake_->limits().max_message_bytes;
-    if (r.ok() && protocol->read_small()) {
-      const InferResponseWriter writer(protocol->envelope(), (*r)->outcome());
-      encoded = EncodeWritten(writer.size(), max_bytes, response,
+    const GrpcInferProtocol& protocol = call->protocol;
+    if (r.ok() && protocol.read_small()) {
+      const InferResponseWriter writer(protocol.envelope(), (*r)->outcome());
+      encoded = EncodeWritten(writer.size(), max_bytes, call->response,
                               [&writer](uint8_t* out) { writer.Write(out); });
     } else if (r.ok()) {
       inference::ModelInferResponse answer;
-      InferResponseOf(*(*r)->Message(), protocol->envelope(), &answer);
-      encoded = EncodeReply(answer, max_bytes, response);
+      InferResponseOf(*(*r)->Message(), protocol.envelope(), &answer);
+      encoded = EncodeReply(answer, max_bytes, call->response);
     }
-    call->Answer(ToGrpcStatus(encoded), encoded.ok() ? response->Length() : 0);
+    call->Answer(ToGrpcStatus(encoded),
+                 encoded.ok() ? call->response->Length() : 0);
   };
   intake_->Execute(std::move(execute));
   return call;

@@ -24,7 +24,9 @@
 
 namespace ptoserve {
 
-class UnaryCall final : public grpc::ServerUnaryReactor {
+// Not final: a door whose calls hold more extends it (InferenceService's
+// calls hold their protocol), so that one allocation holds a call.
+class UnaryCall : public grpc::ServerUnaryReactor {
  public:
   // `calls` (null: not counted here) and `stalls` must outlive the call;
   // `request`: the request's bytes, whose slices the call takes (counted

@@ -5,6 +5,15 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "core/job.h"
+#include "proto/codec.h"
+
 namespace ptoserve {
 namespace {
 
@@ -56,6 +65,91 @@ TEST(WordsTest, AnEventReadsTheSameEverywhere) {
   EXPECT_EQ(DTypeText(v1::DTYPE_INT16), "int16");
   EXPECT_EQ(TargetText(v1::TARGET_A2A3), "a2a3");
   EXPECT_EQ(OpcodeText(v1::OPCODE_TAND), "TAND");
+}
+
+// An event's times are written without absl::FormatDuration when they are
+// whole nanoseconds under a second: the same text as absl's, at every
+// unit's edges and between.
+TEST(WordsTest, TimesReadAsAbslWritesThem) {
+  std::vector<int64_t> nanos = {0,
+                                1,
+                                9,
+                                10,
+                                99,
+                                100,
+                                999,
+                                1000,
+                                1001,
+                                1010,
+                                1100,
+                                9999,
+                                10000,
+                                999999,
+                                1000000,
+                                1000001,
+                                1000010,
+                                1100000,
+                                1234567,
+                                999999999,
+                                1000000000,
+                                1000000001,
+                                3600000000000,
+                                -1,
+                                -1000,
+                                -999999999};
+  std::mt19937_64 random(7);
+  for (int i = 0; i < 20000; ++i) {
+    const int64_t scale[] = {1000, 1000000, 1000000000, 10000000000};
+    nanos.push_back(static_cast<int64_t>(random() % scale[i % 4]));
+  }
+  for (const int64_t ns : nanos) {
+    v1::EventRecord e;
+    e.mutable_start_time()->set_seconds(ns / 1000000000);
+    e.mutable_start_time()->set_nanos(static_cast<int32_t>(ns % 1000000000));
+    const std::string text = EventText(e);
+    const std::string expected = absl::StrCat(
+        ", queued ", absl::FormatDuration(absl::Nanoseconds(ns)), ", ran ");
+    EXPECT_NE(text.find(expected), std::string::npos) << ns << ": " << text;
+  }
+}
+
+// The small inference path writes the engine's events without a record:
+// the same text as the record's, for events of every shape.
+TEST(WordsTest, AnEngineEventReadsAsItsRecord) {
+  std::mt19937_64 random(53);
+  const auto pick = [&](uint64_t n) { return random() % n; };
+  const char* const names[] = {"", "e", "e12", "step_long_name", "dst", "t"};
+  const auto name = [&] { return names[pick(6)]; };
+  const absl::Time epoch = absl::FromUnixSeconds(1765000000);
+  for (int round = 0; round < 2000; ++round) {
+    Event e;
+    e.id = name();
+    e.index = static_cast<uint32_t>(pick(3) == 0 ? random() : pick(4));
+    e.opcode = pick(2) == 0 ? Opcode::kTand : Opcode::kTxor;
+    e.target = static_cast<Target>(pick(3));
+    for (uint64_t i = pick(4); i > 0; --i) e.waited_on.emplace_back(name());
+    e.enqueue_time = epoch + absl::Nanoseconds(pick(1000000000));
+    e.start_time = e.enqueue_time + absl::Nanoseconds(pick(3000000000));
+    e.end_time =
+        e.start_time +
+        absl::Nanoseconds(pick(2) ? pick(999) : random() % (uint64_t{1} << 40));
+    e.batch_id = pick(2) == 0 ? random() : pick(10);
+    e.batch_size = static_cast<uint32_t>(pick(3) == 0 ? random() : pick(3));
+    for (uint64_t i = pick(4); i > 0; --i) {
+      MicroOp& op = e.trace.ops.emplace_back();
+      op.op = name();
+      op.dst = name();
+      for (uint64_t j = pick(4); j > 0; --j) op.srcs.push_back(name());
+      op.repeats = pick(3) == 0 ? 1 : pick(2) == 0 ? random() : pick(300);
+      op.elements = pick(3) == 0 ? 1 : pick(2) == 0 ? random() : pick(300);
+    }
+    for (uint64_t i = pick(3); i > 0; --i) e.trace.notes.emplace_back(name());
+    v1::EventRecord record;
+    ToEventRecord(e, &record);
+    std::string text = "before\n";
+    AppendEventText(e, &text);
+    ASSERT_EQ(text, "before\n" + EventText(record)) << "round " << round;
+  }
 }
 
 }  // namespace
