@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
@@ -80,13 +81,15 @@ class PreparedJob {
 
   Target target_ = Target::kHost;
   const Backend* backend_ = nullptr;
-  std::vector<Slot> slots_;  // never resized once instructions are bound
-  std::vector<BoundInstruction> bound_;
-  std::vector<std::vector<uint32_t>> predecessors_;
+  // Held in place for a job of a few tiles and instructions, the common
+  // job: each is an allocation less a job.
+  absl::InlinedVector<Slot, 4> slots_;  // never resized once bound
+  absl::InlinedVector<BoundInstruction, 2> bound_;
+  absl::InlinedVector<std::vector<uint32_t>, 2> predecessors_;
   std::vector<Event> events_;
-  std::vector<size_t> outputs_;  // slot indices
+  absl::InlinedVector<size_t, 4> outputs_;  // slot indices
   // Per slot: where its output is written (JobSpec::places), or null.
-  std::vector<uint8_t*> place_;
+  absl::InlinedVector<uint8_t*, 4> place_;
   // The unified buffer up to its highest byte in use; the tiles are views
   // into it. Empty for a host job in auto mode, whose tiles are separate.
   std::unique_ptr<uint8_t[]> buffer_;

@@ -24,7 +24,8 @@ struct MicroOp {
 
 // What a backend reports about running one instruction.
 struct Trace {
-  std::vector<MicroOp> ops;
+  // In place for the common instruction, one or two micro-ops.
+  absl::InlinedVector<MicroOp, 2> ops;
   std::vector<std::string> notes;
 };
 
