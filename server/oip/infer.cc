@@ -363,7 +363,8 @@ void InferResponseOf(const v1::JobResult& result, const InferEnvelope& envelope,
   std::string events;
   for (const v1::EventRecord& e : result.events()) events += EventText(e);
   parameters["events"].set_string_param(std::move(events));
-  std::vector<std::string> names = envelope.outputs;
+  std::vector<std::string> names(envelope.outputs.begin(),
+                                 envelope.outputs.end());
   if (names.empty()) {
     for (const auto& [name, tile] : result.tiles()) names.push_back(name);
     std::sort(names.begin(), names.end());

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "core/job.h"
@@ -34,9 +35,10 @@ struct InferEnvelope {
   std::string model;
   std::string id;
   // The outputs to answer, in order (empty: every tile of the result, by
-  // name), and which of them go as binary data over HTTP.
-  std::vector<std::string> outputs;
-  std::vector<bool> binary;
+  // name), and which of them go as binary data over HTTP. In place for a
+  // request's usual one or two.
+  absl::InlinedVector<std::string, 2> outputs;
+  absl::InlinedVector<bool, 2> binary;
   bool all_binary = false;  // the request's binary_data_output
 };
 

@@ -257,7 +257,7 @@ bool ReadOutputs(const InferModel& model, const Request& r, bool takes_tmp,
   }
   if (envelope->outputs.empty()) envelope->outputs.emplace_back("dst");
   envelope->binary.assign(envelope->outputs.size(), false);
-  spec->outputs = envelope->outputs;
+  spec->outputs.assign(envelope->outputs.begin(), envelope->outputs.end());
   return true;
 }
 
