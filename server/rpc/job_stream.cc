@@ -28,16 +28,15 @@ JobStream::JobStream(StreamWire* wire, uint32_t window, StreamJobs jobs)
 struct JobStream::Incoming {
   Incoming(grpc::ByteBuffer* message, uint64_t number,
            std::unique_ptr<JobProtocol> protocol)
-      : body(message),
-        what(absl::StrCat("stream message ", number)),
-        number(number),
-        protocol(std::move(protocol)) {}
+      : body(message), number(number), protocol(std::move(protocol)) {}
   GrpcBody body;  // let go once parsed
-  const std::string what;
   const uint64_t number;
   // The codec's protocol for this message (null: ptoserve.v1's Job).
   const std::unique_ptr<JobProtocol> protocol;
-  v1::Job job;
+  // The generic path's: "stream message N", for its refusals, and the Job
+  // parsed. A job the small-job path reads needs neither.
+  std::string what;
+  std::optional<v1::Job> job;
   // The job, when the small-job path read it from `body` (kept then).
   std::optional<SmallJob> small;
 };
@@ -54,6 +53,7 @@ void JobStream::Take(grpc::ByteBuffer* message, uint64_t number) {
           std::string(incoming->small->header.id), /*run_here=*/true, incoming);
     return;
   }
+  incoming->what = absl::StrCat("stream message ", number);
   absl::StatusOr<WireShape> shape = jobs_.intake->Scan(
       incoming->body, incoming->what, incoming->protocol.get());
   if (!shape.ok()) {
@@ -64,7 +64,7 @@ void JobStream::Take(grpc::ByteBuffer* message, uint64_t number) {
   // Until decoded, the stream does not finish.
   BeginWork();
   const DecodeRequest decode{&incoming->body, incoming->what,
-                             &jobs_.call,     &incoming->job,
+                             &jobs_.call,     &incoming->job.emplace(),
                              *shape,          incoming->protocol.get()};
   jobs_.intake->Decode(
       decode, [this, incoming,
@@ -79,7 +79,7 @@ void JobStream::Take(grpc::ByteBuffer* message, uint64_t number) {
         EndWork();
         Admit(decoded.status.ok()
                   ? absl::StatusOr<std::shared_ptr<v1::Job>>(
-                        std::shared_ptr<v1::Job>(incoming, &incoming->job))
+                        std::shared_ptr<v1::Job>(incoming, &*incoming->job))
                   : decoded.status,
               decoded.request_bytes, id, decoded.here, incoming);
         if (!decoded.here) Resume();

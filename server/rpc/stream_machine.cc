@@ -58,7 +58,8 @@ void StreamMachine::MaybeWrite() {
   }
   if (outbox_.empty()) return;
   writing_ = true;
-  wire_->StartWrite(&outbox_.front().bytes);
+  // The last answer ready goes out at once, and any before it with it.
+  wire_->StartWrite(&outbox_.front().bytes, outbox_.size() > 1);
 }
 
 void StreamMachine::MaybeRead() {

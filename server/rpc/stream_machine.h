@@ -31,7 +31,9 @@ class StreamWire {
   // Reads the next message into `*message`; the machine's ReadDone follows.
   virtual void StartRead(grpc::ByteBuffer* message) = 0;
   // Writes `*message`, which stays put until the machine's WriteDone.
-  virtual void StartWrite(const grpc::ByteBuffer* message) = 0;
+  // `more`: another answer is ready behind it, so the message may wait to
+  // go out with that one (in one write to the socket, not one each).
+  virtual void StartWrite(const grpc::ByteBuffer* message, bool more) = 0;
   // Ends the stream with `status`: nothing is read or written after it.
   virtual void Finish(const grpc::Status& status) = 0;
 };

@@ -54,11 +54,14 @@ void StreamReactor::StartRead(grpc::ByteBuffer* message) {
   Reactor::StartRead(message);
 }
 
-void StreamReactor::StartWrite(const grpc::ByteBuffer* message) {
+void StreamReactor::StartWrite(const grpc::ByteBuffer* message, bool more) {
   count_.Sent(message->Length());
   stall_.Writing();
   TsanReleasing(this);
-  Reactor::StartWrite(message);
+  // A buffered write is done once gRPC holds it, and goes out with the
+  // next unbuffered one: the machine's last write is never buffered.
+  Reactor::StartWrite(message, more ? grpc::WriteOptions().set_buffer_hint()
+                                    : grpc::WriteOptions());
 }
 
 void StreamReactor::Finish(const grpc::Status& status) {

@@ -38,7 +38,7 @@ class StreamReactor final
 
   // The machine's wire.
   void StartRead(grpc::ByteBuffer* message) override;
-  void StartWrite(const grpc::ByteBuffer* message) override;
+  void StartWrite(const grpc::ByteBuffer* message, bool more) override;
   void Finish(const grpc::Status& status) override;
 
  private:

@@ -36,7 +36,7 @@ class FakeWire final : public StreamWire {
     absl::MutexLock lock(&mu_);
     read_ = message;
   }
-  void StartWrite(const grpc::ByteBuffer* message) override {
+  void StartWrite(const grpc::ByteBuffer* message, bool /*more*/) override {
     absl::MutexLock lock(&mu_);
     write_ = message;
   }

@@ -22,9 +22,10 @@ class FakeWire final : public StreamWire {
     EXPECT_EQ(read_, nullptr) << "a second read while one is pending";
     read_ = message;
   }
-  void StartWrite(const grpc::ByteBuffer* message) override {
+  void StartWrite(const grpc::ByteBuffer* message, bool more) override {
     EXPECT_EQ(write_, nullptr) << "a second write while one is pending";
     write_ = message;
+    more_.push_back(more);
     std::vector<grpc::Slice> slices;
     EXPECT_TRUE(message->Dump(&slices).ok());
     std::string bytes;
@@ -60,12 +61,15 @@ class FakeWire final : public StreamWire {
   bool reading() const { return read_ != nullptr; }
   bool writing() const { return write_ != nullptr; }
   const std::vector<std::string>& written() const { return written_; }
+  // Each write's `more`: whether it may wait to go out with the next.
+  const std::vector<bool>& more() const { return more_; }
   const std::optional<grpc::Status>& finished() const { return finished_; }
 
  private:
   grpc::ByteBuffer* read_ = nullptr;
   const grpc::ByteBuffer* write_ = nullptr;
   std::vector<std::string> written_;
+  std::vector<bool> more_;
   std::optional<grpc::Status> finished_;
 };
 
@@ -165,6 +169,9 @@ TEST_F(StreamMachineTest, AnswersAreWrittenOneAtATimeInOrderThenFinishOk) {
   EXPECT_FALSE(wire_.finished().has_value());  // c is still being written
   wire_.Written(&*machine_);
   EXPECT_THAT(wire_.written(), ::testing::ElementsAre("a", "b", "c"));
+  // a went alone; b had c ready behind it, so it may wait for c, the last
+  // ready, which goes out at once.
+  EXPECT_THAT(wire_.more(), ::testing::ElementsAre(false, true, false));
   ASSERT_TRUE(wire_.finished().has_value());
   EXPECT_TRUE(wire_.finished()->ok());
   machine_->Done();
