@@ -32,9 +32,17 @@ void StreamMachine::ReadDone(bool ok) {
 void StreamMachine::WriteDone(bool ok) {
   MutexLock lock(&mu_);
   writing_ = false;
-  unanswered_ -= outbox_.front().jobs;
-  outbox_.pop_front();      // gives its part of the budget back
   if (!ok) broken_ = true;  // the client is gone: drop what is left
+  if (ok && outbox_.front().buffered) {
+    unflushed_.push_back(std::move(outbox_.front()));
+  } else {
+    // Written, and every buffered answer before it: their parts of the
+    // budget go back.
+    for (const Outgoing& out : unflushed_) unanswered_ -= out.jobs;
+    unflushed_.clear();
+    unanswered_ -= outbox_.front().jobs;
+  }
+  outbox_.pop_front();
   if (!broken_) Room();
   MaybeWrite();
   Resume();
@@ -59,7 +67,9 @@ void StreamMachine::MaybeWrite() {
   if (outbox_.empty()) return;
   writing_ = true;
   // The last answer ready goes out at once, and any before it with it.
-  wire_->StartWrite(&outbox_.front().bytes, outbox_.size() > 1);
+  Outgoing& out = outbox_.front();
+  out.buffered = outbox_.size() > 1;
+  wire_->StartWrite(&out.bytes, out.buffered);
 }
 
 void StreamMachine::MaybeRead() {

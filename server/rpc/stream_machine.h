@@ -131,7 +131,8 @@ class StreamMachine {
   struct Outgoing {
     grpc::ByteBuffer bytes;
     Holds holds;
-    uint64_t jobs;  // counted in unanswered_
+    uint64_t jobs;          // counted in unanswered_
+    bool buffered = false;  // written as one that may wait for the next
   };
 
   void MaybeWrite() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -142,7 +143,11 @@ class StreamMachine {
   const uint32_t window_;
   grpc::ByteBuffer request_;                          // the read in progress
   std::deque<Outgoing> outbox_ ABSL_GUARDED_BY(mu_);  // front: writing
-  uint64_t unanswered_ ABSL_GUARDED_BY(mu_) = 0;      // jobs read, not written
+  // Written buffered, so possibly still in gRPC's buffer: each keeps its
+  // holds and its place in the window until a write that flushes it is
+  // done.
+  std::deque<Outgoing> unflushed_ ABSL_GUARDED_BY(mu_);
+  uint64_t unanswered_ ABSL_GUARDED_BY(mu_) = 0;  // jobs read, not written
   uint64_t working_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t received_ ABSL_GUARDED_BY(mu_) = 0;  // messages read
   bool reading_ ABSL_GUARDED_BY(mu_) = false;

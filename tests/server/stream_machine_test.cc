@@ -186,6 +186,24 @@ TEST_F(StreamMachineTest, AnAnswerHoldsItsBudgetUntilWritten) {
   EXPECT_EQ(budget_.held(), 0u);
 }
 
+// An answer written buffered may still be in gRPC's buffer when its write
+// is done: it keeps its part of the budget, and of the window, until the
+// write that flushes it is done.
+TEST_F(StreamMachineTest, ABufferedAnswerHoldsItsBudgetUntilFlushed) {
+  Open(/*window=*/3);
+  for (const char* m : {"1 a", "1 b", "1 c"}) wire_.Deliver(&*machine_, m);
+  EXPECT_FALSE(wire_.reading());  // 3 of 3 unanswered
+  for (int i = 0; i < 3; ++i) machine_->Answer(/*bytes_per_job=*/1000);
+  wire_.Written(&*machine_);  // a, alone: flushed
+  EXPECT_EQ(budget_.held(), 2000u);
+  EXPECT_TRUE(wire_.reading());  // a's place in the window is free
+  wire_.Written(&*machine_);     // b, buffered behind c
+  EXPECT_EQ(budget_.held(), 2000u);
+  wire_.Written(&*machine_);  // c flushes b with it
+  EXPECT_EQ(budget_.held(), 0u);
+  EXPECT_THAT(wire_.more(), ::testing::ElementsAre(false, true, false));
+}
+
 // A client that goes away mid-stream: what waits to be written is dropped
 // with its holds, nothing more is read, and the stream ends CANCELLED once
 // nothing is in flight.
