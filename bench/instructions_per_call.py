@@ -35,7 +35,8 @@ BIN = os.path.join(ROOT, "bazel-bin")
 def ptobench(address, seconds, concurrency, args, warmup, check, wire):
     out = subprocess.run(
         [os.path.join(BIN, "bench/ptobench"), f"--server={address}",
-         "--mode=unary", f"--shape={args.shape}", f"--target={args.target}",
+         f"--mode={args.mode}", f"--shape={args.shape}",
+         f"--target={args.target}",
          f"--opcode={args.opcode}", f"--concurrency={concurrency}",
          f"--duration={seconds}s", f"--warmup={warmup}s", "--format=csv",
          "--csv_header=false", f"--check={str(check).lower()}",
@@ -110,6 +111,10 @@ def main():
                         help="job,oip: each ptoserve build through Execute "
                         "and the inference protocol's ModelInfer")
     parser.add_argument("--concurrency", default="1,8,32,128")
+    parser.add_argument("--mode", default="unary", choices=["unary", "stream"],
+                        help="unary calls, or stream messages (each server's "
+                        "bidirectional stream, one job a message; --concurrency "
+                        "counts streams; not with --wires=oip)")
     parser.add_argument("--shape", default="16x16")
     parser.add_argument("--target", default="host",
                         help="host, a2a3 or a5 (the plain servers compute on "
@@ -125,8 +130,11 @@ def main():
     args = parser.parse_args()
     BIN = alloc_bench.BIN = args.bin
     servers = servers_to_measure(args.servers, args.plain, args.wires)
-    print("| server | target | concurrency | calls measured | "
-          "instructions per call |")
+    if args.mode == "stream":  # the plain TAND server serves no stream
+        servers = [s for s in servers if s[0] != "plain TAND server"]
+    per = "call" if args.mode == "unary" else "stream message"
+    print(f"| server | target | concurrency | {per}s measured | "
+          f"instructions per {per} |")
     print("|---|---|---|---|---|")
     port = 47200
     for name, command, check, wire in servers:
